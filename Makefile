@@ -1,0 +1,58 @@
+# Thin wrapper around CMake so the README's commands stay short.
+#   make test   installs what is missing (scripts/setup.sh), builds, runs every test
+#   make demo   installs, builds, runs the built-in demo
+BUILD      ?= build
+SAN_BUILD  ?= build-san
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+
+.PHONY: all setup configure build test test-only sanitize demo bench install clean help
+
+all: build
+
+help:
+	@echo "make test      install dependencies, build, run all tests"
+	@echo "make demo      install dependencies, build, run the demo"
+	@echo "make build     configure and build into $(BUILD)/"
+	@echo "make sanitize  build into $(SAN_BUILD)/ with -fsanitize=address,undefined and run the tests"
+	@echo "make bench     run the benchmarks (never part of the tests)"
+	@echo "variables: BUILD, JOBS, CMAKE_ARGS (e.g. CMAKE_ARGS=-DLUMEN_CUDA=OFF)"
+
+setup:
+	@bash scripts/setup.sh
+
+configure:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test-only:
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test:
+	@bash scripts/setup.sh
+	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory test-only
+
+sanitize:
+	@bash scripts/setup.sh
+	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_SANITIZE=ON $(CMAKE_ARGS)
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+	ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
+
+demo:
+	@bash scripts/setup.sh
+	$(MAKE) --no-print-directory build
+	./$(BUILD)/lumen demo
+
+bench:
+	@bash scripts/setup.sh
+	$(MAKE) --no-print-directory build
+	@if [ -x bench/run.sh ]; then bash bench/run.sh $(BUILD); else echo "no benchmarks yet"; fi
+
+install: build
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX),)
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

@@ -1,0 +1,11 @@
+/* lumen: accelerated medical image computation. Include this one header. */
+#ifndef LUMEN_H
+#define LUMEN_H
+#include "lumen/status.h"
+#include "lumen/precision.h"
+#include "lumen/context.h"
+#include "lumen/device.h"
+#include "lumen/image.h"
+#include "lumen/models.h"
+#include "lumen/health.h"
+#endif

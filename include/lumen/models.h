@@ -1,0 +1,43 @@
+/* lumen: the models lumen fits, their parameters, names and units (see docs/MODELS.md). */
+#ifndef LUMEN_MODELS_H
+#define LUMEN_MODELS_H
+
+#include "lumen/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every model, by its lumen name (the same name on the command line, in files and bindings). */
+typedef enum lumen_model {
+  LUMEN_MODEL_TOFTS = 0,   /* "tofts":      Ktrans, ve */
+  LUMEN_MODEL_ETOFTS,      /* "etofts":     Ktrans, ve, vp */
+  LUMEN_MODEL_PATLAK,      /* "patlak":     Ktrans, vp */
+  LUMEN_MODEL_2CUM,        /* "2cum":       Ktrans, Fp, Tp */
+  LUMEN_MODEL_2CXM,        /* "2cxm":       Ktrans, ve, vp, Fp */
+  LUMEN_MODEL_FXR,         /* "fxr":        Ktrans, ve, tau (fits R1(t)) */
+  LUMEN_MODEL_AUC,         /* "auc":        no fit */
+  LUMEN_MODEL_VFA,         /* "vfa":        T1, M0 (nonlinear SPGR) */
+  LUMEN_MODEL_VFA_LINEAR,  /* "vfa-linear": T1, M0 (DESPOT1, closed form) */
+  LUMEN_MODEL_VFA_2PT,     /* "vfa-2pt":    T1, M0 (two angles, closed form) */
+  LUMEN_MODEL_IR,          /* "ir":         T1, M0 (magnitude inversion recovery) */
+  LUMEN_MODEL_SR,          /* "sr":         T1, M0 (saturation recovery) */
+  LUMEN_MODEL_COUNT
+} lumen_model;
+
+#define LUMEN_MODEL_MAX_PARAMS 8
+
+/* "tofts", ...; "unknown" for an unknown value. */
+const char *lumen_model_name(lumen_model model);
+/* Parses a lumen model name; LUMEN_ERR_INVALID_ARGUMENT if unknown. */
+lumen_status lumen_model_parse(const char *name, lumen_model *out);
+/* Number of fitted parameters (0 for AUC); -1 for an unknown model. */
+int lumen_model_param_count(lumen_model model);
+/* Name ("Ktrans") and unit ("1/min") of parameter i; NULL when out of range. */
+const char *lumen_model_param_name(lumen_model model, int i);
+const char *lumen_model_param_unit(lumen_model model, int i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs the Debian packages lumen needs, only those missing; idempotent and non-interactive.
+# Runs as root or through sudo. Prints what it installed (or that nothing was missing).
+# On a system without apt-get it lists what to install and goes on (the build then reports
+# which optional parts are off).
+set -euo pipefail
+
+# Build tools and libraries (DESIGN.md "Dependencies"). CUDA is optional and not installed here.
+PACKAGES=(
+  gcc make cmake pkg-config
+  zlib1g-dev libnifti2-dev libcjson-dev libpng-dev
+  libgsl-dev libfftw3-dev
+  libcmocka-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} required packages are present"
+  exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup: apt-get not found; please install: ${missing[*]}" >&2
+  exit 0
+fi
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo -n)
+  else
+    echo "setup: missing packages (${missing[*]}) and not root; run as root or install sudo" >&2
+    exit 1
+  fi
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: installed ${missing[*]}"

@@ -1,0 +1,34 @@
+/* The lumen command line: one file per command; this header lists them and shared helpers. */
+#ifndef LUMEN_CLI_H
+#define LUMEN_CLI_H
+
+#include <stdio.h>
+#include "lumen/lumen.h"
+
+typedef int (*lumen_cli_command_fn)(int argc, char **argv);
+
+typedef struct {
+  const char *name;
+  lumen_cli_command_fn run;
+  const char *summary;
+} lumen_cli_command;
+
+/* Commands (argv[0] is the command name). Return the process exit status. */
+int lumen_cmd_backends(int argc, char **argv);
+int lumen_cmd_demo(int argc, char **argv);
+
+/* Exit statuses shared by every command. */
+enum { LUMEN_EXIT_OK = 0, LUMEN_EXIT_FAILURE = 1, LUMEN_EXIT_USAGE = 2 };
+
+/* Prints "lumen <command>: message" to stderr. */
+void lumen_cli_error(const char *command, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Writes s as a JSON string literal (quotes and escapes included). */
+void lumen_cli_json_string(FILE *out, const char *s);
+/* A context whose log messages go to stderr (warnings and errors unless verbose). */
+lumen_ctx *lumen_cli_context(const char *command, int verbose);
+
+#endif

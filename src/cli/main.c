@@ -1,0 +1,44 @@
+/* lumen: command-line entry point; dispatches to one function per command. */
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+
+static const lumen_cli_command commands[] = {
+  {"backends", lumen_cmd_backends, "show what this build and machine can do (PASS/FAIL/SKIP per part)"},
+  {"demo", lumen_cmd_demo, "fit a built-in synthetic data set and compare with the truth"},
+};
+static const int command_count = (int)(sizeof commands / sizeof commands[0]);
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: lumen <command> [options]\n"
+          "       lumen --help | --version\n\n"
+          "lumen fits DCE-MRI pharmacokinetic models and T1 maps, and filters and segments\n"
+          "images, on a CUDA GPU, on all CPU cores, or on one core.\n\n"
+          "commands:\n");
+  for (int i = 0; i < command_count; i++) fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out,
+          "\n'lumen <command> --help' describes a command's options.\n"
+          "Start with 'lumen backends' after installing, to check the build and the machine.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return LUMEN_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    usage(stdout);
+    return LUMEN_EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    printf("%s\n", lumen_build_info());
+    return LUMEN_EXIT_OK;
+  }
+  for (int i = 0; i < command_count; i++)
+    if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "lumen: unknown command '%s'\n\n", cmd);
+  usage(stderr);
+  return LUMEN_EXIT_USAGE;
+}

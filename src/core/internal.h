@@ -1,0 +1,47 @@
+/* Internal helpers shared by lumen's C sources: error reporting, logging, checked arithmetic. */
+#ifndef LUMEN_CORE_INTERNAL_H
+#define LUMEN_CORE_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "lumen/lumen.h"
+
+#if defined(__GNUC__)
+#define LUMEN_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define LUMEN_PRINTF(f, a)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Records status and a formatted message as the context's last error (ctx may be NULL),
+   logs it at ERROR level, and returns status so callers can `return lumen_fail(...)`. */
+lumen_status lumen_fail(lumen_ctx *ctx, lumen_status status, const char *fmt, ...) LUMEN_PRINTF(3, 4);
+/* Sends a message to the context's log callback when level is enabled. */
+void lumen_log(lumen_ctx *ctx, lumen_log_level level, const char *fmt, ...) LUMEN_PRINTF(3, 4);
+/* Reports progress; returns LUMEN_ERR_CANCELLED (with a message) when the callback asks to stop. */
+lumen_status lumen_progress(lumen_ctx *ctx, double fraction, const char *stage);
+
+/* Checked arithmetic: return 0 on success, 1 on overflow (out untouched then). */
+int lumen_mul_i64(int64_t a, int64_t b, int64_t *out);
+int lumen_add_i64(int64_t a, int64_t b, int64_t *out);
+
+/* The context's default device (parsed), for device resolution. */
+lumen_device lumen_ctx_device_default(const lumen_ctx *ctx);
+
+/* Bytes lumen holds per device, for memory statistics (index -1 = host). */
+void lumen_memory_account(lumen_device device, int64_t delta_bytes);
+int64_t lumen_memory_allocated(lumen_device device);
+
+/* Argument check helper: fails with LUMEN_ERR_INVALID_ARGUMENT and the formatted message. */
+#define LUMEN_REQUIRE(ctx, cond, ...) \
+  do { if (!(cond)) return lumen_fail((ctx), LUMEN_ERR_INVALID_ARGUMENT, __VA_ARGS__); } while (0)
+#define LUMEN_REQUIRE_NOT_NULL(ctx, ptr) \
+  LUMEN_REQUIRE(ctx, (ptr) != NULL, "%s: argument '%s' is NULL", __func__, #ptr)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

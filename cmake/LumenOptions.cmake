@@ -60,7 +60,9 @@ endif()
 # ---- sanitizers apply to every target, C and the host side of CUDA
 if(LUMEN_SANITIZE)
   set(LUMEN_SAN_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-  add_compile_options($<$<COMPILE_LANGUAGE:C>:${LUMEN_SAN_FLAGS}>)
+  foreach(flag ${LUMEN_SAN_FLAGS})
+    add_compile_options($<$<COMPILE_LANGUAGE:C>:${flag}>)
+  endforeach()
   add_link_options(${LUMEN_SAN_FLAGS})
 endif()
 

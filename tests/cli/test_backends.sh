@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# lumen backends: the table, the JSON form, help, and usage errors, on any machine.
+set -u
+bin=${LUMEN_BIN:?LUMEN_BIN not set}
+fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+
+out=$("$bin" backends); rc=$?
+check "backends exits 0 here" "[ $rc -eq 0 ]"
+for row in cpu openmp precision cuda-build cuda-driver gsl nifti-io mpi python mex; do
+  check "row $row present" "grep -qE '^$row +(PASS|FAIL|SKIP) ' <<<\"\$out\""
+done
+check "no FAIL row" "! grep -qE '^[a-z0-9:-]+ +FAIL ' <<<\"\$out\""
+check "summary line" "grep -qE '^[0-9]+ parts checked: 0 failed$' <<<\"\$out\""
+
+json=$("$bin" backends --json); rc=$?
+check "--json exits 0" "[ $rc -eq 0 ]"
+py=$(command -v python3 || true)
+if [ -n "$py" ]; then
+  check "--json is a list of {name,status,detail}" "$py -c '
+import json,sys
+rows=json.loads(sys.argv[1])
+assert isinstance(rows,list) and len(rows)>=10
+for r in rows:
+    assert set(r)=={\"name\",\"status\",\"detail\"}, r
+    assert r[\"status\"] in (\"PASS\",\"FAIL\",\"SKIP\"), r
+    assert r[\"detail\"], r
+names=[r[\"name\"] for r in rows]
+assert \"cpu\" in names and \"cuda-driver\" in names
+' \"\$json\""
+else
+  check "--json starts a list" "[ \"\${json:0:1}\" = '[' ]"
+fi
+
+help=$("$bin" backends --help); rc=$?
+check "backends --help exits 0 and explains SKIP" "[ $rc -eq 0 ] && grep -q SKIP <<<\"\$help\" && grep -q -- --json <<<\"\$help\""
+"$bin" backends --bogus >/dev/null 2>err.txt; rc=$?
+check "unknown option -> exit 2 with a message" "[ $rc -eq 2 ] && grep -q bogus err.txt"
+"$bin" backends --threads -4 >/dev/null 2>err.txt; rc=$?
+check "bad --threads -> exit 2" "[ $rc -eq 2 ] && grep -q threads err.txt"
+
+top=$("$bin" --help); rc=$?
+check "lumen --help lists backends" "[ $rc -eq 0 ] && grep -q backends <<<\"\$top\""
+"$bin" frobnicate >/dev/null 2>&1; rc=$?
+check "unknown command -> exit 2" "[ $rc -eq 2 ]"
+check "--version names lumen" "\"$bin\" --version | grep -q '^lumen '"
+
+if [ $fail -ne 0 ]; then echo "test_backends: FAILED"; exit 1; fi
+echo "test_backends: all checks passed"

@@ -13,6 +13,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define LUMEN_PRECISION_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define LUMEN_PRECISION_X86 0
@@ -155,13 +156,14 @@ static uint32_t f16_to_f32_bits(uint16_t h) {
   }
   if (e == 0) {
     if (m == 0) return sign;                            /* +-0 */
-    /* subnormal: m * 2^-24; normalise so that bit 10 is the implicit bit */
-    uint32_t biased = 113u;                             /* biased exponent of 2^-14, plus 1 */
+    /* subnormal, m * 2^-24: were bit 10 set, this would be 1.f * 2^-14; shift m until its
+       leading bit reaches bit 10 (the implicit bit), one exponent lower per shift */
+    uint32_t biased = 113u;                             /* biased exponent of 2^-14 */
     while ((m & 0x400u) == 0) {
       m <<= 1;
       --biased;
     }
-    return sign | ((biased - 1u) << 23) | ((m & 0x3FFu) << 13);
+    return sign | (biased << 23) | ((m & 0x3FFu) << 13);
   }
   return sign | ((e + 112u) << 23) | (m << 13);
 }
@@ -330,8 +332,14 @@ static volatile int convert_path = PATH_UNKNOWN;
 
 static int detect_path(void) {
 #if LUMEN_PRECISION_X86
+  /* __builtin_cpu_supports("avx2") also checks that the OS saves the YMM registers; F16C is
+     read from CPUID leaf 1 (ECX bit 29) because older clang does not know "f16c" there. */
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return PATH_AVX2_F16C;
+  if (__builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+      (ecx & (1u << 29)) != 0) {
+    return PATH_AVX2_F16C;
+  }
 #endif
   return PATH_SCALAR;
 }

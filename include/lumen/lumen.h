@@ -8,4 +8,5 @@
 #include "lumen/image.h"
 #include "lumen/models.h"
 #include "lumen/health.h"
+#include "lumen/aif.h"
 #endif

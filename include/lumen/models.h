@@ -36,6 +36,10 @@ int lumen_model_param_count(lumen_model model);
 /* Name ("Ktrans") and unit ("1/min") of parameter i; NULL when out of range. */
 const char *lumen_model_param_name(lumen_model model, int i);
 const char *lumen_model_param_unit(lumen_model model, int i);
+/* Default start value and bounds of public parameter i (ROCKETSHIP's, in the units above; any
+   pointer may be NULL). LUMEN_ERR_INVALID_ARGUMENT for an unknown model or index. */
+lumen_status lumen_model_param_defaults(lumen_model model, int i, double *start, double *lo,
+                                        double *hi);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,182 @@
+/* lumen model math: the contract between the models and the solvers.
+
+   Every formula (value, analytic Jacobian, closed-form linear start) is written ONCE in
+   src/models/model_impl.inc and instantiated for float and double:
+
+     #include "models/models_f32.h"   ->  lumen_grid_f32, lumen_model_eval_f32(), ...
+     #include "models/models_f64.h"   ->  lumen_grid_f64, lumen_model_eval_f64(), ...
+
+   Both headers may be included in the same translation unit. All functions are LUMEN_HD
+   (static inline in C, __host__ __device__ under nvcc), call no libc function except math,
+   allocate nothing and touch no global state, so the CPU solvers, the GSL oracle and the CUDA
+   kernels share the same code. This header holds the type-independent part.
+
+   ---------------------------------------------------------------- units
+   DCE models: time in MINUTES; Ktrans, Fp, PS, kep in 1/min; ve, vp, E fractions; Tp and the
+   FXR intracellular water lifetime tau in minutes; concentrations in mM; the grid's cp is the
+   PLASMA concentration (Cp = Cb / (1 - Hct) is the caller's business).
+   FXR output R1 is in 1/s (r1 in 1/(mM s), R10 in 1/s; the model converts tau to seconds).
+   T1 models: T1 in SECONDS; M0 in signal units; the grid's x values (g->t) are
+     VFA (vfa, vfa-linear, vfa-2pt): nominal flip angles in RADIANS (scaled by the B1 const),
+     IR: inversion times TI in seconds (g->tr = TR in seconds, 0 = infinitely long TR),
+     SR: saturation-recovery times in seconds.
+
+   ---------------------------------------------------------------- solver's parameter vector
+   The solver fits the "fit parameters" p[0..np-1] below; they equal the public parameters of
+   include/lumen/models.h for every model except 2CXM, where the fit vector is
+   (E, ve, vp, Fp) with E = Ktrans / Fp in [0, 1) (a box, always a valid model, and better
+   conditioned; public Ktrans = E Fp). Convert with lumen_model_to_public_fXX() and
+   lumen_model_from_public_fXX(). Defaults and bounds (lumen_model_defaults) are given for
+   the fit parameters, in the units above.
+
+     model       fit parameters          consts used
+     tofts       Ktrans ve               -
+     etofts      Ktrans ve vp            -
+     patlak      Ktrans vp               -
+     2cum        Ktrans Fp Tp            -
+     2cxm        E ve vp Fp              -
+     fxr         Ktrans ve tau           LUMEN_CONST_R10
+     auc         (none; see lumen_auc_fXX)
+     vfa         T1 M0                   LUMEN_CONST_B1
+     vfa-linear  T1 M0 (closed form)     LUMEN_CONST_B1
+     vfa-2pt     T1 M0 (closed form)     LUMEN_CONST_B1
+     ir          T1 M0                   -
+     sr          T1 M0                   -
+
+   ---------------------------------------------------------------- evaluation
+   void lumen_model_eval_fXX(lumen_model m, const lumen_grid_fXX *g, const T *consts,
+                             const T *p, T *y, T *jac, T *work);
+     y[i], i < g->n: model value at sample i. jac: NULL or g->n * np values, column-major,
+     jac[k * n + i] = dy_i / dp_k (k indexes the fit parameters). work: scratch of
+     lumen_model_work_size(m, n) elements (may be NULL when that is 0). consts: per-curve
+     constants, LUMEN_NCONSTS values indexed by LUMEN_CONST_*, or NULL for the defaults.
+   Per-model functions lumen_eval_<model>_fXX(g, consts, p, y, jac, work) have the same shape.
+
+   Convolution with exp(-k t): O(N) recursion, exact for a Cp that is linear between samples
+   (g->conv = LUMEN_CONV_EXACT, the default) or ROCKETSHIP's trapezoid rule
+   (LUMEN_CONV_TRAPEZOID); both start from C(t_0) = 0 and accept non-uniform grids.
+
+   ---------------------------------------------------------------- linear starts
+   int lumen_linear_start_fXX(lumen_model m, const lumen_grid_fXX *g, const T *consts,
+                              const T *y, T *p_out);
+     Closed-form estimate of the fit parameters from the data y. Returns 0 on success,
+     non-zero when the small normal-equation system is singular or the back-transform is not
+     physical; p_out is then filled with the default start values. Exact for noise-free data
+     (Tofts/ETM via Murase 2004 up to the trapezoid integration of Ct, Patlak exactly with
+     bounds, 2CUM/2CXM via Flouri 2016, VFA DESPOT1 and two-angle exactly; IR/SR give rough
+     starts only). The results of vfa-linear and vfa-2pt ARE these starts.
+*/
+#ifndef LUMEN_MODELS_MODEL_H
+#define LUMEN_MODELS_MODEL_H
+
+#include <stddef.h>
+#include "models/hd.h"
+#include "lumen/models.h"
+
+/* Convolution rule (g->conv). */
+#define LUMEN_CONV_EXACT     0  /* exact for piecewise-linear Cp (default) */
+#define LUMEN_CONV_TRAPEZOID 1  /* trapezoid rule on Cp(tau) exp(-k (t - tau)): ROCKETSHIP/Gpufit */
+
+/* Per-curve constants: slots of the consts array. */
+#define LUMEN_CONST_R10 0       /* FXR: pre-contrast R1 of the voxel, 1/s (default 1.0) */
+#define LUMEN_CONST_B1  1       /* VFA family: flip-angle scale, actual = B1 * nominal (default 1) */
+#define LUMEN_NCONSTS   2
+#define LUMEN_DEFAULT_R10 1.0
+#define LUMEN_DEFAULT_B1  1.0
+#define LUMEN_DEFAULT_FW  0.8   /* FXR water fraction */
+
+/* Branch-free select used in per-sample code (a SIMD instantiation may redefine it). */
+#ifndef LUMEN_SEL
+#define LUMEN_SEL(c, a, b) ((c) ? (a) : (b))
+#endif
+/* Exact-convolution weights use a series below x = k dt = LUMEN_SERIES_X (LUMEN_SERIES_TERMS
+   terms: truncation < 1e-16 there) and expm1-based closed forms above. */
+#define LUMEN_SERIES_X 0.5
+#define LUMEN_SERIES_TERMS 13
+
+/* Number of fit parameters of a model (0 for AUC, -1 for an unknown value). */
+LUMEN_HD int lumen_model_np(lumen_model m) {
+  switch (m) {
+    case LUMEN_MODEL_TOFTS: return 2;
+    case LUMEN_MODEL_ETOFTS: return 3;
+    case LUMEN_MODEL_PATLAK: return 2;
+    case LUMEN_MODEL_2CUM: return 3;
+    case LUMEN_MODEL_2CXM: return 4;
+    case LUMEN_MODEL_FXR: return 3;
+    case LUMEN_MODEL_AUC: return 0;
+    case LUMEN_MODEL_VFA: case LUMEN_MODEL_VFA_LINEAR: case LUMEN_MODEL_VFA_2PT:
+    case LUMEN_MODEL_IR: case LUMEN_MODEL_SR: return 2;
+    default: return -1;
+  }
+}
+
+/* 1 when the model is a DCE model (time in minutes, needs cp/icp), 0 for T1 models and AUC. */
+LUMEN_HD int lumen_model_is_dce(lumen_model m) {
+  return m == LUMEN_MODEL_TOFTS || m == LUMEN_MODEL_ETOFTS || m == LUMEN_MODEL_PATLAK ||
+         m == LUMEN_MODEL_2CUM || m == LUMEN_MODEL_2CXM || m == LUMEN_MODEL_FXR;
+}
+
+/* 1 when the model's result is its closed-form linear start (no iterations). */
+LUMEN_HD int lumen_model_is_closed_form(lumen_model m) {
+  return m == LUMEN_MODEL_VFA_LINEAR || m == LUMEN_MODEL_VFA_2PT;
+}
+
+/* Scratch elements lumen_model_eval needs for n samples (currently 0 for every model; keep
+   passing a buffer of this size so that the interface survives future models). */
+LUMEN_HD long lumen_model_work_size(lumen_model m, int n) {
+  (void)m; (void)n;
+  return 0;
+}
+
+/* Default start values and box bounds of the fit parameters (ROCKETSHIP's, units above).
+   Any pointer may be NULL. Returns np, or -1 for an unknown model.
+   Notes: M0 has no data-free start (1 here; use the linear start); 2CXM's E start 0.1 in
+   [0, 0.999]; 2CUM's Tp lower bound 0 is ROCKETSHIP's: the model evaluates Tp < 1e-9 min as
+   1e-9 min. T1 bounds (0, 10 s] are taken as [1e-4, 10] s. */
+LUMEN_HD int lumen_model_defaults(lumen_model m, double *start, double *lo, double *hi) {
+  double s[4] = {0, 0, 0, 0}, l[4] = {0, 0, 0, 0}, h[4] = {0, 0, 0, 0};
+  int np = lumen_model_np(m);
+  switch (m) {
+    case LUMEN_MODEL_TOFTS:
+    case LUMEN_MODEL_ETOFTS:
+      s[0] = 2e-4; l[0] = 1e-7; h[0] = 2.0;      /* Ktrans */
+      s[1] = 0.2;  l[1] = 0.02; h[1] = 1.0;      /* ve */
+      s[2] = 0.02; l[2] = 0.001; h[2] = 1.0;     /* vp (etofts) */
+      break;
+    case LUMEN_MODEL_PATLAK:
+      s[0] = 2e-4; l[0] = 1e-7; h[0] = 2.0;      /* Ktrans */
+      s[1] = 0.02; l[1] = 0.001; h[1] = 1.0;     /* vp */
+      break;
+    case LUMEN_MODEL_2CUM:
+      s[0] = 2e-4; l[0] = 1e-7; h[0] = 2.0;      /* Ktrans */
+      s[1] = 0.35; l[1] = 1e-4; h[1] = 20.0;     /* Fp */
+      s[2] = 0.12; l[2] = 0.0;  h[2] = 1.5;      /* Tp, min */
+      break;
+    case LUMEN_MODEL_2CXM:
+      s[0] = 0.1;  l[0] = 0.0;  h[0] = 0.999;    /* E = Ktrans / Fp */
+      s[1] = 0.15; l[1] = 0.05; h[1] = 1.0;      /* ve */
+      s[2] = 0.02; l[2] = 0.001; h[2] = 1.0;     /* vp */
+      s[3] = 0.35; l[3] = 1e-4; h[3] = 20.0;     /* Fp */
+      break;
+    case LUMEN_MODEL_FXR:
+      s[0] = 2e-4; l[0] = 1e-7; h[0] = 2.0;      /* Ktrans */
+      s[1] = 0.2;  l[1] = 0.02; h[1] = 1.0;      /* ve */
+      s[2] = 0.01; l[2] = 0.0;  h[2] = 100.0;    /* tau, min */
+      break;
+    case LUMEN_MODEL_VFA: case LUMEN_MODEL_VFA_LINEAR: case LUMEN_MODEL_VFA_2PT:
+    case LUMEN_MODEL_IR: case LUMEN_MODEL_SR:
+      s[0] = 1.0; l[0] = 1e-4; h[0] = 10.0;      /* T1, s */
+      s[1] = 1.0; l[1] = 0.0;  h[1] = 1e30;      /* M0 */
+      break;
+    default:
+      return np;
+  }
+  for (int k = 0; k < np; ++k) {
+    if (start) start[k] = s[k];
+    if (lo) lo[k] = l[k];
+    if (hi) hi[k] = h[k];
+  }
+  return np;
+}
+
+#endif

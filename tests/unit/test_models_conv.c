@@ -1,0 +1,342 @@
+/* Convolution with an exponential kernel: the exact O(N) recursion against independent
+   integrals, the trapezoid option against the direct O(N^2) trapezoid sum, non-uniform grids,
+   the series/closed-form switch, the arterial-delay shift and the AUC helper. */
+#include "test_support.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "models/models_f32.h"
+#include "models/models_f64.h"
+
+#define NMAX 2048
+
+static double smooth_cp(double t) {  /* minutes; arrival 0.2 min */
+  double u = t - 0.2;
+  if (u <= 0) return 0.0;
+  return 5.0 * (u / 0.12) * (u / 0.12) * exp(2.0 - 2.0 * u / 0.12) + 1.0 * (1.0 - exp(-u / 0.3)) * exp(-0.1 * u);
+}
+
+/* Times: uniform (step h) or irregular (steps cycling through 0.5h, 1.7h, 0.9h, 2.3h). */
+static int make_times(double *t, int n, double h, int irregular) {
+  static const double f[4] = {0.5, 1.7, 0.9, 2.3};
+  t[0] = 0;
+  for (int i = 1; i < n; ++i) t[i] = t[i - 1] + (irregular ? f[i % 4] * h : h);
+  return n;
+}
+
+/* Integral over [t0, ti] of cp_lin(s) * K(ti - s), cp_lin the linear interpolant of (t, cp),
+   K(u) = e^{-k u} (deriv = 0) or -u e^{-k u} (deriv = 1): composite Simpson with panels of
+   k h <= 0.002 (error ~ (k h)^4 / 180 < 1e-13 relative); intervals where the kernel is below
+   e^-60 are skipped. */
+static double ref_conv(const double *t, const double *cp, int i, double k, int deriv) {
+  double sum = 0;
+  for (int j = 1; j <= i; ++j) {
+    if (k * (t[i] - t[j]) > 60) continue;
+    double a = t[j - 1], len = t[j] - a;
+    int m = (int)ceil(k * len / 0.002);
+    if (m < 64) m = 64;
+    if (m % 2) ++m;
+    double h = len / m, s = 0;
+    for (int q = 0; q <= m; ++q) {
+      double x = a + q * h;
+      double c = cp[j - 1] + (cp[j] - cp[j - 1]) * (x - a) / len;
+      double u = t[i] - x;
+      double v = c * exp(-k * u) * (deriv ? -u : 1.0);
+      double w = (q == 0 || q == m) ? 1 : (q % 2 ? 4 : 2);
+      s += w * v;
+    }
+    sum += s * h / 3;
+  }
+  return sum;
+}
+
+static void run_conv(const lumen_grid_f64 *g, double k, double *G, double *Gp) {
+  lumen_conv_f64 c;
+  lumen_conv_start_f64(&c, g, k);
+  G[0] = c.G; Gp[0] = c.Gp;
+  for (int i = 1; i < g->n; ++i) {
+    lumen_conv_step_f64(&c, g, i);
+    G[i] = c.G; Gp[i] = c.Gp;
+  }
+}
+
+static void test_exact_vs_integral(void **state) {
+  (void)state;
+  static double t[NMAX], cp[NMAX], dt[NMAX], icp[NMAX], G[NMAX], Gp[NMAX];
+  static float tf[NMAX], cpf[NMAX], dtf[NMAX], icpf[NMAX];
+  const double ks[] = {0.0, 1e-4, 0.05, 1.0, 5.8, 6.2, 35.0, 300.0, 5000.0};
+  int checked = 0;
+  for (int irregular = 0; irregular < 2; ++irregular) {
+    int n = make_times(t, 120, 5.0 / 60.0, irregular);  /* x = k h spans 0 .. ~1000 */
+    for (int i = 0; i < n; ++i) { cp[i] = smooth_cp(t[i]); tf[i] = (float)t[i]; cpf[i] = (float)cp[i]; }
+    lumen_grid_f64 g;
+    lumen_grid_f32 gf;
+    lumen_grid_setup_f64(&g, n, t, cp, dt, icp);
+    lumen_grid_setup_f32(&gf, n, tf, cpf, dtf, icpf);
+    assert_int_equal(g.uniform, !irregular);
+    for (size_t q = 0; q < sizeof ks / sizeof ks[0]; ++q) {
+      double k = ks[q];
+      run_conv(&g, k, G, Gp);
+      double gmax = 0, gpmax = 0;
+      for (int i = 0; i < n; ++i) { gmax = fmax(gmax, fabs(G[i])); gpmax = fmax(gpmax, fabs(Gp[i])); }
+      lumen_conv_f32 cf;
+      lumen_conv_start_f32(&cf, &gf, (float)k);
+      for (int i = 0; i < n; i += 7) {
+        char what[96];
+        snprintf(what, sizeof what, "exact G, k = %g, sample %d, irregular %d", k, i, irregular);
+        lumen_test_assert_close(G[i], ref_conv(t, cp, i, k, 0), 1e-11 * gmax, 0, what);
+        snprintf(what, sizeof what, "exact dG/dk, k = %g, sample %d, irregular %d", k, i, irregular);
+        lumen_test_assert_close(Gp[i], ref_conv(t, cp, i, k, 1), 1e-9 * gpmax, 0, what);
+        ++checked;
+      }
+      for (int i = 1; i < n; ++i) {
+        lumen_conv_step_f32(&cf, &gf, i);
+        if (!(fabs(cf.G - G[i]) <= 2e-5 * gmax)) {
+          print_error("f32 G[%d] = %.8g, f64 %.8g (k %g)\n", i, cf.G, G[i], k);
+          fail();
+        }
+      }
+    }
+  }
+  assert_true(checked > 200);
+}
+
+/* cp(t) = t and cp = 1 are piecewise linear: closed forms exist. */
+static void test_exact_closed_forms(void **state) {
+  (void)state;
+  static double t[NMAX], cp[NMAX], dt[NMAX], icp[NMAX], G[NMAX], Gp[NMAX];
+  const double ks[] = {1e-7, 0.3, 2.0, 40.0};
+  for (int irregular = 0; irregular < 2; ++irregular) {
+    int n = make_times(t, 100, 0.1, irregular);
+    for (int shape = 0; shape < 2; ++shape) {
+      for (int i = 0; i < n; ++i) cp[i] = shape ? 1.0 : t[i];
+      lumen_grid_f64 g;
+      lumen_grid_setup_f64(&g, n, t, cp, dt, icp);
+      for (size_t q = 0; q < 4; ++q) {
+        double k = ks[q];
+        run_conv(&g, k, G, Gp);
+        for (int i = 0; i < n; ++i) {
+          double x = t[i], e = exp(-k * x);
+          /* ramp: int_0^x s e^{-k(x-s)} ds = x/k - (1-e)/k^2 ; step: (1-e)/k */
+          double ref = shape ? -expm1(-k * x) / k : (k * x + expm1(-k * x)) / (k * k);
+          double dref = shape ? (x * e * k + expm1(-k * x)) / (k * k)
+                              : (-x / (k * k) - x * e / (k * k) - 2 * expm1(-k * x) / (k * k * k));
+          if (k < 1e-3) {  /* series of the closed forms */
+            ref = shape ? x - k * x * x / 2 + k * k * x * x * x / 6
+                        : x * x / 2 - k * x * x * x / 6 + k * k * x * x * x * x / 24;
+            dref = shape ? -x * x / 2 + k * x * x * x / 3 : -x * x * x / 6 + k * x * x * x * x / 12;
+          }
+          lumen_test_assert_close(G[i], ref, 1e-13, 1e-11, shape ? "step response" : "ramp response");
+          lumen_test_assert_close(Gp[i], dref, 1e-12, 1e-9, shape ? "step dG/dk" : "ramp dG/dk");
+        }
+      }
+    }
+  }
+}
+
+/* Trapezoid option against the direct O(N^2) sum
+   G_i = sum_j dt_j/2 [cp_{j-1} e^{-k (t_i - t_{j-1})} + cp_j e^{-k (t_i - t_j)}]. */
+static void test_trapezoid_vs_direct(void **state) {
+  (void)state;
+  static double t[NMAX], cp[NMAX], dt[NMAX], icp[NMAX], G[NMAX], Gp[NMAX];
+  const double ks[] = {0.0, 0.01, 0.7, 35.0, 400.0};
+  for (int irregular = 0; irregular < 2; ++irregular) {
+    int n = make_times(t, 150, 2.0 / 60.0, irregular);
+    for (int i = 0; i < n; ++i) cp[i] = smooth_cp(t[i]);
+    lumen_grid_f64 g;
+    lumen_grid_setup_f64(&g, n, t, cp, dt, icp);
+    g.conv = LUMEN_CONV_TRAPEZOID;
+    for (size_t q = 0; q < sizeof ks / sizeof ks[0]; ++q) {
+      double k = ks[q];
+      run_conv(&g, k, G, Gp);
+      for (int i = 0; i < n; ++i) {
+        double s = 0, sd = 0;
+        for (int j = 1; j <= i; ++j) {
+          double h = t[j] - t[j - 1], u0 = t[i] - t[j - 1], u1 = t[i] - t[j];
+          s += 0.5 * h * (cp[j - 1] * exp(-k * u0) + cp[j] * exp(-k * u1));
+          sd += 0.5 * h * (-u0 * cp[j - 1] * exp(-k * u0) - u1 * cp[j] * exp(-k * u1));
+        }
+        lumen_test_assert_close(G[i], s, 1e-14, 1e-11, "trapezoid G vs direct sum");
+        lumen_test_assert_close(Gp[i], sd, 1e-14, 1e-10, "trapezoid dG/dk vs direct sum");
+      }
+      if (k == 0.0)  /* k = 0: both rules give the cumulative trapezoid of cp */
+        for (int i = 0; i < n; ++i) lumen_test_assert_close(G[i], icp[i], 1e-14, 1e-13, "k=0 vs icp");
+    }
+  }
+}
+
+/* The uniform fast path equals the general path on the same grid; a grid within the uniform
+   tolerance is detected, a visibly irregular one is not. */
+static void test_uniform_path(void **state) {
+  (void)state;
+  static double t[NMAX], cp[NMAX], dt[NMAX], icp[NMAX], G1[NMAX], G2[NMAX], P1[NMAX], P2[NMAX];
+  int n = make_times(t, 200, 0.5 / 60.0, 0);
+  for (int i = 0; i < n; ++i) cp[i] = smooth_cp(t[i]);
+  lumen_grid_f64 g;
+  lumen_grid_setup_f64(&g, n, t, cp, dt, icp);
+  assert_int_equal(g.uniform, 1);
+  lumen_test_assert_close(g.dt_u, 0.5 / 60.0, 0, 1e-12, "dt_u");
+  for (int conv = 0; conv < 2; ++conv) {
+    g.conv = conv;
+    g.uniform = 1; run_conv(&g, 12.0, G1, P1);
+    g.uniform = 0; run_conv(&g, 12.0, G2, P2);
+    for (int i = 0; i < n; ++i) {
+      lumen_test_assert_close(G1[i], G2[i], 1e-14, 1e-11, "uniform vs general G");
+      lumen_test_assert_close(P1[i], P2[i], 1e-14, 1e-10, "uniform vs general G'");
+    }
+  }
+  /* float times of a long series (QIBA v6: 1321 frames of 0.5 s) still count as uniform */
+  {
+    static float tf[1321], dtf[1321];
+    for (int i = 0; i < 1321; ++i) tf[i] = (float)(i * 0.5 / 60.0);
+    lumen_grid_f32 gf;
+    assert_int_equal(lumen_grid_setup_f32(&gf, 1321, tf, NULL, dtf, NULL), 0);
+    assert_int_equal(gf.uniform, 1);
+    lumen_test_assert_close(gf.dt_u, 0.5 / 60.0, 0, 1e-6, "f32 dt_u");
+  }
+  t[50] += 0.01 * (t[51] - t[50]);
+  lumen_grid_setup_f64(&g, n, t, cp, dt, icp);
+  assert_int_equal(g.uniform, 0);
+  t[50] = t[49] - 1e-3;  /* not increasing */
+  assert_int_not_equal(lumen_grid_setup_f64(&g, n, t, cp, dt, icp), 0);
+}
+
+/* Series and closed forms of the exact weights agree where they switch (x = 0.5). */
+static void test_series_switch(void **state) {
+  (void)state;
+  const double dt = 0.1;
+  const double x0 = LUMEN_SERIES_X;
+  lumen_convw_f64 a = lumen_conv_weights_f64(LUMEN_CONV_EXACT, (x0 * (1 - 1e-12)) / dt, dt);
+  lumen_convw_f64 b = lumen_conv_weights_f64(LUMEN_CONV_EXACT, (x0 * (1 + 1e-12)) / dt, dt);
+  lumen_test_assert_close(a.w0, b.w0, 0, 1e-11, "w0 across switch");
+  lumen_test_assert_close(a.w1, b.w1, 0, 1e-11, "w1 across switch");
+  lumen_test_assert_close(a.w0p, b.w0p, 0, 1e-11, "w0' across switch");
+  lumen_test_assert_close(a.w1p, b.w1p, 0, 1e-11, "w1' across switch");
+  /* against 40-digit values (mpmath) of g - f, f, g' - f', f' at dt = 1, both sides of the switch */
+  static const double ref[4][5] = {
+    {0.1, 0.46788401604444695, 0.48374180359595732, -0.30930614052934331, -0.15857787551510364},
+    {0.4999999, 0.36081606474448505, 0.42612265191185343, -0.23020286428710819, -0.13061320045737686},
+    {0.5000001, 0.36081601870391555, 0.42612262578921458, -0.23020283065595511, -0.13061318804796045},
+    {2.0, 0.14849853757254048, 0.28383382080915317, -0.080830895954234135, -0.067667641618306346}};
+  for (int r = 0; r < 4; ++r) {
+    lumen_convw_f64 w = lumen_conv_weights_f64(LUMEN_CONV_EXACT, ref[r][0], 1.0);
+    lumen_test_assert_close(w.w0, ref[r][1], 0, 1e-14, "w0 vs 40-digit value");
+    lumen_test_assert_close(w.w1, ref[r][2], 0, 1e-14, "w1 vs 40-digit value");
+    lumen_test_assert_close(w.w0p, ref[r][3], 0, 1e-14, "w0' vs 40-digit value");
+    lumen_test_assert_close(w.w1p, ref[r][4], 0, 1e-14, "w1' vs 40-digit value");
+  }
+  lumen_convw_f32 af = lumen_conv_weights_f32(LUMEN_CONV_EXACT, 0.49999f / 0.1f, 0.1f);
+  lumen_convw_f32 bf = lumen_conv_weights_f32(LUMEN_CONV_EXACT, 0.50001f / 0.1f, 0.1f);
+  lumen_test_assert_close(af.w1, bf.w1, 0, 1e-5, "f32 w1 across switch");
+  lumen_test_assert_close(af.w1p, bf.w1p, 0, 1e-4, "f32 w1' across switch");
+  /* k = 0: weights of the trapezoid rule on cp */
+  lumen_convw_f64 z = lumen_conv_weights_f64(LUMEN_CONV_EXACT, 0.0, dt);
+  lumen_test_assert_close(z.w0, dt / 2, 0, 1e-15, "k=0 w0");
+  lumen_test_assert_close(z.w1, dt / 2, 0, 1e-15, "k=0 w1");
+  assert_true(z.d == 1.0);
+}
+
+/* MODELS.md: at 0.5 s frames and kep = 35/min the exact rule is far closer to the continuous
+   convolution than the trapezoid rule (the QIBA v6 Ktrans 0.35 / ve 0.01 patch). */
+static void test_exact_beats_trapezoid(void **state) {
+  (void)state;
+  static double t[NMAX], cp[NMAX], dt[NMAX], icp[NMAX], G[NMAX], Gp[NMAX];
+  static double tf[8 * NMAX], cpf[8 * NMAX], dtf[8 * NMAX], icpf[8 * NMAX];
+  static double Gf[8 * NMAX], Gpf[8 * NMAX];
+  const int n = 240, r = 8;  /* 2 minutes at 0.5 s; reference on a grid 8x finer */
+  make_times(t, n, 0.5 / 60.0, 0);
+  make_times(tf, (n - 1) * r + 1, 0.5 / 60.0 / r, 0);
+  for (int i = 0; i < n; ++i) cp[i] = smooth_cp(t[i]);
+  for (int i = 0; i < (n - 1) * r + 1; ++i) cpf[i] = smooth_cp(tf[i]);
+  lumen_grid_f64 g, gfine;
+  lumen_grid_setup_f64(&g, n, t, cp, dt, icp);
+  lumen_grid_setup_f64(&gfine, (n - 1) * r + 1, tf, cpf, dtf, icpf);
+  const double kep = 35.0;
+  run_conv(&gfine, kep, Gf, Gpf);
+  double err[2] = {0, 0}, gmax = 0;
+  for (int conv = 0; conv < 2; ++conv) {
+    g.conv = conv;
+    run_conv(&g, kep, G, Gp);
+    for (int i = 0; i < n; ++i) {
+      err[conv] = fmax(err[conv], fabs(G[i] - Gf[i * r]));
+      gmax = fmax(gmax, fabs(Gf[i * r]));
+    }
+  }
+  print_message("kep 35/min, 0.5 s: max error exact %.3g, trapezoid %.3g (of max %.3g)\n", err[0], err[1], gmax);
+  assert_true(err[0] < 0.2 * err[1]);
+  assert_true(err[0] < 2e-3 * gmax);
+}
+
+static void test_aif_shift(void **state) {
+  (void)state;
+  static double t[NMAX], cp[NMAX], out[NMAX], iout[NMAX];
+  const int n = 100;
+  const double h = 2.0 / 60.0;
+  make_times(t, n, h, 0);
+  for (int i = 0; i < n; ++i) cp[i] = smooth_cp(t[i]);
+  /* integer shift: index shift, cp[0] held before */
+  lumen_aif_shift_f64(n, t, cp, 3 * h, out, iout);
+  for (int i = 0; i < n; ++i) lumen_test_assert_close(out[i], i >= 3 ? cp[i - 3] : cp[0], 1e-12, 1e-10, "integer shift");
+  /* non-integer shift of a linear function: exact */
+  for (int i = 0; i < n; ++i) cp[i] = 2.0 + 3.0 * t[i];
+  const double delay = 0.37 * h + 5 * h;
+  lumen_aif_shift_f64(n, t, cp, delay, out, iout);
+  for (int i = 0; i < n; ++i) {
+    double ts = t[i] - delay;
+    double ref = ts <= 0 ? 2.0 : 2.0 + 3.0 * ts;
+    lumen_test_assert_close(out[i], ref, 1e-12, 1e-12, "fractional shift");
+  }
+  double icp_ref = 0;
+  for (int i = 1; i < n; ++i) icp_ref += 0.5 * h * (out[i - 1] + out[i]);
+  lumen_test_assert_close(iout[n - 1], icp_ref, 1e-12, 1e-12, "shifted integral");
+  /* negative delay: held at the last value */
+  lumen_aif_shift_f64(n, t, cp, -1.5 * h, out, NULL);
+  lumen_test_assert_close(out[n - 1], cp[n - 1], 0, 1e-14, "negative shift end");
+  lumen_test_assert_close(out[0], 2.0 + 3.0 * 1.5 * h, 1e-12, 1e-12, "negative shift start");
+}
+
+/* AUC: exact for a piecewise-linear curve, with partial intervals at the window ends; the
+   normalisation divides by the same area of cp; a zero AIF is flagged, not NaN. */
+static void test_auc(void **state) {
+  (void)state;
+  static double t[NMAX], cp[NMAX], dt[NMAX], icp[NMAX], y[NMAX];
+  for (int irregular = 0; irregular < 2; ++irregular) {
+    int n = make_times(t, 80, 0.1, irregular);
+    for (int i = 0; i < n; ++i) { y[i] = 1.0 + 2.0 * t[i]; cp[i] = 4.0; }
+    lumen_grid_f64 g;
+    lumen_grid_setup_f64(&g, n, t, cp, dt, icp);
+    const double t0 = 0.537, w = 1.5, tend = t[n - 1];
+    double out[4];
+    assert_int_equal(lumen_auc_f64(&g, y, t0, w, out), 0);
+    double whole = (tend - t0) + (tend * tend - t0 * t0);
+    double win = w + ((t0 + w) * (t0 + w) - t0 * t0);
+    lumen_test_assert_close(out[0], whole, 1e-12, 1e-12, "AUC whole");
+    lumen_test_assert_close(out[1], win, 1e-12, 1e-12, "AUC window");
+    lumen_test_assert_close(out[2], whole / (4.0 * (tend - t0)), 1e-12, 1e-12, "AUC whole / AIF");
+    lumen_test_assert_close(out[3], win / (4.0 * w), 1e-12, 1e-12, "AUC window / AIF");
+    /* a smooth function on a fine grid: trapezoid error O(h^2) */
+    int nf = make_times(t, 2001, 0.005, 0);
+    for (int i = 0; i < nf; ++i) { y[i] = sin(t[i]); cp[i] = 1.0; }
+    lumen_grid_setup_f64(&g, nf, t, cp, dt, icp);
+    assert_int_equal(lumen_auc_f64(&g, y, 0.0, 3.0, out), 0);
+    lumen_test_assert_close(out[1], 1.0 - cos(3.0), 1e-5, 0, "AUC of sin over [0, 3]");
+    lumen_test_assert_close(out[0], 1.0 - cos(10.0), 1e-5, 0, "AUC of sin over [0, 10]");
+    for (int i = 0; i < nf; ++i) cp[i] = 0.0;
+    assert_int_not_equal(lumen_auc_f64(&g, y, 0.0, 3.0, out), 0);
+    assert_true(out[2] == 0.0 && out[3] == 0.0);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_exact_vs_integral),
+    cmocka_unit_test(test_exact_closed_forms),
+    cmocka_unit_test(test_trapezoid_vs_direct),
+    cmocka_unit_test(test_uniform_path),
+    cmocka_unit_test(test_series_switch),
+    cmocka_unit_test(test_exact_beats_trapezoid),
+    cmocka_unit_test(test_aif_shift),
+    cmocka_unit_test(test_auc),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -50,6 +50,8 @@ if(LUMEN_IO)
   find_path(CJSON_INCLUDE_DIR cJSON.h PATH_SUFFIXES cjson)
   find_library(CJSON_LIBRARY cjson)
   find_package(ZLIB)
+  find_package(PNG)   # optional inside lumen_io: without it the PNG calls return LUMEN_ERR_NOT_BUILT
+  set(LUMEN_HAVE_PNG ${PNG_FOUND})
   if(NIFTI_INCLUDE_DIR AND NIFTI2_LIBRARY AND ZNZ_LIBRARY AND CJSON_INCLUDE_DIR AND CJSON_LIBRARY AND ZLIB_FOUND)
     set(LUMEN_HAVE_IO ON)
   else()

@@ -1,10 +1,25 @@
-/* lumen: file input and output (NIfTI through nifti_clib, JSON sidecars through cJSON).
-   Lives in the separate library lumen_io so the core builds without these packages. */
+/* lumen: file input and output. NIfTI-1/2 (.nii, .nii.gz) through nifti_clib and zlib, JSON
+   sidecars through cJSON, PNG through libpng, and numeric text tables (curves, times, AIFs).
+   Lives in the separate library lumen_io so the core builds without these packages.
+   docs/FILES.md describes the formats, the limits and the atomic-write rule.
+
+   Common rules:
+   - Every file is untrusted: sizes are validated before anything is allocated, and a file that
+     claims more than the memory limit (max_bytes) is refused. Errors name the file, the field and
+     the expected value (in the context's last-error message).
+   - Every writer is atomic: the data go to a hidden temporary file in the same folder
+     (".NAME.tmp-PID-N"), which is fsynced and then renamed to NAME, and the folder is fsynced.
+     An existing NAME is never replaced unless `overwrite` is set (LUMEN_ERR_IO "... exists").
+     On any failure the temporary file is removed and nothing appears under NAME.
+   - Options structs: NULL or a zero-initialised struct means all defaults.
+   - Output pointers are cleared on failure; objects are freed by the matching *_free / *_clear. */
 #ifndef LUMEN_IO_H
 #define LUMEN_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "lumen/context.h"
+#include "lumen/image.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,6 +29,233 @@ extern "C" {
    it back and compares dimensions and voxels. LUMEN_OK when it all matches; detail describes
    what was done or what failed. */
 lumen_status lumen_io_selftest(lumen_ctx *ctx, char *detail, size_t detail_size);
+
+/* The memory limit used when an options struct gives max_bytes = 0: min(16 GiB, physical
+   memory). A max_bytes given by the caller is also capped at physical memory. */
+int64_t lumen_io_default_max_bytes(void);
+
+/* ------------------------------------------------------------------------------------ NIfTI */
+
+/* NIfTI unit codes (xyzt_units), as in nifti1.h. */
+enum {
+  LUMEN_NIFTI_UNITS_UNKNOWN = 0,
+  LUMEN_NIFTI_UNITS_METER = 1,
+  LUMEN_NIFTI_UNITS_MM = 2,
+  LUMEN_NIFTI_UNITS_MICRON = 3,
+  LUMEN_NIFTI_UNITS_SEC = 8,
+  LUMEN_NIFTI_UNITS_MSEC = 16,
+  LUMEN_NIFTI_UNITS_USEC = 24
+};
+/* NIfTI intent code for parameter maps ("estimate"), as in nifti1.h. */
+#define LUMEN_NIFTI_INTENT_ESTIMATE 1001
+
+typedef struct lumen_nifti_read_opts {
+  /* 0: voxels become float32 with scl_slope/scl_inter applied (slope 0 = none).
+     1: voxels keep the stored type (uint8 ... int64, float32, float64) and are NOT scaled;
+        info->scl_slope / scl_inter tell the caller what the file asks for. */
+  int keep_type;
+  /* Largest voxel buffer (bytes, as stored and as returned) to allocate; 0 = default
+     (lumen_io_default_max_bytes). Larger files are refused with LUMEN_ERR_OUT_OF_MEMORY. */
+  int64_t max_bytes;
+} lumen_nifti_read_opts;
+
+typedef struct lumen_nifti_info {
+  int version;              /* 1 or 2 */
+  int compressed;           /* the file is gzip-compressed */
+  int swapped;              /* stored in the other byte order (converted on reading) */
+  int ndim;                 /* dims of the returned image (1..4; dim[0] of the header, with
+                               trailing 1s beyond the 4th squeezed) */
+  int64_t dims[4];          /* 1 beyond ndim */
+  int datatype;             /* NIfTI datatype code as stored (2 = uint8, 4 = int16, 16 = float32...) */
+  lumen_dtype stored_dtype; /* the same as a lumen type */
+  double scl_slope, scl_inter; /* as stored; slope 0 means no scaling */
+  int scaled;               /* scaling was applied to the returned voxels */
+  int qform_code, sform_code;
+  const char *affine_source;/* "sform" (sform_code > 0), "qform" (qform_code > 0) or "pixdim" */
+  double affine[16];        /* voxel -> world, row-major, the one given to the image */
+  double pixdim[8];         /* as stored (pixdim[0] = qfac) */
+  int space_unit;           /* LUMEN_NIFTI_UNITS_* (xyzt_units & 7) */
+  int time_unit;            /* LUMEN_NIFTI_UNITS_* (xyzt_units & 56) */
+  double time_step;         /* pixdim[4] as stored, in time_unit */
+  double time_step_s;       /* pixdim[4] in seconds (ms and us converted; unknown unit: as stored) */
+  double toffset;
+  int intent_code;
+  char intent_name[17];
+  char descrip[81];
+  double cal_min, cal_max;
+  int64_t vox_offset;
+} lumen_nifti_info;
+
+/* Reads a NIfTI-1 or NIfTI-2 single file (.nii or .nii.gz; .hdr/.img pairs are refused) into a
+   new host image with the header's affine (sform, else qform, else pixdim) and spacing
+   (|pixdim[1..ndim]|, 1 where 0 or not finite). opts and info may be NULL. Errors:
+   LUMEN_ERR_IO (cannot open/read), LUMEN_ERR_FORMAT (bad header, truncated data or gzip),
+   LUMEN_ERR_UNSUPPORTED (complex/RGB types, more than 4 non-trivial dims, .hdr/.img),
+   LUMEN_ERR_OUT_OF_MEMORY (over max_bytes or allocation failed), LUMEN_ERR_OVERFLOW. */
+lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts,
+                              lumen_image **out, lumen_nifti_info *info);
+/* Reads and validates only the header (same checks as lumen_nifti_read, data not read). */
+lumen_status lumen_nifti_read_header(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts,
+                                     lumen_nifti_info *info);
+
+typedef struct lumen_nifti_write_opts {
+  int overwrite;            /* replace an existing file */
+  int version;              /* 0 or 1: NIfTI-1; 2: NIfTI-2 */
+  int intent_code;          /* 0: LUMEN_NIFTI_INTENT_ESTIMATE when intent_name is set, else none */
+  const char *intent_name;  /* parameter name, at most 15 characters (longer is an error) */
+  const char *description;  /* descrip, at most 79 characters (longer is cut) */
+  int sform_code, qform_code; /* 0: 1 (scanner anatomical); copy info's codes to keep them */
+  int space_unit;           /* 0: LUMEN_NIFTI_UNITS_MM */
+  int time_unit;            /* 0: LUMEN_NIFTI_UNITS_SEC */
+  double toffset;
+  double cal_min, cal_max;  /* display range; 0, 0 = unset */
+  int compress_level;       /* gzip level 1..9 for .nii.gz; 0 = 6 */
+} lumen_nifti_write_opts;
+
+/* Writes a host image as NIfTI: .nii.gz (gzip) when path ends so, else .nii. The stored type is
+   the image's (float32, float64, integers); float16/bfloat16 images are stored as float32.
+   The affine goes to sform and qform (qform is its closest rigid part, as nifti_clib makes it),
+   pixdim from the spacing. Atomic (see the top of this header). */
+lumen_status lumen_nifti_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
+                               const lumen_nifti_write_opts *opts);
+
+/* ------------------------------------------------------------------------- JSON (sidecars) */
+
+/* A JSON object (top level must be an object), read from a file or built for writing. */
+typedef struct lumen_json lumen_json;
+
+lumen_status lumen_json_create(lumen_ctx *ctx, lumen_json **out);
+/* Reads a JSON object file (at most 64 MiB). Bad JSON: LUMEN_ERR_FORMAT naming the file and the
+   line:column where parsing stopped. */
+lumen_status lumen_json_read(lumen_ctx *ctx, const char *path, lumen_json **out);
+/* Parses text; name is used in messages (NULL: "<text>"). */
+lumen_status lumen_json_parse(lumen_ctx *ctx, const char *text, size_t length, const char *name, lumen_json **out);
+void lumen_json_free(lumen_json *json);  /* NULL is allowed */
+
+/* Top-level keys in file order. */
+int64_t     lumen_json_count(const lumen_json *json);
+const char *lumen_json_key(const lumen_json *json, int64_t index);  /* NULL when out of range */
+int         lumen_json_has(const lumen_json *json, const char *key);
+
+/* Getters: a missing key gives LUMEN_OK with *found = 0 and the output untouched (found may be
+   NULL); a present key of the wrong type gives LUMEN_ERR_FORMAT naming the file and the key. */
+lumen_status lumen_json_get_number(lumen_ctx *ctx, const lumen_json *json, const char *key, double *out, int *found);
+/* Copy of a string value; free with free(). */
+lumen_status lumen_json_get_string(lumen_ctx *ctx, const lumen_json *json, const char *key, char **out, int *found);
+/* A number or an array of numbers; *out (malloc'ed, free with free(); NULL when n is 0). */
+lumen_status lumen_json_get_numbers(lumen_ctx *ctx, const lumen_json *json, const char *key, double **out,
+                                    int64_t *n, int *found);
+/* Any value printed as compact JSON text; free with free(). */
+lumen_status lumen_json_get_text(lumen_ctx *ctx, const lumen_json *json, const char *key, char **out, int *found);
+
+/* Setters replace an existing key (keeping its place) or append. */
+lumen_status lumen_json_set_number(lumen_ctx *ctx, lumen_json *json, const char *key, double value);
+/* Exact even beyond 2^53 (written as digits; reading it back gives the nearest double). */
+lumen_status lumen_json_set_int(lumen_ctx *ctx, lumen_json *json, const char *key, int64_t value);
+lumen_status lumen_json_set_bool(lumen_ctx *ctx, lumen_json *json, const char *key, int value);
+lumen_status lumen_json_set_string(lumen_ctx *ctx, lumen_json *json, const char *key, const char *value);
+lumen_status lumen_json_set_numbers(lumen_ctx *ctx, lumen_json *json, const char *key, const double *values,
+                                    int64_t n);
+lumen_status lumen_json_set_strings(lumen_ctx *ctx, lumen_json *json, const char *key,
+                                    const char *const *values, int64_t n);
+/* Any JSON value given as text (an object, an array, ...). Bad text: LUMEN_ERR_FORMAT. */
+lumen_status lumen_json_set_text(lumen_ctx *ctx, lumen_json *json, const char *key, const char *json_text);
+lumen_status lumen_json_remove(lumen_ctx *ctx, lumen_json *json, const char *key);
+/* Pretty-printed text (cJSON layout, tab indent, final newline); free with free(). Non-finite numbers
+   are written as null (JSON has no NaN). */
+lumen_status lumen_json_to_text(lumen_ctx *ctx, const lumen_json *json, char **out);
+/* Atomic write (see the top of this header). */
+lumen_status lumen_json_write(lumen_ctx *ctx, const lumen_json *json, const char *path, int overwrite);
+
+/* Acquisition values of a BIDS sidecar. Absent values are NaN / 0 frames. */
+typedef struct lumen_acquisition {
+  double flip_angle_deg;      /* FlipAngle (degrees) */
+  double repetition_time_s;   /* RepetitionTime (s) */
+  double echo_time_s;         /* EchoTime (s; the first one when an array) */
+  double inversion_time_s;    /* InversionTime (s) */
+  int64_t n_frame_times;      /* frame start times, seconds as stored (not shifted to 0): */
+  double *frame_times_s;      /* from FrameTimesStart (numbers), else an AcquisitionTime array of
+                                 numbers (s) or "HH:MM:SS.ffffff" strings (seconds of the day) */
+  const char *frame_times_key;/* "FrameTimesStart", "AcquisitionTime" or NULL */
+} lumen_acquisition;
+
+/* The sidecar name of a NIfTI file: NAME.nii.gz / NAME.nii -> NAME.json (else PATH.json). */
+lumen_status lumen_sidecar_path(lumen_ctx *ctx, const char *nifti_path, char *buf, size_t size);
+/* Reads a sidecar file into acq (overwritten: clear a used one first); json_out (may be NULL)
+   receives the whole object for other keys.
+   A value of the wrong type (e.g. "FlipAngle": "30") is LUMEN_ERR_FORMAT naming the key. */
+lumen_status lumen_sidecar_read(lumen_ctx *ctx, const char *json_path, lumen_acquisition *acq,
+                                lumen_json **json_out);
+/* Reads the sidecar next to a NIfTI file when there is one: *found = 0 (acq all absent, LUMEN_OK)
+   when the file does not exist. json_out may be NULL. */
+lumen_status lumen_sidecar_read_for(lumen_ctx *ctx, const char *nifti_path, lumen_acquisition *acq,
+                                    lumen_json **json_out, int *found);
+void lumen_acquisition_clear(lumen_acquisition *acq);  /* frees frame_times_s, sets all absent */
+
+/* ------------------------------------------------------------------------------------- PNG */
+
+typedef struct lumen_png_read_opts {
+  /* 0: uint8 for 8-bit files (and 1/2/4-bit grey, expanded), uint16 for 16-bit files;
+     1: float32 holding the same integer values; 2: float32 scaled to [0, 1] (value / 255 or 65535). */
+  int to_float;
+  int64_t max_bytes;        /* 0 = default; also width and height are each at most 1,000,000 */
+} lumen_png_read_opts;
+
+/* Reads a PNG into a 2-D host image, dims {width, height}, y = 0 the top row (file order).
+   Colour (RGB, palette) becomes luminance with Rec. 709 weights (0.2126 R + 0.7152 G + 0.0722 B,
+   libpng's rgb_to_gray on the stored values); alpha is dropped; 1/2/4-bit grey is expanded
+   to 8 bits (0..255 scaled). bit_depth (may be NULL) receives 8 or 16. */
+lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_read_opts *opts,
+                            lumen_image **out, int *bit_depth);
+
+typedef enum lumen_png_scaling {
+  LUMEN_PNG_SCALE_CLIP = 0, /* values rounded and clipped to [0, 2^bits - 1]; NaN -> 0 */
+  LUMEN_PNG_SCALE_MINMAX,   /* [min, max] of the finite values -> [0, 2^bits - 1]; constant -> 0 */
+  LUMEN_PNG_SCALE_RANGE,    /* [lo, hi] of the options -> [0, 2^bits - 1], clipped (windowing) */
+  LUMEN_PNG_SCALING_COUNT
+} lumen_png_scaling;
+
+typedef struct lumen_png_write_opts {
+  int bit_depth;            /* 8 or 16; 0 = 16 for uint16/int16/int32/uint32/... images, else 8 */
+  lumen_png_scaling scaling;
+  double lo, hi;            /* for LUMEN_PNG_SCALE_RANGE (hi > lo) */
+  int overwrite;
+} lumen_png_write_opts;
+
+/* Writes a grey PNG from a host image with dims {width, height} (a 3-D/4-D image with trailing
+   dims of 1 is accepted), any dtype. Atomic (see the top of this header). */
+lumen_status lumen_png_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
+                             const lumen_png_write_opts *opts);
+
+/* ------------------------------------------------------------------------------ text tables */
+
+/* Numeric text tables for `lumen fit` (curves, frame times, AIFs). Format: one row per line;
+   numbers separated by spaces, tabs, or a comma/semicolon (with optional spaces around it); '#'
+   starts a comment to the end of the line; blank and comment-only lines are skipped; CRLF line
+   ends and a UTF-8 BOM are accepted; numbers as strtod reads them ("nan" and "inf" included).
+   Errors give "FILE:LINE:COLUMN: ..." with the offending token: a bad number, an empty field
+   (",,"), rows of unequal length (unless allow_ragged), no rows at all. */
+typedef struct lumen_table_opts {
+  int allow_ragged;         /* rows may differ in length; missing cells are NaN */
+  int allow_header;         /* a first row with a non-numeric token is taken as column names */
+  int64_t max_bytes;        /* file size limit; 0 = 256 MiB */
+} lumen_table_opts;
+
+typedef struct lumen_table {
+  int64_t rows, cols;       /* cols = the longest row */
+  double *values;           /* rows x cols, row-major: values[r * cols + c] */
+  int64_t *row_cols;        /* the number of values on each row */
+  int64_t *row_line;        /* the 1-based line number each row came from */
+  char **names;             /* cols column names from a header row, or NULL */
+} lumen_table;
+
+lumen_status lumen_read_table(lumen_ctx *ctx, const char *path, const lumen_table_opts *opts, lumen_table *out);
+/* The same on text in memory; name is used in messages (NULL: "<text>"). */
+lumen_status lumen_parse_table(lumen_ctx *ctx, const char *text, size_t length, const char *name,
+                               const lumen_table_opts *opts, lumen_table *out);
+/* Column c as a new array of rows values (free with free()). */
+lumen_status lumen_table_column(lumen_ctx *ctx, const lumen_table *table, int64_t c, double **out);
+void lumen_table_clear(lumen_table *table);  /* frees everything, zeroes the struct */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,42 @@
+/* Internal helpers of lumen_io: atomic file writing, limits, fault injection for tests. */
+#ifndef LUMEN_IO_INTERNAL_H
+#define LUMEN_IO_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "core/internal.h"
+#include "lumen/io.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A file being written atomically: data go to ".NAME.tmp-PID-N" in NAME's folder (optionally
+   through gzip); commit fsyncs it, renames it to NAME (refusing an existing NAME unless
+   overwrite) and fsyncs the folder; abort removes it. After a failed write/commit the temporary
+   file is already gone and only lumen_atomic_abort (harmless) remains to be called. */
+typedef struct lumen_atomic_file lumen_atomic_file;
+
+lumen_status lumen_atomic_open(lumen_ctx *ctx, const char *path, int overwrite, int gzip_level,
+                               lumen_atomic_file **out);
+lumen_status lumen_atomic_write(lumen_atomic_file *f, const void *data, size_t n);
+lumen_status lumen_atomic_commit(lumen_atomic_file *f);  /* frees f */
+void lumen_atomic_abort(lumen_atomic_file *f);           /* frees f; NULL allowed */
+/* The temporary path (for messages and tests). */
+const char *lumen_atomic_tmp_path(const lumen_atomic_file *f);
+
+/* Caller's max_bytes resolved: 0 -> default, capped at physical memory. */
+int64_t lumen_io_resolve_max_bytes(int64_t requested);
+
+/* Test hook: the next atomic writes fail with ENOSPC ("No space left on device") once
+   `after_bytes` bytes have been written in total; -1 (the default) disables it. */
+void lumen_io_inject_write_failure(int64_t after_bytes);
+
+/* Reads a whole (small) file into a NUL-terminated buffer; refuses files over max_bytes. */
+lumen_status lumen_io_slurp(lumen_ctx *ctx, const char *fn, const char *path, int64_t max_bytes, char **out,
+                            size_t *length);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,773 @@
+/* NIfTI-1 / NIfTI-2 reading and writing. Headers are parsed and validated here (every size is
+   checked before anything is allocated); nifti_clib provides the header layouts, byte swapping
+   and the quaternion <-> matrix conversions; zlib does the (de)compression. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <nifti2_io.h>
+#include "io/io_internal.h"
+
+#define READ_CHUNK ((size_t)4 << 20)
+/* deflate cannot compress more than about 1032:1; a .nii.gz claiming more data is truncated */
+#define GZIP_MAX_RATIO 1032
+
+/* -------------------------------------------------------------------------- datatypes */
+
+static int dtype_from_nifti(int datatype, lumen_dtype *out, int *bytes) {
+  switch (datatype) {
+    case NIFTI_TYPE_UINT8: *out = LUMEN_DTYPE_UINT8; *bytes = 1; return 1;
+    case NIFTI_TYPE_INT8: *out = LUMEN_DTYPE_INT8; *bytes = 1; return 1;
+    case NIFTI_TYPE_UINT16: *out = LUMEN_DTYPE_UINT16; *bytes = 2; return 1;
+    case NIFTI_TYPE_INT16: *out = LUMEN_DTYPE_INT16; *bytes = 2; return 1;
+    case NIFTI_TYPE_UINT32: *out = LUMEN_DTYPE_UINT32; *bytes = 4; return 1;
+    case NIFTI_TYPE_INT32: *out = LUMEN_DTYPE_INT32; *bytes = 4; return 1;
+    case NIFTI_TYPE_UINT64: *out = LUMEN_DTYPE_UINT64; *bytes = 8; return 1;
+    case NIFTI_TYPE_INT64: *out = LUMEN_DTYPE_INT64; *bytes = 8; return 1;
+    case NIFTI_TYPE_FLOAT32: *out = LUMEN_DTYPE_FLOAT32; *bytes = 4; return 1;
+    case NIFTI_TYPE_FLOAT64: *out = LUMEN_DTYPE_FLOAT64; *bytes = 8; return 1;
+    default: return 0;
+  }
+}
+
+static int nifti_from_dtype(lumen_dtype d) {
+  switch (d) {
+    case LUMEN_DTYPE_UINT8: return NIFTI_TYPE_UINT8;
+    case LUMEN_DTYPE_INT8: return NIFTI_TYPE_INT8;
+    case LUMEN_DTYPE_UINT16: return NIFTI_TYPE_UINT16;
+    case LUMEN_DTYPE_INT16: return NIFTI_TYPE_INT16;
+    case LUMEN_DTYPE_UINT32: return NIFTI_TYPE_UINT32;
+    case LUMEN_DTYPE_INT32: return NIFTI_TYPE_INT32;
+    case LUMEN_DTYPE_UINT64: return NIFTI_TYPE_UINT64;
+    case LUMEN_DTYPE_INT64: return NIFTI_TYPE_INT64;
+    case LUMEN_DTYPE_FLOAT64: return NIFTI_TYPE_FLOAT64;
+    default: return NIFTI_TYPE_FLOAT32;  /* float32, float16, bfloat16 */
+  }
+}
+
+/* Bit width a known-but-unsupported datatype has (for the bitpix check and the message). */
+static const char *unsupported_type_name(int datatype) {
+  switch (datatype) {
+    case NIFTI_TYPE_COMPLEX64: return "complex64";
+    case NIFTI_TYPE_COMPLEX128: return "complex128";
+    case NIFTI_TYPE_COMPLEX256: return "complex256";
+    case NIFTI_TYPE_FLOAT128: return "float128";
+    case NIFTI_TYPE_RGB24: return "rgb24";
+    case NIFTI_TYPE_RGBA32: return "rgba32";
+    case DT_BINARY: return "binary (1 bit)";
+    default: return NULL;
+  }
+}
+
+/* ----------------------------------------------------------------------- header parsing */
+
+typedef struct parsed_header {
+  int version;
+  int swapped;
+  int64_t dim[8];
+  int datatype, bitpix;
+  double pixdim[8];
+  int64_t vox_offset;
+  double scl_slope, scl_inter, cal_min, cal_max, toffset;
+  int qform_code, sform_code;
+  double quatern[6];  /* b c d x y z */
+  double srow[12];
+  int xyzt_units, intent_code;
+  char intent_name[17], descrip[81];
+} parsed_header;
+
+static uint32_t bswap32(uint32_t v) {
+  return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
+}
+
+static void copy_text(char *dst, const char *src, size_t n) {
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    if (dst[i] == '\0') break;
+    if ((unsigned char)dst[i] < 32 || (unsigned char)dst[i] > 126) dst[i] = '?';
+  }
+}
+
+typedef struct reader {
+  lumen_ctx *ctx;
+  const char *fn;
+  const char *path;
+  gzFile gz;
+  int compressed;
+  int64_t file_size;
+  int64_t max_bytes;
+  parsed_header h;
+  int ndim;
+  int64_t dims[4];
+  int64_t count;
+  lumen_dtype stored;
+  int elem;
+  int64_t data_bytes;
+} reader;
+
+#define RFAIL(r, st, ...) lumen_fail((r)->ctx, (st), __VA_ARGS__)
+
+/* zlib's message without the "<fd:N>: " prefix gzdopen gives it. */
+static const char *gz_message(gzFile gz, int *zerr) {
+  const char *msg = gzerror(gz, zerr);
+  if (!msg || !msg[0]) return "error";
+  if (msg[0] == '<') {
+    const char *c = strstr(msg, ">: ");
+    if (c) return c + 3;
+  }
+  return msg;
+}
+
+/* Reads exactly n bytes (the part [base, base + n) of `total` bytes of the `what`);
+   distinguishes a short file from a broken gzip stream. *short_read is set for a plain EOF. */
+static lumen_status read_exact(reader *r, void *buf, size_t n, const char *what, int64_t base, int64_t total,
+                               int64_t *got_out, int *short_read) {
+  size_t got = 0;
+  unsigned char *p = buf;
+  if (short_read) *short_read = 0;
+  while (got < n) {
+    size_t want = n - got;
+    if (want > ((size_t)1 << 30)) want = (size_t)1 << 30;
+    int k = gzread(r->gz, p + got, (unsigned)want);
+    if (k < 0) {
+      int zerr = 0;
+      const char *msg = gz_message(r->gz, &zerr);
+      if (got_out) *got_out = (int64_t)got;
+      if (zerr == Z_ERRNO)
+        return RFAIL(r, LUMEN_ERR_IO, "%s: cannot read '%s' (%s): %s", r->fn, r->path, what, strerror(errno));
+      return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s' is corrupt: bad gzip data in the %s after %lld of %lld bytes (%s)",
+                   r->fn, r->path, what, (long long)(base + (int64_t)got), (long long)total, msg);
+    }
+    if (k == 0) break;
+    got += (size_t)k;
+  }
+  if (got_out) *got_out = (int64_t)got;
+  if (got < n) {
+    int zerr = 0;
+    const char *msg = gz_message(r->gz, &zerr);
+    if (zerr != Z_OK && zerr != Z_ERRNO)
+      return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s' is truncated (gzip: %s): the %s ends after %lld of %lld bytes",
+                   r->fn, r->path, msg, what, (long long)(base + (int64_t)got), (long long)total);
+    if (short_read) *short_read = 1;
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s' is truncated: the %s ends after %lld of %lld bytes", r->fn, r->path,
+                 what, (long long)(base + (int64_t)got), (long long)total);
+  }
+  return LUMEN_OK;
+}
+
+static lumen_status parse_n1(reader *r, const unsigned char *raw) {
+  nifti_1_header h;
+  memcpy(&h, raw, sizeof h);
+  if (r->h.swapped) swap_nifti_header(&h, 1);
+  parsed_header *p = &r->h;
+  p->version = 1;
+  for (int i = 0; i < 8; i++) {
+    p->dim[i] = h.dim[i];
+    p->pixdim[i] = h.pixdim[i];
+  }
+  p->datatype = h.datatype;
+  p->bitpix = h.bitpix;
+  if (!isfinite(h.vox_offset) || h.vox_offset < 0 || h.vox_offset > 4e18)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field vox_offset is %g, expected a byte offset >= 352",
+                 r->fn, r->path, (double)h.vox_offset);
+  p->vox_offset = (int64_t)h.vox_offset;
+  p->scl_slope = h.scl_slope;
+  p->scl_inter = h.scl_inter;
+  p->cal_min = h.cal_min;
+  p->cal_max = h.cal_max;
+  p->toffset = h.toffset;
+  p->qform_code = h.qform_code;
+  p->sform_code = h.sform_code;
+  p->quatern[0] = h.quatern_b; p->quatern[1] = h.quatern_c; p->quatern[2] = h.quatern_d;
+  p->quatern[3] = h.qoffset_x; p->quatern[4] = h.qoffset_y; p->quatern[5] = h.qoffset_z;
+  for (int i = 0; i < 4; i++) {
+    p->srow[i] = h.srow_x[i];
+    p->srow[4 + i] = h.srow_y[i];
+    p->srow[8 + i] = h.srow_z[i];
+  }
+  p->xyzt_units = (unsigned char)h.xyzt_units;
+  p->intent_code = h.intent_code;
+  copy_text(p->intent_name, h.intent_name, 16);
+  copy_text(p->descrip, h.descrip, 80);
+  if (memcmp(h.magic, "ni1", 4) == 0)
+    return RFAIL(r, LUMEN_ERR_UNSUPPORTED, "%s: '%s' is a NIfTI-1 header of a .hdr/.img pair (magic \"ni1\"); "
+                 "only single files (.nii, .nii.gz, magic \"n+1\") are read", r->fn, r->path);
+  if (memcmp(h.magic, "n+1", 4) != 0)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field magic is not \"n+1\" (not a NIfTI-1 file; "
+                 "ANALYZE 7.5 is not read)", r->fn, r->path);
+  return LUMEN_OK;
+}
+
+static lumen_status parse_n2(reader *r, const unsigned char *raw) {
+  nifti_2_header h;
+  memcpy(&h, raw, sizeof h);
+  if (r->h.swapped) swap_nifti_header(&h, 2);
+  parsed_header *p = &r->h;
+  p->version = 2;
+  for (int i = 0; i < 8; i++) {
+    p->dim[i] = h.dim[i];
+    p->pixdim[i] = h.pixdim[i];
+  }
+  p->datatype = h.datatype;
+  p->bitpix = h.bitpix;
+  p->vox_offset = h.vox_offset;
+  p->scl_slope = h.scl_slope;
+  p->scl_inter = h.scl_inter;
+  p->cal_min = h.cal_min;
+  p->cal_max = h.cal_max;
+  p->toffset = h.toffset;
+  p->qform_code = h.qform_code;
+  p->sform_code = h.sform_code;
+  p->quatern[0] = h.quatern_b; p->quatern[1] = h.quatern_c; p->quatern[2] = h.quatern_d;
+  p->quatern[3] = h.qoffset_x; p->quatern[4] = h.qoffset_y; p->quatern[5] = h.qoffset_z;
+  for (int i = 0; i < 4; i++) {
+    p->srow[i] = h.srow_x[i];
+    p->srow[4 + i] = h.srow_y[i];
+    p->srow[8 + i] = h.srow_z[i];
+  }
+  p->xyzt_units = h.xyzt_units;
+  p->intent_code = h.intent_code;
+  copy_text(p->intent_name, h.intent_name, 16);
+  copy_text(p->descrip, h.descrip, 80);
+  static const char magic_single[8] = {'n', '+', '2', '\0', '\r', '\n', '\032', '\n'};
+  if (memcmp(h.magic, "ni2", 4) == 0)
+    return RFAIL(r, LUMEN_ERR_UNSUPPORTED, "%s: '%s' is a NIfTI-2 header of a .hdr/.img pair (magic \"ni2\"); "
+                 "only single files (.nii, .nii.gz, magic \"n+2\") are read", r->fn, r->path);
+  if (memcmp(h.magic, magic_single, 8) != 0)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field magic is not \"n+2\\0\\r\\n\\032\\n\" (not a NIfTI-2 file)",
+                 r->fn, r->path);
+  return LUMEN_OK;
+}
+
+/* Checks every field that decides how much is allocated and read. */
+static lumen_status validate(reader *r) {
+  parsed_header *p = &r->h;
+  int64_t nd = p->dim[0];
+  if (nd < 1 || nd > 7)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field dim[0] is %lld, expected 1..7", r->fn, r->path,
+                 (long long)nd);
+  for (int i = 1; i <= nd; i++)
+    if (p->dim[i] < 1)
+      return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field dim[%d] is %lld, expected >= 1", r->fn, r->path, i,
+                   (long long)p->dim[i]);
+  int usable = (int)nd;
+  while (usable > LUMEN_IMAGE_MAX_DIMS && p->dim[usable] == 1) usable--;
+  if (usable > LUMEN_IMAGE_MAX_DIMS)
+    return RFAIL(r, LUMEN_ERR_UNSUPPORTED, "%s: '%s': header field dim[%d] is %lld; images of more than 4 "
+                 "dimensions are not supported (dims 5..7 must be 1)", r->fn, r->path, usable,
+                 (long long)p->dim[usable]);
+  const char *bad = unsupported_type_name(p->datatype);
+  if (!dtype_from_nifti(p->datatype, &r->stored, &r->elem)) {
+    if (bad)
+      return RFAIL(r, LUMEN_ERR_UNSUPPORTED, "%s: '%s': header field datatype is %d (%s), expected a real scalar "
+                   "type (uint8..int64, float32, float64)", r->fn, r->path, p->datatype, bad);
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field datatype is %d, which is not a NIfTI datatype",
+                 r->fn, r->path, p->datatype);
+  }
+  if (p->bitpix != 8 * r->elem)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field bitpix is %d, expected %d for datatype %d (%s)",
+                 r->fn, r->path, p->bitpix, 8 * r->elem, p->datatype, lumen_dtype_name(r->stored));
+  r->ndim = usable;
+  int64_t count = 1;
+  for (int i = 1; i <= nd; i++) {
+    if (lumen_mul_i64(count, p->dim[i], &count))
+      return RFAIL(r, LUMEN_ERR_OVERFLOW, "%s: '%s': header dims %lld x %lld x %lld x %lld ...: the voxel count "
+                   "overflows int64 at dim[%d]", r->fn, r->path, (long long)p->dim[1], (long long)p->dim[2],
+                   (long long)p->dim[3], (long long)p->dim[4], i);
+  }
+  for (int i = 0; i < 4; i++) r->dims[i] = i < usable ? p->dim[i + 1] : 1;
+  r->count = count;
+  int64_t bytes, out_bytes, end;
+  if (lumen_mul_i64(count, r->elem, &bytes) || lumen_mul_i64(count, 8, &out_bytes))
+    return RFAIL(r, LUMEN_ERR_OVERFLOW, "%s: '%s': %lld voxels of %d bytes overflow int64", r->fn, r->path,
+                 (long long)count, r->elem);
+  (void)out_bytes;
+  r->data_bytes = bytes;
+  int64_t out4 = count * 4;  /* fits: count * 8 did */
+  int64_t need = bytes > out4 ? bytes : out4;
+  if (need > r->max_bytes)
+    return RFAIL(r, LUMEN_ERR_OUT_OF_MEMORY, "%s: '%s': header dims %lldx%lldx%lldx%lld (%lld voxels of %s) need "
+                 "%lld bytes, over the memory limit of %lld bytes (max_bytes / --memory-limit)", r->fn, r->path,
+                 (long long)r->dims[0], (long long)r->dims[1], (long long)r->dims[2], (long long)r->dims[3],
+                 (long long)count, lumen_dtype_name(r->stored), (long long)need, (long long)r->max_bytes);
+  int64_t hdr_min = p->version == 1 ? 348 : 540;
+  if (p->vox_offset < hdr_min) {
+    int64_t fixed = p->version == 1 ? 352 : 544;
+    lumen_log(r->ctx, LUMEN_LOG_WARNING, "%s: '%s': header field vox_offset is %lld, below the header size; using %lld",
+              r->fn, r->path, (long long)p->vox_offset, (long long)fixed);
+    p->vox_offset = fixed;
+  }
+  if (lumen_add_i64(p->vox_offset, bytes, &end))
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field vox_offset %lld plus %lld data bytes overflows",
+                 r->fn, r->path, (long long)p->vox_offset, (long long)bytes);
+  if (!r->compressed && end > r->file_size)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s' is truncated: header (dims %lldx%lldx%lldx%lld, %s) needs %lld "
+                 "bytes from vox_offset %lld, expected a file of %lld bytes, found %lld", r->fn, r->path,
+                 (long long)r->dims[0], (long long)r->dims[1], (long long)r->dims[2], (long long)r->dims[3],
+                 lumen_dtype_name(r->stored), (long long)bytes, (long long)p->vox_offset, (long long)end,
+                 (long long)r->file_size);
+  if (r->compressed && end / GZIP_MAX_RATIO > r->file_size + 1024)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s' is truncated: header (vox_offset %lld, dims %lldx%lldx%lldx%lld, %s) "
+                 "needs %lld bytes, more than %lld compressed bytes can hold", r->fn, r->path,
+                 (long long)p->vox_offset, (long long)r->dims[0], (long long)r->dims[1], (long long)r->dims[2],
+                 (long long)r->dims[3], lumen_dtype_name(r->stored), (long long)end, (long long)r->file_size);
+  return LUMEN_OK;
+}
+
+static double det3(const double *m) { /* rows of 4 */
+  return m[0] * (m[5] * m[10] - m[6] * m[9]) - m[1] * (m[4] * m[10] - m[6] * m[8]) +
+         m[2] * (m[4] * m[9] - m[5] * m[8]);
+}
+
+static int affine_ok(const double *a) {
+  for (int i = 0; i < 12; i++)
+    if (!isfinite(a[i])) return 0;
+  return det3(a) != 0.0;
+}
+
+static void fill_info(reader *r, lumen_nifti_info *info) {
+  parsed_header *p = &r->h;
+  memset(info, 0, sizeof *info);
+  info->version = p->version;
+  info->compressed = r->compressed;
+  info->swapped = p->swapped;
+  info->ndim = r->ndim;
+  for (int i = 0; i < 4; i++) info->dims[i] = r->dims[i];
+  info->datatype = p->datatype;
+  info->stored_dtype = r->stored;
+  info->scl_slope = p->scl_slope;
+  info->scl_inter = p->scl_inter;
+  info->qform_code = p->qform_code;
+  info->sform_code = p->sform_code;
+  for (int i = 0; i < 8; i++) info->pixdim[i] = p->pixdim[i];
+  info->space_unit = p->xyzt_units & 7;
+  info->time_unit = p->xyzt_units & 56;
+  info->time_step = p->pixdim[4];
+  double scale = 1.0;
+  if (info->time_unit == LUMEN_NIFTI_UNITS_MSEC) scale = 1e-3;
+  if (info->time_unit == LUMEN_NIFTI_UNITS_USEC) scale = 1e-6;
+  info->time_step_s = p->pixdim[4] * scale;
+  info->toffset = p->toffset;
+  info->intent_code = p->intent_code;
+  memcpy(info->intent_name, p->intent_name, sizeof info->intent_name);
+  memcpy(info->descrip, p->descrip, sizeof info->descrip);
+  info->cal_min = p->cal_min;
+  info->cal_max = p->cal_max;
+  info->vox_offset = p->vox_offset;
+  /* affine: sform, else qform, else pixdim (NIfTI "method 1") */
+  double a[16] = {0};
+  a[15] = 1.0;
+  const char *source = NULL;
+  if (p->sform_code > 0) {
+    memcpy(a, p->srow, 12 * sizeof(double));
+    if (affine_ok(a))
+      source = "sform";
+    else
+      lumen_log(r->ctx, LUMEN_LOG_WARNING, "%s: '%s': the sform is singular or not finite; using the qform",
+                r->fn, r->path);
+  }
+  if (!source && p->qform_code > 0) {
+    double qfac = p->pixdim[0] < 0 ? -1.0 : 1.0;
+    nifti_dmat44 q = nifti_quatern_to_dmat44(p->quatern[0], p->quatern[1], p->quatern[2], p->quatern[3],
+                                             p->quatern[4], p->quatern[5], p->pixdim[1], p->pixdim[2],
+                                             p->pixdim[3], qfac);
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 4; j++) a[i * 4 + j] = q.m[i][j];
+    if (affine_ok(a))
+      source = "qform";
+    else
+      lumen_log(r->ctx, LUMEN_LOG_WARNING, "%s: '%s': the qform is singular or not finite; using pixdim",
+                r->fn, r->path);
+  }
+  if (!source) {
+    memset(a, 0, sizeof a);
+    for (int i = 0; i < 3; i++) {
+      double d = fabs(p->pixdim[i + 1]);
+      a[i * 4 + i] = (isfinite(d) && d > 0 && d < 1e300) ? d : 1.0;
+    }
+    a[15] = 1.0;
+    source = "pixdim";
+  }
+  info->affine_source = source;
+  memcpy(info->affine, a, sizeof a);
+}
+
+static lumen_status open_reader(lumen_ctx *ctx, const char *fn, const char *path, const lumen_nifti_read_opts *opts,
+                                reader *r) {
+  memset(r, 0, sizeof *r);
+  r->ctx = ctx;
+  r->fn = fn;
+  r->path = path;
+  r->max_bytes = lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0);
+  LUMEN_REQUIRE(ctx, !opts || opts->keep_type == 0 || opts->keep_type == 1, "%s: opts->keep_type is %d, expected 0 or 1",
+                fn, opts ? opts->keep_type : 0);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return lumen_fail(ctx, LUMEN_ERR_IO, "%s: cannot open '%s': %s", fn, path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return lumen_fail(ctx, LUMEN_ERR_IO, "%s: '%s' is not a regular file", fn, path);
+  }
+  r->file_size = (int64_t)st.st_size;
+  unsigned char magic[2] = {0, 0};
+  ssize_t k = pread(fd, magic, 2, 0);
+  r->compressed = k == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  r->gz = gzdopen(fd, "rb");
+  if (!r->gz) {
+    close(fd);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: cannot start reading '%s'", fn, path);
+  }
+  gzbuffer(r->gz, 256 * 1024);
+  unsigned char raw[540];
+  memset(raw, 0, sizeof raw);
+  int64_t got = 0;
+  int short_read = 0;
+  lumen_status s = read_exact(r, raw, 348, "header", 0, 348, &got, &short_read);
+  if (s != LUMEN_OK) {
+    if (short_read)
+      s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s' has %lld bytes%s, too short for a NIfTI header (348 bytes)", fn,
+                     path, (long long)got, r->compressed ? " after decompression" : "");
+    return s;
+  }
+  int32_t sz;
+  memcpy(&sz, raw, 4);
+  if (sz == 348 || (int32_t)bswap32((uint32_t)sz) == 348) {
+    r->h.swapped = sz != 348;
+    s = parse_n1(r, raw);
+  } else if (sz == 540 || (int32_t)bswap32((uint32_t)sz) == 540) {
+    r->h.swapped = sz != 540;
+    s = read_exact(r, raw + 348, 540 - 348, "NIfTI-2 header", 348, 540, NULL, NULL);
+    if (s == LUMEN_OK) s = parse_n2(r, raw);
+  } else {
+    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s': header field sizeof_hdr is %d, expected 348 (NIfTI-1) or 540 "
+                   "(NIfTI-2): not a NIfTI file", fn, path, (int)sz);
+  }
+  if (s == LUMEN_OK) s = validate(r);
+  return s;
+}
+
+static void close_reader(reader *r) {
+  if (r->gz) gzclose(r->gz);
+  r->gz = NULL;
+}
+
+lumen_status lumen_nifti_read_header(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts,
+                                     lumen_nifti_info *info) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, path);
+  LUMEN_REQUIRE_NOT_NULL(ctx, info);
+  memset(info, 0, sizeof *info);
+  reader r;
+  lumen_status s = open_reader(ctx, "lumen_nifti_read_header", path, opts, &r);
+  if (s == LUMEN_OK) fill_info(&r, info);
+  close_reader(&r);
+  return s;
+}
+
+/* Converts n stored values (native byte order) to float32, applying y = slope * x + inter. */
+static void to_float(const void *in, float *out, size_t n, lumen_dtype t, int scale, double slope, double inter) {
+#define CONV(T)                                                                           \
+  do {                                                                                    \
+    const T *v = in;                                                                      \
+    if (scale)                                                                            \
+      for (size_t i = 0; i < n; i++) out[i] = (float)((double)v[i] * slope + inter);      \
+    else                                                                                  \
+      for (size_t i = 0; i < n; i++) out[i] = (float)v[i];                                \
+  } while (0)
+  switch (t) {
+    case LUMEN_DTYPE_UINT8: CONV(uint8_t); break;
+    case LUMEN_DTYPE_INT8: CONV(int8_t); break;
+    case LUMEN_DTYPE_UINT16: CONV(uint16_t); break;
+    case LUMEN_DTYPE_INT16: CONV(int16_t); break;
+    case LUMEN_DTYPE_UINT32: CONV(uint32_t); break;
+    case LUMEN_DTYPE_INT32: CONV(int32_t); break;
+    case LUMEN_DTYPE_UINT64: CONV(uint64_t); break;
+    case LUMEN_DTYPE_INT64: CONV(int64_t); break;
+    case LUMEN_DTYPE_FLOAT32: CONV(float); break;
+    case LUMEN_DTYPE_FLOAT64: CONV(double); break;
+    default: break;
+  }
+#undef CONV
+}
+
+lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts, lumen_image **out,
+                              lumen_nifti_info *info) {
+  static const char fn[] = "lumen_nifti_read";
+  LUMEN_REQUIRE_NOT_NULL(ctx, out);
+  *out = NULL;
+  LUMEN_REQUIRE_NOT_NULL(ctx, path);
+  lumen_nifti_info local;
+  if (!info) info = &local;
+  memset(info, 0, sizeof *info);
+  reader r;
+  lumen_status s = open_reader(ctx, fn, path, opts, &r);
+  if (s != LUMEN_OK) {
+    close_reader(&r);
+    return s;
+  }
+  fill_info(&r, info);
+  parsed_header *p = &r.h;
+  int keep = opts && opts->keep_type;
+  double slope = p->scl_slope, inter = p->scl_inter;
+  int scale = !keep && slope != 0.0 && isfinite(slope) && isfinite(inter) && !(slope == 1.0 && inter == 0.0);
+  if (!keep && slope != 0.0 && (!isfinite(slope) || !isfinite(inter)))
+    lumen_log(ctx, LUMEN_LOG_WARNING, "%s: '%s': scl_slope %g / scl_inter %g are not finite; not applied", fn, path,
+              slope, inter);
+  info->scaled = scale;
+  lumen_dtype out_type = keep ? r.stored : LUMEN_DTYPE_FLOAT32;
+  lumen_image *im = NULL;
+  s = lumen_image_create(ctx, r.ndim, r.dims, out_type, lumen_device_cpu(), 0, &im);
+  if (s != LUMEN_OK) {
+    close_reader(&r);
+    return lumen_fail(ctx, s, "%s: '%s': cannot allocate %lld voxels of %s: %s", fn, path, (long long)r.count,
+                      lumen_dtype_name(out_type), lumen_status_string(s));
+  }
+  /* skip to the voxel data */
+  z_off_t pos = gztell(r.gz);
+  if (pos < 0 || (int64_t)pos > p->vox_offset) {
+    s = lumen_fail(ctx, LUMEN_ERR_INTERNAL, "%s: '%s': unexpected read position", fn, path);
+  } else if ((int64_t)pos < p->vox_offset) {
+    z_off_t to = gzseek(r.gz, (z_off_t)p->vox_offset, SEEK_SET);
+    if (to != (z_off_t)p->vox_offset) {
+      int zerr = 0;
+      const char *msg = gz_message(r.gz, &zerr);
+      s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s' is truncated or corrupt: cannot reach vox_offset %lld (%s)", fn,
+                     path, (long long)p->vox_offset, zerr != Z_OK ? msg : "end of file");
+    }
+  }
+  int need_swap = p->swapped && r.elem > 1;
+  int direct = out_type == r.stored && !scale;
+  unsigned char *scratch = NULL;
+  if (s == LUMEN_OK && !direct) {
+    scratch = malloc(READ_CHUNK);
+    if (!scratch) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory reading '%s'", fn, path);
+  }
+  unsigned char *dst = lumen_image_data(im);
+  int64_t done = 0;
+  int report = r.data_bytes > ((int64_t)64 << 20);
+  while (s == LUMEN_OK && done < r.data_bytes) {
+    int64_t left = r.data_bytes - done;
+    size_t chunk = left > (int64_t)READ_CHUNK ? READ_CHUNK : (size_t)left;
+    chunk -= chunk % (size_t)r.elem;
+    unsigned char *buf = direct ? dst + done : scratch;
+    int64_t got = 0;
+    s = read_exact(&r, buf, chunk, "voxel data", done, r.data_bytes, &got, NULL);
+    if (s != LUMEN_OK) break;
+    size_t n = chunk / (size_t)r.elem;
+    if (need_swap) nifti_swap_Nbytes((int64_t)n, r.elem, buf);
+    if (!direct) to_float(buf, (float *)dst + done / r.elem, n, r.stored, scale, slope, inter);
+    done += (int64_t)chunk;
+    if (report) s = lumen_progress(ctx, (double)done / (double)r.data_bytes, "read NIfTI");
+  }
+  free(scratch);
+  if (s == LUMEN_OK && r.compressed) {
+    /* read past the data so that zlib checks the gzip trailer (CRC and length) */
+    unsigned char tail[4096];
+    for (;;) {
+      int k = gzread(r.gz, tail, sizeof tail);
+      if (k > 0) continue;
+      int zerr = 0;
+      const char *msg = gz_message(r.gz, &zerr);
+      if (k < 0 || (zerr != Z_OK && zerr != Z_ERRNO))
+        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s' is truncated or corrupt after the voxel data (gzip: %s)", fn,
+                       path, msg);
+      break;
+    }
+  }
+  close_reader(&r);
+  if (s == LUMEN_OK) {
+    double sp[4];
+    for (int i = 0; i < r.ndim; i++) {
+      double d = fabs(p->pixdim[i + 1]);
+      sp[i] = (isfinite(d) && d > 0 && d < 1e300) ? d : 1.0;
+    }
+    s = lumen_image_set_spacing(ctx, im, sp, r.ndim);
+    if (s == LUMEN_OK) s = lumen_image_set_affine(ctx, im, info->affine);
+  }
+  if (s != LUMEN_OK) {
+    lumen_image_free(im);
+    return s;
+  }
+  *out = im;
+  return LUMEN_OK;
+}
+
+/* ------------------------------------------------------------------------------ writing */
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int is_identity(const double *a) {
+  for (int i = 0; i < 16; i++)
+    if (a[i] != (i % 5 == 0 ? 1.0 : 0.0)) return 0;
+  return 1;
+}
+
+lumen_status lumen_nifti_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
+                               const lumen_nifti_write_opts *opts) {
+  static const char fn[] = "lumen_nifti_write";
+  LUMEN_REQUIRE_NOT_NULL(ctx, path);
+  LUMEN_REQUIRE_NOT_NULL(ctx, image);
+  lumen_nifti_write_opts o;
+  memset(&o, 0, sizeof o);
+  if (opts) o = *opts;
+  LUMEN_REQUIRE(ctx, o.version >= 0 && o.version <= 2, "%s: opts->version is %d, expected 0, 1 or 2", fn, o.version);
+  LUMEN_REQUIRE(ctx, o.compress_level >= 0 && o.compress_level <= 9, "%s: opts->compress_level is %d, expected 0..9",
+                fn, o.compress_level);
+  LUMEN_REQUIRE(ctx, !o.intent_name || strlen(o.intent_name) <= 15,
+                "%s: opts->intent_name '%s' has %zu characters, expected at most 15", fn,
+                o.intent_name ? o.intent_name : "", o.intent_name ? strlen(o.intent_name) : (size_t)0);
+  LUMEN_REQUIRE(ctx, o.sform_code >= 0 && o.sform_code <= 5 && o.qform_code >= 0 && o.qform_code <= 5,
+                "%s: opts sform_code %d / qform_code %d, expected 0..5", fn, o.sform_code, o.qform_code);
+  if (lumen_image_device(image).kind != LUMEN_DEVICE_CPU)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "%s: '%s': the image is on a device; copy it to the host first", fn,
+                      path);
+  lumen_dtype dt = lumen_image_dtype(image);
+  int ndtype = nifti_from_dtype(dt);
+  int elem = 0;
+  lumen_dtype stored;
+  dtype_from_nifti(ndtype, &stored, &elem);
+  int ndim = lumen_image_ndim(image);
+  int64_t dims[8] = {ndim, 1, 1, 1, 1, 1, 1, 1};
+  for (int i = 0; i < ndim; i++) dims[i + 1] = lumen_image_dim(image, i);
+  int v2 = o.version == 2;
+  if (!v2)
+    for (int i = 1; i <= ndim; i++)
+      if (dims[i] > 32767)
+        return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "%s: '%s': dims[%d] is %lld, over NIfTI-1's limit of 32767; "
+                          "write NIfTI-2 (opts->version = 2)", fn, path, i - 1, (long long)dims[i]);
+  double sp[4] = {1, 1, 1, 1}, aff[16];
+  lumen_image_get_spacing(image, sp, ndim);
+  lumen_image_get_affine(image, aff);
+  if (is_identity(aff))
+    for (int i = 0; i < 3; i++) aff[i * 4 + i] = i < ndim ? sp[i] : 1.0;
+  int sform = o.sform_code ? o.sform_code : NIFTI_XFORM_SCANNER_ANAT;
+  int qform = o.qform_code ? o.qform_code : NIFTI_XFORM_SCANNER_ANAT;
+  nifti_dmat44 R;
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) R.m[i][j] = aff[i * 4 + j];
+  double qb, qc, qd, qx, qy, qz, dx, dy, dz, qfac;
+  nifti_dmat44_to_quatern(R, &qb, &qc, &qd, &qx, &qy, &qz, &dx, &dy, &dz, &qfac);
+  int space_unit = o.space_unit ? o.space_unit : LUMEN_NIFTI_UNITS_MM;
+  int time_unit = o.time_unit ? o.time_unit : LUMEN_NIFTI_UNITS_SEC;
+  LUMEN_REQUIRE(ctx, (space_unit & ~7) == 0 && (time_unit & ~56) == 0,
+                "%s: opts space_unit %d / time_unit %d are not NIfTI unit codes", fn, space_unit, time_unit);
+  int intent = o.intent_code ? o.intent_code : (o.intent_name && o.intent_name[0] ? LUMEN_NIFTI_INTENT_ESTIMATE : 0);
+  double pix[8] = {qfac, 1, 1, 1, 1, 1, 1, 1};
+  for (int i = 0; i < ndim; i++) pix[i + 1] = sp[i];
+
+  unsigned char hdr[544];
+  memset(hdr, 0, sizeof hdr);
+  size_t hdr_size;
+  if (!v2) {
+    nifti_1_header h;
+    memset(&h, 0, sizeof h);
+    h.sizeof_hdr = 348;
+    for (int i = 0; i < 8; i++) {
+      h.dim[i] = (short)dims[i];
+      h.pixdim[i] = (float)pix[i];
+    }
+    h.datatype = (short)ndtype;
+    h.bitpix = (short)(8 * elem);
+    h.vox_offset = 352.0f;
+    h.scl_slope = 0.0f;
+    h.scl_inter = 0.0f;
+    h.xyzt_units = (char)(space_unit | time_unit);
+    h.intent_code = (short)intent;
+    if (o.intent_name) strncpy(h.intent_name, o.intent_name, 15);
+    if (o.description) strncpy(h.descrip, o.description, 79);
+    h.cal_min = (float)o.cal_min;
+    h.cal_max = (float)o.cal_max;
+    h.toffset = (float)o.toffset;
+    h.qform_code = (short)qform;
+    h.sform_code = (short)sform;
+    h.quatern_b = (float)qb; h.quatern_c = (float)qc; h.quatern_d = (float)qd;
+    h.qoffset_x = (float)qx; h.qoffset_y = (float)qy; h.qoffset_z = (float)qz;
+    for (int j = 0; j < 4; j++) {
+      h.srow_x[j] = (float)aff[j];
+      h.srow_y[j] = (float)aff[4 + j];
+      h.srow_z[j] = (float)aff[8 + j];
+    }
+    memcpy(h.magic, "n+1", 4);
+    memcpy(hdr, &h, sizeof h);
+    hdr_size = 352;
+  } else {
+    nifti_2_header h;
+    memset(&h, 0, sizeof h);
+    h.sizeof_hdr = 540;
+    static const char magic2[8] = {'n', '+', '2', '\0', '\r', '\n', '\032', '\n'};
+    memcpy(h.magic, magic2, 8);
+    for (int i = 0; i < 8; i++) {
+      h.dim[i] = dims[i];
+      h.pixdim[i] = pix[i];
+    }
+    h.datatype = (int16_t)ndtype;
+    h.bitpix = (int16_t)(8 * elem);
+    h.vox_offset = 544;
+    h.xyzt_units = space_unit | time_unit;
+    h.intent_code = intent;
+    if (o.intent_name) strncpy(h.intent_name, o.intent_name, 15);
+    if (o.description) strncpy(h.descrip, o.description, 79);
+    h.cal_min = o.cal_min;
+    h.cal_max = o.cal_max;
+    h.toffset = o.toffset;
+    h.qform_code = qform;
+    h.sform_code = sform;
+    h.quatern_b = qb; h.quatern_c = qc; h.quatern_d = qd;
+    h.qoffset_x = qx; h.qoffset_y = qy; h.qoffset_z = qz;
+    for (int j = 0; j < 4; j++) {
+      h.srow_x[j] = aff[j];
+      h.srow_y[j] = aff[4 + j];
+      h.srow_z[j] = aff[8 + j];
+    }
+    memcpy(hdr, &h, sizeof h);
+    hdr_size = 544;
+  }
+  int gz = ends_with(path, ".gz");
+  lumen_atomic_file *f = NULL;
+  lumen_status s = lumen_atomic_open(ctx, path, o.overwrite, gz ? (o.compress_level ? o.compress_level : 6) : 0, &f);
+  if (s != LUMEN_OK) return lumen_fail(ctx, s, "%s: %s", fn, lumen_ctx_last_error(ctx));
+  s = lumen_atomic_write(f, hdr, hdr_size);
+  const unsigned char *data = lumen_image_const_data(image);
+  int64_t count = lumen_image_count(image);
+  if (s == LUMEN_OK) {
+    if (dt == LUMEN_DTYPE_FLOAT16 || dt == LUMEN_DTYPE_BFLOAT16) {
+      const size_t n_chunk = 1 << 20;
+      float *tmp = malloc(n_chunk * sizeof(float));
+      if (!tmp) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory writing '%s'", fn, path);
+      const uint16_t *src = (const uint16_t *)data;
+      for (int64_t i = 0; s == LUMEN_OK && i < count; i += (int64_t)n_chunk) {
+        int64_t n = count - i < (int64_t)n_chunk ? count - i : (int64_t)n_chunk;
+        if (dt == LUMEN_DTYPE_FLOAT16)
+          lumen_convert_f16_to_f32(src + i, tmp, n);
+        else
+          lumen_convert_bf16_to_f32(src + i, tmp, n);
+        s = lumen_atomic_write(f, tmp, (size_t)n * sizeof(float));
+      }
+      free(tmp);
+    } else {
+      int64_t nbytes = lumen_image_nbytes(image);
+      const int64_t chunk = (int64_t)16 << 20;
+      for (int64_t i = 0; s == LUMEN_OK && i < nbytes; i += chunk) {
+        int64_t n = nbytes - i < chunk ? nbytes - i : chunk;
+        s = lumen_atomic_write(f, data + i, (size_t)n);
+        if (s == LUMEN_OK && nbytes > ((int64_t)64 << 20))
+          s = lumen_progress(ctx, (double)(i + n) / (double)nbytes, "write NIfTI");
+      }
+    }
+  }
+  if (s == LUMEN_OK) {
+    s = lumen_atomic_commit(f);
+  } else {
+    lumen_atomic_abort(f);
+  }
+  if (s != LUMEN_OK) return lumen_fail(ctx, s, "%s: %s", fn, lumen_ctx_last_error(ctx));
+  return LUMEN_OK;
+}

@@ -1,0 +1,194 @@
+/* JSON objects and BIDS sidecars: getters, setters, atomic round trip, bad JSON. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "test_support.h"
+#include "lumen/io.h"
+
+static char g_dir[64];
+
+static void write_text(const char *p, const char *text) {
+  FILE *fp = fopen(p, "wb");
+  assert_non_null(fp);
+  fputs(text, fp);
+  fclose(fp);
+}
+
+static void sidecar_values(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  char nii[128], js[128];
+  snprintf(nii, sizeof nii, "%s/sub-01_dce.nii.gz", g_dir);
+  assert_int_equal(lumen_sidecar_path(ctx, nii, js, sizeof js), LUMEN_OK);
+  assert_non_null(strstr(js, "/sub-01_dce.json"));
+  char small[8];
+  assert_int_equal(lumen_sidecar_path(ctx, nii, small, sizeof small), LUMEN_ERR_INVALID_ARGUMENT);
+  lumen_acquisition acq;
+  int found = 1;
+  assert_int_equal(lumen_sidecar_read_for(ctx, nii, &acq, NULL, &found), LUMEN_OK);
+  assert_int_equal(found, 0);
+  assert_true(isnan(acq.flip_angle_deg));
+  write_text(js, "{\"FlipAngle\": 15, \"RepetitionTime\": 0.0045, \"EchoTime\": [0.001, 0.002],\n"
+                 " \"FrameTimesStart\": [0, 4.5, 9], \"Manufacturer\": \"GE\", \"Nested\": {\"a\": [1, 2]}}\n");
+  lumen_json *j = NULL;
+  assert_int_equal(lumen_sidecar_read_for(ctx, nii, &acq, &j, &found), LUMEN_OK);
+  assert_int_equal(found, 1);
+  assert_true(acq.flip_angle_deg == 15 && acq.repetition_time_s == 0.0045 && acq.echo_time_s == 0.001);
+  assert_true(isnan(acq.inversion_time_s));
+  assert_int_equal(acq.n_frame_times, 3);
+  assert_true(acq.frame_times_s[1] == 4.5);
+  assert_string_equal(acq.frame_times_key, "FrameTimesStart");
+  lumen_acquisition_clear(&acq);
+  assert_int_equal(lumen_json_count(j), 6);
+  assert_string_equal(lumen_json_key(j, 4), "Manufacturer");
+  assert_null(lumen_json_key(j, 6));
+  char *str = NULL;
+  assert_int_equal(lumen_json_get_string(ctx, j, "Manufacturer", &str, &found), LUMEN_OK);
+  assert_string_equal(str, "GE");
+  free(str);
+  assert_int_equal(lumen_json_get_text(ctx, j, "Nested", &str, &found), LUMEN_OK);
+  assert_string_equal(str, "{\"a\":[1,2]}");
+  free(str);
+  double v = -1;
+  assert_int_equal(lumen_json_get_number(ctx, j, "Missing", &v, &found), LUMEN_OK);
+  assert_int_equal(found, 0);
+  assert_true(v == -1);
+  assert_int_equal(lumen_json_get_number(ctx, j, "Manufacturer", &v, &found), LUMEN_ERR_FORMAT);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "Manufacturer"));
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), js));
+  lumen_json_free(j);
+
+  /* AcquisitionTime as clock strings; a wrong type for FlipAngle */
+  write_text(js, "{\"AcquisitionTime\": [\"09:54:00.5\", \"09:54:05\"], \"FlipAngle\": \"30\"}");
+  assert_int_equal(lumen_sidecar_read(ctx, js, &acq, NULL), LUMEN_ERR_FORMAT);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "FlipAngle"));
+  write_text(js, "{\"AcquisitionTime\": [\"09:54:00.5\", \"09:54:05\"]}");
+  assert_int_equal(lumen_sidecar_read(ctx, js, &acq, NULL), LUMEN_OK);
+  assert_int_equal(acq.n_frame_times, 2);
+  lumen_test_assert_close(acq.frame_times_s[0], 9 * 3600 + 54 * 60 + 0.5, 1e-9, 0, "clock time");
+  lumen_test_assert_close(acq.frame_times_s[1] - acq.frame_times_s[0], 4.5, 1e-9, 0, "clock difference");
+  lumen_acquisition_clear(&acq);
+  write_text(js, "{\"AcquisitionTime\": [\"9h54\"]}");
+  assert_int_equal(lumen_sidecar_read(ctx, js, &acq, NULL), LUMEN_ERR_FORMAT);
+  /* a single AcquisitionTime string (dcm2niix) is not a frame list */
+  write_text(js, "{\"AcquisitionTime\": \"09:54:0.000000\"}");
+  assert_int_equal(lumen_sidecar_read(ctx, js, &acq, NULL), LUMEN_OK);
+  assert_int_equal(acq.n_frame_times, 0);
+  assert_null(acq.frame_times_key);
+  unlink(js);
+  lumen_ctx_destroy(ctx);
+}
+
+static void bad_json(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  char p[128];
+  snprintf(p, sizeof p, "%s/bad.json", g_dir);
+  write_text(p, "{\n  \"FlipAngle\": 15,\n  \"TR\": 0.0.4\n}\n");
+  lumen_json *j = (lumen_json *)0x1;
+  assert_int_equal(lumen_json_read(ctx, p, &j), LUMEN_ERR_FORMAT);
+  assert_null(j);
+  const char *msg = lumen_ctx_last_error(ctx);
+  if (!strstr(msg, p) || !strstr(msg, ":3:")) {
+    print_error("message: %s\n", msg);
+    fail();
+  }
+  write_text(p, "{\"a\": [1, 2");
+  assert_int_equal(lumen_json_read(ctx, p, &j), LUMEN_ERR_FORMAT);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), ":1:11: bad JSON"));
+  write_text(p, "[1, 2]");
+  assert_int_equal(lumen_json_read(ctx, p, &j), LUMEN_ERR_FORMAT);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "object"));
+  write_text(p, "");
+  assert_int_equal(lumen_json_read(ctx, p, &j), LUMEN_ERR_FORMAT);
+  /* deep nesting is refused by cJSON's limit, not a stack overflow */
+  char *deep = malloc(200002);
+  deep[0] = '{';
+  strcpy(deep + 1, "\"a\":");
+  size_t k = 5;
+  for (int i = 0; i < 100000; i++) deep[k++] = '[';
+  deep[k] = '\0';
+  assert_int_equal(lumen_json_parse(ctx, deep, k, "deep", &j), LUMEN_ERR_FORMAT);
+  free(deep);
+  char missing[128];
+  snprintf(missing, sizeof missing, "%s/none.json", g_dir);
+  assert_int_equal(lumen_json_read(ctx, missing, &j), LUMEN_ERR_IO);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), missing));
+  unlink(p);
+  lumen_ctx_destroy(ctx);
+}
+
+static void write_round_trip(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  char p[128];
+  snprintf(p, sizeof p, "%s/out.json", g_dir);
+  lumen_json *j = NULL;
+  assert_int_equal(lumen_json_create(ctx, &j), LUMEN_OK);
+  const double times[3] = {0, 1.5, NAN};
+  const char *const models[2] = {"tofts", "patlak"};
+  assert_int_equal(lumen_json_set_string(ctx, j, "Parameter", "Ktrans"), LUMEN_OK);
+  assert_int_equal(lumen_json_set_string(ctx, j, "Units", "1/min"), LUMEN_OK);
+  assert_int_equal(lumen_json_set_number(ctx, j, "Relaxivity", 4.5), LUMEN_OK);
+  assert_int_equal(lumen_json_set_int(ctx, j, "Voxels", INT64_C(9007199254740993)), LUMEN_OK);
+  assert_int_equal(lumen_json_set_bool(ctx, j, "Converged", 1), LUMEN_OK);
+  assert_int_equal(lumen_json_set_numbers(ctx, j, "Times", times, 3), LUMEN_OK);
+  assert_int_equal(lumen_json_set_strings(ctx, j, "Models", models, 2), LUMEN_OK);
+  assert_int_equal(lumen_json_set_text(ctx, j, "Backend", "{\"requested\": \"auto\", \"used\": \"cpu\"}"), LUMEN_OK);
+  assert_int_equal(lumen_json_set_text(ctx, j, "Bad", "{nope"), LUMEN_ERR_FORMAT);
+  assert_int_equal(lumen_json_set_number(ctx, j, "Units", 7), LUMEN_OK);  /* replaced in place */
+  assert_string_equal(lumen_json_key(j, 1), "Units");
+  assert_int_equal(lumen_json_set_string(ctx, j, "Temp", "x"), LUMEN_OK);
+  assert_int_equal(lumen_json_remove(ctx, j, "Temp"), LUMEN_OK);
+  assert_false(lumen_json_has(j, "Temp"));
+  assert_int_equal(lumen_json_write(ctx, j, p, 0), LUMEN_OK);
+  assert_int_equal(lumen_json_write(ctx, j, p, 0), LUMEN_ERR_IO);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "exists"));
+  assert_int_equal(lumen_json_write(ctx, j, p, 1), LUMEN_OK);
+  lumen_json_free(j);
+  assert_int_equal(lumen_json_read(ctx, p, &j), LUMEN_OK);
+  assert_int_equal(lumen_json_count(j), 8);
+  char *s = NULL;
+  int found = 0;
+  assert_int_equal(lumen_json_get_string(ctx, j, "Parameter", &s, &found), LUMEN_OK);
+  assert_string_equal(s, "Ktrans");
+  free(s);
+  double *v = NULL;
+  int64_t n = 0;
+  assert_int_equal(lumen_json_get_numbers(ctx, j, "Times", &v, &n, &found), LUMEN_ERR_FORMAT); /* NaN -> null */
+  assert_int_equal(lumen_json_get_text(ctx, j, "Times", &s, &found), LUMEN_OK);
+  assert_string_equal(s, "[0,1.5,null]");
+  free(s);
+  FILE *fp = fopen(p, "rb");
+  char text[2048];
+  size_t got = fread(text, 1, sizeof text - 1, fp);
+  fclose(fp);
+  text[got] = '\0';
+  assert_non_null(strstr(text, "9007199254740993"));  /* written exactly (read back as a double) */
+  assert_true(got > 0 && text[got - 1] == '\n');
+  assert_int_equal(lumen_json_get_numbers(ctx, j, "Relaxivity", &v, &n, &found), LUMEN_OK);
+  assert_true(n == 1 && v[0] == 4.5);
+  free(v);
+  assert_int_equal(lumen_json_get_text(ctx, j, "Backend", &s, &found), LUMEN_OK);
+  assert_string_equal(s, "{\"requested\":\"auto\",\"used\":\"cpu\"}");
+  free(s);
+  lumen_json_free(j);
+  unlink(p);
+  lumen_ctx_destroy(ctx);
+}
+
+int main(void) {
+  snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-json-XXXXXX");
+  if (!mkdtemp(g_dir)) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(sidecar_values),
+      cmocka_unit_test(bad_json),
+      cmocka_unit_test(write_round_trip),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  rmdir(g_dir);
+  return rc;
+}

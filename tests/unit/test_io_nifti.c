@@ -1,0 +1,588 @@
+/* NIfTI reading and writing: round trips, geometry, scaling, hostile headers, atomic writes. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <nifti/nifti1.h>
+#include <nifti/nifti2.h>
+#include "test_support.h"
+#include "lumen/io.h"
+#include "io/io_internal.h"
+
+static char g_dir[64];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-nifti-XXXXXX");
+  return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  DIR *d = opendir(g_dir);
+  if (d) {
+    struct dirent *e;
+    char p[512];
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
+      unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(g_dir);
+  return 0;
+}
+
+static char *path_of(const char *name) {
+  static char buf[32][256];
+  static int k;
+  char *p = buf[k++ % 32];
+  snprintf(p, 256, "%s/%s", g_dir, name);
+  return p;
+}
+
+static int exists(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0;
+}
+
+static int temp_files_left(void) {
+  DIR *d = opendir(g_dir);
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strstr(e->d_name, ".tmp-")) n++;
+  if (d) closedir(d);
+  return n;
+}
+
+static void expect_error(lumen_ctx *ctx, lumen_status got, lumen_status want, const char *path, const char *needle) {
+  const char *msg = lumen_ctx_last_error(ctx);
+  if (getenv("LUMEN_TEST_VERBOSE")) fprintf(stderr, "  [%s] %s\n", lumen_status_name(got), msg);
+  if (got != want || !strstr(msg, path) || (needle && !strstr(msg, needle))) {
+    print_error("status %s (want %s), message: %s\n(needle '%s', path '%s')\n", lumen_status_name(got),
+                lumen_status_name(want), msg, needle ? needle : "", path);
+    fail();
+  }
+}
+
+/* An image with distinct values in every voxel of the given type. */
+static lumen_image *make_image(lumen_ctx *ctx, int ndim, const int64_t *dims, lumen_dtype t) {
+  lumen_image *im = NULL;
+  assert_int_equal(lumen_image_create(ctx, ndim, dims, t, lumen_device_cpu(), 0, &im), LUMEN_OK);
+  int64_t n = lumen_image_count(im);
+  void *d = lumen_image_data(im);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = (i * 7) % 100 - (t == LUMEN_DTYPE_UINT8 || t == LUMEN_DTYPE_UINT16 || t == LUMEN_DTYPE_UINT32 ||
+                                   t == LUMEN_DTYPE_UINT64 ? 0 : 50);
+    switch (t) {
+      case LUMEN_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; break;
+      case LUMEN_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)v; break;
+      case LUMEN_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)(v * 600); break;
+      case LUMEN_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)(v * 300); break;
+      case LUMEN_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)v * 40000000u; break;
+      case LUMEN_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)v * 40000000; break;
+      case LUMEN_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)v << 40; break;
+      case LUMEN_DTYPE_INT64: ((int64_t *)d)[i] = v * ((int64_t)1 << 40); break;
+      case LUMEN_DTYPE_FLOAT32: ((float *)d)[i] = (float)v * 0.25f; break;
+      case LUMEN_DTYPE_FLOAT64: ((double *)d)[i] = (double)v * 0.125; break;
+      case LUMEN_DTYPE_FLOAT16: ((uint16_t *)d)[i] = lumen_float_to_half((float)v * 0.5f); break;
+      default: break;
+    }
+  }
+  return im;
+}
+
+static const lumen_dtype k_types[] = {LUMEN_DTYPE_UINT8,  LUMEN_DTYPE_INT8,   LUMEN_DTYPE_UINT16, LUMEN_DTYPE_INT16,
+                                      LUMEN_DTYPE_UINT32, LUMEN_DTYPE_INT32,  LUMEN_DTYPE_UINT64, LUMEN_DTYPE_INT64,
+                                      LUMEN_DTYPE_FLOAT32, LUMEN_DTYPE_FLOAT64};
+
+static void round_trip_types(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int64_t dims[3] = {5, 4, 3};
+  static const char *const names[4] = {"rt.nii", "rt.nii.gz", "rt2.nii", "rt2.nii.gz"};
+  for (size_t k = 0; k < sizeof k_types / sizeof *k_types; k++) {
+    lumen_image *im = make_image(ctx, 3, dims, k_types[k]);
+    for (int f = 0; f < 4; f++) {
+      const char *p = path_of(names[f]);
+      lumen_nifti_write_opts wo = {0};
+      wo.version = f >= 2 ? 2 : 1;
+      wo.overwrite = 1;
+      assert_int_equal(lumen_nifti_write(ctx, p, im, &wo), LUMEN_OK);
+      lumen_nifti_read_opts ro = {0};
+      ro.keep_type = 1;
+      lumen_image *back = NULL;
+      lumen_nifti_info info;
+      assert_int_equal(lumen_nifti_read(ctx, p, &ro, &back, &info), LUMEN_OK);
+      assert_int_equal(info.version, wo.version);
+      assert_int_equal(info.compressed, f % 2);
+      assert_int_equal(lumen_image_dtype(back), k_types[k]);
+      assert_int_equal(lumen_image_ndim(back), 3);
+      assert_int_equal(lumen_image_nbytes(back), lumen_image_nbytes(im));
+      assert_memory_equal(lumen_image_const_data(back), lumen_image_const_data(im), (size_t)lumen_image_nbytes(im));
+      lumen_image_free(back);
+      /* default: float32 with the same values */
+      assert_int_equal(lumen_nifti_read(ctx, p, NULL, &back, NULL), LUMEN_OK);
+      assert_int_equal(lumen_image_dtype(back), LUMEN_DTYPE_FLOAT32);
+      lumen_image *conv = NULL;
+      assert_int_equal(lumen_image_convert(ctx, im, LUMEN_DTYPE_FLOAT32, &conv), LUMEN_OK);
+      assert_memory_equal(lumen_image_const_data(back), lumen_image_const_data(conv), 60 * sizeof(float));
+      lumen_image_free(conv);
+      lumen_image_free(back);
+    }
+    lumen_image_free(im);
+  }
+  assert_int_equal(temp_files_left(), 0);
+  lumen_ctx_destroy(ctx);
+}
+
+static void patch_file(const char *p, long off, const void *bytes, size_t n) {
+  FILE *fp = fopen(p, "r+b");
+  assert_non_null(fp);
+  assert_int_equal(fseek(fp, off, SEEK_SET), 0);
+  assert_int_equal(fwrite(bytes, 1, n, fp), n);
+  fclose(fp);
+}
+
+static void scaling_each_integer_type(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int64_t dims[2] = {6, 5};
+  for (size_t k = 0; k < 8; k++) {
+    for (int v = 1; v <= 2; v++) {
+      lumen_image *im = make_image(ctx, 2, dims, k_types[k]);
+      const char *p = path_of(v == 1 ? "scaled.nii" : "scaled2.nii");
+      lumen_nifti_write_opts wo = {0};
+      wo.overwrite = 1;
+      wo.version = v;
+      assert_int_equal(lumen_nifti_write(ctx, p, im, &wo), LUMEN_OK);
+      if (v == 1) {
+        float slope = 0.5f, inter = -3.0f;
+        patch_file(p, offsetof(nifti_1_header, scl_slope), &slope, 4);
+        patch_file(p, offsetof(nifti_1_header, scl_inter), &inter, 4);
+      } else {
+        double slope = 0.5, inter = -3.0;
+        patch_file(p, offsetof(nifti_2_header, scl_slope), &slope, 8);
+        patch_file(p, offsetof(nifti_2_header, scl_inter), &inter, 8);
+      }
+      lumen_image *back = NULL;
+      lumen_nifti_info info;
+      assert_int_equal(lumen_nifti_read(ctx, p, NULL, &back, &info), LUMEN_OK);
+      assert_true(info.scaled);
+      assert_true(info.scl_slope == 0.5 && info.scl_inter == -3.0);
+      lumen_image *conv = NULL;
+      assert_int_equal(lumen_image_convert(ctx, im, LUMEN_DTYPE_FLOAT32, &conv), LUMEN_OK);
+      const float *a = lumen_image_const_data(back), *b = lumen_image_const_data(conv);
+      for (int i = 0; i < 30; i++) lumen_test_assert_close(a[i], 0.5 * b[i] - 3.0, 0, 1e-6, "scaled voxel");
+      lumen_image_free(back);
+      lumen_nifti_read_opts ro = {0};
+      ro.keep_type = 1;
+      assert_int_equal(lumen_nifti_read(ctx, p, &ro, &back, &info), LUMEN_OK);
+      assert_false(info.scaled);
+      assert_int_equal(lumen_image_dtype(back), k_types[k]);
+      assert_memory_equal(lumen_image_const_data(back), lumen_image_const_data(im), (size_t)lumen_image_nbytes(im));
+      lumen_image_free(back);
+      lumen_image_free(conv);
+      lumen_image_free(im);
+    }
+  }
+  lumen_ctx_destroy(ctx);
+}
+
+static void geometry_and_intent(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  /* a rotation about z by 90 degrees with voxel sizes 2, 1.5, 3 and an offset */
+  const double aff[16] = {0, -1.5, 0, 10.5, 2, 0, 0, -20.25, 0, 0, 3, 7, 0, 0, 0, 1};
+  const double sp[4] = {2, 1.5, 3, 2.5};
+  for (int nd = 2; nd <= 4; nd++) {
+    for (int v = 1; v <= 2; v++) {
+      const int64_t dims[4] = {4, 3, 2, 5};
+      lumen_image *im = make_image(ctx, nd, dims, LUMEN_DTYPE_FLOAT32);
+      assert_int_equal(lumen_image_set_affine(ctx, im, aff), LUMEN_OK);
+      assert_int_equal(lumen_image_set_spacing(ctx, im, sp, nd), LUMEN_OK);
+      const char *p = path_of("geom.nii.gz");
+      lumen_nifti_write_opts wo = {0};
+      wo.overwrite = 1;
+      wo.version = v;
+      wo.intent_name = "Ktrans";
+      wo.description = "lumen test";
+      wo.time_unit = LUMEN_NIFTI_UNITS_MSEC;
+      assert_int_equal(lumen_nifti_write(ctx, p, im, &wo), LUMEN_OK);
+      lumen_image *back = NULL;
+      lumen_nifti_info info;
+      assert_int_equal(lumen_nifti_read(ctx, p, NULL, &back, &info), LUMEN_OK);
+      assert_int_equal(lumen_image_ndim(back), nd);
+      assert_int_equal(info.ndim, nd);
+      for (int i = 0; i < nd; i++) assert_true(lumen_image_dim(back, i) == dims[i]);
+      double a2[16], s2[4];
+      lumen_image_get_affine(back, a2);
+      lumen_image_get_spacing(back, s2, nd);
+      for (int i = 0; i < 16; i++) lumen_test_assert_close(a2[i], aff[i], 1e-6, 0, "affine");
+      for (int i = 0; i < nd; i++) lumen_test_assert_close(s2[i], sp[i], 1e-6, 0, "spacing");
+      assert_string_equal(info.affine_source, "sform");
+      assert_string_equal(info.intent_name, "Ktrans");
+      assert_int_equal(info.intent_code, LUMEN_NIFTI_INTENT_ESTIMATE);
+      assert_string_equal(info.descrip, "lumen test");
+      assert_int_equal(info.space_unit, LUMEN_NIFTI_UNITS_MM);
+      assert_int_equal(info.time_unit, LUMEN_NIFTI_UNITS_MSEC);
+      if (nd == 4) {
+        lumen_test_assert_close(info.time_step, 2.5, 1e-9, 0, "time step");
+        lumen_test_assert_close(info.time_step_s, 2.5e-3, 1e-12, 0, "time step in s");
+      }
+      assert_int_equal(info.sform_code, 1);
+      assert_int_equal(info.qform_code, 1);
+      assert_memory_equal(lumen_image_const_data(back), lumen_image_const_data(im), (size_t)lumen_image_nbytes(im));
+      lumen_image_free(back);
+      lumen_image_free(im);
+    }
+  }
+  /* qform only (sform_code 0 in the file): the rigid affine comes back from the quaternion */
+  const int64_t dims[3] = {4, 3, 2};
+  lumen_image *im = make_image(ctx, 3, dims, LUMEN_DTYPE_INT16);
+  assert_int_equal(lumen_image_set_affine(ctx, im, aff), LUMEN_OK);
+  assert_int_equal(lumen_image_set_spacing(ctx, im, sp, 3), LUMEN_OK);
+  const char *p = path_of("qform.nii");
+  assert_int_equal(lumen_nifti_write(ctx, p, im, NULL), LUMEN_OK);
+  short zero = 0;
+  patch_file(p, offsetof(nifti_1_header, sform_code), &zero, 2);
+  lumen_nifti_info info;
+  assert_int_equal(lumen_nifti_read_header(ctx, p, NULL, &info), LUMEN_OK);
+  assert_string_equal(info.affine_source, "qform");
+  for (int i = 0; i < 16; i++) lumen_test_assert_close(info.affine[i], aff[i], 1e-5, 0, "qform affine");
+  patch_file(p, offsetof(nifti_1_header, qform_code), &zero, 2);
+  assert_int_equal(lumen_nifti_read_header(ctx, p, NULL, &info), LUMEN_OK);
+  assert_string_equal(info.affine_source, "pixdim");
+  lumen_test_assert_close(info.affine[0], 2, 0, 0, "pixdim affine x");
+  lumen_test_assert_close(info.affine[5], 1.5, 0, 0, "pixdim affine y");
+  lumen_image_free(im);
+  /* float16 images are stored as float32 */
+  im = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT16);
+  p = path_of("half.nii");
+  assert_int_equal(lumen_nifti_write(ctx, p, im, NULL), LUMEN_OK);
+  lumen_image *back = NULL;
+  lumen_nifti_read_opts ro = {1, 0};
+  assert_int_equal(lumen_nifti_read(ctx, p, &ro, &back, &info), LUMEN_OK);
+  assert_int_equal(lumen_image_dtype(back), LUMEN_DTYPE_FLOAT32);
+  const uint16_t *h = lumen_image_const_data(im);
+  const float *f = lumen_image_const_data(back);
+  for (int i = 0; i < 24; i++) assert_true(f[i] == lumen_half_to_float(h[i]));
+  lumen_image_free(back);
+  lumen_image_free(im);
+  /* intent names over 15 characters are refused */
+  im = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
+  lumen_nifti_write_opts wo = {0};
+  wo.intent_name = "a_name_too_long_";
+  assert_int_equal(lumen_nifti_write(ctx, path_of("long.nii"), im, &wo), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "intent_name"));
+  assert_false(exists(path_of("long.nii")));
+  lumen_image_free(im);
+  lumen_ctx_destroy(ctx);
+}
+
+/* ------------------------------------------------------------------------ hostile files */
+
+static void write_raw(const char *p, const void *data, size_t n, int gz) {
+  if (gz) {
+    gzFile g = gzopen(p, "wb");
+    assert_non_null(g);
+    assert_int_equal(gzwrite(g, data, (unsigned)n), (int)n);
+    gzclose(g);
+  } else {
+    FILE *fp = fopen(p, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, n, fp), n);
+    fclose(fp);
+  }
+}
+
+static nifti_1_header good_n1(void) {
+  nifti_1_header h;
+  memset(&h, 0, sizeof h);
+  h.sizeof_hdr = 348;
+  h.dim[0] = 3;
+  h.dim[1] = 4;
+  h.dim[2] = 4;
+  h.dim[3] = 2;
+  for (int i = 4; i < 8; i++) h.dim[i] = 1;
+  for (int i = 0; i < 8; i++) h.pixdim[i] = 1;
+  h.datatype = NIFTI_TYPE_INT16;
+  h.bitpix = 16;
+  h.vox_offset = 352;
+  memcpy(h.magic, "n+1", 4);
+  return h;
+}
+
+/* Writes header + 4 extension bytes + data bytes (zeros). */
+static void write_n1(const char *p, const nifti_1_header *h, size_t data_bytes, int gz) {
+  size_t n = 352 + data_bytes;
+  unsigned char *buf = calloc(1, n);
+  memcpy(buf, h, sizeof *h);
+  write_raw(p, buf, n, gz);
+  free(buf);
+}
+
+static void check_hostile(lumen_ctx *ctx, const char *name, lumen_status want, const char *needle) {
+  const char *p = path_of(name);
+  lumen_image *im = (lumen_image *)0x1;
+  lumen_nifti_info info;
+  lumen_status s = lumen_nifti_read(ctx, p, NULL, &im, &info);
+  expect_error(ctx, s, want, p, needle);
+  assert_null(im);
+  s = lumen_nifti_read_header(ctx, p, NULL, &info);
+  if (want != LUMEN_ERR_FORMAT || !strstr(name, "trunc-gz")) expect_error(ctx, s, want, p, needle);
+}
+
+static void hostile_headers(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  nifti_1_header h;
+
+  h = good_n1();
+  write_n1(path_of("good.nii"), &h, 64, 0);
+  lumen_image *im = NULL;
+  assert_int_equal(lumen_nifti_read(ctx, path_of("good.nii"), NULL, &im, NULL), LUMEN_OK);
+  lumen_image_free(im);
+
+  h = good_n1(); h.dim[0] = 0;
+  write_n1(path_of("dim0.nii"), &h, 64, 0);
+  check_hostile(ctx, "dim0.nii", LUMEN_ERR_FORMAT, "dim[0] is 0");
+  h = good_n1(); h.dim[0] = 9;
+  write_n1(path_of("dim0big.nii"), &h, 64, 0);
+  check_hostile(ctx, "dim0big.nii", LUMEN_ERR_FORMAT, "dim[0] is 9");
+  h = good_n1(); h.dim[2] = 0;
+  write_n1(path_of("dimzero.nii"), &h, 64, 0);
+  check_hostile(ctx, "dimzero.nii", LUMEN_ERR_FORMAT, "dim[2] is 0, expected >= 1");
+  h = good_n1(); h.dim[3] = -7;
+  write_n1(path_of("dimneg.nii"), &h, 64, 0);
+  check_hostile(ctx, "dimneg.nii", LUMEN_ERR_FORMAT, "dim[3] is -7");
+  h = good_n1(); h.bitpix = 32;
+  write_n1(path_of("bitpix.nii"), &h, 64, 0);
+  check_hostile(ctx, "bitpix.nii", LUMEN_ERR_FORMAT, "bitpix is 32, expected 16");
+  h = good_n1(); h.datatype = 9999;
+  write_n1(path_of("dtype.nii"), &h, 64, 0);
+  check_hostile(ctx, "dtype.nii", LUMEN_ERR_FORMAT, "datatype is 9999");
+  h = good_n1(); h.datatype = NIFTI_TYPE_COMPLEX64; h.bitpix = 64;
+  write_n1(path_of("complex.nii"), &h, 256, 0);
+  check_hostile(ctx, "complex.nii", LUMEN_ERR_UNSUPPORTED, "complex64");
+  h = good_n1(); h.vox_offset = 1e12f;
+  write_n1(path_of("voxoff.nii"), &h, 64, 0);
+  check_hostile(ctx, "voxoff.nii", LUMEN_ERR_FORMAT, "truncated");
+  h = good_n1(); h.vox_offset = NAN;
+  write_n1(path_of("voxnan.nii"), &h, 64, 0);
+  check_hostile(ctx, "voxnan.nii", LUMEN_ERR_FORMAT, "vox_offset");
+  h = good_n1(); h.vox_offset = 1e12f;
+  write_n1(path_of("voxoff.nii.gz"), &h, 64, 1);
+  check_hostile(ctx, "voxoff.nii.gz", LUMEN_ERR_FORMAT, "truncated");
+  h = good_n1();
+  write_n1(path_of("short.nii"), &h, 20, 0);  /* 64 bytes needed */
+  check_hostile(ctx, "short.nii", LUMEN_ERR_FORMAT, "truncated");
+  h = good_n1(); h.dim[0] = 5; h.dim[5] = 3;
+  write_n1(path_of("fived.nii"), &h, 192, 0);
+  check_hostile(ctx, "fived.nii", LUMEN_ERR_UNSUPPORTED, "dim[5] is 3");
+  h = good_n1(); memcpy(h.magic, "ni1", 4);
+  write_n1(path_of("pair.nii"), &h, 64, 0);
+  check_hostile(ctx, "pair.nii", LUMEN_ERR_UNSUPPORTED, "ni1");
+  h = good_n1(); h.sizeof_hdr = 1000;
+  write_n1(path_of("sizeof.nii"), &h, 64, 0);
+  check_hostile(ctx, "sizeof.nii", LUMEN_ERR_FORMAT, "sizeof_hdr is 1000");
+  write_raw(path_of("text.nii"), "hello, world\n", 13, 0);
+  check_hostile(ctx, "text.nii", LUMEN_ERR_FORMAT, "too short");
+  write_raw(path_of("empty.nii.gz"), "", 0, 0);
+  check_hostile(ctx, "empty.nii.gz", LUMEN_ERR_FORMAT, "too short");
+  check_hostile(ctx, "missing.nii", LUMEN_ERR_IO, "cannot open");
+
+  /* 5-D with trailing 1s is read as 3-D */
+  h = good_n1(); h.dim[0] = 5;
+  write_n1(path_of("squeeze.nii"), &h, 64, 0);
+  assert_int_equal(lumen_nifti_read(ctx, path_of("squeeze.nii"), NULL, &im, NULL), LUMEN_OK);
+  assert_int_equal(lumen_image_ndim(im), 4);
+  lumen_image_free(im);
+
+  /* NIfTI-2: overflowing products and 10^15 voxels are refused before any allocation */
+  nifti_2_header h2;
+  memset(&h2, 0, sizeof h2);
+  h2.sizeof_hdr = 540;
+  static const char magic2[8] = {'n', '+', '2', '\0', '\r', '\n', '\032', '\n'};
+  memcpy(h2.magic, magic2, 8);
+  h2.datatype = NIFTI_TYPE_UINT8;
+  h2.bitpix = 8;
+  h2.dim[0] = 3;
+  h2.dim[1] = h2.dim[2] = h2.dim[3] = INT64_C(1) << 40;
+  for (int i = 4; i < 8; i++) h2.dim[i] = 1;
+  h2.vox_offset = 544;
+  unsigned char buf[1024] = {0};
+  memcpy(buf, &h2, sizeof h2);
+  write_raw(path_of("overflow.nii"), buf, sizeof buf, 0);
+  check_hostile(ctx, "overflow.nii", LUMEN_ERR_OVERFLOW, "overflows");
+  h2.dim[1] = h2.dim[2] = h2.dim[3] = 100000;  /* 10^15 voxels */
+  memcpy(buf, &h2, sizeof h2);
+  write_raw(path_of("huge.nii.gz"), buf, sizeof buf, 1);
+  check_hostile(ctx, "huge.nii.gz", LUMEN_ERR_OUT_OF_MEMORY, "memory limit");
+  /* a caller's max_bytes is honoured */
+  lumen_nifti_read_opts ro = {0, 100};
+  assert_int_equal(lumen_nifti_read(ctx, path_of("good.nii"), &ro, &im, NULL), LUMEN_ERR_OUT_OF_MEMORY);
+  assert_null(im);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "good.nii"));
+
+  /* truncated .nii.gz: a real file cut in the middle of its compressed data */
+  const int64_t dims[3] = {64, 64, 16};
+  lumen_image *big = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
+  float *bv = lumen_image_data(big);
+  for (int i = 0; i < 64 * 64 * 16; i++) bv[i] = (float)sin(i * 0.37) * 1000.0f;  /* poorly compressible */
+  const char *full = path_of("full.nii.gz");
+  assert_int_equal(lumen_nifti_write(ctx, full, big, NULL), LUMEN_OK);
+  lumen_image_free(big);
+  struct stat st;
+  assert_int_equal(stat(full, &st), 0);
+  char *bytes = NULL;
+  size_t len = 0;
+  assert_int_equal(lumen_io_slurp(ctx, "test", full, INT64_C(1) << 30, &bytes, &len), LUMEN_OK);
+  write_raw(path_of("trunc-gz.nii.gz"), bytes, len / 2, 0);
+  check_hostile(ctx, "trunc-gz.nii.gz", LUMEN_ERR_FORMAT, "truncated");
+  write_raw(path_of("trunc-gz-tail.nii.gz"), bytes, len - 4, 0);  /* only the gzip trailer is cut */
+  check_hostile(ctx, "trunc-gz-tail.nii.gz", LUMEN_ERR_FORMAT, "truncated");
+  bytes[len / 2] ^= 0x55;  /* corrupt data in the middle */
+  write_raw(path_of("corrupt-gz.nii.gz"), bytes, len, 0);
+  im = (lumen_image *)0x1;
+  lumen_status s = lumen_nifti_read(ctx, path_of("corrupt-gz.nii.gz"), NULL, &im, NULL);
+  expect_error(ctx, s, LUMEN_ERR_FORMAT, path_of("corrupt-gz.nii.gz"), NULL);
+  assert_null(im);
+  free(bytes);
+  lumen_ctx_destroy(ctx);
+}
+
+/* ------------------------------------------------------------------------- atomic writes */
+
+static void overwrite_and_failures(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int64_t dims[3] = {8, 8, 4};
+  lumen_image *im = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
+  const char *p = path_of("out.nii.gz");
+  assert_int_equal(lumen_nifti_write(ctx, p, im, NULL), LUMEN_OK);
+  struct stat before, after;
+  assert_int_equal(stat(p, &before), 0);
+  /* refused without overwrite; the file stays as it was */
+  lumen_status s = lumen_nifti_write(ctx, p, im, NULL);
+  expect_error(ctx, s, LUMEN_ERR_IO, p, "exists");
+  assert_int_equal(stat(p, &after), 0);
+  assert_true(before.st_ino == after.st_ino && before.st_size == after.st_size);
+  lumen_nifti_write_opts wo = {0};
+  wo.overwrite = 1;
+  assert_int_equal(lumen_nifti_write(ctx, p, im, &wo), LUMEN_OK);
+  assert_int_equal(temp_files_left(), 0);
+
+  /* disk full in the middle (injected), plain and gzip: no final file, no temporary file */
+  static const char *const names[2] = {"full.nii", "full.nii.gz"};
+  for (int k = 0; k < 2; k++) {
+    const char *q = path_of(names[k]);
+    for (int64_t after_bytes = 0; after_bytes <= 1000; after_bytes += 500) {
+      lumen_io_inject_write_failure(after_bytes);
+      s = lumen_nifti_write(ctx, q, im, NULL);
+      lumen_io_inject_write_failure(-1);
+      expect_error(ctx, s, LUMEN_ERR_IO, q, "No space left");
+      assert_false(exists(q));
+      assert_int_equal(temp_files_left(), 0);
+    }
+  }
+  /* an injected failure while replacing keeps the old file */
+  lumen_io_inject_write_failure(100);
+  s = lumen_nifti_write(ctx, p, im, &wo);
+  lumen_io_inject_write_failure(-1);
+  assert_int_equal(s, LUMEN_ERR_IO);
+  lumen_image *back = NULL;
+  assert_int_equal(lumen_nifti_read(ctx, p, NULL, &back, NULL), LUMEN_OK);
+  assert_memory_equal(lumen_image_const_data(back), lumen_image_const_data(im), (size_t)lumen_image_nbytes(im));
+  lumen_image_free(back);
+
+  /* folders that cannot be written */
+  const char *nodir = path_of("no/such/folder/map.nii.gz");
+  s = lumen_nifti_write(ctx, nodir, im, NULL);
+  expect_error(ctx, s, LUMEN_ERR_IO, nodir, NULL);
+  s = lumen_nifti_write(ctx, "/proc/lumen-test.nii", im, NULL);
+  expect_error(ctx, s, LUMEN_ERR_IO, "/proc/lumen-test.nii", NULL);
+  assert_false(exists("/proc/lumen-test.nii"));
+  if (geteuid() != 0) {  /* root ignores folder permissions */
+    const char *ro_dir = path_of("readonly");
+    assert_int_equal(mkdir(ro_dir, 0500), 0);
+    char q[300];
+    snprintf(q, sizeof q, "%s/map.nii", ro_dir);
+    s = lumen_nifti_write(ctx, q, im, NULL);
+    expect_error(ctx, s, LUMEN_ERR_IO, q, "Permission denied");
+    rmdir(ro_dir);
+  }
+  /* a folder under the final name */
+  const char *dir_name = path_of("adir.nii");
+  assert_int_equal(mkdir(dir_name, 0700), 0);
+  s = lumen_nifti_write(ctx, dir_name, im, &wo);
+  expect_error(ctx, s, LUMEN_ERR_IO, dir_name, "folder");
+  rmdir(dir_name);
+  lumen_image_free(im);
+  lumen_ctx_destroy(ctx);
+}
+
+/* A real full disk: LUMEN_TEST_FULL_DIR names a small file system (e.g. a 64 KiB tmpfs,
+   `mount -t tmpfs -o size=64k tmpfs DIR`); skipped when unset. */
+static void real_disk_full(void **state) {
+  (void)state;
+  const char *dir = getenv("LUMEN_TEST_FULL_DIR");
+  if (!dir || !dir[0]) skip();
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int64_t dims[3] = {64, 64, 64};
+  lumen_image *im = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
+  float *v = lumen_image_data(im);
+  for (int i = 0; i < 64 * 64 * 64; i++) v[i] = (float)sin(i * 0.37) * 1000.0f;
+  static const char *const names[2] = {"full.nii", "full.nii.gz"};
+  for (int k = 0; k < 2; k++) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, names[k]);
+    lumen_status s = lumen_nifti_write(ctx, p, im, NULL);
+    expect_error(ctx, s, LUMEN_ERR_IO, p, "No space left");
+    assert_false(exists(p));
+  }
+  lumen_image_free(im);
+  lumen_ctx_destroy(ctx);
+}
+
+static void argument_checks(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_image *im = NULL;
+  assert_int_equal(lumen_nifti_read(ctx, NULL, NULL, &im, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_nifti_read(ctx, "x.nii", NULL, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_nifti_write(ctx, "x.nii", NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  const int64_t dims[1] = {40000};
+  im = make_image(ctx, 1, dims, LUMEN_DTYPE_UINT8);
+  /* NIfTI-1 cannot hold a dim over 32767; NIfTI-2 can */
+  assert_int_equal(lumen_nifti_write(ctx, path_of("wide.nii"), im, NULL), LUMEN_ERR_UNSUPPORTED);
+  lumen_nifti_write_opts wo = {0};
+  wo.version = 2;
+  assert_int_equal(lumen_nifti_write(ctx, path_of("wide.nii"), im, &wo), LUMEN_OK);
+  lumen_image *back = NULL;
+  assert_int_equal(lumen_nifti_read(ctx, path_of("wide.nii"), NULL, &back, NULL), LUMEN_OK);
+  assert_true(lumen_image_dim(back, 0) == 40000);
+  lumen_image_free(back);
+  lumen_image_free(im);
+  assert_true(lumen_io_default_max_bytes() > 0 && lumen_io_default_max_bytes() <= (INT64_C(16) << 30));
+  lumen_ctx_destroy(ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(round_trip_types, setup, teardown),
+      cmocka_unit_test_setup_teardown(scaling_each_integer_type, setup, teardown),
+      cmocka_unit_test_setup_teardown(geometry_and_intent, setup, teardown),
+      cmocka_unit_test_setup_teardown(hostile_headers, setup, teardown),
+      cmocka_unit_test_setup_teardown(overwrite_and_failures, setup, teardown),
+      cmocka_unit_test_setup_teardown(argument_checks, setup, teardown),
+      cmocka_unit_test(real_disk_full),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -11,6 +11,7 @@ PACKAGES=(
   zlib1g-dev libnifti2-dev libcjson-dev libpng-dev
   libgsl-dev libfftw3-dev
   libcmocka-dev
+  python3-numpy python3-scipy python3-skimage   # regenerating tests/golden (scripts/make_filter_golden.py)
 )
 
 missing=()

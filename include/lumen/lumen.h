@@ -6,6 +6,7 @@
 #include "lumen/context.h"
 #include "lumen/device.h"
 #include "lumen/image.h"
+#include "lumen/filter.h"
 #include "lumen/models.h"
 #include "lumen/health.h"
 #include "lumen/aif.h"

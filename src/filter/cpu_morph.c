@@ -1,0 +1,321 @@
+/* CPU morphology (grey and binary erosion, dilation, opening, closing, white top-hat with disk,
+ * square, ball and cube elements), hole filling, connected-component labelling and the largest
+ * component.
+ *
+ * Erosion/dilation: the element is a list of x-runs (dz, dy, half-width); the image is padded
+ * with the identity (+inf for erosion, -inf for dilation), which equals scikit-image's behaviour
+ * for these symmetric elements (pixels outside the image never win), and every run is a
+ * vectorised min/max over contiguous rows. Binary morphology runs the same code on 0/1 values. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "filter/filter_internal.h"
+
+typedef struct run3 {
+  int dz, dy, hw;
+} run3;
+
+static int element_runs(const lumen_morph_opts *o, run3 *runs, int cap, int *ry, int *rz, int *rx) {
+  int n = 0;
+  *ry = *rz = *rx = 0;
+  switch (o->element) {
+    case LUMEN_ELEMENT_DISK:
+    case LUMEN_ELEMENT_BALL: {
+      int r = o->radius, three = o->element == LUMEN_ELEMENT_BALL;
+      for (int dz = three ? -r : 0; dz <= (three ? r : 0); dz++)
+        for (int dy = -r; dy <= r; dy++) {
+          int64_t rem = (int64_t)r * r - (int64_t)dz * dz - (int64_t)dy * dy;
+          if (rem < 0) continue;
+          int hw = 0;
+          while ((int64_t)(hw + 1) * (hw + 1) <= rem) hw++;
+          if (n < cap) runs[n++] = (run3){dz, dy, hw};
+        }
+      *ry = r;
+      *rz = three ? r : 0;
+      *rx = r;
+      break;
+    }
+    default: {
+      int h = o->size / 2, three = o->element == LUMEN_ELEMENT_CUBE;
+      for (int dz = three ? -h : 0; dz <= (three ? h : 0); dz++)
+        for (int dy = -h; dy <= h; dy++)
+          if (n < cap) runs[n++] = (run3){dz, dy, h};
+      *ry = h;
+      *rz = three ? h : 0;
+      *rx = h;
+    }
+  }
+  return n;
+}
+
+/* erosion (is_max = 0) or dilation (is_max = 1) of every block: in -> out */
+static lumen_status minmax(lumen_ctx *ctx, const float *in, float *out, const lf_geom *g, const lumen_morph_opts *o,
+                           int is_max, int threads) {
+  const int cap = (2 * 1001 + 1) * (2 * 1001 + 1);
+  int nr = 0, ry, rz, rx;
+  int maxruns = 1;
+  if (o->element == LUMEN_ELEMENT_BALL || o->element == LUMEN_ELEMENT_CUBE) {
+    int e = o->element == LUMEN_ELEMENT_BALL ? 2 * o->radius + 1 : o->size;
+    maxruns = e * e;
+  } else {
+    maxruns = o->element == LUMEN_ELEMENT_DISK ? 2 * o->radius + 1 : o->size;
+  }
+  (void)cap;
+  run3 *runs = malloc((size_t)maxruns * sizeof *runs);
+  if (!runs) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_morphology: out of host memory");
+  nr = element_runs(o, runs, maxruns, &ry, &rz, &rx);
+  const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+  const int S3 = g->spatial == 3;
+  if (!S3) rz = 0;
+  const int64_t pw = n0 + 2 * rx, ph = n1 + 2 * ry, pd = n2 + 2 * rz;
+  const float ident = is_max ? -INFINITY : INFINITY;
+  /* 2-D elements on a 3-D image: process each z-slice as its own block (pd = n2, rz = 0) */
+  float *pad = lf_malloc_big((size_t)(pw * ph * pd) * sizeof *pad);
+  if (!pad) {
+    free(runs);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_morphology: out of host memory for padding");
+  }
+  for (int64_t b = 0; b < g->batch; b++) {
+    const float *src = in + b * g->block;
+    float *dst = out + b * g->block;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t r = 0; r < ph * pd; r++) {
+      int64_t py = r % ph, pz = r / ph;
+      int64_t y = py - ry, z = pz - rz;
+      float *prow = pad + r * pw;
+      if (y < 0 || y >= n1 || z < 0 || z >= n2) {
+        for (int64_t i = 0; i < pw; i++) prow[i] = ident;
+        continue;
+      }
+      for (int64_t i = 0; i < rx; i++) prow[i] = prow[pw - 1 - i] = ident;
+      memcpy(prow + rx, src + (z * n1 + y) * n0, (size_t)n0 * sizeof(float));
+    }
+    const int64_t rows = n1 * n2;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t r = 0; r < rows; r++) {
+      const int64_t y = r % n1, z = r / n1;
+      float *restrict acc = dst + r * n0;
+      for (int64_t i = 0; i < n0; i++) acc[i] = ident;
+      for (int k = 0; k < nr; k++) {
+        const float *row = pad + ((z + rz + runs[k].dz) * ph + (y + ry + runs[k].dy)) * pw + rx;
+        for (int dx = -runs[k].hw; dx <= runs[k].hw; dx++) {
+          const float *restrict s = row + dx;
+          if (is_max)
+            for (int64_t i = 0; i < n0; i++) acc[i] = s[i] > acc[i] ? s[i] : acc[i];
+          else
+            for (int64_t i = 0; i < n0; i++) acc[i] = s[i] < acc[i] ? s[i] : acc[i];
+        }
+      }
+    }
+  }
+  free(pad);
+  free(runs);
+  return LUMEN_OK;
+}
+
+lumen_status lf_cpu_morphology(lumen_ctx *ctx, lf_call *call) {
+  const lumen_morph_opts *o = call->opts;
+  const lf_geom *g = &call->geom;
+  const int64_t n = g->total;
+  const int th = call->threads;
+  float *src = (float *)call->in_f32[0];
+  float *bin = NULL;
+  if (o->binary) {
+    bin = lf_malloc_big((size_t)n * sizeof *bin);
+    if (!bin) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_morphology: out of host memory");
+#pragma omp parallel for schedule(static) num_threads(th)
+    for (int64_t i = 0; i < n; i++) bin[i] = src[i] != 0.0f ? 1.0f : 0.0f;
+    src = bin;
+  }
+  float *res = o->binary ? lf_malloc_big((size_t)n * sizeof *res) : lumen_image_data(call->out);
+  float *tmp = (o->op >= LUMEN_MORPH_OPEN) ? lf_malloc_big((size_t)n * sizeof *tmp) : NULL;
+  lumen_status s = LUMEN_OK;
+  if (!res || (o->op >= LUMEN_MORPH_OPEN && !tmp)) {
+    s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_morphology: out of host memory");
+  } else {
+    switch (o->op) {
+      case LUMEN_MORPH_ERODE: s = minmax(ctx, src, res, g, o, 0, th); break;
+      case LUMEN_MORPH_DILATE: s = minmax(ctx, src, res, g, o, 1, th); break;
+      case LUMEN_MORPH_OPEN:
+        s = minmax(ctx, src, tmp, g, o, 0, th);
+        if (s == LUMEN_OK) s = minmax(ctx, tmp, res, g, o, 1, th);
+        break;
+      case LUMEN_MORPH_CLOSE:
+        s = minmax(ctx, src, tmp, g, o, 1, th);
+        if (s == LUMEN_OK) s = minmax(ctx, tmp, res, g, o, 0, th);
+        break;
+      default: /* white top-hat */
+        s = minmax(ctx, src, tmp, g, o, 0, th);
+        if (s == LUMEN_OK) s = minmax(ctx, tmp, res, g, o, 1, th);
+        if (s == LUMEN_OK) {
+#pragma omp parallel for schedule(static) num_threads(th)
+          for (int64_t i = 0; i < n; i++) {
+            float d = src[i] - res[i];
+            res[i] = d > 0.0f ? d : 0.0f;
+          }
+        }
+        break;
+    }
+  }
+  if (s == LUMEN_OK && o->binary) {
+    uint8_t *m = lumen_image_data(call->out);
+#pragma omp parallel for schedule(static) num_threads(th)
+    for (int64_t i = 0; i < n; i++) m[i] = res[i] > 0.5f;
+  }
+  if (o->binary) free(res);
+  free(tmp);
+  free(bin);
+  return s;
+}
+
+/* ------------------------------------------------------------------ regions */
+
+typedef struct nb_list {
+  int n;
+  int d[26][3];
+} nb_list;
+
+static void neighbours(int spatial, int connectivity, nb_list *nb) {
+  nb->n = 0;
+  int zr = spatial > 2 ? 1 : 0, yr = spatial > 1 ? 1 : 0;
+  for (int dz = -zr; dz <= zr; dz++)
+    for (int dy = -yr; dy <= yr; dy++)
+      for (int dx = -1; dx <= 1; dx++) {
+        int m = abs(dx) + abs(dy) + abs(dz);
+        if (m == 0 || m > connectivity) continue;
+        nb->d[nb->n][0] = dx;
+        nb->d[nb->n][1] = dy;
+        nb->d[nb->n][2] = dz;
+        nb->n++;
+      }
+}
+
+/* BFS flood fill of the component of seed where sel(v) holds; marks with label. */
+static void flood(const uint8_t *fg, uint8_t want, int32_t *mark, int32_t label, int64_t seed, const lf_geom *g,
+                  const nb_list *nb, int64_t *queue) {
+  const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+  int64_t head = 0, tail = 0;
+  queue[tail++] = seed;
+  mark[seed] = label;
+  while (head < tail) {
+    int64_t i = queue[head++];
+    int64_t x = i % n0, y = (i / n0) % n1, z = i / (n0 * n1);
+    for (int k = 0; k < nb->n; k++) {
+      int64_t xx = x + nb->d[k][0], yy = y + nb->d[k][1], zz = z + nb->d[k][2];
+      if (xx < 0 || xx >= n0 || yy < 0 || yy >= n1 || zz < 0 || zz >= n2) continue;
+      int64_t j = (zz * n1 + yy) * n0 + xx;
+      if (mark[j] == 0 && fg[j] == want) {
+        mark[j] = label;
+        queue[tail++] = j;
+      }
+    }
+  }
+}
+
+int64_t lf_cpu_label_core(const float *in, int32_t *labels, const lf_geom *g, int connectivity) {
+  nb_list nb;
+  neighbours(g->spatial, connectivity, &nb);
+  uint8_t *fg = malloc((size_t)g->block);
+  int64_t *queue = malloc((size_t)g->block * sizeof *queue);
+  if (!fg || !queue) {
+    free(fg);
+    free(queue);
+    return -1;
+  }
+  int64_t count = 0;
+  for (int64_t b = 0; b < g->batch; b++) {
+    const float *src = in + b * g->block;
+    int32_t *lab = labels + b * g->block;
+    for (int64_t i = 0; i < g->block; i++) {
+      fg[i] = src[i] != 0.0f;
+      lab[i] = 0;
+    }
+    for (int64_t i = 0; i < g->block; i++)
+      if (fg[i] && lab[i] == 0) {
+        if (count >= INT32_MAX) {
+          free(fg);
+          free(queue);
+          return -2;
+        }
+        flood(fg, 1, lab, (int32_t)++count, i, g, &nb, queue);
+      }
+  }
+  free(fg);
+  free(queue);
+  return count;
+}
+
+lumen_status lf_cpu_label(lumen_ctx *ctx, lf_call *call) {
+  const lumen_region_opts *o = call->opts;
+  int64_t c = lf_cpu_label_core(call->in_f32[0], lumen_image_data(call->out), &call->geom, o->connectivity);
+  if (c == -1) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_label: out of host memory");
+  if (c < 0) return lumen_fail(ctx, LUMEN_ERR_OVERFLOW, "lumen_filter_label: more than 2^31 - 1 components");
+  call->count = c;
+  return LUMEN_OK;
+}
+
+lumen_status lf_cpu_largest_component(lumen_ctx *ctx, lf_call *call) {
+  const lumen_region_opts *o = call->opts;
+  const int64_t n = call->geom.total;
+  int32_t *lab = malloc((size_t)n * sizeof *lab);
+  if (!lab) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_largest_component: out of host memory");
+  int64_t c = lf_cpu_label_core(call->in_f32[0], lab, &call->geom, o->connectivity);
+  if (c < 0) {
+    free(lab);
+    return lumen_fail(ctx, c == -1 ? LUMEN_ERR_OUT_OF_MEMORY : LUMEN_ERR_OVERFLOW,
+                      "lumen_filter_largest_component: labelling failed");
+  }
+  int64_t *size = calloc((size_t)c + 1, sizeof *size);
+  if (!size) {
+    free(lab);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_largest_component: out of host memory");
+  }
+  for (int64_t i = 0; i < n; i++) size[lab[i]]++;
+  int32_t best = 0;
+  for (int64_t l = 1; l <= c; l++)
+    if (best == 0 || size[l] > size[best]) best = (int32_t)l;
+  uint8_t *m = lumen_image_data(call->out);
+  for (int64_t i = 0; i < n; i++) m[i] = best != 0 && lab[i] == best;
+  call->count = c;
+  free(size);
+  free(lab);
+  return LUMEN_OK;
+}
+
+lumen_status lf_cpu_fill_holes(lumen_ctx *ctx, lf_call *call) {
+  const lumen_region_opts *o = call->opts;
+  const lf_geom *g = &call->geom;
+  nb_list nb;
+  neighbours(g->spatial, o->connectivity, &nb);
+  uint8_t *fg = malloc((size_t)g->block);
+  int32_t *mark = malloc((size_t)g->block * sizeof *mark);
+  int64_t *queue = malloc((size_t)g->block * sizeof *queue);
+  if (!fg || !mark || !queue) {
+    free(fg);
+    free(mark);
+    free(queue);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_fill_holes: out of host memory");
+  }
+  const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+  uint8_t *out = lumen_image_data(call->out);
+  for (int64_t b = 0; b < g->batch; b++) {
+    const float *src = call->in_f32[0] + b * g->block;
+    for (int64_t i = 0; i < g->block; i++) {
+      fg[i] = src[i] != 0.0f;
+      mark[i] = 0;
+    }
+    /* background reachable from outside the image: seeds are background voxels on the border */
+    for (int64_t i = 0; i < g->block; i++) {
+      int64_t x = i % n0, y = (i / n0) % n1, z = i / (n0 * n1);
+      int border = x == 0 || x == n0 - 1 || (g->spatial > 1 && (y == 0 || y == n1 - 1)) ||
+                   (g->spatial > 2 && (z == 0 || z == n2 - 1));
+      if (border && !fg[i] && mark[i] == 0) flood(fg, 0, mark, 1, i, g, &nb, queue);
+    }
+    uint8_t *m = out + b * g->block;
+    for (int64_t i = 0; i < g->block; i++) m[i] = mark[i] == 0;
+  }
+  free(fg);
+  free(mark);
+  free(queue);
+  return LUMEN_OK;
+}

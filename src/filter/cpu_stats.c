@@ -1,0 +1,476 @@
+/* CPU point operations, thresholds and statistics: gamma, contrast, Otsu, Sauvola, local variance,
+ * local-variance binarisation, entropy, mutual information, variance. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "filter/filter_internal.h"
+
+/* ------------------------------------------------------------------ point operations */
+
+static void min_max(const float *x, int64_t n, int threads, float *mn, float *mx) {
+  float lo = x[0], hi = x[0];
+#pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi) num_threads(threads)
+  for (int64_t i = 0; i < n; i++) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  *mn = lo;
+  *mx = hi;
+}
+
+lumen_status lf_cpu_gamma(lumen_ctx *ctx, lf_call *call) {
+  (void)ctx;
+  const lumen_gamma_opts *o = call->opts;
+  const float *in = call->in_f32[0];
+  float *out = lumen_image_data(call->out);
+  const float m = (float)o->max_value, g = (float)o->gamma;
+  const int64_t n = call->geom.total;
+#pragma omp parallel for schedule(static) num_threads(call->threads)
+  for (int64_t i = 0; i < n; i++) {
+    float v = in[i] / m;
+    out[i] = m * powf(v > 0.0f ? v : 0.0f, g);
+  }
+  return LUMEN_OK;
+}
+
+lumen_status lf_cpu_contrast(lumen_ctx *ctx, lf_call *call) {
+  (void)ctx;
+  const lumen_contrast_opts *o = call->opts;
+  const float *in = call->in_f32[0];
+  float *out = lumen_image_data(call->out);
+  const int64_t n = call->geom.total;
+  double bins = o->bins;
+  if (bins == 0) {
+    float mn, mx;
+    min_max(in, n, call->threads, &mn, &mx);
+    bins = mx <= 255.0f ? 255.0 : 4095.0;
+  }
+  const float a = (float)(o->contrast / (bins / 2.0) + 1.0);
+  const float b = (float)(o->brightness - o->contrast);
+  const float top = (float)bins;
+#pragma omp parallel for schedule(static) num_threads(call->threads)
+  for (int64_t i = 0; i < n; i++) {
+    float v = a * in[i] + b;
+    v = v < 0.0f ? 0.0f : v;
+    out[i] = v > top ? top : v;
+  }
+  return LUMEN_OK;
+}
+
+/* ------------------------------------------------------------------ histograms (numpy rules) */
+
+/* numpy.histogram(x, bins=nb) for float32 data: range [min, max] (+-0.5 when equal), float32
+   edges from linspace computed in float64, the bin of each value corrected against the edges. */
+typedef struct hist_spec {
+  int nb;
+  float mn, mx;
+  float *edges; /* nb + 1 */
+} hist_spec;
+
+static int hist_init(hist_spec *h, const float *x, int64_t n, int nb, int threads) {
+  float mn, mx;
+  min_max(x, n, threads, &mn, &mx);
+  if (mn == mx) {
+    mn = (float)((double)mn - 0.5);
+    mx = (float)((double)mx + 0.5);
+  }
+  h->nb = nb;
+  h->mn = mn;
+  h->mx = mx;
+  h->edges = malloc((size_t)(nb + 1) * sizeof *h->edges);
+  if (!h->edges) return -1;
+  double step = ((double)mx - (double)mn) / nb;
+  for (int i = 0; i < nb; i++) h->edges[i] = (float)((double)i * step + (double)mn);
+  h->edges[nb] = mx;
+  return 0;
+}
+
+static inline int hist_bin(const hist_spec *h, float v) {
+  float f = ((v - h->mn) / (h->mx - h->mn)) * (float)h->nb;
+  int idx = (int)f;
+  if (idx >= h->nb) idx = h->nb - 1;
+  if (idx < 0) idx = 0;
+  if (idx > 0 && v < h->edges[idx]) idx--;
+  if (idx < h->nb - 1 && v >= h->edges[idx + 1]) idx++;
+  return idx;
+}
+
+static lumen_status histogram(lumen_ctx *ctx, const float *x, int64_t n, int nb, int threads, hist_spec *h,
+                              int64_t **counts) {
+  *counts = NULL;
+  if (hist_init(h, x, n, nb, threads) != 0 || !(*counts = calloc((size_t)nb, sizeof **counts))) {
+    free(h->edges);
+    h->edges = NULL;
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "histogram: out of host memory for %d bins", nb);
+  }
+  int64_t *c = *counts;
+  for (int64_t i = 0; i < n; i++) c[hist_bin(h, x[i])]++;
+  return LUMEN_OK;
+}
+
+/* ------------------------------------------------------------------ Otsu */
+
+lumen_status lf_cpu_otsu(lumen_ctx *ctx, lf_call *call) {
+  const lumen_otsu_opts *o = call->opts;
+  const float *x = call->in_f32[0];
+  const int64_t n = call->geom.total;
+  float mn, mx;
+  min_max(x, n, call->threads, &mn, &mx);
+  double thr;
+  if (mn == mx) {
+    thr = mn; /* skimage: a constant image returns its value */
+  } else {
+    int nb = o->bins ? o->bins : (mn >= 0.0f && mx <= 255.0f ? 256 : 4096);
+    hist_spec h;
+    int64_t *c;
+    lumen_status s = histogram(ctx, x, n, nb, call->threads, &h, &c);
+    if (s != LUMEN_OK) return s;
+    double *w1 = malloc(sizeof(double) * (size_t)nb * 4);
+    float *centre = malloc(sizeof(float) * (size_t)nb);
+    if (!w1 || !centre) {
+      free(w1);
+      free(centre);
+      free(c);
+      free(h.edges);
+      return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_otsu: out of host memory");
+    }
+    double *w2 = w1 + nb, *m1 = w2 + nb, *m2 = m1 + nb;
+    for (int i = 0; i < nb; i++) centre[i] = (h.edges[i] + h.edges[i + 1]) / 2.0f;
+    int64_t cw = 0;
+    double cs = 0;
+    for (int i = 0; i < nb; i++) {
+      cw += c[i];
+      cs += (double)c[i] * (double)centre[i];
+      w1[i] = (double)cw;
+      m1[i] = cs / (double)cw;
+    }
+    cw = 0;
+    cs = 0;
+    for (int i = nb - 1; i >= 0; i--) {
+      cw += c[i];
+      cs += (double)c[i] * (double)centre[i];
+      w2[i] = (double)cw;
+      m2[i] = cs / (double)cw;
+    }
+    int best = 0;
+    double bestv = -1.0;
+    for (int i = 0; i < nb - 1; i++) {
+      double d = m1[i] - m2[i + 1];
+      double v = (double)((int64_t)w1[i] * (int64_t)w2[i + 1]) * (d * d);
+      if (v > bestv || (isnan(v) && !isnan(bestv))) {
+        bestv = v;
+        best = i;
+      }
+    }
+    thr = nb > 1 ? centre[best] : centre[0];
+    free(w1);
+    free(centre);
+    free(c);
+    free(h.edges);
+  }
+  call->scalar[0] = thr;
+  if (call->out) {
+    uint8_t *m = lumen_image_data(call->out);
+    const float t = (float)thr;
+#pragma omp parallel for schedule(static) num_threads(call->threads)
+    for (int64_t i = 0; i < n; i++) m[i] = x[i] > t;
+  }
+  return LUMEN_OK;
+}
+
+/* ------------------------------------------------------------------ window moments */
+
+/* one sliding-window pass along axis with window w over double data (src -> dst) */
+static void box_pass(const double *src, double *dst, const lf_geom *g, int axis, int w, lumen_boundary mode,
+                     double cval_row, int threads) {
+  const int h = w / 2;
+  const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+  if (axis == 0) {
+    const int64_t rows = n1 * n2 * g->batch;
+#pragma omp parallel num_threads(threads)
+    {
+      double *e = malloc((size_t)(n0 + 2 * h + 1) * sizeof *e);
+#pragma omp for schedule(static)
+      for (int64_t R = 0; R < rows; R++) {
+        if (!e) continue;
+        const double *s = src + R * n0;
+        double *d = dst + R * n0;
+        for (int64_t i = -h; i < n0 + h; i++) {
+          int64_t j = lf_ext(i, n0, mode);
+          e[i + h] = j < 0 ? cval_row : s[j];
+        }
+        double acc = 0;
+        for (int k = 0; k < w; k++) acc += e[k];
+        d[0] = acc;
+        for (int64_t i = 1; i < n0; i++) {
+          acc += e[i + w - 1] - e[i - 1];
+          d[i] = acc;
+        }
+      }
+      free(e);
+    }
+    return;
+  }
+  /* lines along y (axis 1) or z (axis 2), all x at once in chunks */
+  const int64_t L = g->n[axis];
+  const int64_t stride = axis == 1 ? n0 : n0 * n1;
+  const int64_t outer = axis == 1 ? n2 * g->batch : n1 * g->batch;
+  const int64_t chunk = 256;
+  const int64_t nch = (n0 + chunk - 1) / chunk;
+#pragma omp parallel num_threads(threads)
+  {
+    double *acc = malloc((size_t)chunk * sizeof *acc);
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < outer * nch; item++) {
+      if (!acc) continue;
+      const int64_t q = item / nch, x0 = (item % nch) * chunk;
+      const int64_t cw = n0 - x0 < chunk ? n0 - x0 : chunk;
+      int64_t base;
+      if (axis == 1) {
+        base = (q / n2) * g->block + (q % n2) * n0 * n1;
+      } else {
+        base = (q / n1) * g->block + (q % n1) * n0;
+      }
+      base += x0;
+      for (int64_t i = 0; i < cw; i++) acc[i] = 0;
+      for (int64_t k = -h; k <= h; k++) {
+        int64_t j = lf_ext(k, L, mode);
+        if (j < 0)
+          for (int64_t i = 0; i < cw; i++) acc[i] += cval_row;
+        else
+          for (int64_t i = 0; i < cw; i++) acc[i] += src[base + j * stride + i];
+      }
+      for (int64_t i = 0; i < cw; i++) dst[base + i] = acc[i];
+      for (int64_t c = 1; c < L; c++) {
+        int64_t ja = lf_ext(c + h, L, mode), jr = lf_ext(c - h - 1, L, mode);
+        const double *ra = ja < 0 ? NULL : src + base + ja * stride;
+        const double *rr = jr < 0 ? NULL : src + base + jr * stride;
+        double *d = dst + base + c * stride;
+        for (int64_t i = 0; i < cw; i++) {
+          acc[i] += (ra ? ra[i] : cval_row) - (rr ? rr[i] : cval_row);
+          d[i] = acc[i];
+        }
+      }
+    }
+    free(acc);
+  }
+}
+
+/* window sum of in^power into out (scratch: tmp), ping-ponging so that the last pass lands in out */
+static void box_sum(const float *in, int power, double *out, double *tmp, const lf_geom *g, int window,
+                    lumen_boundary mode, double cval, int threads) {
+  const int64_t n = g->total;
+  double *src = (g->spatial % 2 == 1) ? tmp : out;
+  double *dst = src == tmp ? out : tmp;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t i = 0; i < n; i++) src[i] = power == 1 ? (double)in[i] : (double)in[i] * (double)in[i];
+  double cv = power == 1 ? cval : cval * cval;
+  for (int axis = 0; axis < g->spatial; axis++) {
+    box_pass(src, dst, g, axis, window, mode, cv, threads);
+    cv *= window;
+    double *t = src;
+    src = dst;
+    dst = t;
+  }
+}
+
+lumen_status lf_cpu_box_moments(lumen_ctx *ctx, const float *in, const lf_geom *g, int window, lumen_boundary mode,
+                                double cval, double **sum, double **sumsq, int threads) {
+  const int64_t n = g->total;
+  double *a = lf_malloc_big((size_t)n * sizeof *a);
+  double *b = lf_malloc_big((size_t)n * sizeof *b);
+  double *c = lf_malloc_big((size_t)n * sizeof *c);
+  *sum = *sumsq = NULL;
+  if (!a || !b || !c) {
+    free(a);
+    free(b);
+    free(c);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "window moments: out of host memory for %lld voxels",
+                      (long long)n);
+  }
+  box_sum(in, 1, a, c, g, window, mode, cval, threads);
+  box_sum(in, 2, b, c, g, window, mode, cval, threads);
+  free(c);
+  *sum = a;
+  *sumsq = b;
+  return LUMEN_OK;
+}
+
+/* ------------------------------------------------------------------ Sauvola, local variance */
+
+lumen_status lf_cpu_sauvola(lumen_ctx *ctx, lf_call *call) {
+  const lumen_sauvola_opts *o = call->opts;
+  const float *x = call->in_f32[0];
+  double *s1, *s2;
+  lumen_status s = lf_cpu_box_moments(ctx, x, &call->geom, o->window, LUMEN_BOUNDARY_MIRROR, 0.0, &s1, &s2,
+                                      call->threads);
+  if (s != LUMEN_OK) return s;
+  double N = 1;
+  for (int a = 0; a < call->geom.spatial; a++) N *= o->window;
+  const int64_t n = call->geom.total;
+  const double k = o->k, r = o->r;
+  float *tf = o->output_threshold ? lumen_image_data(call->out) : NULL;
+  uint8_t *tm = o->output_threshold ? NULL : lumen_image_data(call->out);
+  const uint8_t fg = (uint8_t)o->foreground;
+#pragma omp parallel for schedule(static) num_threads(call->threads)
+  for (int64_t i = 0; i < n; i++) {
+    double m = s1[i] / N, v = s2[i] / N - m * m;
+    double sd = sqrt(v > 0 ? v : 0);
+    float t = (float)(m * (1.0 + k * (sd / r - 1.0)));
+    if (tf)
+      tf[i] = t;
+    else
+      tm[i] = x[i] > t ? fg : 0;
+  }
+  free(s1);
+  free(s2);
+  return LUMEN_OK;
+}
+
+static lumen_status local_var(lumen_ctx *ctx, lf_call *call, double **var) {
+  const lumen_local_variance_opts *o = call->opts;
+  double *s1, *s2;
+  lumen_status s = lf_cpu_box_moments(ctx, call->in_f32[0], &call->geom, o->window, o->mode, o->cval, &s1, &s2,
+                                      call->threads);
+  if (s != LUMEN_OK) return s;
+  double N = 1;
+  for (int a = 0; a < call->geom.spatial; a++) N *= o->window;
+  const int64_t n = call->geom.total;
+#pragma omp parallel for schedule(static) num_threads(call->threads)
+  for (int64_t i = 0; i < n; i++) {
+    double m = s1[i] / N, v = s2[i] / N - m * m;
+    s1[i] = v > 0 ? v : 0;
+  }
+  free(s2);
+  *var = s1;
+  return LUMEN_OK;
+}
+
+lumen_status lf_cpu_local_variance(lumen_ctx *ctx, lf_call *call) {
+  double *v;
+  lumen_status s = local_var(ctx, call, &v);
+  if (s != LUMEN_OK) return s;
+  float *out = lumen_image_data(call->out);
+  const int64_t n = call->geom.total;
+#pragma omp parallel for schedule(static) num_threads(call->threads)
+  for (int64_t i = 0; i < n; i++) out[i] = (float)v[i];
+  free(v);
+  return LUMEN_OK;
+}
+
+static void mean_var(const float *x, int64_t n, int ddof, int threads, double *mean, double *var) {
+  double s = 0;
+#pragma omp parallel for schedule(static) reduction(+ : s) num_threads(threads)
+  for (int64_t i = 0; i < n; i++) s += x[i];
+  double m = s / (double)n, q = 0;
+#pragma omp parallel for schedule(static) reduction(+ : q) num_threads(threads)
+  for (int64_t i = 0; i < n; i++) q += ((double)x[i] - m) * ((double)x[i] - m);
+  *mean = m;
+  *var = n > ddof ? q / (double)(n - ddof) : 0.0;
+}
+
+lumen_status lf_cpu_variance_binarize(lumen_ctx *ctx, lf_call *call) {
+  const lumen_local_variance_opts *o = call->opts;
+  double *v;
+  lumen_status s = local_var(ctx, call, &v);
+  if (s != LUMEN_OK) return s;
+  double gm, gv;
+  const int64_t n = call->geom.total;
+  mean_var(call->in_f32[0], n, 0, call->threads, &gm, &gv);
+  const double t = o->alpha * gv * gv;
+  uint8_t *out = lumen_image_data(call->out);
+#pragma omp parallel for schedule(static) num_threads(call->threads)
+  for (int64_t i = 0; i < n; i++) out[i] = v[i] * v[i] >= t;
+  free(v);
+  return LUMEN_OK;
+}
+
+/* ------------------------------------------------------------------ statistics */
+
+static double entropy_of(const int64_t *c, int64_t nb, int64_t total) {
+  double h = 0;
+  for (int64_t i = 0; i < nb; i++)
+    if (c[i] > 0) {
+      double p = (double)c[i] / (double)total;
+      h -= p * log2(p);
+    }
+  return h;
+}
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+lumen_status lf_cpu_entropy(lumen_ctx *ctx, lf_call *call) {
+  const lumen_stats_opts *o = call->opts;
+  const float *x = call->in_f32[0];
+  const int64_t n = call->geom.total;
+  if (o->bins == 0) {
+    float *t = malloc((size_t)n * sizeof *t);
+    if (!t) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_entropy: out of host memory");
+    memcpy(t, x, (size_t)n * sizeof *t);
+    qsort(t, (size_t)n, sizeof *t, cmp_float);
+    double h = 0;
+    for (int64_t i = 0; i < n;) {
+      int64_t j = i;
+      while (j < n && t[j] == t[i]) j++;
+      double p = (double)(j - i) / (double)n;
+      h -= p * log2(p);
+      i = j;
+    }
+    free(t);
+    call->scalar[0] = h;
+    return LUMEN_OK;
+  }
+  hist_spec h;
+  int64_t *c;
+  lumen_status s = histogram(ctx, x, n, o->bins, call->threads, &h, &c);
+  if (s != LUMEN_OK) return s;
+  call->scalar[0] = entropy_of(c, o->bins, n);
+  free(c);
+  free(h.edges);
+  return LUMEN_OK;
+}
+
+lumen_status lf_cpu_mutual_information(lumen_ctx *ctx, lf_call *call) {
+  const lumen_stats_opts *o = call->opts;
+  const int nb = o->bins;
+  const int64_t n = call->geom.total;
+  hist_spec ha, hb;
+  if (hist_init(&ha, call->in_f32[0], n, nb, call->threads) != 0)
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_mutual_information: out of host memory");
+  if (hist_init(&hb, call->in_f32[1], n, nb, call->threads) != 0) {
+    free(ha.edges);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_mutual_information: out of host memory");
+  }
+  int64_t *joint = calloc((size_t)nb * (size_t)nb + 2 * (size_t)nb, sizeof *joint);
+  if (!joint) {
+    free(ha.edges);
+    free(hb.edges);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_mutual_information: out of host memory");
+  }
+  int64_t *ca = joint + (size_t)nb * nb, *cb = ca + nb;
+  for (int64_t i = 0; i < n; i++) {
+    int ia = hist_bin(&ha, call->in_f32[0][i]), ib = hist_bin(&hb, call->in_f32[1][i]);
+    joint[(int64_t)ia * nb + ib]++;
+    ca[ia]++;
+    cb[ib]++;
+  }
+  double Ha = entropy_of(ca, nb, n), Hb = entropy_of(cb, nb, n), Hj = entropy_of(joint, (int64_t)nb * nb, n);
+  call->scalar[0] = Ha + Hb - Hj;
+  call->scalar[1] = Ha;
+  call->scalar[2] = Hb;
+  call->scalar[3] = Hj;
+  free(joint);
+  free(ha.edges);
+  free(hb.edges);
+  return LUMEN_OK;
+}
+
+lumen_status lf_cpu_variance(lumen_ctx *ctx, lf_call *call) {
+  (void)ctx;
+  const lumen_stats_opts *o = call->opts;
+  mean_var(call->in_f32[0], call->geom.total, o->ddof, call->threads, &call->scalar[0], &call->scalar[1]);
+  return LUMEN_OK;
+}

@@ -12,6 +12,12 @@ PACKAGES=(
   libgsl-dev libfftw3-dev
   libcmocka-dev
   python3-numpy python3-scipy python3-skimage   # regenerating tests/golden (scripts/make_filter_golden.py)
+  # bindings (issue 8): Debian's numpy (above) and pytest serve /usr/bin/python3 in
+  # tests/cli/test_python.sh; python3-venv lets install.sh make its virtual environment;
+  # octave + liboctave-dev (mkoctfile) build and test the MEX files in tests/cli/test_octave.sh
+  # (about 80 MB download, 265 MB installed)
+  python3-pytest python3-venv
+  octave liboctave-dev
 )
 
 missing=()

@@ -10,4 +10,6 @@
 #include "lumen/models.h"
 #include "lumen/health.h"
 #include "lumen/aif.h"
+#include "lumen/fit_state.h"
+#include "lumen/fit.h"
 #endif

@@ -16,6 +16,7 @@ typedef struct {
 /* Commands (argv[0] is the command name). Return the process exit status. */
 int lumen_cmd_backends(int argc, char **argv);
 int lumen_cmd_demo(int argc, char **argv);
+int lumen_cmd_fit(int argc, char **argv);
 
 /* Exit statuses shared by every command. */
 enum { LUMEN_EXIT_OK = 0, LUMEN_EXIT_FAILURE = 1, LUMEN_EXIT_USAGE = 2 };

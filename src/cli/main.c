@@ -6,6 +6,7 @@
 static const lumen_cli_command commands[] = {
   {"backends", lumen_cmd_backends, "show what this build and machine can do (PASS/FAIL/SKIP per part)"},
   {"demo", lumen_cmd_demo, "fit a built-in synthetic data set and compare with the truth"},
+  {"fit", lumen_cmd_fit, "fit a model to curves given as text (times, AIF, curves) and write a CSV"},
 };
 static const int command_count = (int)(sizeof commands / sizeof commands[0]);
 

@@ -4,6 +4,7 @@
 #ifndef LUMEN_FIT_CURVE_FIT_H
 #define LUMEN_FIT_CURVE_FIT_H
 
+#include "lumen/context.h"
 #include "lumen/fit_state.h"
 #include "lumen/models.h"
 #include "models/models_f64.h"

@@ -1,0 +1,176 @@
+/* Filter throughput on the CPU: a 4096x3328 float32 image (a mammogram's size) and a 256^3 volume.
+ * Prints the best of N runs (wall time), the bytes moved per second (input read + output written,
+ * once each: the least any implementation must move) and the speed-up over the scipy.ndimage
+ * figures of issue 6 measured on the 2-core development machine. Never asserted anywhere.
+ *   bench_filter [--reps N] [--threads T] [--device cpu|cuda:N] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "lumen/lumen.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef lumen_status (*run_fn)(lumen_ctx *, const lumen_image *, const char *, lumen_image **);
+
+static const char *g_device = NULL;
+
+static lumen_status run_gauss(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_gaussian_opts g;
+  lumen_gaussian_opts_init(&g);
+  g.exec.device = dev;
+  g.sigma = 2.0;
+  g.mode = LUMEN_BOUNDARY_REFLECT;
+  return lumen_filter_gaussian(c, in, &g, o);
+}
+static lumen_status run_gauss_half(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_gaussian_opts g;
+  lumen_gaussian_opts_init(&g);
+  g.exec.device = dev;
+  g.exec.precision = LUMEN_PRECISION_HALF;
+  g.sigma = 2.0;
+  g.mode = LUMEN_BOUNDARY_REFLECT;
+  return lumen_filter_gaussian(c, in, &g, o);
+}
+static lumen_status run_median5(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_median_opts m;
+  lumen_median_opts_init(&m);
+  m.exec.device = dev;
+  m.size = 5;
+  return lumen_filter_median(c, in, &m, o);
+}
+static lumen_status run_median3(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_median_opts m;
+  lumen_median_opts_init(&m);
+  m.exec.device = dev;
+  m.size = 3;
+  return lumen_filter_median(c, in, &m, o);
+}
+static lumen_status run_dog(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_dog_opts d;
+  lumen_dog_opts_init(&d);
+  d.exec.device = dev;
+  d.low_sigma = 1.7;
+  d.high_sigma = 2.0;
+  return lumen_filter_dog(c, in, &d, o);
+}
+static lumen_status run_log(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_laplace_opts l;
+  lumen_laplace_opts_init(&l);
+  l.exec.device = dev;
+  return lumen_filter_gaussian_laplace(c, in, &l, o);
+}
+static lumen_status run_close7(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_morph_opts m;
+  lumen_morph_opts_init(&m);
+  m.exec.device = dev;
+  m.op = LUMEN_MORPH_CLOSE;
+  m.element = LUMEN_ELEMENT_SQUARE;
+  m.size = 7;
+  m.binary = 1;
+  return lumen_filter_morphology(c, in, &m, o);
+}
+static lumen_status run_tophat4(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_morph_opts m;
+  lumen_morph_opts_init(&m);
+  m.exec.device = dev;
+  m.op = LUMEN_MORPH_TOPHAT;
+  return lumen_filter_morphology(c, in, &m, o);
+}
+static lumen_status run_bandpass(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_bandpass_opts b;
+  lumen_bandpass_opts_init(&b);
+  b.exec.device = dev;
+  return lumen_filter_bandpass(c, in, &b, o);
+}
+static lumen_status run_fill(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_region_opts r;
+  lumen_region_opts_init(&r);
+  r.exec.device = dev;
+  return lumen_filter_fill_holes(c, in, &r, o);
+}
+static lumen_status run_varbin(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
+  lumen_local_variance_opts v;
+  lumen_local_variance_opts_init(&v);
+  v.exec.device = dev;
+  return lumen_filter_variance_binarize(c, in, &v, o);
+}
+
+static void bench(lumen_ctx *ctx, const char *name, run_fn fn, const lumen_image *in, int reps, double scipy_s) {
+  double best = 1e30;
+  lumen_image *out = NULL;
+  for (int r = 0; r < reps; r++) {
+    double t = now();
+    lumen_status s = fn(ctx, in, g_device, &out);
+    t = now() - t;
+    if (s != LUMEN_OK) {
+      printf("%-22s failed: %s\n", name, lumen_ctx_last_error(ctx));
+      return;
+    }
+    if (t < best) best = t;
+    if (r + 1 < reps) lumen_image_free(out);
+  }
+  double bytes = (double)lumen_image_nbytes(in) + (double)lumen_image_nbytes(out);
+  printf("%-22s %9.4f s %9.2f GB/s", name, best, bytes / best / 1e9);
+  if (scipy_s > 0) printf("   scipy %.2f s -> %5.1fx", scipy_s, scipy_s / best);
+  printf("\n");
+  lumen_image_free(out);
+}
+
+int main(int argc, char **argv) {
+  int reps = 3, threads = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc) g_device = argv[++i];
+    else {
+      fprintf(stderr, "usage: bench_filter [--reps N] [--threads T] [--device cpu|cuda:N]\n");
+      return 2;
+    }
+  }
+  lumen_ctx *ctx = NULL;
+  if (lumen_ctx_create(&ctx) != LUMEN_OK) return 1;
+  lumen_ctx_set_threads(ctx, threads);
+  const int64_t d2[2] = {4096, 3328}, d3[3] = {256, 256, 256};
+  lumen_image *a = NULL, *b = NULL, *m = NULL;
+  if (lumen_image_create(ctx, 2, d2, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &a) != LUMEN_OK ||
+      lumen_image_create(ctx, 3, d3, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &b) != LUMEN_OK ||
+      lumen_image_create(ctx, 2, d2, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &m) != LUMEN_OK) {
+    fprintf(stderr, "bench_filter: %s\n", lumen_ctx_last_error(ctx));
+    return 1;
+  }
+  /* 12-bit mammogram-like values: a smooth ramp plus hashed texture; a blob mask */
+  float *pa = lumen_image_data(a), *pb = lumen_image_data(b), *pm = lumen_image_data(m);
+  for (int64_t i = 0; i < d2[0] * d2[1]; i++) {
+    int64_t x = i % d2[0], y = i / d2[0];
+    pa[i] = (float)(1000 + (x + y) % 2048) + (float)((uint32_t)(i * 2654435761u) % 97);
+    pm[i] = ((x / 37 + y / 23) % 5 == 0) ? 1.0f : 0.0f;
+  }
+  for (int64_t i = 0; i < d3[0] * d3[1] * d3[2]; i++) pb[i] = (float)((uint32_t)(i * 2654435761u) % 4096);
+  char dev[32] = "cpu";
+  if (g_device) snprintf(dev, sizeof dev, "%s", g_device);
+  printf("lumen %s, %d threads, device %s; best of %d; GB/s = (input + output bytes) / time\n", lumen_version(),
+         lumen_ctx_threads(ctx), dev, reps);
+  printf("%-22s %11s %9s\n", "op (size)", "time", "moved");
+  bench(ctx, "gaussian s2 2-D", run_gauss, a, reps, 0.5);
+  bench(ctx, "gaussian s2 3-D 256^3", run_gauss, b, reps, 0.77);
+  bench(ctx, "gaussian s2 2-D half", run_gauss_half, a, reps, 0.5);
+  bench(ctx, "median 5x5 2-D", run_median5, a, reps, 5.7);
+  bench(ctx, "median 3x3 2-D", run_median3, a, reps, 0);
+  bench(ctx, "dog 1.7/2.0 2-D", run_dog, a, reps, 0);
+  bench(ctx, "log s2 2-D", run_log, a, reps, 0);
+  bench(ctx, "bandpass 2-D", run_bandpass, a, reps, 0);
+  bench(ctx, "binary close sq7 2-D", run_close7, m, reps, 0);
+  bench(ctx, "tophat disk4 2-D", run_tophat4, a, reps, 0);
+  bench(ctx, "fill holes 2-D", run_fill, m, reps, 0);
+  bench(ctx, "var. binarize 5 2-D", run_varbin, a, reps, 0);
+  lumen_image_free(a);
+  lumen_image_free(b);
+  lumen_image_free(m);
+  lumen_ctx_destroy(ctx);
+  return 0;
+}

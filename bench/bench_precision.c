@@ -1,0 +1,82 @@
+/* Throughput of lumen's float32 <-> float16 / bfloat16 conversions: the scalar functions in a
+ * loop against the array functions (vectorised where the CPU allows). Not run by the tests.
+ *   bench_precision [elements]      (default 16M; prints millions of conversions per second)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "lumen/precision.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static volatile uint32_t sink;
+
+static void report(const char *what, const char *path, double seconds, size_t n, int reps) {
+  printf("%-14s %-10s %9.1f M/s\n", what, path, (double)n * reps / seconds / 1e6);
+}
+
+int main(int argc, char **argv) {
+  size_t n = (size_t)1 << 24;
+  if (argc > 1) n = (size_t)strtoull(argv[1], NULL, 10);
+  if (n == 0) n = 1;
+  const int reps = 5;
+  float *f = malloc(n * sizeof *f), *g = malloc(n * sizeof *g);
+  uint16_t *h = malloc(n * sizeof *h);
+  if (!f || !g || !h) return 1;
+  uint64_t x = 88172645463325252ull;
+  for (size_t i = 0; i < n; ++i) {  /* values in a realistic range: +-2^-8 .. 2^8 */
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    const uint32_t u = ((uint32_t)x & 0x807FFFFFu) | ((uint32_t)(119 + (x >> 40) % 17) << 23);
+    memcpy(f + i, &u, sizeof u);
+  }
+  printf("lumen conversion path: %s, %zu elements x %d\n", lumen_convert_path_name(), n, reps);
+
+  double t = now_s();
+  for (int r = 0; r < reps; ++r) for (size_t i = 0; i < n; ++i) h[i] = lumen_float_to_half(f[i]);
+  report("f32 -> f16", "scalar", now_s() - t, n, reps);
+  sink = h[n / 2];
+  t = now_s();
+  for (int r = 0; r < reps; ++r) lumen_convert_f32_to_f16(f, h, (int64_t)n);
+  report("f32 -> f16", "array", now_s() - t, n, reps);
+
+  t = now_s();
+  for (int r = 0; r < reps; ++r) for (size_t i = 0; i < n; ++i) g[i] = lumen_half_to_float(h[i]);
+  report("f16 -> f32", "scalar", now_s() - t, n, reps);
+  t = now_s();
+  for (int r = 0; r < reps; ++r) lumen_convert_f16_to_f32(h, g, (int64_t)n);
+  report("f16 -> f32", "array", now_s() - t, n, reps);
+
+  t = now_s();
+  for (int r = 0; r < reps; ++r) {
+    for (size_t i = 0; i < n; ++i) h[i] = lumen_float_to_bfloat16(f[i]);
+  }
+  report("f32 -> bf16", "scalar", now_s() - t, n, reps);
+  sink = h[n / 3];
+  t = now_s();
+  for (int r = 0; r < reps; ++r) lumen_convert_f32_to_bf16(f, h, (int64_t)n);
+  report("f32 -> bf16", "array", now_s() - t, n, reps);
+
+  t = now_s();
+  for (int r = 0; r < reps; ++r) {
+    for (size_t i = 0; i < n; ++i) g[i] = lumen_bfloat16_to_float(h[i]);
+  }
+  report("bf16 -> f32", "scalar", now_s() - t, n, reps);
+  t = now_s();
+  for (int r = 0; r < reps; ++r) lumen_convert_bf16_to_f32(h, g, (int64_t)n);
+  report("bf16 -> f32", "array", now_s() - t, n, reps);
+
+  uint32_t last;
+  memcpy(&last, g + n / 4, sizeof last);
+  sink = last;
+  free(f);
+  free(g);
+  free(h);
+  return 0;
+}

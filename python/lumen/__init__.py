@@ -1,0 +1,36 @@
+"""lumen: DCE-MRI pharmacokinetic and T1 fitting, device contexts and image filters on the CPU or
+a CUDA GPU, through ctypes over the lumen shared library (liblumen.so) and numpy.
+
+    import lumen
+    res = lumen.fit("tofts", conc, t_min, aif=cp)   # conc: (n_curves, n_points) float32/float64
+    res.params, res.states, res.chi2, res.iterations, res.ci_lo, res.ci_hi, res.backend_used
+    lumen.cuda_available(); lumen.backends()
+    with lumen.DeviceContext("cuda:0") as dev: dev.memory_stats()
+
+The library is found beside this package (install.sh copies it in), else at $LUMEN_LIBRARY,
+else on the system library path; lumen.library_path() tells which. Errors raise
+lumen.LumenError (a ValueError too for invalid arguments) with the C library's message.
+Enum values (models, states, tiers, statuses) are read from the library. See docs/BINDINGS.md.
+"""
+from ._lib import (LumenError, LumenInvalidArgument, LumenDeviceError, LumenMemoryError,
+                   library_path, library_source, version, build_info)
+from ._fit import (FitPlan, FitResult, fit, models, model_info, fit_states, fit_tiers,
+                   population_aif, parse_backend, CONST_R10, CONST_B1)
+from ._device import (cuda_available, cuda_probe, cuda_built, backends, devices, memory_stats,
+                      DeviceContext, gpu_safe)
+from . import _lib as _l
+
+
+def statuses():
+    """lumen_status names in numeric order ("ok", "invalid_argument", ...), read from the library."""
+    return list(_l.STATUS_NAMES)
+
+
+__version__ = "0.1.0"
+
+__all__ = ["LumenError", "LumenInvalidArgument", "LumenDeviceError", "LumenMemoryError",
+           "library_path", "library_source", "version", "build_info", "statuses",
+           "FitPlan", "FitResult", "fit", "models", "model_info", "fit_states", "fit_tiers",
+           "population_aif", "parse_backend", "CONST_R10", "CONST_B1",
+           "cuda_available", "cuda_probe", "cuda_built", "backends", "devices", "memory_stats",
+           "DeviceContext", "gpu_safe"]

@@ -1,0 +1,683 @@
+/* lumen fit: fits a model to curves given as text and writes one CSV row per curve. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "lumen/aif.h"
+
+#define CMD "fit"
+
+static void help(FILE *out) {
+  fprintf(out,
+          "usage: lumen fit --model NAME --curves FILE [inputs] [options] [--out FILE.csv]\n"
+          "\n"
+          "Fits a DCE pharmacokinetic or T1 model to every curve of a text file and writes one CSV row\n"
+          "per curve (parameters, goodness of fit, state, confidence intervals). For users who have\n"
+          "curves rather than images, and for validation.\n"
+          "\n"
+          "models: tofts, etofts, patlak, 2cum, 2cxm, fxr, auc (DCE; need --times and --aif)\n"
+          "        vfa, vfa-linear, vfa-2pt (need --flip-angles and --tr), ir (--ti, optional --tr),\n"
+          "        sr (--times: recovery times)\n"
+          "\n"
+          "inputs (FILE: numbers separated by newlines, commas or spaces; '#' starts a comment line):\n"
+          "  --curves FILE        one curve per line, as many values as there are times / angles\n"
+          "  --times FILE         sample times, one per line (DCE, sr)\n"
+          "  --time-unit s|min    unit of --times and --aif-delay (default s)\n"
+          "  --aif FILE|NAME      plasma concentration (mM) at the times, one per line, or a population\n"
+          "                       AIF: parker, georgiou, weinmann, fritz-hansen\n"
+          "  --hematocrit H       whole blood -> plasma for parker/georgiou (default 0.45)\n"
+          "  --aif-delay D        bolus arrival of a population AIF (in --time-unit, default 0)\n"
+          "  --flip-angles LIST   flip angles in degrees: FILE or comma list, e.g. 2,5,10,15\n"
+          "  --tr TR              repetition time in seconds (vfa family; ir: 0 or absent = long TR)\n"
+          "  --ti LIST            inversion times in seconds (ir): FILE or comma list\n"
+          "  --r1 R               relaxivity for fxr, 1/(mM s) (default 4.5)\n"
+          "  --r10 R              pre-contrast R1 of every curve for fxr, 1/s (default 1)\n"
+          "  --auc-start T        auc: injection time (in --time-unit; default the first sample)\n"
+          "  --auc-window W       auc: window length (in --time-unit; default 90 s)\n"
+          "\n"
+          "fitting:\n"
+          "  --fit-delay          also fit an arterial delay (DCE; column 'delay', minutes)\n"
+          "  --backend NAME       auto (default), accelerated, standard, cpu, cpu_single, cuda, or a\n"
+          "                       ROCKETSHIP name (gpufit, gpufit_cuda, cpufit_cpu, pure_cpu, rocketship:cpu)\n"
+          "  --force-cpu          with auto: use the standard tier (ROCKETSHIP's force_cpu)\n"
+          "  --precision P        float32 (default) or float64 for the accelerated tiers\n"
+          "  --conv RULE          exact (default) or trapezoid (ROCKETSHIP/Gpufit numbers)\n"
+          "  --tolerance T        relative chi-square change for convergence (default 1e-6)\n"
+          "  --max-iterations N   (default 200)\n"
+          "  --start NAME=V       start value of a parameter (repeatable); 2cxm fits E = Ktrans/Fp\n"
+          "  --bounds NAME=LO:HI  bounds of a parameter (repeatable); 'delay' sets the delay bounds (min)\n"
+          "  --fix NAME=V         hold a parameter at V\n"
+          "  --threads N          CPU threads (default 0 = all cores)\n"
+          "\n"
+          "output:\n"
+          "  --out FILE.csv       write the CSV there (written to a temporary name, then renamed);\n"
+          "                       default: standard output\n"
+          "  -q                   no summary line on stderr;  -v: debug messages\n"
+          "\n"
+          "CSV columns: the parameters (Ktrans, ve, vp, Fp, Tp, tau, T1, M0 as the model has them),\n"
+          "the derived values (kep, E, PS, vp of 2cum, R1, AUC...), delay (with --fit-delay), sse, r2,\n"
+          "state (0 = converged, 1 max_iterations, 2 singular, 3 invalid_input, 5 not_finite),\n"
+          "iterations, then NAME_cilo, NAME_cihi (95 %% confidence interval) per parameter.\n"
+          "Units: rates (Ktrans, kep, Fp, PS) in 1/min, Tp, tau and delay in min, T1 in s, R1 in 1/s.\n"
+          "\n"
+          "A summary line with the backend requested / selected / used and fits per second goes to\n"
+          "stderr. Exit status 0 on success, 1 when an input cannot be read or used, 2 for usage errors.\n"
+          "\n"
+          "example:\n"
+          "  lumen fit --model tofts --times t.txt --aif parker --hematocrit 0.42 --curves c.txt --out fit.csv\n");
+}
+
+/* ------------------------------------------------------------------ number lists */
+typedef struct {
+  double *v;
+  int n, cap;
+} dlist;
+
+static int dlist_push(dlist *l, double x) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 64;
+    double *v = realloc(l->v, sizeof(double) * (size_t)cap);
+    if (!v) return -1;
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n++] = x;
+  return 0;
+}
+
+/* Parses the numbers of one line (separators: comma, space, tab, semicolon). Returns the count,
+   or -1 with *bad pointing at the first token that is not a number. */
+static int parse_numbers(char *line, dlist *out, char **bad) {
+  int count = 0;
+  char *p = line;
+  for (;;) {
+    while (*p == ' ' || *p == '\t' || *p == ',' || *p == ';' || *p == '\r' || *p == '\n') p++;
+    if (!*p) break;
+    char *end;
+    errno = 0;
+    double x = strtod(p, &end);
+    if (end == p || (*end && !strchr(" \t,;\r\n", *end))) {
+      *bad = p;
+      return -1;
+    }
+    if (dlist_push(out, x)) return -1;
+    count++;
+    p = end;
+  }
+  return count;
+}
+
+static char *read_line(FILE *f, char **buf, size_t *cap) {
+  size_t len = 0;
+  if (!*buf) {
+    *cap = 4096;
+    *buf = malloc(*cap);
+    if (!*buf) return NULL;
+  }
+  for (;;) {
+    if (!fgets(*buf + len, (int)(*cap - len), f)) return len ? *buf : NULL;
+    len += strlen(*buf + len);
+    if (len > 0 && (*buf)[len - 1] == '\n') return *buf;
+    if (len + 1 >= *cap) {
+      char *nb = realloc(*buf, *cap * 2);
+      if (!nb) return NULL;
+      *buf = nb;
+      *cap *= 2;
+    }
+  }
+}
+
+static int is_blank_or_comment(const char *s) {
+  while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
+  return *s == 0 || *s == '#';
+}
+
+/* Reads every number of a file into out (all lines concatenated). */
+static int read_vector_file(const char *path, const char *what, dlist *out) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    lumen_cli_error(CMD, "cannot read %s file '%s': %s", what, path, strerror(errno));
+    return -1;
+  }
+  char *buf = NULL;
+  size_t cap = 0;
+  int lineno = 0, rc = 0;
+  while (read_line(f, &buf, &cap)) {
+    lineno++;
+    if (is_blank_or_comment(buf)) continue;
+    char *bad = NULL;
+    if (parse_numbers(buf, out, &bad) < 0) {
+      lumen_cli_error(CMD, "%s file '%s' line %d: '%.20s' is not a number", what, path, lineno, bad ? bad : "");
+      rc = -1;
+      break;
+    }
+  }
+  free(buf);
+  fclose(f);
+  if (rc == 0 && out->n == 0) {
+    lumen_cli_error(CMD, "%s file '%s' holds no numbers", what, path);
+    rc = -1;
+  }
+  return rc;
+}
+
+/* A FILE or an inline comma list. */
+static int read_list_arg(const char *arg, const char *what, dlist *out) {
+  struct stat st;
+  if (stat(arg, &st) == 0) return read_vector_file(arg, what, out);
+  char *copy = strdup(arg);
+  char *bad = NULL;
+  int n = copy ? parse_numbers(copy, out, &bad) : -1;
+  free(copy);
+  if (n <= 0) {
+    lumen_cli_error(CMD, "%s '%s': expected a file or a comma-separated list of numbers", what, arg);
+    return -1;
+  }
+  return 0;
+}
+
+static int parse_double(const char *opt, const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end || errno || !isfinite(v)) {
+    lumen_cli_error(CMD, "%s '%s': expected a number", opt, s);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_int(const char *opt, const char *s, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || errno || v < -2147483647L || v > 2147483647L) {
+    lumen_cli_error(CMD, "%s '%s': expected an integer", opt, s);
+    return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+/* Finds a fit parameter by name (case-insensitive). */
+static int param_index(lumen_model m, const char *name) {
+  int np = lumen_fit_param_count(m);
+  for (int k = 0; k < np; ++k)
+    if (strcasecmp(lumen_fit_param_name(m, k), name) == 0) return k;
+  return -1;
+}
+
+static void list_params(lumen_model m, char *buf, size_t size) {
+  buf[0] = 0;
+  int np = lumen_fit_param_count(m);
+  for (int k = 0; k < np; ++k) {
+    size_t len = strlen(buf);
+    snprintf(buf + len, size - len, "%s%s", k ? ", " : "", lumen_fit_param_name(m, k));
+  }
+}
+
+#define MAX_PARAM_ARGS 16
+
+int lumen_cmd_fit(int argc, char **argv) {
+  const char *model_name = NULL, *curves_path = NULL, *times_arg = NULL, *aif_arg = NULL, *out_path = NULL;
+  const char *fa_arg = NULL, *ti_arg = NULL, *backend = "auto", *time_unit = "s";
+  const char *starts[MAX_PARAM_ARGS], *bounds[MAX_PARAM_ARGS], *fixes[MAX_PARAM_ARGS];
+  int nstarts = 0, nbounds = 0, nfixes = 0;
+  double auc_start = NAN, auc_window = NAN;
+  double hct = LUMEN_AIF_DEFAULT_HCT, aif_delay = 0, tr = 0, r1 = 4.5, r10 = 1.0, tolerance = 1e-6;
+  int max_iter = 200, fit_delay = 0, force_cpu = 0, quiet = 0, verbose = 0, threads = 0, have_tr = 0;
+  const char *precision = "float32", *conv = "exact";
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      help(stdout);
+      return LUMEN_EXIT_OK;
+    }
+    if (strcmp(a, "--fit-delay") == 0) { fit_delay = 1; continue; }
+    if (strcmp(a, "--force-cpu") == 0) { force_cpu = 1; continue; }
+    if (strcmp(a, "-q") == 0) { quiet = 1; continue; }
+    if (strcmp(a, "-v") == 0) { verbose = 1; continue; }
+    /* options with a value: --opt V or --opt=V */
+    const char *val = NULL;
+    char name[64];
+    const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    if (eq) {
+      size_t len = (size_t)(eq - a);
+      if (len >= sizeof name) len = sizeof name - 1;
+      memcpy(name, a, len);
+      name[len] = 0;
+      val = eq + 1;
+    } else {
+      snprintf(name, sizeof name, "%s", a);
+    }
+    static const char *const valued[] = {"--model", "--curves", "--times", "--time-unit", "--aif", "--hematocrit",
+                                         "--aif-delay", "--flip-angles", "--tr", "--ti", "--r1", "--r10",
+                                         "--backend", "--tolerance", "--max-iterations", "--start", "--bounds",
+                                         "--fix", "--out", "--precision", "--conv", "--threads",
+                                         "--auc-start", "--auc-window"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof valued / sizeof valued[0]; ++k)
+      if (strcmp(name, valued[k]) == 0) known = 1;
+    if (!known) {
+      lumen_cli_error(CMD, "unknown option '%s' (see 'lumen fit --help')", a);
+      return LUMEN_EXIT_USAGE;
+    }
+    if (!val) {
+      if (i + 1 >= argc) {
+        lumen_cli_error(CMD, "option %s needs a value (see 'lumen fit --help')", name);
+        return LUMEN_EXIT_USAGE;
+      }
+      val = argv[++i];
+    }
+    int bad = 0;
+    if (strcmp(name, "--model") == 0) model_name = val;
+    else if (strcmp(name, "--curves") == 0) curves_path = val;
+    else if (strcmp(name, "--times") == 0) times_arg = val;
+    else if (strcmp(name, "--time-unit") == 0) time_unit = val;
+    else if (strcmp(name, "--aif") == 0) aif_arg = val;
+    else if (strcmp(name, "--hematocrit") == 0) bad = parse_double(name, val, &hct);
+    else if (strcmp(name, "--aif-delay") == 0) bad = parse_double(name, val, &aif_delay);
+    else if (strcmp(name, "--flip-angles") == 0) fa_arg = val;
+    else if (strcmp(name, "--tr") == 0) { bad = parse_double(name, val, &tr); have_tr = 1; }
+    else if (strcmp(name, "--ti") == 0) ti_arg = val;
+    else if (strcmp(name, "--r1") == 0) bad = parse_double(name, val, &r1);
+    else if (strcmp(name, "--r10") == 0) bad = parse_double(name, val, &r10);
+    else if (strcmp(name, "--auc-start") == 0) bad = parse_double(name, val, &auc_start);
+    else if (strcmp(name, "--auc-window") == 0) bad = parse_double(name, val, &auc_window);
+    else if (strcmp(name, "--backend") == 0) backend = val;
+    else if (strcmp(name, "--tolerance") == 0) bad = parse_double(name, val, &tolerance);
+    else if (strcmp(name, "--max-iterations") == 0) bad = parse_int(name, val, &max_iter);
+    else if (strcmp(name, "--threads") == 0) bad = parse_int(name, val, &threads);
+    else if (strcmp(name, "--precision") == 0) precision = val;
+    else if (strcmp(name, "--conv") == 0) conv = val;
+    else if (strcmp(name, "--out") == 0) out_path = val;
+    else if (strcmp(name, "--start") == 0 || strcmp(name, "--bounds") == 0 || strcmp(name, "--fix") == 0) {
+      int *cnt = name[2] == 's' ? &nstarts : name[2] == 'b' ? &nbounds : &nfixes;
+      const char **arr = name[2] == 's' ? starts : name[2] == 'b' ? bounds : fixes;
+      if (*cnt >= MAX_PARAM_ARGS) {
+        lumen_cli_error(CMD, "too many %s options", name);
+        return LUMEN_EXIT_USAGE;
+      }
+      arr[(*cnt)++] = val;
+    }
+    if (bad) return LUMEN_EXIT_USAGE;
+  }
+
+  /* ---------------------------------------------------------------- check the request */
+  if (!model_name) {
+    lumen_cli_error(CMD, "--model is required (tofts, etofts, patlak, 2cum, 2cxm, fxr, auc, vfa, vfa-linear, "
+                         "vfa-2pt, ir, sr)");
+    return LUMEN_EXIT_USAGE;
+  }
+  lumen_model model;
+  if (lumen_model_parse(model_name, &model) != LUMEN_OK) {
+    lumen_cli_error(CMD, "--model '%s' is unknown: expected tofts, etofts, patlak, 2cum, 2cxm, fxr, auc, vfa, "
+                         "vfa-linear, vfa-2pt, ir or sr", model_name);
+    return LUMEN_EXIT_USAGE;
+  }
+  if (!curves_path) {
+    lumen_cli_error(CMD, "--curves FILE is required (one curve per line)");
+    return LUMEN_EXIT_USAGE;
+  }
+  double tscale;
+  if (strcmp(time_unit, "s") == 0) tscale = 1.0 / 60.0;
+  else if (strcmp(time_unit, "min") == 0) tscale = 1.0;
+  else {
+    lumen_cli_error(CMD, "--time-unit '%s': expected s or min", time_unit);
+    return LUMEN_EXIT_USAGE;
+  }
+  const int is_dce = model == LUMEN_MODEL_TOFTS || model == LUMEN_MODEL_ETOFTS || model == LUMEN_MODEL_PATLAK ||
+                     model == LUMEN_MODEL_2CUM || model == LUMEN_MODEL_2CXM || model == LUMEN_MODEL_FXR ||
+                     model == LUMEN_MODEL_AUC;
+  const int is_vfa = model == LUMEN_MODEL_VFA || model == LUMEN_MODEL_VFA_LINEAR || model == LUMEN_MODEL_VFA_2PT;
+  if ((is_dce || model == LUMEN_MODEL_SR) && !times_arg) {
+    lumen_cli_error(CMD, "model %s needs --times FILE", model_name);
+    return LUMEN_EXIT_USAGE;
+  }
+  if (is_dce && !aif_arg) {
+    lumen_cli_error(CMD, "model %s needs --aif FILE or --aif parker|georgiou|weinmann|fritz-hansen", model_name);
+    return LUMEN_EXIT_USAGE;
+  }
+  if (is_vfa && (!fa_arg || !have_tr)) {
+    lumen_cli_error(CMD, "model %s needs --flip-angles (degrees) and --tr (seconds)", model_name);
+    return LUMEN_EXIT_USAGE;
+  }
+  if (model == LUMEN_MODEL_IR && !ti_arg) {
+    lumen_cli_error(CMD, "model ir needs --ti (inversion times in seconds)");
+    return LUMEN_EXIT_USAGE;
+  }
+  if (!(hct >= 0 && hct < 1)) {
+    lumen_cli_error(CMD, "--hematocrit %g: expected a fraction in [0, 1)", hct);
+    return LUMEN_EXIT_USAGE;
+  }
+
+  int rc = LUMEN_EXIT_FAILURE;
+  lumen_ctx *ctx = lumen_cli_context(CMD, verbose);
+  if (!ctx) return LUMEN_EXIT_FAILURE;
+  if (threads < 0 || lumen_ctx_set_threads(ctx, threads) != LUMEN_OK) {
+    lumen_cli_error(CMD, "--threads %d: expected 0 (all cores) or a positive count", threads);
+    lumen_ctx_destroy(ctx);
+    return LUMEN_EXIT_USAGE;
+  }
+  dlist x = {0}, aif = {0}, curves = {0};
+  lumen_fit_plan *plan = NULL;
+  double *params = NULL, *derived = NULL, *chi2 = NULL, *r2 = NULL, *cilo = NULL, *cihi = NULL, *delay = NULL;
+  int32_t *state = NULL, *iters = NULL;
+  double *consts = NULL;
+  char *tmp_path = NULL;
+  FILE *out = NULL;
+
+  /* ---------------------------------------------------------------- sample grid */
+  if (is_vfa) {
+    if (read_list_arg(fa_arg, "--flip-angles", &x)) goto done;
+    for (int i = 0; i < x.n; ++i) x.v[i] *= 3.14159265358979323846 / 180.0;
+  } else if (model == LUMEN_MODEL_IR) {
+    if (read_list_arg(ti_arg, "--ti", &x)) goto done;
+  } else {
+    if (read_vector_file(times_arg, "--times", &x)) goto done;
+    if (is_dce)
+      for (int i = 0; i < x.n; ++i) x.v[i] *= tscale;
+  }
+  const int n = x.n;
+  if (is_dce || model == LUMEN_MODEL_SR || model == LUMEN_MODEL_IR) {
+    for (int i = 1; i < n; ++i)
+      if (!(x.v[i] > x.v[i - 1])) {
+        lumen_cli_error(CMD, "%s: values must increase strictly, but value %d (%g) follows value %d (%g)",
+                        model == LUMEN_MODEL_IR ? "--ti" : "--times", i + 1, x.v[i], i, x.v[i - 1]);
+        goto done;
+      }
+  }
+
+  /* ---------------------------------------------------------------- AIF */
+  if (is_dce) {
+    lumen_aif_kind kind;
+    if (lumen_aif_parse(aif_arg, &kind) == LUMEN_OK) {
+      lumen_aif_options ao;
+      lumen_aif_options_init(&ao);
+      ao.kind = kind;
+      ao.hct = hct;
+      ao.delay = aif_delay * tscale;
+      ao.plasma = 1;
+      for (int i = 0; i < n; ++i) dlist_push(&aif, 0);
+      if (aif.n != n || lumen_aif_population(ctx, &ao, n, x.v, aif.v) != LUMEN_OK) {
+        lumen_cli_error(CMD, "--aif %s: %s", aif_arg, lumen_ctx_last_error(ctx));
+        goto done;
+      }
+    } else {
+      struct stat st;
+      if (stat(aif_arg, &st) != 0) {
+        lumen_cli_error(CMD, "--aif '%s' is neither a file nor a population AIF (parker, georgiou, weinmann, "
+                             "fritz-hansen)", aif_arg);
+        goto done;
+      }
+      if (read_vector_file(aif_arg, "--aif", &aif)) goto done;
+      if (aif.n != n) {
+        lumen_cli_error(CMD, "--aif file '%s' holds %d values but --times has %d: expected one AIF value per time",
+                        aif_arg, aif.n, n);
+        goto done;
+      }
+    }
+  }
+
+  /* ---------------------------------------------------------------- options */
+  lumen_fit_options o;
+  lumen_fit_options_init(&o);
+  o.model = model;
+  o.tolerance = tolerance;
+  o.max_iterations = max_iter;
+  o.backend = backend;
+  o.force_cpu = force_cpu;
+  o.fit_delay = fit_delay;
+  o.tr = tr;
+  o.r1 = r1;
+  if (!isnan(auc_start)) o.auc_t0 = auc_start * tscale;
+  if (!isnan(auc_window)) o.auc_window = auc_window * tscale;
+  if (strcmp(precision, "float32") == 0) o.precision = LUMEN_FIT_FLOAT32;
+  else if (strcmp(precision, "float64") == 0) o.precision = LUMEN_FIT_FLOAT64;
+  else {
+    lumen_cli_error(CMD, "--precision '%s': expected float32 or float64", precision);
+    rc = LUMEN_EXIT_USAGE;
+    goto done;
+  }
+  if (strcmp(conv, "exact") == 0) o.conv = LUMEN_FIT_CONV_EXACT;
+  else if (strcmp(conv, "trapezoid") == 0) o.conv = LUMEN_FIT_CONV_TRAPEZOID;
+  else {
+    lumen_cli_error(CMD, "--conv '%s': expected exact or trapezoid", conv);
+    rc = LUMEN_EXIT_USAGE;
+    goto done;
+  }
+  char plist[256];
+  list_params(model, plist, sizeof plist);
+  for (int j = 0; j < nstarts + nfixes; ++j) {
+    const char *arg = j < nstarts ? starts[j] : fixes[j - nstarts];
+    const char *opt = j < nstarts ? "--start" : "--fix";
+    const char *e = strchr(arg, '=');
+    char pname[64];
+    double v;
+    if (!e || (size_t)(e - arg) >= sizeof pname) {
+      lumen_cli_error(CMD, "%s '%s': expected NAME=VALUE with NAME one of %s", opt, arg, plist);
+      rc = LUMEN_EXIT_USAGE;
+      goto done;
+    }
+    memcpy(pname, arg, (size_t)(e - arg));
+    pname[e - arg] = 0;
+    int k = param_index(model, pname);
+    if (k < 0) {
+      lumen_cli_error(CMD, "%s '%s': model %s has no parameter '%s' (parameters: %s)", opt, arg, model_name, pname,
+                      plist);
+      rc = LUMEN_EXIT_USAGE;
+      goto done;
+    }
+    if (parse_double(opt, e + 1, &v)) { rc = LUMEN_EXIT_USAGE; goto done; }
+    o.start[k] = v;
+    if (j >= nstarts) o.fixed[k] = 1;
+  }
+  for (int j = 0; j < nbounds; ++j) {
+    const char *arg = bounds[j];
+    const char *e = strchr(arg, '=');
+    const char *colon = e ? strchr(e + 1, ':') : NULL;
+    char pname[64], lo_s[64], hi_s[64];
+    if (!e || !colon || (size_t)(e - arg) >= sizeof pname || (size_t)(colon - e - 1) >= sizeof lo_s ||
+        strlen(colon + 1) >= sizeof hi_s) {
+      lumen_cli_error(CMD, "--bounds '%s': expected NAME=LO:HI with NAME one of %s%s", arg, plist,
+                      is_dce ? ", delay" : "");
+      rc = LUMEN_EXIT_USAGE;
+      goto done;
+    }
+    memcpy(pname, arg, (size_t)(e - arg));
+    pname[e - arg] = 0;
+    memcpy(lo_s, e + 1, (size_t)(colon - e - 1));
+    lo_s[colon - e - 1] = 0;
+    snprintf(hi_s, sizeof hi_s, "%s", colon + 1);
+    double lo, hi;
+    if (parse_double("--bounds", lo_s, &lo) || parse_double("--bounds", hi_s, &hi)) {
+      rc = LUMEN_EXIT_USAGE;
+      goto done;
+    }
+    if (strcasecmp(pname, "delay") == 0) {
+      o.delay_lo = lo;
+      o.delay_hi = hi;
+      continue;
+    }
+    int k = param_index(model, pname);
+    if (k < 0) {
+      lumen_cli_error(CMD, "--bounds '%s': model %s has no parameter '%s' (parameters: %s)", arg, model_name, pname,
+                      plist);
+      rc = LUMEN_EXIT_USAGE;
+      goto done;
+    }
+    o.lo[k] = lo;
+    o.hi[k] = hi;
+  }
+  if (lumen_fit_plan_create(ctx, &o, n, x.v, is_dce ? aif.v : NULL, &plan) != LUMEN_OK) {
+    lumen_cli_error(CMD, "%s", lumen_ctx_last_error(ctx));
+    goto done;
+  }
+
+  /* ---------------------------------------------------------------- curves */
+  {
+    FILE *f = fopen(curves_path, "r");
+    if (!f) {
+      lumen_cli_error(CMD, "cannot read --curves file '%s': %s", curves_path, strerror(errno));
+      goto done;
+    }
+    char *buf = NULL;
+    size_t cap = 0;
+    int lineno = 0, bad = 0;
+    while (read_line(f, &buf, &cap)) {
+      lineno++;
+      if (is_blank_or_comment(buf)) continue;
+      char *badtok = NULL;
+      int cnt = parse_numbers(buf, &curves, &badtok);
+      if (cnt < 0) {
+        lumen_cli_error(CMD, "--curves file '%s' line %d: '%.20s' is not a number", curves_path, lineno,
+                        badtok ? badtok : "");
+        bad = 1;
+        break;
+      }
+      if (cnt != n) {
+        lumen_cli_error(CMD, "--curves file '%s' line %d has %d values, expected %d (one per %s)", curves_path,
+                        lineno, cnt, n, is_vfa ? "flip angle" : model == LUMEN_MODEL_IR ? "inversion time" : "time");
+        bad = 1;
+        break;
+      }
+    }
+    free(buf);
+    fclose(f);
+    if (bad) goto done;
+    if (curves.n == 0) {
+      lumen_cli_error(CMD, "--curves file '%s' holds no curves", curves_path);
+      goto done;
+    }
+  }
+  const int64_t nc = curves.n / n;
+  const int np = lumen_model_param_count(model), nd = lumen_fit_derived_count(model);
+  params = calloc((size_t)nc * (size_t)(np > 0 ? np : 1), sizeof(double));
+  derived = calloc((size_t)nc * (size_t)(nd > 0 ? nd : 1), sizeof(double));
+  cilo = calloc((size_t)nc * (size_t)(np > 0 ? np : 1), sizeof(double));
+  cihi = calloc((size_t)nc * (size_t)(np > 0 ? np : 1), sizeof(double));
+  chi2 = calloc((size_t)nc, sizeof(double));
+  r2 = calloc((size_t)nc, sizeof(double));
+  delay = calloc((size_t)nc, sizeof(double));
+  state = calloc((size_t)nc, sizeof(int32_t));
+  iters = calloc((size_t)nc, sizeof(int32_t));
+  consts = calloc((size_t)nc * LUMEN_FIT_NCONSTS, sizeof(double));
+  if (!params || !derived || !cilo || !cihi || !chi2 || !r2 || !delay || !state || !iters || !consts) {
+    lumen_cli_error(CMD, "out of memory for %lld curves", (long long)nc);
+    goto done;
+  }
+  for (int64_t c = 0; c < nc; ++c) {
+    consts[c * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_R10] = r10;
+    consts[c * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_B1] = 1.0;
+  }
+  lumen_fit_results res;
+  memset(&res, 0, sizeof res);
+  res.params = params;
+  res.derived = derived;
+  res.state = state;
+  res.chi2 = chi2;
+  res.r2 = r2;
+  res.iterations = iters;
+  res.ci_lo = cilo;
+  res.ci_hi = cihi;
+  res.delay = delay;
+  if (lumen_fit_execute_f64(ctx, plan, nc, curves.v, consts, &res) != LUMEN_OK) {
+    lumen_cli_error(CMD, "fitting failed: %s", lumen_ctx_last_error(ctx));
+    goto done;
+  }
+
+  /* ---------------------------------------------------------------- CSV */
+  if (out_path && strcmp(out_path, "-") != 0) {
+    size_t len = strlen(out_path) + 32;
+    tmp_path = malloc(len);
+    if (!tmp_path) goto done;
+    snprintf(tmp_path, len, "%s.tmp.%ld", out_path, (long)getpid());
+    out = fopen(tmp_path, "w");
+    if (!out) {
+      lumen_cli_error(CMD, "cannot write --out '%s' (temporary '%s'): %s", out_path, tmp_path, strerror(errno));
+      free(tmp_path);
+      tmp_path = NULL;
+      goto done;
+    }
+  } else {
+    out = stdout;
+  }
+  {
+    int col = 0;
+    for (int k = 0; k < np; ++k) fprintf(out, "%s%s", col++ ? "," : "", lumen_model_param_name(model, k));
+    for (int k = 0; k < nd; ++k) fprintf(out, "%s%s", col++ ? "," : "", lumen_fit_derived_name(model, k));
+    if (fit_delay) fprintf(out, "%sdelay", col++ ? "," : "");
+    fprintf(out, "%ssse,r2,state,iterations", col ? "," : "");
+    for (int k = 0; k < np; ++k) {
+      const char *pn = lumen_model_param_name(model, k);
+      fprintf(out, ",%s_cilo,%s_cihi", pn, pn);
+    }
+    fputc('\n', out);
+    for (int64_t c = 0; c < nc; ++c) {
+      col = 0;
+      for (int k = 0; k < np; ++k) fprintf(out, "%s%.9g", col++ ? "," : "", params[c * np + k]);
+      for (int k = 0; k < nd; ++k) fprintf(out, "%s%.9g", col++ ? "," : "", derived[c * nd + k]);
+      if (fit_delay) fprintf(out, "%s%.9g", col++ ? "," : "", delay[c]);
+      fprintf(out, "%s%.9g,%.9g,%d,%d", col ? "," : "", chi2[c], r2[c], (int)state[c], (int)iters[c]);
+      for (int k = 0; k < np; ++k) fprintf(out, ",%.9g,%.9g", cilo[c * np + k], cihi[c * np + k]);
+      fputc('\n', out);
+    }
+  }
+  if (out != stdout) {
+    int err = ferror(out);
+    if (fclose(out) != 0 || err) {
+      out = NULL;
+      lumen_cli_error(CMD, "writing '%s' failed: %s", tmp_path, strerror(errno));
+      remove(tmp_path);
+      goto done;
+    }
+    out = NULL;
+    if (rename(tmp_path, out_path) != 0) {
+      lumen_cli_error(CMD, "cannot rename '%s' to --out '%s': %s", tmp_path, out_path, strerror(errno));
+      remove(tmp_path);
+      goto done;
+    }
+  } else {
+    fflush(stdout);
+  }
+  if (!quiet) {
+    int64_t others = nc - res.state_counts[LUMEN_FIT_CONVERGED];
+    fprintf(stderr,
+            "lumen fit: %s, %lld curves x %d samples: backend requested %s, selected %s, used %s (%s); "
+            "%lld converged, %lld not; %.3f s, %.0f fits/s\n",
+            lumen_model_name(model), (long long)nc, n, res.backend_requested, res.backend_selected, res.backend_used,
+            res.reason, (long long)res.state_counts[LUMEN_FIT_CONVERGED], (long long)others, res.seconds,
+            res.seconds > 0 ? (double)nc / res.seconds : 0.0);
+  }
+  rc = LUMEN_EXIT_OK;
+
+done:
+  if (out && out != stdout) {
+    fclose(out);
+    if (tmp_path) remove(tmp_path);
+  }
+  free(tmp_path);
+  free(x.v);
+  free(aif.v);
+  free(curves.v);
+  free(params);
+  free(derived);
+  free(cilo);
+  free(cihi);
+  free(chi2);
+  free(r2);
+  free(delay);
+  free(state);
+  free(iters);
+  free(consts);
+  lumen_fit_plan_destroy(plan);
+  lumen_ctx_destroy(ctx);
+  return rc;
+}

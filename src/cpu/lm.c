@@ -1,0 +1,15 @@
+/* Instantiates the accelerated Levenberg-Marquardt solver (lm_impl.inc) for float and double. */
+#include <math.h>
+#include "cpu/lm.h"
+
+#define ST float
+#define SF(name) name##_f32
+#include "cpu/lm_impl.inc"
+#undef ST
+#undef SF
+
+#define ST double
+#define SF(name) name##_f64
+#include "cpu/lm_impl.inc"
+#undef ST
+#undef SF

@@ -1,0 +1,331 @@
+/* lumen_fit_execute: batching, threads, tiers and per-curve fall-through. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cpu/lm.h"
+#include "fit/curve_fit.h"
+#include "fit/fit_internal.h"
+#include "lumen_build_config.h"
+#if LUMEN_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+typedef struct lumen_fit_curve_out {
+  double p[LUMEN_FIT_MAX_PARAMS];  /* fit parameters */
+  double ci_lo[LUMEN_FIT_MAX_PARAMS], ci_hi[LUMEN_FIT_MAX_PARAMS];  /* public parameters */
+  double derived[LUMEN_FIT_MAX_DERIVED];  /* AUC only (others are computed from p) */
+  double chi2, r2, delay;
+  int iterations;
+  lumen_fit_state state;
+  lumen_status status;
+} lumen_fit_curve_out;
+
+static void lumen_fit_curve_out_clear(lumen_fit_curve_out *o) {
+  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) o->p[k] = o->ci_lo[k] = o->ci_hi[k] = NAN;
+  for (int k = 0; k < LUMEN_FIT_MAX_DERIVED; ++k) o->derived[k] = NAN;
+  o->chi2 = o->r2 = o->delay = NAN;
+  o->iterations = 0;
+  o->state = LUMEN_FIT_NOT_FITTED;
+  o->status = LUMEN_OK;
+}
+
+#define DT float
+#define DM(x) x##_f32
+#define DF(x) x##_acc32
+#define DPLAN_GRID(pl) (&(pl)->g32)
+#define DPLAN_W(pl) ((pl)->w32)
+#define DRV_STANDARD 0
+#include "fit/driver_impl.inc"
+#undef DT
+#undef DM
+#undef DF
+#undef DPLAN_GRID
+#undef DPLAN_W
+#undef DRV_STANDARD
+
+#define DT double
+#define DM(x) x##_f64
+#define DF(x) x##_acc64
+#define DPLAN_GRID(pl) (&(pl)->g64)
+#define DPLAN_W(pl) ((pl)->w64)
+#define DRV_STANDARD 0
+#include "fit/driver_impl.inc"
+#undef DF
+#undef DRV_STANDARD
+
+#define DF(x) x##_std64
+#define DRV_STANDARD 1
+#include "fit/driver_impl.inc"
+#undef DT
+#undef DM
+#undef DF
+#undef DPLAN_GRID
+#undef DPLAN_W
+#undef DRV_STANDARD
+
+/* ------------------------------------------------------------------ storing results */
+static void store(const lumen_fit_plan *pl, lumen_fit_results *res, int64_t c, const lumen_fit_curve_out *o) {
+  const int np = pl->np, nd = pl->nd;
+  const lumen_model m = pl->model;
+  int ok = (o->state == LUMEN_FIT_CONVERGED || o->state == LUMEN_FIT_MAX_ITERATIONS);
+  double pub[LUMEN_FIT_MAX_PARAMS], der[LUMEN_FIT_MAX_DERIVED];
+  for (int k = 0; k < LUMEN_FIT_MAX_DERIVED; ++k) der[k] = NAN;
+  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) pub[k] = NAN;
+  if (ok && np > 0) {
+    lumen_model_to_public_f64(m, o->p, pub);
+    double tmp[LUMEN_FIT_MAX_DERIVED];
+    int nw = lumen_model_derived_f64(m, o->p, tmp);
+    for (int k = 0; k < nd && k < nw; ++k) der[k] = tmp[k];
+  } else if (m == LUMEN_MODEL_AUC && ok) {
+    for (int k = 0; k < nd; ++k) der[k] = o->derived[k];
+  }
+  if (res->params)
+    for (int k = 0; k < np; ++k) res->params[c * np + k] = pub[k];
+  res->state[c] = (int32_t)o->state;
+  if (res->derived)
+    for (int k = 0; k < nd; ++k) res->derived[c * nd + k] = der[k];
+  if (res->chi2) res->chi2[c] = ok ? o->chi2 : NAN;
+  if (res->r2) res->r2[c] = ok ? o->r2 : NAN;
+  if (res->iterations) res->iterations[c] = o->iterations;
+  if (res->ci_lo)
+    for (int k = 0; k < np; ++k) res->ci_lo[c * np + k] = ok ? o->ci_lo[k] : NAN;
+  if (res->ci_hi)
+    for (int k = 0; k < np; ++k) res->ci_hi[c * np + k] = ok ? o->ci_hi[k] : NAN;
+  if (res->delay) res->delay[c] = ok && pl->opts.fit_delay ? o->delay : NAN;
+}
+
+/* Whether a curve's result should be tried again on the next tier. */
+static int needs_fallthrough(const lumen_fit_plan *pl, const lumen_fit_curve_out *o) {
+  if (o->status != LUMEN_OK) return 1;
+  if (o->state == LUMEN_FIT_NOT_FINITE || o->state == LUMEN_FIT_SINGULAR) return 1;
+  if (o->state == LUMEN_FIT_CONVERGED || o->state == LUMEN_FIT_MAX_ITERATIONS)
+    for (int k = 0; k < pl->np; ++k)
+      if (!isfinite(o->p[k])) return 1;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ one tier over a list */
+typedef struct exec_in {
+  const lumen_fit_plan *pl;
+  lumen_ctx *ctx;
+  const void *data;
+  int data_f64;
+  const void *consts;
+  int consts_f64;
+  lumen_fit_results *res;
+  int want; /* 1: confidence intervals, 2: R^2 */
+} exec_in;
+
+#define LOAD_ROW(T, dst, in, c)                                                                  \
+  do {                                                                                           \
+    const int n_ = (in)->pl->n;                                                                  \
+    (dst)->range_error = 0;                                                                      \
+    if ((in)->data_f64) {                                                                        \
+      const double *src_ = (const double *)(in)->data + (c) * (int64_t)n_;                       \
+      for (int i_ = 0; i_ < n_; ++i_) {                                                          \
+        (dst)->y[i_] = (T)src_[i_];                                                              \
+        if (isfinite(src_[i_]) && !isfinite((double)(dst)->y[i_])) (dst)->range_error = 1;       \
+      }                                                                                          \
+    } else {                                                                                     \
+      const float *src_ = (const float *)(in)->data + (c) * (int64_t)n_;                         \
+      for (int i_ = 0; i_ < n_; ++i_) (dst)->y[i_] = (T)src_[i_];                                \
+    }                                                                                            \
+    if (!(in)->consts) {                                                                         \
+      (dst)->consts[LUMEN_CONST_R10] = (T)LUMEN_DEFAULT_R10;                                     \
+      (dst)->consts[LUMEN_CONST_B1] = (T)LUMEN_DEFAULT_B1;                                       \
+    } else if ((in)->consts_f64) {                                                               \
+      for (int j_ = 0; j_ < LUMEN_NCONSTS; ++j_)                                                 \
+        (dst)->consts[j_] = (T)((const double *)(in)->consts)[(c) * LUMEN_NCONSTS + j_];         \
+    } else {                                                                                     \
+      for (int j_ = 0; j_ < LUMEN_NCONSTS; ++j_)                                                 \
+        (dst)->consts[j_] = (T)((const float *)(in)->consts)[(c) * LUMEN_NCONSTS + j_];          \
+    }                                                                                            \
+  } while (0)
+
+enum { KIND_ACC32, KIND_ACC64, KIND_STD64 };
+
+static void fit_one(const exec_in *in, int kind, void *ws, int64_t c, unsigned char *fail, int64_t pos) {
+  lumen_fit_curve_out o;
+  switch (kind) {
+    case KIND_ACC32: {
+      ws_acc32 *w = ws;
+      LOAD_ROW(float, w, in, c);
+      drive_acc32(in->pl, in->ctx, w, in->want, &o);
+      break;
+    }
+    case KIND_ACC64: {
+      ws_acc64 *w = ws;
+      LOAD_ROW(double, w, in, c);
+      drive_acc64(in->pl, in->ctx, w, in->want, &o);
+      break;
+    }
+    default: {
+      ws_std64 *w = ws;
+      LOAD_ROW(double, w, in, c);
+      drive_std64(in->pl, in->ctx, w, in->want, &o);
+      break;
+    }
+  }
+  store(in->pl, in->res, c, &o);
+  fail[pos] = (unsigned char)needs_fallthrough(in->pl, &o);
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Runs tier on the curves list[0..count-1]; fail[i] tells whether list[i] must fall through.
+   Reports progress in [base, base + span]. */
+static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64_t *list, int64_t count,
+                             unsigned char *fail, double base, double span) {
+  const lumen_fit_plan *pl = in->pl;
+  int kind = tier == LUMEN_FIT_TIER_STANDARD ? KIND_STD64
+                                             : (pl->opts.precision == LUMEN_FIT_FLOAT64 ? KIND_ACC64 : KIND_ACC32);
+  int nth = tier == LUMEN_FIT_TIER_CPU_SINGLE ? 1 : lumen_ctx_threads(in->ctx);
+  if (nth < 1) nth = 1;
+#if !LUMEN_HAVE_OPENMP
+  nth = 1;
+#endif
+  if (count < (int64_t)nth * 4) nth = count > 0 ? (int)((count + 3) / 4) : 1;
+  if (nth < 1) nth = 1;
+  size_t elem = kind == KIND_ACC32 ? sizeof(float) : sizeof(double);
+  long per = kind == KIND_ACC32 ? ws_elems_acc32(pl) : kind == KIND_ACC64 ? ws_elems_acc64(pl) : ws_elems_std64(pl);
+  size_t ws_size = kind == KIND_ACC32 ? sizeof(ws_acc32) : kind == KIND_ACC64 ? sizeof(ws_acc64) : sizeof(ws_std64);
+  void *mem = calloc((size_t)nth, (size_t)per * elem);
+  unsigned char *wss = calloc((size_t)nth, ws_size);
+  if (!mem || !wss) {
+    free(mem);
+    free(wss);
+    return lumen_fail(in->ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit: out of memory for %d thread workspaces", nth);
+  }
+  for (int t = 0; t < nth; ++t) {
+    void *tm = (char *)mem + (size_t)t * (size_t)per * elem;
+    void *tw = wss + (size_t)t * ws_size;
+    if (kind == KIND_ACC32) ws_bind_acc32(tw, tm, pl);
+    else if (kind == KIND_ACC64) ws_bind_acc64(tw, tm, pl);
+    else ws_bind_std64(tw, tm, pl);
+  }
+  /* chunks: progress and cancellation between them */
+  int64_t chunk = pl->opts.fit_delay || tier == LUMEN_FIT_TIER_STANDARD ? 256 : 8192;
+  lumen_status st = LUMEN_OK;
+  for (int64_t c0 = 0; c0 < count && st == LUMEN_OK; c0 += chunk) {
+    int64_t c1 = c0 + chunk < count ? c0 + chunk : count;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel num_threads(nth) if (nth > 1)
+    {
+      void *tw = wss + (size_t)omp_get_thread_num() * ws_size;
+#pragma omp for schedule(dynamic, 8)
+      for (int64_t i = c0; i < c1; ++i) fit_one(in, kind, tw, list[i], fail, i);
+    }
+#else
+    for (int64_t i = c0; i < c1; ++i) fit_one(in, kind, wss, list[i], fail, i);
+#endif
+    if (c1 < count || span > 0) st = lumen_progress(in->ctx, base + span * (double)c1 / (double)count, "fit");
+    if (st != LUMEN_OK) {
+      for (int64_t i = c1; i < count; ++i) {
+        lumen_fit_curve_out o;
+        lumen_fit_curve_out_clear(&o);
+        store(pl, in->res, list[i], &o);
+        fail[i] = 0;
+      }
+    }
+  }
+  free(mem);
+  free(wss);
+  return st;
+}
+
+static void strcat_bounded(char *dst, size_t size, const char *src) {
+  size_t len = strlen(dst);
+  if (len + 1 >= size) return;
+  snprintf(dst + len, size - len, "%s", src);
+}
+
+static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64_t n_curves, const void *data,
+                                 int data_f64, const void *consts, lumen_fit_results *res) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, pl);
+  LUMEN_REQUIRE_NOT_NULL(ctx, res);
+  LUMEN_REQUIRE(ctx, n_curves >= 0, "lumen_fit_execute: n_curves is %lld, expected >= 0", (long long)n_curves);
+  LUMEN_REQUIRE(ctx, n_curves == 0 || data != NULL, "lumen_fit_execute: data is NULL");
+  LUMEN_REQUIRE(ctx, n_curves == 0 || res->state != NULL, "lumen_fit_execute: results.state is NULL (required)");
+  LUMEN_REQUIRE(ctx, n_curves == 0 || pl->np == 0 || res->params != NULL,
+                "lumen_fit_execute: results.params is NULL (required)");
+  LUMEN_REQUIRE(ctx, n_curves == 0 || pl->model != LUMEN_MODEL_AUC || res->derived != NULL,
+                "lumen_fit_execute: results.derived is NULL (required for auc, which has no parameters)");
+  int64_t total;
+  LUMEN_REQUIRE(ctx, !lumen_mul_i64(n_curves, pl->n, &total), "lumen_fit_execute: n_curves x n overflows");
+  double t0 = now_seconds();
+  snprintf(res->backend_requested, sizeof res->backend_requested, "%s", pl->requested);
+  snprintf(res->backend_selected, sizeof res->backend_selected, "%s", pl->selected);
+  res->backend_used[0] = 0;
+  snprintf(res->reason, sizeof res->reason, "%s", pl->reason);
+  memset(res->curves_per_tier, 0, sizeof res->curves_per_tier);
+  memset(res->state_counts, 0, sizeof res->state_counts);
+  res->seconds = 0;
+  if (n_curves == 0) {
+    snprintf(res->backend_used, sizeof res->backend_used, "%s", pl->selected);
+    return LUMEN_OK;
+  }
+  int64_t *list = malloc((size_t)n_curves * sizeof *list);
+  unsigned char *fail = malloc((size_t)n_curves);
+  if (!list || !fail) {
+    free(list);
+    free(fail);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_fit_execute: out of memory for %lld curves",
+                      (long long)n_curves);
+  }
+  for (int64_t c = 0; c < n_curves; ++c) list[c] = c;
+  exec_in in = {pl, ctx, data, data_f64, consts, data_f64, res,
+                (pl->opts.confidence && (res->ci_lo != NULL || res->ci_hi != NULL) ? 1 : 0) |
+                    (res->r2 != NULL ? 2 : 0)};
+  int64_t count = n_curves;
+  lumen_status st = LUMEN_OK;
+  for (int oi = 0; oi < pl->norder && count > 0; ++oi) {
+    lumen_fit_tier tier = (lumen_fit_tier)pl->order[oi];
+    double base = oi == 0 ? 0.0 : 0.9, span = oi == 0 ? 0.9 : 0.1 / (pl->norder - oi);
+    st = run_tier(&in, tier, list, count, fail, base, span);
+    int last = oi == pl->norder - 1;
+    int64_t nfail = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      if (fail[i] && !last && st == LUMEN_OK)
+        list[nfail++] = list[i];
+      else
+        res->curves_per_tier[tier]++;
+    }
+    if (res->curves_per_tier[tier] > 0) {
+      if (res->backend_used[0]) strcat_bounded(res->backend_used, sizeof res->backend_used, "+");
+      strcat_bounded(res->backend_used, sizeof res->backend_used, lumen_fit_tier_name(tier));
+    }
+    if (st != LUMEN_OK) break;
+    if (nfail > 0) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "; %lld curve(s) without a finite result on %s fell through to %s", (long long)nfail,
+               lumen_fit_tier_name(tier), lumen_fit_tier_name((lumen_fit_tier)pl->order[oi + 1]));
+      strcat_bounded(res->reason, sizeof res->reason, msg);
+    }
+    count = nfail;
+  }
+  free(list);
+  free(fail);
+  for (int64_t c = 0; c < n_curves; ++c) {
+    int s = res->state[c];
+    if (s >= 0 && s < LUMEN_FIT_STATE_COUNT) res->state_counts[s]++;
+  }
+  res->seconds = now_seconds() - t0;
+  if (st != LUMEN_OK) return st;
+  return LUMEN_OK;
+}
+
+lumen_status lumen_fit_execute(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves, const float *data,
+                               const float *consts, lumen_fit_results *results) {
+  return execute_impl(ctx, plan, n_curves, data, 0, consts, results);
+}
+
+lumen_status lumen_fit_execute_f64(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves,
+                                   const double *data, const double *consts, lumen_fit_results *results) {
+  return execute_impl(ctx, plan, n_curves, data, 1, consts, results);
+}

@@ -1,0 +1,50 @@
+/* Internal: the fit plan shared by src/fit/plan.c and src/fit/execute.c. */
+#ifndef LUMEN_FIT_INTERNAL_H
+#define LUMEN_FIT_INTERNAL_H
+
+#include "core/internal.h"
+#include "lumen/fit.h"
+#include "models/models_f32.h"
+#include "models/models_f64.h"
+
+#define LUMEN_PLAN_MAX_STARTS 8
+
+struct lumen_fit_plan {
+  lumen_fit_options opts;    /* copy; opts.backend and opts.weights point into the plan */
+  lumen_model model;
+  int n;                     /* samples */
+  int np;                    /* fit parameters */
+  int npub;                  /* public parameters (== np) */
+  int nd;                    /* derived values */
+  double start[LUMEN_FIT_MAX_PARAMS], lo[LUMEN_FIT_MAX_PARAMS], hi[LUMEN_FIT_MAX_PARAMS];
+  unsigned char fixed[LUMEN_FIT_MAX_PARAMS];
+  unsigned char start_given[LUMEN_FIT_MAX_PARAMS];
+  int has_linear_start;      /* the model has a closed-form start and opts.linear_start is on */
+  /* extra deterministic starts (2cxm multi-start), fit parameters */
+  int n_extra_starts;
+  double extra_starts[LUMEN_PLAN_MAX_STARTS][LUMEN_FIT_MAX_PARAMS];
+  /* 2cxm, 2cum: further starts tried only when the best fit rests on a bound (2cxm: of E, ve or
+     vp; degenerate corners such as E -> 0, where exchange vanishes, or 2cum's Tp -> 0 with Fp at
+     its maximum attract projected LM steps) */
+  int n_escape_starts;
+  double escape_starts[LUMEN_PLAN_MAX_STARTS][LUMEN_FIT_MAX_PARAMS];
+  /* shared grids in both precisions; all arrays owned by the plan (one allocation) */
+  double *t64, *cp64, *dt64, *icp64, *w64;
+  float *t32, *cp32, *dt32, *icp32, *w32;
+  lumen_grid_f64 g64;
+  lumen_grid_f32 g32;
+  void *block;
+  double step;               /* delay search: the integer shift step, minutes */
+  double sum_w;              /* sum of weights (n when unweighted) */
+  /* backend */
+  int order[LUMEN_FIT_TIER_COUNT];  /* runnable tiers in the order they are tried */
+  int norder;
+  char requested[LUMEN_FIT_NAME_MAX];
+  char selected[LUMEN_FIT_NAME_MAX];
+  char reason[LUMEN_FIT_REASON_MAX];
+};
+
+/* 97.5 % quantile of Student's t with dof degrees of freedom (dof >= 1). */
+double lumen_fit_t975(int dof);
+
+#endif

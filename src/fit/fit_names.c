@@ -1,0 +1,156 @@
+/* Fit options defaults, names of states / tiers / derived values, backend request parsing. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include "core/internal.h"
+#include "lumen/fit.h"
+
+const char *lumen_fit_state_name(lumen_fit_state state) {
+  switch (state) {
+    case LUMEN_FIT_CONVERGED: return "converged";
+    case LUMEN_FIT_MAX_ITERATIONS: return "max_iterations";
+    case LUMEN_FIT_SINGULAR: return "singular";
+    case LUMEN_FIT_INVALID_INPUT: return "invalid_input";
+    case LUMEN_FIT_START_OUT_OF_BOUNDS: return "start_out_of_bounds";
+    case LUMEN_FIT_NOT_FINITE: return "not_finite";
+    case LUMEN_FIT_NOT_FITTED: return "not_fitted";
+    default: return "unknown";
+  }
+}
+
+const char *lumen_fit_tier_name(lumen_fit_tier tier) {
+  switch (tier) {
+    case LUMEN_FIT_TIER_CUDA: return "cuda";
+    case LUMEN_FIT_TIER_CPU: return "cpu";
+    case LUMEN_FIT_TIER_CPU_SINGLE: return "cpu_single";
+    case LUMEN_FIT_TIER_STANDARD: return "standard";
+    default: return "unknown";
+  }
+}
+
+const char *lumen_fit_precision_name(lumen_fit_precision p) {
+  switch (p) {
+    case LUMEN_FIT_FLOAT32: return "float32";
+    case LUMEN_FIT_FLOAT64: return "float64";
+    default: return "unknown";
+  }
+}
+
+const char *lumen_fit_conv_name(lumen_fit_conv c) {
+  switch (c) {
+    case LUMEN_FIT_CONV_EXACT: return "exact";
+    case LUMEN_FIT_CONV_TRAPEZOID: return "trapezoid";
+    default: return "unknown";
+  }
+}
+
+void lumen_fit_options_init(lumen_fit_options *opts) {
+  if (!opts) return;
+  memset(opts, 0, sizeof *opts);
+  opts->model = LUMEN_MODEL_TOFTS;
+  opts->tolerance = 1e-6;
+  opts->max_iterations = 200;
+  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) {
+    opts->start[k] = NAN;
+    opts->lo[k] = NAN;
+    opts->hi[k] = NAN;
+    opts->fixed[k] = 0;
+  }
+  opts->weights = NULL;
+  opts->precision = LUMEN_FIT_FLOAT32;
+  opts->conv = LUMEN_FIT_CONV_EXACT;
+  opts->linear_start = 1;
+  opts->confidence = 1;
+  opts->n_starts = 4;
+  opts->fit_delay = 0;
+  opts->delay_lo = 0.0;
+  opts->delay_hi = 0.5;
+  opts->backend = NULL;
+  opts->rocketship_names = 0;
+  opts->force_cpu = 0;
+  opts->tr = 0.0;
+  opts->r1 = 4.5;
+  opts->auc_window = 1.5;
+  opts->auc_t0 = NAN;
+}
+
+int lumen_fit_param_count(lumen_model model) { return lumen_model_param_count(model); }
+
+const char *lumen_fit_param_name(lumen_model model, int i) {
+  if (model == LUMEN_MODEL_2CXM && i == 0) return "E";
+  return lumen_model_param_name(model, i);
+}
+
+/* Derived values per model: name, unit. */
+typedef struct {
+  const char *name, *unit;
+} derived_def;
+
+static int derived_defs(lumen_model model, const derived_def **out) {
+  static const derived_def kep[] = {{"kep", "1/min"}};
+  /* lumen_model_derived() (src/models/model_impl.inc) writes them in this order */
+  static const derived_def cum[] = {{"E", "1"}, {"PS", "1/min"}, {"vp", "1"}};
+  static const derived_def cxm[] = {{"E", "1"}, {"PS", "1/min"}, {"kep", "1/min"}};
+  static const derived_def r1[] = {{"R1", "1/s"}};
+  static const derived_def auc[] = {{"AUC", "mM min"}, {"AUC_window", "mM min"}, {"AUC_norm", "1"},
+                                    {"AUC_window_norm", "1"}};
+  switch (model) {
+    case LUMEN_MODEL_TOFTS: case LUMEN_MODEL_ETOFTS: case LUMEN_MODEL_FXR: *out = kep; return 1;
+    case LUMEN_MODEL_2CUM: *out = cum; return 3;
+    case LUMEN_MODEL_2CXM: *out = cxm; return 3;
+    case LUMEN_MODEL_AUC: *out = auc; return 4;
+    case LUMEN_MODEL_VFA: case LUMEN_MODEL_VFA_LINEAR: case LUMEN_MODEL_VFA_2PT:
+    case LUMEN_MODEL_IR: case LUMEN_MODEL_SR: *out = r1; return 1;
+    default: *out = NULL; return 0;
+  }
+}
+
+int lumen_fit_derived_count(lumen_model model) {
+  const derived_def *d;
+  return derived_defs(model, &d);
+}
+
+const char *lumen_fit_derived_name(lumen_model model, int i) {
+  const derived_def *d;
+  int n = derived_defs(model, &d);
+  return (i >= 0 && i < n) ? d[i].name : NULL;
+}
+
+const char *lumen_fit_derived_unit(lumen_model model, int i) {
+  const derived_def *d;
+  int n = derived_defs(model, &d);
+  return (i >= 0 && i < n) ? d[i].unit : NULL;
+}
+
+lumen_status lumen_fit_backend_parse(lumen_ctx *ctx, const char *request, int rocketship_names, char *canonical,
+                                     size_t canonical_size) {
+  static const struct {
+    const char *name, *canon;
+  } table[] = {
+      {"auto", "auto"},       {"accelerated", "accelerated"}, {"standard", "standard"},
+      {"cpu_single", "cpu_single"}, {"cuda", "cuda"},         {"gpufit", "accelerated"},
+      {"gpufit_cuda", "cuda"}, {"cpufit_cpu", "cpu"},         {"gpufit_cpu_fallback", "cpu"},
+      {"pure_cpu", "standard"},
+  };
+  const char *r = request ? request : "auto";
+  if (strncasecmp(r, "rocketship:", 11) == 0) {
+    rocketship_names = 1;
+    r += 11;
+  }
+  const char *canon = NULL;
+  if (strcasecmp(r, "cpu") == 0) {
+    canon = rocketship_names ? "standard" : "cpu";
+  } else {
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i)
+      if (strcasecmp(r, table[i].name) == 0) canon = table[i].canon;
+  }
+  if (!canon)
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "backend '%s' is unknown: expected auto, accelerated, standard, cpu, cpu_single, cuda, or a "
+                      "ROCKETSHIP name (gpufit, gpufit_cuda, cpufit_cpu, gpufit_cpu_fallback, pure_cpu, "
+                      "rocketship:cpu)",
+                      r);
+  if (canonical && canonical_size) snprintf(canonical, canonical_size, "%s", canon);
+  return LUMEN_OK;
+}

@@ -7,6 +7,7 @@
 #include "lumen/device.h"
 #include "lumen/image.h"
 #include "lumen/filter.h"
+#include "lumen/segment.h"
 #include "lumen/models.h"
 #include "lumen/health.h"
 #include "lumen/aif.h"

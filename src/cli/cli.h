@@ -17,6 +17,11 @@ typedef struct {
 int lumen_cmd_backends(int argc, char **argv);
 int lumen_cmd_demo(int argc, char **argv);
 int lumen_cmd_fit(int argc, char **argv);
+int lumen_cmd_dce(int argc, char **argv);
+int lumen_cmd_dce_demo(int argc, char **argv);
+int lumen_cmd_t1(int argc, char **argv);
+int lumen_cmd_filter(int argc, char **argv);
+int lumen_cmd_segment(int argc, char **argv);
 
 /* Exit statuses shared by every command. */
 enum { LUMEN_EXIT_OK = 0, LUMEN_EXIT_FAILURE = 1, LUMEN_EXIT_USAGE = 2 };

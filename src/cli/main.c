@@ -7,6 +7,10 @@ static const lumen_cli_command commands[] = {
   {"backends", lumen_cmd_backends, "show what this build and machine can do (PASS/FAIL/SKIP per part)"},
   {"demo", lumen_cmd_demo, "fit a built-in synthetic data set and compare with the truth"},
   {"fit", lumen_cmd_fit, "fit a model to curves given as text (times, AIF, curves) and write a CSV"},
+  {"dce", lumen_cmd_dce, "DCE-MRI series to parameter maps, run log and report (stages A, B, D)"},
+  {"t1", lumen_cmd_t1, "T1 maps from VFA, inversion- or saturation-recovery series"},
+  {"filter", lumen_cmd_filter, "filter PNG/NIfTI images: Gaussian, DoG, median, morphology, thresholds..."},
+  {"segment", lumen_cmd_segment, "segment PNG/NIfTI images: FEBDS calcifications, clustering, breast mask..."},
 };
 static const int command_count = (int)(sizeof commands / sizeof commands[0]);
 
@@ -39,6 +43,8 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < command_count; i++)
     if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  /* hidden: the pipeline demo (lumen_pipeline_demo), until `demo` switches to it */
+  if (strcmp(cmd, "dce-demo") == 0) return lumen_cmd_dce_demo(argc - 1, argv + 1);
   fprintf(stderr, "lumen: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return LUMEN_EXIT_USAGE;

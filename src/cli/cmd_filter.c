@@ -1,0 +1,977 @@
+/* lumen filter: one filter op on PNG / NIfTI images, one or many at once. This file also holds the
+ * image-command machinery that lumen segment (cmd_segment.c) shares: input/output pairs and
+ * --batch lists, reading and writing by extension, the progress display and the summary line
+ * (the lumen_imgcli_* functions, declared again at the top of cmd_segment.c). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "lumen/io.h"
+
+/* ------------------------------------------------------------------ shared image-command machinery */
+
+typedef struct lumen_imgcli {
+  const char *cmd;          /* "filter" or "segment" */
+  const char *op;           /* op / algorithm name */
+  int quiet, verbose, overwrite;
+  const char *device;       /* NULL = default */
+  int precision;            /* LUMEN_FILTER_PRECISION_DEFAULT or a lumen_precision */
+  int threads;
+  const char *png_scale;    /* "clip" (default) or "minmax" for float outputs written as PNG */
+  const char *batch;        /* --batch LIST */
+  int npos;
+  char **pos;               /* positional arguments after OP */
+  int njobs;
+  char **in, **out;         /* pairs */
+  char *batch_text;         /* storage of the batch file */
+  lumen_ctx *ctx;
+  double t0;
+  int tty;
+} lumen_imgcli;
+
+int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i);
+int lumen_imgcli_jobs(lumen_imgcli *c, int need_out);
+void lumen_imgcli_free(lumen_imgcli *c);
+int lumen_imgcli_read(lumen_imgcli *c, const char *path, lumen_image **out);
+int lumen_imgcli_check_out(lumen_imgcli *c, const char *path, int is3d);
+int lumen_imgcli_write(lumen_imgcli *c, const char *path, const lumen_image *img, int is_mask, int png_bits);
+void lumen_imgcli_progress(lumen_imgcli *c, int done, int total, const char *name);
+void lumen_imgcli_summary(lumen_imgcli *c, const char *what, int nimages, const lumen_filter_report *rep);
+int lumen_imgcli_number(const char *cmd, const char *opt, const char *text, double *out);
+int lumen_imgcli_int(const char *cmd, const char *opt, const char *text, int *out);
+int lumen_imgcli_same_shape(lumen_imgcli *c, lumen_image **imgs, int n);
+lumen_ctx *lumen_imgcli_context(lumen_imgcli *c);
+
+static double imgcli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Library errors are printed by the command with the file name; the log adds warnings only. */
+static void imgcli_log(void *user, lumen_log_level level, const char *message) {
+  lumen_imgcli *c = user;
+  if (level == LUMEN_LOG_ERROR) return;
+  if (c->quiet && level != LUMEN_LOG_WARNING) return;
+  static const char *const names[] = {"error", "warning", "info", "debug"};
+  fprintf(stderr, "%slumen %s: %s: %s\n", c->tty && !c->quiet ? "\r\033[K" : "", c->cmd, names[level], message);
+}
+
+lumen_ctx *lumen_imgcli_context(lumen_imgcli *c) {
+  c->ctx = lumen_cli_context(c->cmd, c->verbose);
+  if (!c->ctx) return NULL;
+  lumen_ctx_set_log(c->ctx, imgcli_log, c, c->verbose ? LUMEN_LOG_DEBUG : LUMEN_LOG_WARNING);
+  if (c->threads > 0) lumen_ctx_set_threads(c->ctx, c->threads);
+  c->tty = isatty(2);
+  c->t0 = imgcli_now();
+  return c->ctx;
+}
+
+int lumen_imgcli_number(const char *cmd, const char *opt, const char *text, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = text ? strtod(text, &end) : 0;
+  if (!text || end == text || *end || errno == ERANGE) {
+    lumen_cli_error(cmd, "%s expects a number, got '%s'", opt, text ? text : "");
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
+int lumen_imgcli_int(const char *cmd, const char *opt, const char *text, int *out) {
+  char *end = NULL;
+  errno = 0;
+  long v = text ? strtol(text, &end, 10) : 0;
+  if (!text || end == text || *end || errno == ERANGE || v < -2147483647L || v > 2147483647L) {
+    lumen_cli_error(cmd, "%s expects an integer, got '%s'", opt, text ? text : "");
+    return 0;
+  }
+  *out = (int)v;
+  return 1;
+}
+
+/* Options every image command has. Returns 1 when argv[*i] was one (value consumed), 0 when it
+   is not, -1 on a bad value (message printed). */
+int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+#define NEEDV()                                                        \
+  do {                                                                 \
+    if (!v) {                                                          \
+      lumen_cli_error(c->cmd, "%s needs a value (see --help)", a);     \
+      return -1;                                                       \
+    }                                                                  \
+    (*i)++;                                                            \
+  } while (0)
+  if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+    c->quiet = 1;
+  } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+    c->verbose = 1;
+  } else if (strcmp(a, "--overwrite") == 0) {
+    c->overwrite = 1;
+  } else if (strcmp(a, "--device") == 0) {
+    NEEDV();
+    lumen_device d;
+    if (lumen_device_parse(NULL, v, &d) != LUMEN_OK) {
+      lumen_cli_error(c->cmd, "--device is '%s', expected cpu, cuda or cuda:N", v);
+      return -1;
+    }
+    c->device = v;
+  } else if (strcmp(a, "--precision") == 0) {
+    NEEDV();
+    lumen_precision p;
+    if (strcmp(v, "float32") == 0) v = "full";
+    if (strcmp(v, "float16") == 0) v = "half";
+    if (lumen_precision_parse(v, &p) != LUMEN_OK) {
+      lumen_cli_error(c->cmd, "--precision is '%s', expected full, half or bfloat16", v);
+      return -1;
+    }
+    c->precision = (int)p;
+  } else if (strcmp(a, "--threads") == 0) {
+    NEEDV();
+    if (!lumen_imgcli_int(c->cmd, a, v, &c->threads)) return -1;
+    if (c->threads < 0) {
+      lumen_cli_error(c->cmd, "--threads is %d, expected >= 0 (0 = all cores)", c->threads);
+      return -1;
+    }
+  } else if (strcmp(a, "--batch") == 0) {
+    NEEDV();
+    c->batch = v;
+  } else if (strcmp(a, "--png-scale") == 0) {
+    NEEDV();
+    if (strcmp(v, "clip") != 0 && strcmp(v, "minmax") != 0) {
+      lumen_cli_error(c->cmd, "--png-scale is '%s', expected clip or minmax", v);
+      return -1;
+    }
+    c->png_scale = v;
+  } else {
+    return 0;
+  }
+  return 1;
+#undef NEEDV
+}
+
+static int push_job(lumen_imgcli *c, char *in, char *out) {
+  char **ni = realloc(c->in, (size_t)(c->njobs + 1) * sizeof *ni);
+  if (!ni) return 0;
+  c->in = ni;
+  char **no = realloc(c->out, (size_t)(c->njobs + 1) * sizeof *no);
+  if (!no) return 0;
+  c->out = no;
+  c->in[c->njobs] = in;
+  c->out[c->njobs] = out;
+  c->njobs++;
+  return 1;
+}
+
+/* Builds the job list from the positional pairs and --batch. need_out 0: inputs only. */
+int lumen_imgcli_jobs(lumen_imgcli *c, int need_out) {
+  int step = need_out ? 2 : 1;
+  if (need_out && c->npos % 2 != 0) {
+    lumen_cli_error(c->cmd, "'%s' has no output: give IN OUT pairs (or --batch LIST)", c->pos[c->npos - 1]);
+    return 0;
+  }
+  for (int k = 0; k + step - 1 < c->npos; k += step)
+    if (!push_job(c, c->pos[k], need_out ? c->pos[k + 1] : NULL)) return 0;
+  if (c->batch) {
+    FILE *f = fopen(c->batch, "rb");
+    if (!f) {
+      lumen_cli_error(c->cmd, "--batch %s: cannot open (%s)", c->batch, strerror(errno));
+      return 0;
+    }
+    size_t cap = 0, len = 0;
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+      if (len + got + 1 > cap) {
+        cap = (len + got + 1) * 2;
+        char *t = realloc(c->batch_text, cap);
+        if (!t) {
+          fclose(f);
+          return 0;
+        }
+        c->batch_text = t;
+      }
+      memcpy(c->batch_text + len, buf, got);
+      len += got;
+    }
+    fclose(f);
+    if (!c->batch_text) c->batch_text = calloc(1, 1);
+    c->batch_text[len] = 0;
+    int line = 0;
+    for (char *p = c->batch_text; p && *p;) {
+      char *nl = strchr(p, '\n');
+      if (nl) *nl = 0;
+      line++;
+      char *hash = strchr(p, '#');
+      if (hash) *hash = 0;
+      char *tok[3] = {NULL, NULL, NULL};
+      int nt = 0;
+      for (char *q = strtok(p, " \t\r"); q; q = strtok(NULL, " \t\r")) {
+        if (nt < 3) tok[nt] = q;
+        nt++;
+      }
+      if (nt != 0 && nt != step) {
+        lumen_cli_error(c->cmd, "--batch %s:%d: expected %s per line, got %d field(s)", c->batch, line,
+                        need_out ? "'IN OUT'" : "'IN'", nt);
+        return 0;
+      }
+      if (nt && !push_job(c, tok[0], need_out ? tok[1] : NULL)) return 0;
+      p = nl ? nl + 1 : NULL;
+    }
+  }
+  if (c->njobs == 0) {
+    lumen_cli_error(c->cmd, "no input: give %s or --batch LIST (see 'lumen %s --help')", need_out ? "IN OUT" : "IN",
+                    c->cmd);
+    return 0;
+  }
+  return 1;
+}
+
+void lumen_imgcli_free(lumen_imgcli *c) {
+  free(c->in);
+  free(c->out);
+  free(c->batch_text);
+  free(c->pos);
+  lumen_ctx_destroy(c->ctx);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  if (n < m) return 0;
+  for (size_t k = 0; k < m; k++) {
+    char a = s[n - m + k], b = suffix[k];
+    if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+    if (a != b) return 0;
+  }
+  return 1;
+}
+
+static int kind_of(const char *path) {  /* 1 PNG, 2 NIfTI, 0 unknown */
+  if (ends_with(path, ".png")) return 1;
+  if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) return 2;
+  return 0;
+}
+
+int lumen_imgcli_read(lumen_imgcli *c, const char *path, lumen_image **out) {
+  lumen_status s;
+  int k = kind_of(path);
+  *out = NULL;
+  if (k == 1) {
+    lumen_png_read_opts o;
+    memset(&o, 0, sizeof o);
+    s = lumen_png_read(c->ctx, path, &o, out, NULL);
+  } else if (k == 2) {
+    lumen_nifti_read_opts o;
+    memset(&o, 0, sizeof o);
+    lumen_nifti_info info;
+    s = lumen_nifti_read(c->ctx, path, &o, out, &info);
+    if (s == LUMEN_OK && lumen_image_ndim(*out) > 3) {
+      lumen_cli_error(c->cmd, "%s: a %d-D image, expected a 2-D or 3-D image", path, lumen_image_ndim(*out));
+      lumen_image_free(*out);
+      *out = NULL;
+      return 0;
+    }
+  } else {
+    lumen_cli_error(c->cmd, "%s: unknown input type, expected .png, .nii or .nii.gz", path);
+    return 0;
+  }
+  if (s != LUMEN_OK) {
+    lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
+    return 0;
+  }
+  return 1;
+}
+
+/* Refuses an output that exists (without --overwrite) or has an unknown extension, before any work. */
+int lumen_imgcli_check_out(lumen_imgcli *c, const char *path, int is3d) {
+  int k = kind_of(path);
+  if (!k) {
+    lumen_cli_error(c->cmd, "%s: unknown output type, expected .png, .nii or .nii.gz", path);
+    return 0;
+  }
+  if (k == 1 && is3d) {
+    lumen_cli_error(c->cmd, "%s: a 3-D result cannot be a PNG, expected .nii or .nii.gz", path);
+    return 0;
+  }
+  struct stat st;
+  if (!c->overwrite && stat(path, &st) == 0) {
+    lumen_cli_error(c->cmd, "%s exists: not replaced without --overwrite", path);
+    return 0;
+  }
+  return 1;
+}
+
+/* Writes by extension. Masks (uint8 0/1): PNG 0/255, NIfTI uint8 0/1. png_bits: 8 or 16 for
+   non-mask images (0 = by type). */
+int lumen_imgcli_write(lumen_imgcli *c, const char *path, const lumen_image *img, int is_mask, int png_bits) {
+  lumen_status s;
+  lumen_image *host = NULL, *scaled = NULL;
+  const lumen_image *w = img;
+  if (lumen_image_device(img).kind != LUMEN_DEVICE_CPU) {
+    s = lumen_image_to_device(c->ctx, img, lumen_device_cpu(), &host);
+    if (s != LUMEN_OK) {
+      lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
+      return 0;
+    }
+    w = host;
+  }
+  if (kind_of(path) == 1) {
+    lumen_png_write_opts o;
+    memset(&o, 0, sizeof o);
+    o.overwrite = c->overwrite;
+    o.bit_depth = png_bits;
+    o.scaling = c->png_scale && strcmp(c->png_scale, "minmax") == 0 ? LUMEN_PNG_SCALE_MINMAX : LUMEN_PNG_SCALE_CLIP;
+    if (is_mask) {
+      s = lumen_image_clone(c->ctx, w, &scaled);
+      if (s == LUMEN_OK) {
+        uint8_t *p = lumen_image_data(scaled);
+        for (int64_t i = 0; i < lumen_image_count(scaled); i++) p[i] = p[i] ? 255 : 0;
+        w = scaled;
+      }
+      o.bit_depth = 8;
+      o.scaling = LUMEN_PNG_SCALE_CLIP;
+    }
+    s = lumen_png_write(c->ctx, path, w, &o);
+  } else {
+    lumen_nifti_write_opts o;
+    memset(&o, 0, sizeof o);
+    o.overwrite = c->overwrite;
+    o.description = "lumen";
+    s = lumen_nifti_write(c->ctx, path, w, &o);
+  }
+  lumen_image_free(host);
+  lumen_image_free(scaled);
+  if (s != LUMEN_OK) {
+    lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
+    return 0;
+  }
+  return 1;
+}
+
+void lumen_imgcli_progress(lumen_imgcli *c, int done, int total, const char *name) {
+  if (c->quiet) return;
+  if (c->tty) {
+    int width = 30, fill = total ? done * width / total : width;
+    fprintf(stderr, "\r\033[K[");
+    for (int k = 0; k < width; k++) fputc(k < fill ? '#' : '.', stderr);
+    fprintf(stderr, "] %d/%d %s", done, total, name ? name : "");
+    if (done == total) fputc('\n', stderr);
+    fflush(stderr);
+  } else if (done > 0) {
+    fprintf(stderr, "lumen %s: %d/%d %s\n", c->cmd, done, total, name ? name : "");
+  }
+}
+
+void lumen_imgcli_summary(lumen_imgcli *c, const char *what, int nimages, const lumen_filter_report *rep) {
+  if (c->quiet) return;
+  char req[32] = "cpu", used[32] = "cpu";
+  lumen_device_format(rep->requested, req, sizeof req);
+  lumen_device_format(rep->used, used, sizeof used);
+  fprintf(stderr, "lumen %s: %s, %d image%s: device requested %s, used %s, %s%s%s, precision %s, %.3f s\n", c->cmd,
+          what, nimages, nimages == 1 ? "" : "s", req, used, rep->fell_back ? "fallback: " : "no fallback",
+          rep->fell_back ? rep->reason : "", "", lumen_precision_name(rep->precision), imgcli_now() - c->t0);
+}
+
+int lumen_imgcli_same_shape(lumen_imgcli *c, lumen_image **imgs, int n) {
+  for (int k = 1; k < n; k++) {
+    int same = lumen_image_ndim(imgs[k]) == lumen_image_ndim(imgs[0]);
+    for (int a = 0; a < 4 && same; a++) same = lumen_image_dim(imgs[k], a) == lumen_image_dim(imgs[0], a);
+    if (!same) {
+      lumen_cli_error(c->cmd, "%s is %lldx%lldx%lld, expected the shape of %s (%lldx%lldx%lld): a batch needs one shape",
+                      c->in[k], (long long)lumen_image_dim(imgs[k], 0), (long long)lumen_image_dim(imgs[k], 1),
+                      (long long)lumen_image_dim(imgs[k], 2), c->in[0], (long long)lumen_image_dim(imgs[0], 0),
+                      (long long)lumen_image_dim(imgs[0], 1), (long long)lumen_image_dim(imgs[0], 2));
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* ------------------------------------------------------------------ lumen filter */
+
+#define CMD "filter"
+
+static const char *const filter_ops[] = {
+  "gaussian", "dog", "log", "median", "gamma", "contrast", "convolve", "bandpass", "otsu", "sauvola",
+  "local_variance", "variance_binarize", "erode", "dilate", "open", "close", "tophat", "fill_holes", "label",
+  "largest_component", "entropy", "mutual_information", "variance"};
+#define N_FILTER_OPS ((int)(sizeof filter_ops / sizeof filter_ops[0]))
+
+static void filter_help(FILE *out) {
+  fprintf(out,
+          "usage: lumen filter OP IN OUT [IN OUT ...] [options]\n"
+          "       lumen filter OP --batch LIST [options]      (LIST: one 'IN OUT' pair per line, '#' comments)\n"
+          "       lumen filter entropy|variance IN [IN ...]   and   lumen filter mutual_information A B\n"
+          "\n"
+          "Applies one image operation (docs/FILTERS.md) to 2-D or 3-D images. Inputs: PNG (8/16-bit grey)\n"
+          "or NIfTI (.nii, .nii.gz); the output format follows the extension. Masks are written as 8-bit\n"
+          "PNG (0/255) or uint8 NIfTI (0/1); float results as float32 NIfTI or PNG (--png-scale).\n"
+          "\n"
+          "ops and their options (default):\n"
+          "  gaussian          --sigma S (1) --sigma-axis X,Y,Z (0 = sigma) --units voxels|mm --truncate T (4)\n"
+          "                    --mode M (nearest) --cval V (0) --spatial-dims D (0 = all; 2 = per slice)\n"
+          "  dog               --low-sigma S (1) --high-sigma S (1.6 x low) --mode (nearest) --truncate\n"
+          "  log               Laplacian of Gaussian: --sigma S (2) --mode (reflect) --discrete (reference form)\n"
+          "  median            --size N (3, odd) --mode (reflect) --cval\n"
+          "  gamma             --gamma G (1) --max-value M (4095)\n"
+          "  contrast          --contrast C (0) --brightness B (0) --bins N (0 = 255 or 4095 by range)\n"
+          "  convolve          --kernel V,V,... (required) --kernel-dims NX[,NY[,NZ]] --mode (reflect) --correlate\n"
+          "  bandpass          Butterworth: --d0 D (21) --width W (32) --order N (3)\n"
+          "  otsu              mask I > t: --bins N (0 = 256 for [0,255] data, else 4096); prints t\n"
+          "  sauvola           --window N (15, odd) --k K (0.5) --r R (128) --output-threshold --foreground F (255)\n"
+          "  local_variance    --window N (5) --mode (mirror)\n"
+          "  variance_binarize --window N (5) --alpha A (1)\n"
+          "  erode, dilate, open, close, tophat\n"
+          "                    --element disk|square|ball|cube (disk) --radius R (4) --size N (7) --binary\n"
+          "  fill_holes, label, largest_component   --connectivity C (1)\n"
+          "  entropy           --bins N (256; 0 = one per value); prints bits\n"
+          "  mutual_information A B   --bins N (256)\n"
+          "  variance          --ddof D (0); prints mean and variance\n"
+          "  (--spatial-dims applies to every op that filters: 2 filters each slice of a 3-D image)\n"
+          "  modes: reflect, nearest, constant, wrap, mirror\n"
+          "\n"
+          "common options:\n"
+          "  --device D        cpu, cuda or cuda:N (default: the context default, cpu); ops without a CUDA\n"
+          "                    kernel, or a failed device, rerun on the CPU and the summary says why\n"
+          "  --precision P     full (default), half or bfloat16: storage of float results (NIfTI files keep\n"
+          "                    float32)\n"
+          "  --threads N       CPU threads (0 = all cores)\n"
+          "  --batch LIST      more 'IN OUT' pairs from a file (all inputs must have one shape)\n"
+          "  --png-scale clip|minmax   float results written as PNG: rounded and clipped (default) or\n"
+          "                    stretched to the full range\n"
+          "  --overwrite       replace existing outputs (refused otherwise, before any work)\n"
+          "  -q                quiet (no progress, no summary);  -v: debug messages\n"
+          "\n"
+          "A progress bar (a terminal) or one line per image goes to stderr, then a summary line with the\n"
+          "device requested and used and any fallback reason. Exit status 0, 1 when an input cannot be\n"
+          "read or used, 2 for usage errors.\n"
+          "\n"
+          "examples:\n"
+          "  lumen filter gaussian in.nii.gz out.nii.gz --sigma 2 --mode reflect\n"
+          "  lumen filter median mammo.png med.png --size 5\n"
+          "  lumen filter otsu in.png mask.png\n");
+}
+
+typedef struct fvals {
+  double sigma, sigma_axis[3], truncate, cval, low, high, gamma, max_value, contrast, brightness, d0, width, k, r,
+      alpha;
+  int has_sigma, has_sigma_axis, has_truncate, has_cval, has_mode, has_low, has_high, has_gamma, has_max, has_bins,
+      has_d0, has_width, has_order, has_window, has_k, has_r, has_alpha, has_size, has_radius, has_element, has_conn,
+      has_units, has_spatial;
+  lumen_boundary mode;
+  lumen_units units;
+  lumen_element element;
+  int spatial, size, bins, order, window, fg, has_fg, outthr, discrete, correlate, binary, radius, conn, ddof;
+  float *kernel;
+  int nkernel;
+  int64_t kdims[3];
+  int kndim;
+} fvals;
+
+static int parse_list(const char *opt, const char *text, double *v, int max, int *n) {
+  *n = 0;
+  const char *p = text;
+  while (*p) {
+    char *end;
+    errno = 0;
+    double x = strtod(p, &end);
+    if (end == p || errno == ERANGE || *n >= max) {
+      lumen_cli_error(CMD, "%s expects up to %d numbers separated by commas, got '%s'", opt, max, text);
+      return 0;
+    }
+    v[(*n)++] = x;
+    p = end;
+    if (*p == ',') p++;
+    else if (*p) {
+      lumen_cli_error(CMD, "%s expects numbers separated by commas, got '%s'", opt, text);
+      return 0;
+    }
+  }
+  if (*n == 0) {
+    lumen_cli_error(CMD, "%s expects numbers, got '%s'", opt, text);
+    return 0;
+  }
+  return 1;
+}
+
+/* Op-specific options. Returns 1 consumed, 0 unknown, -1 bad value. */
+static int filter_opt(fvals *f, int argc, char **argv, int *i) {
+  const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+#define V()                                                     \
+  do {                                                          \
+    if (!v) {                                                   \
+      lumen_cli_error(CMD, "%s needs a value (see --help)", a); \
+      return -1;                                                \
+    }                                                           \
+    (*i)++;                                                     \
+  } while (0)
+#define DBL(name, field, flag)                                          \
+  if (strcmp(a, name) == 0) {                                           \
+    V();                                                                \
+    if (!lumen_imgcli_number(CMD, a, v, &f->field)) return -1;          \
+    f->flag = 1;                                                        \
+    return 1;                                                           \
+  }
+#define INT(name, field, flag)                                          \
+  if (strcmp(a, name) == 0) {                                           \
+    V();                                                                \
+    if (!lumen_imgcli_int(CMD, a, v, &f->field)) return -1;             \
+    f->flag = 1;                                                        \
+    return 1;                                                           \
+  }
+  DBL("--sigma", sigma, has_sigma)
+  DBL("--truncate", truncate, has_truncate)
+  DBL("--cval", cval, has_cval)
+  DBL("--low-sigma", low, has_low)
+  DBL("--high-sigma", high, has_high)
+  DBL("--gamma", gamma, has_gamma)
+  DBL("--max-value", max_value, has_max)
+  DBL("--d0", d0, has_d0)
+  DBL("--width", width, has_width)
+  DBL("--k", k, has_k)
+  DBL("--r", r, has_r)
+  DBL("--alpha", alpha, has_alpha)
+  INT("--spatial-dims", spatial, has_spatial)
+  INT("--size", size, has_size)
+  INT("--bins", bins, has_bins)
+  INT("--order", order, has_order)
+  INT("--window", window, has_window)
+  INT("--foreground", fg, has_fg)
+  INT("--radius", radius, has_radius)
+  INT("--connectivity", conn, has_conn)
+  if (strcmp(a, "--contrast") == 0) {
+    V();
+    return lumen_imgcli_number(CMD, a, v, &f->contrast) ? 1 : -1;
+  }
+  if (strcmp(a, "--brightness") == 0) {
+    V();
+    return lumen_imgcli_number(CMD, a, v, &f->brightness) ? 1 : -1;
+  }
+  if (strcmp(a, "--ddof") == 0) {
+    V();
+    return lumen_imgcli_int(CMD, a, v, &f->ddof) ? 1 : -1;
+  }
+  if (strcmp(a, "--discrete") == 0) return f->discrete = 1;
+  if (strcmp(a, "--correlate") == 0) return f->correlate = 1;
+  if (strcmp(a, "--binary") == 0) return f->binary = 1;
+  if (strcmp(a, "--output-threshold") == 0) return f->outthr = 1;
+  if (strcmp(a, "--mode") == 0) {
+    V();
+    if (lumen_boundary_parse(v, &f->mode) != LUMEN_OK) {
+      lumen_cli_error(CMD, "--mode is '%s', expected reflect, nearest, constant, wrap or mirror", v);
+      return -1;
+    }
+    f->has_mode = 1;
+    return 1;
+  }
+  if (strcmp(a, "--units") == 0) {
+    V();
+    if (strcmp(v, "voxels") == 0) f->units = LUMEN_UNITS_VOXELS;
+    else if (strcmp(v, "mm") == 0) f->units = LUMEN_UNITS_MM;
+    else {
+      lumen_cli_error(CMD, "--units is '%s', expected voxels or mm", v);
+      return -1;
+    }
+    f->has_units = 1;
+    return 1;
+  }
+  if (strcmp(a, "--element") == 0) {
+    V();
+    static const char *const el[] = {"disk", "square", "ball", "cube"};
+    for (int k = 0; k < 4; k++)
+      if (strcmp(v, el[k]) == 0) {
+        f->element = (lumen_element)k;
+        f->has_element = 1;
+        return 1;
+      }
+    lumen_cli_error(CMD, "--element is '%s', expected disk, square, ball or cube", v);
+    return -1;
+  }
+  if (strcmp(a, "--sigma-axis") == 0) {
+    V();
+    int n;
+    if (!parse_list(a, v, f->sigma_axis, 3, &n)) return -1;
+    f->has_sigma_axis = 1;
+    return 1;
+  }
+  if (strcmp(a, "--kernel") == 0) {
+    V();
+    int n = 0, cap = 1;
+    for (const char *p = v; *p; p++) cap += *p == ',';
+    double *tmp = malloc((size_t)cap * sizeof *tmp);
+    free(f->kernel);
+    f->kernel = malloc((size_t)cap * sizeof *f->kernel);
+    if (!tmp || !f->kernel || !parse_list(a, v, tmp, cap, &n)) {
+      free(tmp);
+      return -1;
+    }
+    for (int k = 0; k < n; k++) f->kernel[k] = (float)tmp[k];
+    f->nkernel = n;
+    free(tmp);
+    return 1;
+  }
+  if (strcmp(a, "--kernel-dims") == 0) {
+    V();
+    double d[3];
+    int n;
+    if (!parse_list(a, v, d, 3, &n)) return -1;
+    f->kndim = n;
+    for (int k = 0; k < n; k++) f->kdims[k] = (int64_t)d[k];
+    return 1;
+  }
+  return 0;
+#undef V
+#undef DBL
+#undef INT
+}
+
+/* Runs the op on one image. *is_mask tells the writer. */
+static lumen_status run_filter(lumen_ctx *ctx, const char *op, const fvals *f, lumen_filter_exec ex,
+                               const lumen_image *in, lumen_image **out, int *is_mask, double *scalar) {
+  *is_mask = 0;
+  if (strcmp(op, "gaussian") == 0) {
+    lumen_gaussian_opts o;
+    lumen_gaussian_opts_init(&o);
+    o.exec = ex;
+    if (f->has_sigma) o.sigma = f->sigma;
+    if (f->has_sigma_axis) memcpy(o.sigma_axis, f->sigma_axis, sizeof o.sigma_axis);
+    if (f->has_units) o.units = f->units;
+    if (f->has_truncate) o.truncate = f->truncate;
+    if (f->has_mode) o.mode = f->mode;
+    if (f->has_cval) o.cval = f->cval;
+    if (f->has_spatial) o.spatial_dims = f->spatial;
+    return lumen_filter_gaussian(ctx, in, &o, out);
+  }
+  if (strcmp(op, "dog") == 0) {
+    lumen_dog_opts o;
+    lumen_dog_opts_init(&o);
+    o.exec = ex;
+    if (f->has_low) o.low_sigma = f->low;
+    if (f->has_sigma) o.low_sigma = f->sigma;
+    if (f->has_high) o.high_sigma = f->high;
+    if (f->has_units) o.units = f->units;
+    if (f->has_truncate) o.truncate = f->truncate;
+    if (f->has_mode) o.mode = f->mode;
+    if (f->has_cval) o.cval = f->cval;
+    if (f->has_spatial) o.spatial_dims = f->spatial;
+    return lumen_filter_dog(ctx, in, &o, out);
+  }
+  if (strcmp(op, "log") == 0) {
+    lumen_laplace_opts o;
+    lumen_laplace_opts_init(&o);
+    o.exec = ex;
+    if (f->has_sigma) o.sigma = f->sigma;
+    if (f->has_units) o.units = f->units;
+    if (f->has_truncate) o.truncate = f->truncate;
+    if (f->has_mode) o.mode = f->mode;
+    if (f->has_cval) o.cval = f->cval;
+    if (f->has_spatial) o.spatial_dims = f->spatial;
+    o.discrete = f->discrete;
+    return lumen_filter_gaussian_laplace(ctx, in, &o, out);
+  }
+  if (strcmp(op, "median") == 0) {
+    lumen_median_opts o;
+    lumen_median_opts_init(&o);
+    o.exec = ex;
+    if (f->has_size) o.size = f->size;
+    if (f->has_mode) o.mode = f->mode;
+    if (f->has_cval) o.cval = f->cval;
+    if (f->has_spatial) o.spatial_dims = f->spatial;
+    return lumen_filter_median(ctx, in, &o, out);
+  }
+  if (strcmp(op, "gamma") == 0) {
+    lumen_gamma_opts o;
+    lumen_gamma_opts_init(&o);
+    o.exec = ex;
+    if (f->has_gamma) o.gamma = f->gamma;
+    if (f->has_max) o.max_value = f->max_value;
+    return lumen_filter_gamma(ctx, in, &o, out);
+  }
+  if (strcmp(op, "contrast") == 0) {
+    lumen_contrast_opts o;
+    lumen_contrast_opts_init(&o);
+    o.exec = ex;
+    o.contrast = f->contrast;
+    o.brightness = f->brightness;
+    if (f->has_bins) o.bins = f->bins;
+    return lumen_filter_contrast(ctx, in, &o, out);
+  }
+  if (strcmp(op, "convolve") == 0) {
+    lumen_convolve_opts o;
+    lumen_convolve_opts_init(&o);
+    o.exec = ex;
+    o.kernel = f->kernel;
+    if (f->kndim) {
+      o.kernel_ndim = f->kndim;
+      for (int k = 0; k < 3; k++) o.kernel_dims[k] = k < f->kndim ? f->kdims[k] : 1;
+    } else {
+      o.kernel_ndim = 1;
+      o.kernel_dims[0] = f->nkernel;
+      o.kernel_dims[1] = o.kernel_dims[2] = 1;
+    }
+    if (f->has_mode) o.mode = f->mode;
+    if (f->has_cval) o.cval = f->cval;
+    o.correlate = f->correlate;
+    if (f->has_spatial) o.spatial_dims = f->spatial;
+    int64_t need = o.kernel_dims[0] * (o.kernel_ndim > 1 ? o.kernel_dims[1] : 1) * (o.kernel_ndim > 2 ? o.kernel_dims[2] : 1);
+    if (!f->kernel || need != f->nkernel) {
+      *out = NULL;
+      lumen_cli_error(CMD, "--kernel has %d value(s), expected %lld (the product of --kernel-dims)", f->nkernel,
+                      (long long)need);
+      return LUMEN_ERR_INVALID_ARGUMENT;
+    }
+    return lumen_filter_convolve(ctx, in, &o, out);
+  }
+  if (strcmp(op, "bandpass") == 0) {
+    lumen_bandpass_opts o;
+    lumen_bandpass_opts_init(&o);
+    o.exec = ex;
+    if (f->has_d0) o.d0 = f->d0;
+    if (f->has_width) o.width = f->width;
+    if (f->has_order) o.order = f->order;
+    if (f->has_spatial) o.spatial_dims = f->spatial;
+    return lumen_filter_bandpass(ctx, in, &o, out);
+  }
+  if (strcmp(op, "otsu") == 0) {
+    lumen_otsu_opts o;
+    lumen_otsu_opts_init(&o);
+    o.exec = ex;
+    if (f->has_bins) o.bins = f->bins;
+    *is_mask = 1;
+    return lumen_filter_otsu(ctx, in, &o, scalar, out);
+  }
+  if (strcmp(op, "sauvola") == 0) {
+    lumen_sauvola_opts o;
+    lumen_sauvola_opts_init(&o);
+    o.exec = ex;
+    if (f->has_window) o.window = f->window;
+    if (f->has_k) o.k = f->k;
+    if (f->has_r) o.r = f->r;
+    o.output_threshold = f->outthr;
+    if (f->has_fg) o.foreground = f->fg;
+    if (f->has_spatial) o.spatial_dims = f->spatial;
+    return lumen_filter_sauvola(ctx, in, &o, out);
+  }
+  if (strcmp(op, "local_variance") == 0 || strcmp(op, "variance_binarize") == 0) {
+    lumen_local_variance_opts o;
+    lumen_local_variance_opts_init(&o);
+    o.exec = ex;
+    if (f->has_window) o.window = f->window;
+    if (f->has_mode) o.mode = f->mode;
+    if (f->has_cval) o.cval = f->cval;
+    if (f->has_alpha) o.alpha = f->alpha;
+    if (f->has_spatial) o.spatial_dims = f->spatial;
+    if (op[0] == 'l') return lumen_filter_local_variance(ctx, in, &o, out);
+    *is_mask = 1;
+    return lumen_filter_variance_binarize(ctx, in, &o, out);
+  }
+  static const char *const morph[] = {"erode", "dilate", "open", "close", "tophat"};
+  for (int k = 0; k < 5; k++)
+    if (strcmp(op, morph[k]) == 0) {
+      lumen_morph_opts o;
+      lumen_morph_opts_init(&o);
+      o.exec = ex;
+      o.op = (lumen_morph_op)k;
+      if (f->has_element) o.element = f->element;
+      if (f->has_radius) o.radius = f->radius;
+      if (f->has_size) o.size = f->size;
+      o.binary = f->binary;
+      *is_mask = f->binary;
+      return lumen_filter_morphology(ctx, in, &o, out);
+    }
+  if (strcmp(op, "fill_holes") == 0 || strcmp(op, "label") == 0 || strcmp(op, "largest_component") == 0) {
+    lumen_region_opts o;
+    lumen_region_opts_init(&o);
+    o.exec = ex;
+    if (f->has_conn) o.connectivity = f->conn;
+    if (f->has_spatial) o.spatial_dims = f->spatial;
+    if (op[0] == 'l' && op[1] == 'a') {
+      int64_t n = 0;
+      lumen_status s = lumen_filter_label(ctx, in, &o, out, &n);
+      *scalar = (double)n;
+      return s;
+    }
+    *is_mask = 1;
+    return op[0] == 'f' ? lumen_filter_fill_holes(ctx, in, &o, out) : lumen_filter_largest_component(ctx, in, &o, out);
+  }
+  *out = NULL;
+  return LUMEN_ERR_INVALID_ARGUMENT;
+}
+
+static int stats_ops(lumen_imgcli *c, const fvals *f, lumen_filter_exec ex) {
+  lumen_stats_opts o;
+  lumen_stats_opts_init(&o);
+  o.exec = ex;
+  lumen_filter_report rep;
+  o.exec.report = &rep;
+  memset(&rep, 0, sizeof rep);
+  if (f->has_bins) o.bins = f->bins;
+  o.ddof = f->ddof;
+  int mi = strcmp(c->op, "mutual_information") == 0;
+  if (mi && c->njobs != 2) {
+    lumen_cli_error(CMD, "mutual_information needs two inputs A B, got %d", c->njobs);
+    return LUMEN_EXIT_USAGE;
+  }
+  lumen_image *imgs[2] = {NULL, NULL};
+  int rc = LUMEN_EXIT_OK;
+  for (int k = 0; k < c->njobs && rc == LUMEN_EXIT_OK; k++) {
+    lumen_image *im = NULL;
+    if (!lumen_imgcli_read(c, c->in[k], &im)) {
+      rc = LUMEN_EXIT_FAILURE;
+      break;
+    }
+    lumen_status s = LUMEN_OK;
+    if (mi) {
+      imgs[k] = im;
+      im = NULL;
+      if (k == 1) {
+        lumen_mi_result r;
+        s = lumen_filter_mutual_information(c->ctx, imgs[0], imgs[1], &o, &r);
+        if (s == LUMEN_OK)
+          printf("%s %s: mutual information %.10g bits (H(A) %.10g, H(B) %.10g, H(A,B) %.10g)\n", c->in[0], c->in[1],
+                 r.mutual_information, r.entropy_a, r.entropy_b, r.joint_entropy);
+      }
+    } else if (strcmp(c->op, "entropy") == 0) {
+      double e = 0;
+      s = lumen_filter_entropy(c->ctx, im, &o, &e);
+      if (s == LUMEN_OK) printf("%s: entropy %.10g bits\n", c->in[k], e);
+    } else {
+      double mean = 0, var = 0;
+      s = lumen_filter_variance(c->ctx, im, &o, &mean, &var);
+      if (s == LUMEN_OK) printf("%s: mean %.10g variance %.10g\n", c->in[k], mean, var);
+    }
+    lumen_image_free(im);
+    if (s != LUMEN_OK) {
+      lumen_cli_error(CMD, "%s: %s", c->in[k], lumen_ctx_last_error(c->ctx));
+      rc = LUMEN_EXIT_FAILURE;
+    }
+  }
+  lumen_image_free(imgs[0]);
+  lumen_image_free(imgs[1]);
+  if (rc == LUMEN_EXIT_OK) lumen_imgcli_summary(c, c->op, c->njobs, &rep);
+  return rc;
+}
+
+int lumen_cmd_filter(int argc, char **argv) {
+  lumen_imgcli c;
+  memset(&c, 0, sizeof c);
+  c.cmd = CMD;
+  c.precision = LUMEN_FILTER_PRECISION_DEFAULT;
+  fvals f;
+  memset(&f, 0, sizeof f);
+  c.pos = calloc((size_t)argc + 1, sizeof *c.pos);
+  int rc = LUMEN_EXIT_USAGE;
+  if (!c.pos) return LUMEN_EXIT_FAILURE;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      filter_help(stdout);
+      rc = LUMEN_EXIT_OK;
+      goto out;
+    }
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] == '-' && a[1]) {
+      int r = lumen_imgcli_common(&c, argc, argv, &i);
+      if (r == 0) r = filter_opt(&f, argc, argv, &i);
+      if (r < 0) goto out;
+      if (r == 0) {
+        lumen_cli_error(CMD, "unknown option '%s' (see 'lumen filter --help')", a);
+        goto out;
+      }
+    } else if (!c.op) {
+      c.op = a;
+    } else {
+      c.pos[c.npos++] = argv[i];
+    }
+  }
+  if (!c.op) {
+    lumen_cli_error(CMD, "no op given (see 'lumen filter --help')");
+    goto out;
+  }
+  {
+    int known = 0;
+    for (int k = 0; k < N_FILTER_OPS; k++) known |= strcmp(c.op, filter_ops[k]) == 0;
+    if (strcmp(c.op, "gaussian_laplace") == 0) c.op = "log", known = 1;
+    if (strcmp(c.op, "laplace") == 0) c.op = "log", known = 1;
+    if (!known) {
+      fprintf(stderr, "lumen filter: unknown op '%s', expected one of:", c.op);
+      for (int k = 0; k < N_FILTER_OPS; k++) fprintf(stderr, "%s %s", k ? "," : "", filter_ops[k]);
+      fputc('\n', stderr);
+      goto out;
+    }
+  }
+  int stats = strcmp(c.op, "entropy") == 0 || strcmp(c.op, "variance") == 0 || strcmp(c.op, "mutual_information") == 0;
+  if (!lumen_imgcli_jobs(&c, !stats)) goto out;
+  if (!lumen_imgcli_context(&c)) {
+    rc = LUMEN_EXIT_FAILURE;
+    goto out;
+  }
+  lumen_filter_exec ex;
+  lumen_filter_exec_init(&ex);
+  ex.device = c.device;
+  ex.precision = c.precision;
+  if (stats) {
+    rc = stats_ops(&c, &f, ex);
+    goto out;
+  }
+  rc = LUMEN_EXIT_FAILURE;
+  /* read everything first: a batch must have one shape, and outputs are checked before any work */
+  lumen_image **imgs = calloc((size_t)c.njobs, sizeof *imgs);
+  if (!imgs) goto out;
+  int ok = 1;
+  for (int k = 0; k < c.njobs && ok; k++) ok = lumen_imgcli_read(&c, c.in[k], &imgs[k]);
+  if (ok) ok = lumen_imgcli_same_shape(&c, imgs, c.njobs);
+  for (int k = 0; k < c.njobs && ok; k++) ok = lumen_imgcli_check_out(&c, c.out[k], lumen_image_dim(imgs[k], 2) > 1);
+  lumen_filter_report total, rep;
+  memset(&total, 0, sizeof total);
+  ex.report = &rep;
+  if (ok) lumen_imgcli_progress(&c, 0, c.njobs, c.in[0]);
+  for (int k = 0; k < c.njobs && ok; k++) {
+    lumen_image *res = NULL;
+    int is_mask = 0;
+    double scalar = NAN;
+    memset(&rep, 0, sizeof rep);
+    lumen_status s = run_filter(c.ctx, c.op, &f, ex, imgs[k], &res, &is_mask, &scalar);
+    if (k == 0) total = rep;
+    total.used = rep.used;
+    if (rep.fell_back && !total.fell_back) {
+      total.fell_back = 1;
+      snprintf(total.reason, sizeof total.reason, "%s", rep.reason);
+    }
+    if (s != LUMEN_OK) {
+      if (s != LUMEN_ERR_INVALID_ARGUMENT || lumen_ctx_last_status(c.ctx) != LUMEN_OK)
+        lumen_cli_error(CMD, "%s: %s", c.in[k], lumen_ctx_last_error(c.ctx));
+      ok = 0;
+      rc = s == LUMEN_ERR_INVALID_ARGUMENT ? LUMEN_EXIT_USAGE : LUMEN_EXIT_FAILURE;
+      break;
+    }
+    int png_bits = lumen_image_dtype(imgs[k]) == LUMEN_DTYPE_UINT16 ? 16 : 8;
+    if (lumen_image_dtype(res) == LUMEN_DTYPE_INT32) png_bits = 16;
+    ok = lumen_imgcli_write(&c, c.out[k], res, is_mask, png_bits);
+    lumen_image_free(res);
+    if (ok && !isnan(scalar) && !c.quiet)
+      fprintf(stderr, "lumen filter: %s: %s %.10g\n", c.in[k], strcmp(c.op, "label") == 0 ? "labels" : "threshold",
+              scalar);
+    lumen_image_free(imgs[k]);
+    imgs[k] = NULL;
+    if (ok) lumen_imgcli_progress(&c, k + 1, c.njobs, c.out[k]);
+  }
+  for (int k = 0; k < c.njobs; k++) lumen_image_free(imgs[k]);
+  free(imgs);
+  if (ok) {
+    lumen_imgcli_summary(&c, c.op, c.njobs, &total);
+    rc = LUMEN_EXIT_OK;
+  }
+out:
+  free(f.kernel);
+  lumen_imgcli_free(&c);
+  return rc;
+}

@@ -1,0 +1,381 @@
+/* lumen segment: a segmentation algorithm (segment.h) on PNG / NIfTI images, one or many at once.
+ * The image-command machinery (pairs, --batch, reading/writing, progress, summary) lives in
+ * cmd_filter.c; its functions are declared here. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "lumen/io.h"
+
+typedef struct lumen_imgcli {
+  const char *cmd;
+  const char *op;
+  int quiet, verbose, overwrite;
+  const char *device;
+  int precision;
+  int threads;
+  const char *png_scale;
+  const char *batch;
+  int npos;
+  char **pos;
+  int njobs;
+  char **in, **out;
+  char *batch_text;
+  lumen_ctx *ctx;
+  double t0;
+  int tty;
+} lumen_imgcli;  /* the same struct as in cmd_filter.c */
+
+int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i);
+int lumen_imgcli_jobs(lumen_imgcli *c, int need_out);
+void lumen_imgcli_free(lumen_imgcli *c);
+int lumen_imgcli_read(lumen_imgcli *c, const char *path, lumen_image **out);
+int lumen_imgcli_check_out(lumen_imgcli *c, const char *path, int is3d);
+int lumen_imgcli_write(lumen_imgcli *c, const char *path, const lumen_image *img, int is_mask, int png_bits);
+void lumen_imgcli_progress(lumen_imgcli *c, int done, int total, const char *name);
+void lumen_imgcli_summary(lumen_imgcli *c, const char *what, int nimages, const lumen_filter_report *rep);
+int lumen_imgcli_number(const char *cmd, const char *opt, const char *text, double *out);
+int lumen_imgcli_int(const char *cmd, const char *opt, const char *text, int *out);
+int lumen_imgcli_same_shape(lumen_imgcli *c, lumen_image **imgs, int n);
+lumen_ctx *lumen_imgcli_context(lumen_imgcli *c);
+
+#define CMD "segment"
+
+static void segment_help(FILE *out) {
+  fprintf(out,
+          "usage: lumen segment ALGO IN OUT [IN OUT ...] [options]\n"
+          "       lumen segment ALGO --batch LIST [options]   (LIST: one 'IN OUT' pair per line)\n"
+          "\n"
+          "Segmentation algorithms (docs/SEGMENTATION.md) on 2-D or 3-D images: PNG (8/16-bit grey) or\n"
+          "NIfTI in, the output format from the extension. Masks: 8-bit PNG (0/255) or uint8 NIfTI (0/1).\n"
+          "DICOM: convert first, e.g. 'dcm2niix -z y -o out/ dicom_folder/' (see docs/SEGMENTATION.md).\n"
+          "\n"
+          "algorithms and their options (default):\n"
+          "  febds           microcalcification mask: --method dog|log|fft (dog)\n"
+          "                  --dog-low-sigma (1.7) --dog-high-sigma (2.0) --log-sigma (2.0)\n"
+          "                  --fft-d0 (21) --fft-width (32) --fft-order (3) --fft-pad (32)\n"
+          "                  --median-size (5) --gamma (1.25) --gamma-max (4095) --otsu-bins (0 = auto)\n"
+          "                  --alpha (1, fft threshold) --variance-window (5) --closing-size (7; 0 = none)\n"
+          "                  --no-fill-holes --spatial-dims 2|3 (2: per slice)\n"
+          "  tophat          white top-hat map: --radius (4) --mask (Otsu mask of the map) --spatial-dims\n"
+          "  kmeans          brightest-cluster mask: --k (2) --max-iterations (100) --tolerance (1e-4)\n"
+          "                  --seed (42) --labels (write cluster labels 0..k-1 instead)\n"
+          "  fcm             fuzzy c-means: --c (2) --m (2) --max-iterations (100) --tolerance (1e-3)\n"
+          "                  --seed (42) --labels\n"
+          "  pfcm            possibilistic FCM outlier mask: fcm options and --eta (2) --a (1) --b (4)\n"
+          "                  --tau (0.04)\n"
+          "  region_grow     --seed-point X,Y[,Z] (repeatable; default: the regional maxima)\n"
+          "                  --threshold T (mean of the seeds) --max-gradient G (0 = off)\n"
+          "                  --connectivity 0|1 (0 = 8/26) --smooth-radius R (2)\n"
+          "  breast_mask     Otsu + largest component: --otsu-bins (0) --connectivity 1|2 (1) --fill-holes\n"
+          "  window          DICOM window: --center C --width W (the data range) --out-max (255)\n"
+          "  normalize_bits  --bits B (0 = infer 8/12/16) --target (255)\n"
+          "\n"
+          "common options:\n"
+          "  --device D        cpu, cuda or cuda:N; steps without a CUDA kernel, or a failed device, run on\n"
+          "                    the CPU and the summary says why\n"
+          "  --precision P     full (default), half or bfloat16: storage of float intermediates and results\n"
+          "  --threads N       CPU threads (0 = all cores)\n"
+          "  --batch LIST      more 'IN OUT' pairs from a file (all inputs must have one shape)\n"
+          "  --png-scale clip|minmax   float results written as PNG (default clip)\n"
+          "  --overwrite       replace existing outputs (refused otherwise, before any work)\n"
+          "  -q                quiet (no progress, no summary);  -v: debug messages\n"
+          "\n"
+          "A progress bar (a terminal) or one line per image goes to stderr, then a summary line with the\n"
+          "device requested and used and any fallback reason. Exit status 0, 1 when an input cannot be\n"
+          "read or used, 2 for usage errors.\n"
+          "\n"
+          "examples:\n"
+          "  lumen segment febds mammo.png mask.png --method dog\n"
+          "  lumen segment kmeans in.nii.gz labels.nii.gz --k 3 --labels\n");
+}
+
+typedef struct svals {
+  lumen_febds_opts febds;
+  lumen_tophat_opts tophat;
+  lumen_kmeans_opts kmeans;
+  lumen_fcm_opts fcm;
+  lumen_region_grow_opts grow;
+  lumen_breast_mask_opts breast;
+  lumen_window_opts window;
+  lumen_bits_opts bits;
+  int64_t *seeds;
+  int nseeds, seed_dims;
+} svals;
+
+static int seg_opt(svals *v, lumen_segment_algo algo, int argc, char **argv, int *i) {
+  const char *a = argv[*i], *t = *i + 1 < argc ? argv[*i + 1] : NULL;
+#define V()                                                     \
+  do {                                                          \
+    if (!t) {                                                   \
+      lumen_cli_error(CMD, "%s needs a value (see --help)", a); \
+      return -1;                                                \
+    }                                                           \
+    (*i)++;                                                     \
+  } while (0)
+#define DBL(name, lvalue)                                        \
+  if (strcmp(a, name) == 0) {                                    \
+    V();                                                         \
+    return lumen_imgcli_number(CMD, a, t, &(lvalue)) ? 1 : -1;   \
+  }
+#define INT(name, lvalue)                                        \
+  if (strcmp(a, name) == 0) {                                    \
+    V();                                                         \
+    return lumen_imgcli_int(CMD, a, t, &(lvalue)) ? 1 : -1;      \
+  }
+  switch (algo) {
+    case LUMEN_SEGMENT_FEBDS: {
+      lumen_febds_opts *o = &v->febds;
+      if (strcmp(a, "--method") == 0) {
+        V();
+        if (lumen_febds_method_parse(NULL, t, &o->method) != LUMEN_OK) {
+          lumen_cli_error(CMD, "--method is '%s', expected one of dog, log, fft", t);
+          return -1;
+        }
+        return 1;
+      }
+      DBL("--dog-low-sigma", o->dog_low_sigma)
+      DBL("--dog-high-sigma", o->dog_high_sigma)
+      DBL("--log-sigma", o->log_sigma)
+      DBL("--fft-d0", o->fft_d0)
+      DBL("--fft-width", o->fft_width)
+      INT("--fft-order", o->fft_order)
+      INT("--fft-pad", o->fft_pad)
+      INT("--median-size", o->median_size)
+      DBL("--gamma", o->gamma)
+      DBL("--gamma-max", o->gamma_max)
+      DBL("--alpha", o->variance_alpha)
+      INT("--variance-window", o->variance_window)
+      INT("--otsu-bins", o->otsu_bins)
+      INT("--closing-size", o->closing_size)
+      INT("--spatial-dims", o->spatial_dims)
+      if (strcmp(a, "--no-fill-holes") == 0) return o->fill_holes = 0, 1;
+      break;
+    }
+    case LUMEN_SEGMENT_TOPHAT:
+      INT("--radius", v->tophat.radius)
+      INT("--spatial-dims", v->tophat.spatial_dims)
+      if (strcmp(a, "--mask") == 0) return v->tophat.output_mask = 1;
+      break;
+    case LUMEN_SEGMENT_KMEANS:
+      INT("--k", v->kmeans.k)
+      INT("--max-iterations", v->kmeans.max_iterations)
+      DBL("--tolerance", v->kmeans.tolerance)
+      if (strcmp(a, "--seed") == 0) {
+        V();
+        double s;
+        if (!lumen_imgcli_number(CMD, a, t, &s) || s < 0) return -1;
+        v->kmeans.seed = (uint64_t)s;
+        return 1;
+      }
+      if (strcmp(a, "--labels") == 0) return v->kmeans.output = LUMEN_CLUSTER_LABELS, 1;
+      break;
+    case LUMEN_SEGMENT_FCM:
+    case LUMEN_SEGMENT_PFCM:
+      INT("--c", v->fcm.c)
+      INT("--k", v->fcm.c)
+      DBL("--m", v->fcm.m)
+      INT("--max-iterations", v->fcm.max_iterations)
+      DBL("--tolerance", v->fcm.tolerance)
+      DBL("--eta", v->fcm.eta)
+      DBL("--a", v->fcm.a)
+      DBL("--b", v->fcm.b)
+      DBL("--tau", v->fcm.tau)
+      if (strcmp(a, "--seed") == 0) {
+        V();
+        double s;
+        if (!lumen_imgcli_number(CMD, a, t, &s) || s < 0) return -1;
+        v->fcm.seed = (uint64_t)s;
+        return 1;
+      }
+      if (strcmp(a, "--labels") == 0) return v->fcm.output = LUMEN_CLUSTER_LABELS, 1;
+      break;
+    case LUMEN_SEGMENT_REGION_GROW:
+      DBL("--threshold", v->grow.threshold)
+      DBL("--max-gradient", v->grow.max_gradient)
+      INT("--connectivity", v->grow.connectivity)
+      INT("--smooth-radius", v->grow.smooth_radius)
+      if (strcmp(a, "--seed-point") == 0) {
+        V();
+        long long c[3];
+        int n = sscanf(t, "%lld,%lld,%lld", &c[0], &c[1], &c[2]);
+        if (n < 2) {
+          lumen_cli_error(CMD, "--seed-point is '%s', expected X,Y or X,Y,Z (voxel indices)", t);
+          return -1;
+        }
+        if (v->seed_dims && n != v->seed_dims) {
+          lumen_cli_error(CMD, "--seed-point '%s' has %d coordinates, the first one had %d", t, n, v->seed_dims);
+          return -1;
+        }
+        v->seed_dims = n;
+        int64_t *s = realloc(v->seeds, (size_t)(v->nseeds + 1) * 3 * sizeof *s);
+        if (!s) return -1;
+        v->seeds = s;
+        for (int k = 0; k < n; k++) s[v->nseeds * n + k] = c[k];
+        v->nseeds++;
+        return 1;
+      }
+      break;
+    case LUMEN_SEGMENT_BREAST_MASK:
+      INT("--otsu-bins", v->breast.otsu_bins)
+      INT("--connectivity", v->breast.connectivity)
+      INT("--spatial-dims", v->breast.spatial_dims)
+      if (strcmp(a, "--fill-holes") == 0) return v->breast.fill_holes = 1;
+      break;
+    case LUMEN_SEGMENT_WINDOW:
+      DBL("--center", v->window.center)
+      DBL("--centre", v->window.center)
+      DBL("--width", v->window.width)
+      DBL("--out-max", v->window.out_max)
+      break;
+    case LUMEN_SEGMENT_NORMALIZE_BITS:
+      INT("--bits", v->bits.bits)
+      DBL("--target", v->bits.target)
+      break;
+    default: break;
+  }
+  return 0;
+#undef V
+#undef DBL
+#undef INT
+}
+
+int lumen_cmd_segment(int argc, char **argv) {
+  lumen_imgcli c;
+  memset(&c, 0, sizeof c);
+  c.cmd = CMD;
+  c.precision = LUMEN_FILTER_PRECISION_DEFAULT;
+  svals v;
+  memset(&v, 0, sizeof v);
+  lumen_febds_opts_init(&v.febds);
+  lumen_tophat_opts_init(&v.tophat);
+  lumen_kmeans_opts_init(&v.kmeans);
+  lumen_fcm_opts_init(&v.fcm);
+  lumen_region_grow_opts_init(&v.grow);
+  lumen_breast_mask_opts_init(&v.breast);
+  lumen_window_opts_init(&v.window);
+  lumen_bits_opts_init(&v.bits);
+  int rc = LUMEN_EXIT_USAGE;
+  c.pos = calloc((size_t)argc + 1, sizeof *c.pos);
+  if (!c.pos) return LUMEN_EXIT_FAILURE;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      segment_help(stdout);
+      rc = LUMEN_EXIT_OK;
+      goto out;
+    }
+  lumen_segment_algo algo = LUMEN_SEGMENT_ALGO_COUNT;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] == '-' && a[1]) {
+      int r = lumen_imgcli_common(&c, argc, argv, &i);
+      if (r == 0 && algo == LUMEN_SEGMENT_ALGO_COUNT) {
+        lumen_cli_error(CMD, "give the algorithm before its options ('%s')", a);
+        goto out;
+      }
+      if (r == 0) r = seg_opt(&v, algo, argc, argv, &i);
+      if (r < 0) goto out;
+      if (r == 0) {
+        lumen_cli_error(CMD, "unknown option '%s' for %s (see 'lumen segment --help')", a, c.op);
+        goto out;
+      }
+    } else if (!c.op) {
+      c.op = a;
+      if (lumen_segment_algo_parse(NULL, a, &algo) != LUMEN_OK) {
+        lumen_cli_error(CMD,
+                        "unknown algorithm '%s', expected one of febds, tophat, kmeans, fcm, pfcm, region_grow, "
+                        "breast_mask, window, normalize_bits",
+                        a);
+        goto out;
+      }
+    } else {
+      c.pos[c.npos++] = argv[i];
+    }
+  }
+  if (!c.op) {
+    lumen_cli_error(CMD, "no algorithm given (see 'lumen segment --help')");
+    goto out;
+  }
+  if (!lumen_imgcli_jobs(&c, 1)) goto out;
+  if (!lumen_imgcli_context(&c)) {
+    rc = LUMEN_EXIT_FAILURE;
+    goto out;
+  }
+  if (v.nseeds) {
+    v.grow.seeds = v.seeds;
+    v.grow.n_seeds = v.nseeds;
+  }
+  void *opts = NULL;
+  switch (algo) {
+    case LUMEN_SEGMENT_FEBDS: opts = &v.febds; break;
+    case LUMEN_SEGMENT_TOPHAT: opts = &v.tophat; break;
+    case LUMEN_SEGMENT_KMEANS: opts = &v.kmeans; break;
+    case LUMEN_SEGMENT_FCM:
+    case LUMEN_SEGMENT_PFCM: opts = &v.fcm; break;
+    case LUMEN_SEGMENT_REGION_GROW: opts = &v.grow; break;
+    case LUMEN_SEGMENT_BREAST_MASK: opts = &v.breast; break;
+    case LUMEN_SEGMENT_WINDOW: opts = &v.window; break;
+    default: opts = &v.bits; break;
+  }
+  lumen_filter_exec *ex = opts;
+  lumen_filter_report rep, total;
+  ex->device = c.device;
+  ex->precision = c.precision;
+  ex->report = &rep;
+  memset(&total, 0, sizeof total);
+  rc = LUMEN_EXIT_FAILURE;
+  lumen_image **imgs = calloc((size_t)c.njobs, sizeof *imgs);
+  if (!imgs) goto out;
+  int ok = 1;
+  for (int k = 0; k < c.njobs && ok; k++) ok = lumen_imgcli_read(&c, c.in[k], &imgs[k]);
+  if (ok) ok = lumen_imgcli_same_shape(&c, imgs, c.njobs);
+  for (int k = 0; k < c.njobs && ok; k++) ok = lumen_imgcli_check_out(&c, c.out[k], lumen_image_dim(imgs[k], 2) > 1);
+  if (ok && v.nseeds && v.seed_dims != lumen_image_ndim(imgs[0])) {
+    lumen_cli_error(CMD, "--seed-point has %d coordinates, expected %d for %s", v.seed_dims, lumen_image_ndim(imgs[0]),
+                    c.in[0]);
+    ok = 0;
+  }
+  if (ok) lumen_imgcli_progress(&c, 0, c.njobs, c.in[0]);
+  for (int k = 0; k < c.njobs && ok; k++) {
+    lumen_image *res = NULL;
+    memset(&rep, 0, sizeof rep);
+    lumen_status s = lumen_segment_run(c.ctx, algo, opts, imgs[k], &res);
+    if (k == 0) total = rep;
+    total.used = rep.used;
+    if (rep.fell_back && !total.fell_back) {
+      total.fell_back = 1;
+      snprintf(total.reason, sizeof total.reason, "%s", rep.reason);
+    }
+    if (s != LUMEN_OK) {
+      lumen_cli_error(CMD, "%s: %s", c.in[k], lumen_ctx_last_error(c.ctx));
+      ok = 0;
+      rc = s == LUMEN_ERR_INVALID_ARGUMENT ? LUMEN_EXIT_USAGE : LUMEN_EXIT_FAILURE;
+      break;
+    }
+    int is_mask = lumen_image_dtype(res) == LUMEN_DTYPE_UINT8 &&
+                  !((algo == LUMEN_SEGMENT_KMEANS && v.kmeans.output == LUMEN_CLUSTER_LABELS) ||
+                    ((algo == LUMEN_SEGMENT_FCM || algo == LUMEN_SEGMENT_PFCM) && v.fcm.output == LUMEN_CLUSTER_LABELS));
+    int png_bits = lumen_image_dtype(imgs[k]) == LUMEN_DTYPE_UINT16 && !is_mask ? 16 : 8;
+    ok = lumen_imgcli_write(&c, c.out[k], res, is_mask, png_bits);
+    lumen_image_free(res);
+    lumen_image_free(imgs[k]);
+    imgs[k] = NULL;
+    if (ok) lumen_imgcli_progress(&c, k + 1, c.njobs, c.out[k]);
+  }
+  for (int k = 0; k < c.njobs; k++) lumen_image_free(imgs[k]);
+  free(imgs);
+  if (ok) {
+    char what[64];
+    if (algo == LUMEN_SEGMENT_FEBDS)
+      snprintf(what, sizeof what, "febds (%s)", lumen_febds_method_name(v.febds.method));
+    else
+      snprintf(what, sizeof what, "%s", lumen_segment_algo_name(algo));
+    lumen_imgcli_summary(&c, what, c.njobs, &total);
+    rc = LUMEN_EXIT_OK;
+  }
+out:
+  free(v.seeds);
+  lumen_imgcli_free(&c);
+  return rc;
+}

@@ -1,0 +1,71 @@
+/* lumen t1: T1 maps from VFA, inversion-recovery or saturation-recovery series (src/pipeline/t1.c). */
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "lumen_build_config.h"
+#if LUMEN_HAVE_IO
+#include "lumen/pipeline.h"
+
+int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, lumen_pipe_config *cfg, int *help,
+                        int *verbose);
+void lumen_cli_pipe_progress(lumen_ctx *ctx, int quiet);
+void lumen_cli_pipe_log(lumen_ctx *ctx, const char *cmd, int verbose, int quiet);
+void lumen_cli_pipe_print_summary(const char *cmd, const lumen_pipe_summary *s);
+
+static void help(FILE *out) {
+  fprintf(out,
+    "usage: lumen t1 --method vfa|vfa-linear|vfa-2pt|ir|sr --in FILE... --out DIR [--b1 FILE] [--mask FILE]\n"
+    "                [--flip-angles DEG,...] [--times S,...] [--tr S] [--backend B] [--overwrite] [-q]\n\n"
+    "T1 maps. Inputs: one 3-D volume per flip angle / time, or one 4-D series. Flip angles from each\n"
+    "input's sidecar (FlipAngle) or --flip-angles; TR from the sidecar or --tr; inversion times from\n"
+    "InversionTime or --times; saturation-recovery times from --times (seconds).\n"
+    "Outputs in DIR: {prefix}_T1map.nii.gz (s), {prefix}_M0map.nii.gz, {prefix}_R1map.nii.gz (1/s),\n"
+    "{prefix}_model-METHOD_param-{r2,sse,state}.nii.gz, {prefix}_runlog.json/.txt, report.html.\n\n"
+    "options:\n"
+    "  --method M      vfa (nonlinear SPGR, default), vfa-linear (DESPOT1), vfa-2pt (first and last\n"
+    "                  angle), ir (magnitude inversion recovery), sr (saturation recovery)\n"
+    "  --b1 FILE       flip-angle scale map (fraction or percent, detected)\n"
+    "  --mask FILE     voxels to fit (> 0.5); default all\n"
+    "  --backend B     as for 'lumen fit' (auto, accelerated, standard, cpu, ...); --force-cpu\n"
+    "  --tolerance T, --max-iterations N, --bounds T1=LO:HI, --config FILE, --prefix P\n"
+    "  --overwrite     replace existing outputs;  --no-report;  -q quiet;  -v verbose\n");
+}
+
+int lumen_cmd_t1(int argc, char **argv) {
+  const char *cmd = "t1";
+  lumen_pipe_config cfg;
+  lumen_pipe_config_init(&cfg);
+  int verbose = 0, helpf = 0;
+  lumen_ctx *ctx = lumen_cli_context(cmd, 0);
+  if (!ctx) return LUMEN_EXIT_FAILURE;
+  lumen_cli_pipe_log(ctx, cmd, 0, 0);
+  int rc = lumen_cli_pipe_args(cmd, argc, argv, ctx, &cfg, &helpf, &verbose);
+  if (helpf) { help(stdout); rc = LUMEN_EXIT_OK; }
+  if (rc < 0) {
+    lumen_cli_pipe_log(ctx, cmd, verbose, cfg.quiet);
+    if (cfg.n_vfa < 1 || !cfg.out) {
+      lumen_cli_error(cmd, "--in FILE... and --out DIR are required (see 'lumen t1 --help')");
+      rc = LUMEN_EXIT_USAGE;
+    } else {
+      lumen_cli_pipe_progress(ctx, cfg.quiet);
+      lumen_pipe_summary sum;
+      if (lumen_pipeline_t1(ctx, &cfg, &sum) != LUMEN_OK) {
+        lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
+        rc = LUMEN_EXIT_FAILURE;
+      } else {
+        if (!cfg.quiet) lumen_cli_pipe_print_summary(cmd, &sum);
+        rc = LUMEN_EXIT_OK;
+      }
+    }
+  }
+  lumen_pipe_config_clear(&cfg);
+  lumen_ctx_destroy(ctx);
+  return rc;
+}
+#else
+int lumen_cmd_t1(int argc, char **argv) {
+  (void)argc; (void)argv;
+  lumen_cli_error("t1", "this build has no NIfTI/JSON I/O (nifti_clib, cJSON): rebuild with them");
+  return LUMEN_EXIT_FAILURE;
+}
+#endif

@@ -1,0 +1,464 @@
+/* Stage B: the arterial input function. Population (with the bolus arrival from the data), the
+   mean of a vascular ROI, a ROCKETSHIP-style fitted biexponential, automatic selection, or a
+   file. The AIF used is written as DIR/{prefix}_aif.tsv and plotted (figures/{prefix}_aif.png). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pipeline/pipe_internal.h"
+
+void pipe_aif_free(pipe_aif *aif) {
+  free(aif->cp);
+  free(aif->cb);
+  aif->cp = aif->cb = NULL;
+}
+
+/* ------------------------------------------------------------ biexponential AIF fit */
+static void biexp_eval(const double *p, double t0, double ts, double peak, int64_t n, const double *t, double *y) {
+  (void)peak;
+  for (int64_t i = 0; i < n; ++i) {
+    if (t[i] < ts) y[i] = 0;
+    else if (t[i] < t0) y[i] = (p[0] + p[1]) * (t[i] - ts) / (t0 - ts);
+    else y[i] = p[0] * exp(-p[2] * (t[i] - t0)) + p[1] * exp(-p[3] * (t[i] - t0));
+  }
+}
+
+static double sse_of(const double *p, double t0, double ts, int64_t n, const double *t, const double *c, double *y) {
+  biexp_eval(p, t0, ts, 0, n, t, y);
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) if (isfinite(c[i])) s += (y[i] - c[i]) * (y[i] - c[i]);
+  return s;
+}
+
+static int solve4(double A[4][4], double b[4], double x[4]) {
+  for (int i = 0; i < 4; ++i) {
+    int piv = i;
+    for (int r = i + 1; r < 4; ++r) if (fabs(A[r][i]) > fabs(A[piv][i])) piv = r;
+    if (fabs(A[piv][i]) < 1e-300) return 0;
+    if (piv != i) {
+      for (int k = 0; k < 4; ++k) { double tmp = A[i][k]; A[i][k] = A[piv][k]; A[piv][k] = tmp; }
+      double tb = b[i]; b[i] = b[piv]; b[piv] = tb;
+    }
+    for (int r = i + 1; r < 4; ++r) {
+      double f = A[r][i] / A[i][i];
+      for (int k = i; k < 4; ++k) A[r][k] -= f * A[i][k];
+      b[r] -= f * b[i];
+    }
+  }
+  for (int i = 3; i >= 0; --i) {
+    double s = b[i];
+    for (int k = i + 1; k < 4; ++k) s -= A[i][k] * x[k];
+    x[i] = s / A[i][i];
+  }
+  return 1;
+}
+
+lumen_status lumen_pipe_fit_biexp_aif(lumen_ctx *ctx, int64_t n, const double *t, const double *c, double *fitted,
+                                      double params[6]) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, t);
+  LUMEN_REQUIRE_NOT_NULL(ctx, c);
+  LUMEN_REQUIRE_NOT_NULL(ctx, fitted);
+  LUMEN_REQUIRE(ctx, n >= 6, "lumen_pipe_fit_biexp_aif: %lld samples, expected >= 6", (long long)n);
+  int64_t ip = 0;
+  for (int64_t i = 1; i < n; ++i) if (isfinite(c[i]) && (!isfinite(c[ip]) || c[i] > c[ip])) ip = i;
+  if (!(c[ip] > 0)) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "fitted AIF: the curve has no positive peak");
+  int64_t ia = lumen_pipe_detect_arrival(c, n, 1, ip > 3 ? (ip * 2) / 3 : 1);
+  if (ia < 0 || ia >= ip) ia = ip > 0 ? ip - 1 : 0;
+  double t0 = t[ip], ts = t[ia];
+  if (!(t0 > ts)) ts = t0 - 1e-6;
+  double p[4] = {0.7 * c[ip], 0.3 * c[ip], 3.0, 0.05};
+  double *y = malloc(sizeof(double) * (size_t)n * 2);
+  if (!y) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "fitted AIF: out of memory");
+  double *y2 = y + n;
+  double lambda = 1e-3, s = sse_of(p, t0, ts, n, t, c, y);
+  for (int it = 0; it < 200; ++it) {
+    double J[4][4] = {{0}}, g[4] = {0};
+    double h[4];
+    for (int k = 0; k < 4; ++k) h[k] = 1e-6 * fmax(fabs(p[k]), 1e-3);
+    /* numerical Jacobian, accumulated into J^T J and J^T r */
+    double *col[4];
+    double *buf = malloc(sizeof(double) * (size_t)n * 4);
+    if (!buf) { free(y); return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "fitted AIF: out of memory"); }
+    for (int k = 0; k < 4; ++k) {
+      col[k] = buf + k * n;
+      double q[4] = {p[0], p[1], p[2], p[3]};
+      q[k] += h[k];
+      biexp_eval(q, t0, ts, 0, n, t, y2);
+      for (int64_t i = 0; i < n; ++i) col[k][i] = (y2[i] - y[i]) / h[k];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (!isfinite(c[i])) continue;
+      double r = c[i] - y[i];
+      for (int a = 0; a < 4; ++a) {
+        g[a] += col[a][i] * r;
+        for (int b = 0; b < 4; ++b) J[a][b] += col[a][i] * col[b][i];
+      }
+    }
+    free(buf);
+    int accepted = 0;
+    for (int tries = 0; tries < 10 && !accepted; ++tries) {
+      double A[4][4], b[4], dx[4];
+      for (int a = 0; a < 4; ++a) {
+        for (int bb = 0; bb < 4; ++bb) A[a][bb] = J[a][bb];
+        A[a][a] *= 1 + lambda;
+        A[a][a] += 1e-12;
+        b[a] = g[a];
+      }
+      if (!solve4(A, b, dx)) { lambda *= 10; continue; }
+      double q[4];
+      for (int k = 0; k < 4; ++k) q[k] = fmax(0.0, p[k] + dx[k]);
+      double s2 = sse_of(q, t0, ts, n, t, c, y2);
+      if (s2 < s) {
+        double rel = (s - s2) / fmax(s, 1e-300);
+        memcpy(p, q, sizeof p);
+        s = s2;
+        memcpy(y, y2, sizeof(double) * (size_t)n);
+        lambda *= 0.1;
+        accepted = 1;
+        if (rel < 1e-10) it = 1000;
+      } else {
+        lambda *= 10;
+      }
+    }
+    if (!accepted) break;
+  }
+  biexp_eval(p, t0, ts, 0, n, t, fitted);
+  if (params) { params[0] = p[0]; params[1] = p[1]; params[2] = p[2]; params[3] = p[3]; params[4] = t0; params[5] = ts; }
+  free(y);
+  return LUMEN_OK;
+}
+
+/* ------------------------------------------------------------ ROI mean (whole blood) */
+static lumen_status roi_curve(pipe_run *run, const pipe_stage_b_in *in, const int64_t *list, int64_t nlist,
+                              double *cb, int64_t *n_used) {
+  float *conc = malloc(sizeof(float) * (size_t)(nlist * in->nt));
+  int32_t *ninv = malloc(sizeof(int32_t) * (size_t)nlist);
+  uint8_t *bad = malloc((size_t)nlist);
+  if (!conc || !ninv || !bad) {
+    free(conc); free(ninv); free(bad);
+    return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
+  }
+  /* The vessel fills before the tissue: its baseline ends at its own arrival when that is earlier
+     than the tissue's (else its upslope would raise S0 and lower the whole AIF). */
+  pipe_spgr sp = *in->sp;
+  if (!in->input_conc) {
+    double *y = calloc((size_t)in->nt, sizeof(double));
+    if (y) {
+      for (int64_t i = 0; i < in->nt; ++i) {
+        const float *f = in->sig + i * in->nvox;
+        for (int64_t k = 0; k < nlist; ++k) y[i] += isfinite(f[list[k]]) ? f[list[k]] : 0;
+      }
+      int64_t nb0 = in->nt / 10 < 2 ? 2 : in->nt / 10 > 5 ? 5 : in->nt / 10;
+      int64_t a = pipe_detect_arrival_frac(y, in->nt, 0, nb0, 0.1);
+      if (a >= 1 && a + 1 < sp.b1 && a + 1 > sp.b0) sp.b1 = a + 1;
+      free(y);
+    }
+  }
+  pipe_convert(in->sig, in->nvox, in->nt, list, nlist, NULL, run->cfg->blood_t1_s, in->b1, &sp, in->input_conc,
+               conc, ninv, bad);
+  int64_t used = 0;
+  for (int64_t i = 0; i < in->nt; ++i) cb[i] = 0;
+  for (int64_t k = 0; k < nlist; ++k) {
+    if (bad[k]) continue;
+    ++used;
+    for (int64_t i = 0; i < in->nt; ++i) cb[i] += conc[k * in->nt + i];
+  }
+  for (int64_t i = 0; i < in->nt; ++i) cb[i] = used ? cb[i] / (double)used : NAN;
+  free(conc); free(ninv); free(bad);
+  *n_used = used;
+  if (!used)
+    return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "AIF: none of the %lld ROI voxels gives a usable concentration curve "
+                      "(baseline <= 0 or too many out-of-range samples with blood T1 %g s)",
+                      (long long)nlist, run->cfg->blood_t1_s);
+  return LUMEN_OK;
+}
+
+static lumen_status roi_list(pipe_run *run, const char *path, const char *ref_path, int64_t **list, int64_t *n) {
+  lumen_image *m = NULL;
+  lumen_nifti_info info;
+  *list = NULL;
+  lumen_status st = pipe_read_input(run, "AIF ROI", path, &m, &info);
+  if (st != LUMEN_OK) return st;
+  if (lumen_image_count(m) != run->nvox)
+    st = lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                    "AIF ROI '%s' is on another grid: %lld voxels, the series '%s' has %lld per frame", path,
+                    (long long)lumen_image_count(m), ref_path, (long long)run->nvox);
+  if (st == LUMEN_OK) st = pipe_check_grid(run, "AIF ROI", path, m, ref_path);
+  if (st == LUMEN_OK) {
+    const float *v = lumen_image_const_data(m);
+    int64_t k = 0;
+    for (int64_t i = 0; i < run->nvox; ++i) k += v[i] > 0.5f;
+    if (k == 0) st = lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF ROI '%s' selects no voxel", path);
+    else if (!(*list = malloc(sizeof(int64_t) * (size_t)k))) st = lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
+    else {
+      k = 0;
+      for (int64_t i = 0; i < run->nvox; ++i) if (v[i] > 0.5f) (*list)[k++] = i;
+      *n = k;
+    }
+  }
+  lumen_image_free(m);
+  return st;
+}
+
+/* ------------------------------------------------------------ automatic vascular voxels */
+static int cmp_desc_score(const void *a, const void *b) {
+  const double *x = a, *y = b;
+  return (x[0] < y[0]) - (x[0] > y[0]);
+}
+
+/* Candidates: voxels with a baseline above 10 % of the 99th percentile (no background), the
+   top 1 % by peak relative enhancement, of those the earlier half by time to peak, at most
+   max(8, min(50, n/200)) by enhancement. Returns the count (0 when none). */
+static int64_t detect_vessels(const pipe_stage_b_in *in, int64_t b0, int64_t b1, int64_t **out) {
+  const int64_t nv = in->nvox, nt = in->nt;
+  double *s0 = malloc(sizeof(double) * (size_t)nv);
+  double *en = malloc(sizeof(double) * (size_t)nv);
+  int32_t *ttp = malloc(sizeof(int32_t) * (size_t)nv);
+  double *tmp = malloc(sizeof(double) * (size_t)nv);
+  *out = NULL;
+  int64_t result = 0;
+  if (!s0 || !en || !ttp || !tmp) goto done;
+  for (int64_t v = 0; v < nv; ++v) s0[v] = 0, en[v] = -INFINITY, ttp[v] = 0;
+  for (int64_t i = b0; i < b1; ++i) {
+    const float *f = in->sig + i * nv;
+    for (int64_t v = 0; v < nv; ++v) s0[v] += f[v];
+  }
+  for (int64_t v = 0; v < nv; ++v) s0[v] /= (double)(b1 - b0);
+  for (int64_t i = b1; i < nt; ++i) {
+    const float *f = in->sig + i * nv;
+    for (int64_t v = 0; v < nv; ++v)
+      if (f[v] > en[v]) { en[v] = f[v]; ttp[v] = (int32_t)i; }
+  }
+  int64_t m = 0;
+  for (int64_t v = 0; v < nv; ++v) if (isfinite(s0[v]) && s0[v] > 0) tmp[m++] = s0[v];
+  if (m < 3) goto done;
+  double s99 = pipe_percentile(tmp, m, 99);
+  m = 0;
+  for (int64_t v = 0; v < nv; ++v) {
+    if (!(isfinite(s0[v]) && s0[v] > 0.1 * s99 && isfinite(en[v]))) { en[v] = NAN; continue; }
+    en[v] = (en[v] - s0[v]) / s0[v];
+    tmp[m++] = en[v];
+  }
+  if (m < 3) goto done;
+  double e99 = pipe_percentile(tmp, m, 99);
+  int64_t kmax = m / 200;
+  if (kmax > 50) kmax = 50;
+  if (kmax < 8) kmax = 8;
+  int64_t nc = 0;
+  for (int64_t v = 0; v < nv; ++v) if (isfinite(en[v]) && en[v] >= e99 && en[v] > 0) tmp[nc++] = ttp[v];
+  if (nc < 1) goto done;
+  double ttp_med = pipe_median(tmp, nc);
+  double *cand = malloc(sizeof(double) * 2 * (size_t)nc);
+  if (!cand) goto done;
+  int64_t k = 0;
+  for (int64_t v = 0; v < nv; ++v)
+    if (isfinite(en[v]) && en[v] >= e99 && en[v] > 0 && ttp[v] <= ttp_med) {
+      cand[2 * k] = en[v];
+      cand[2 * k + 1] = (double)v;
+      ++k;
+    }
+  qsort(cand, (size_t)k, 2 * sizeof(double), cmp_desc_score);
+  if (k > kmax) k = kmax;
+  *out = malloc(sizeof(int64_t) * (size_t)(k > 0 ? k : 1));
+  if (*out) {
+    for (int64_t j = 0; j < k; ++j) (*out)[j] = (int64_t)cand[2 * j + 1];
+    result = k;
+  }
+  free(cand);
+done:
+  free(s0); free(en); free(ttp); free(tmp);
+  return result;
+}
+
+static int64_t argmax(const double *y, int64_t n) {
+  int64_t k = 0;
+  for (int64_t i = 1; i < n; ++i) if (y[i] > y[k]) k = i;
+  return k;
+}
+
+/* ------------------------------------------------------------ stage B */
+static lumen_status write_aif(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif) {
+  pipe_sb b = {0};
+  pipe_sb_printf(&b, "# lumen %s AIF: %s\n# %s\ntime_s\ttime_min\tCb_mM\tCp_mM\n", lumen_version(), aif->method,
+                 aif->detail);
+  for (int64_t i = 0; i < in->nt; ++i)
+    pipe_sb_printf(&b, "%.6g\t%.6g\t%.6g\t%.6g\n", in->t_min[i] * 60, in->t_min[i], aif->cb[i], aif->cp[i]);
+  if (b.oom) { pipe_sb_free(&b); return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory"); }
+  char name[300];
+  snprintf(name, sizeof name, "%s_aif.tsv", run->prefix);
+  lumen_status st = pipe_write_text_file(run, name, b.s);
+  pipe_sb_free(&b);
+  if (st != LUMEN_OK) return st;
+  if (run->cfg->report) {
+    snprintf(name, sizeof name, "%s_aif.png", run->prefix);
+    double *x = malloc(sizeof(double) * (size_t)in->nt);
+    if (!x) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
+    for (int64_t i = 0; i < in->nt; ++i) x[i] = in->t_min[i];
+    st = pipe_render_plot(run, name, (int)in->nt, x, aif->cp, in->tissue_mean);
+    free(x);
+    if (st == LUMEN_ERR_NOT_BUILT) { lumen_ctx_clear_error(run->ctx); st = LUMEN_OK; }
+    else if (st == LUMEN_OK) {
+      snprintf(run->aif_png, sizeof run->aif_png, "figures/%s", name);
+      double pk = -INFINITY, cmax = -INFINITY;
+      for (int64_t i = 0; i < in->nt; ++i) { pk = fmax(pk, aif->cp[i]); if (in->tissue_mean) cmax = fmax(cmax, in->tissue_mean[i]); }
+      snprintf(run->aif_caption, sizeof run->aif_caption,
+               "AIF (%s): plasma concentration Cp (solid) and the mean tissue concentration of the fitted voxels "
+               "(thin), against time 0 .. %.2f min; vertical axis 0 .. %.3g mM (AIF peak %.3g mM, tissue peak %.3g mM).",
+               aif->method, in->t_min[in->nt - 1], fmax(pk, cmax) * 1.05, pk, cmax);
+    }
+  }
+  return st;
+}
+
+lumen_status pipe_stage_b(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  const int64_t nt = in->nt;
+  memset(aif, 0, sizeof *aif);
+  aif->cp = malloc(sizeof(double) * (size_t)nt);
+  aif->cb = malloc(sizeof(double) * (size_t)nt);
+  if (!aif->cp || !aif->cb) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
+  const double hct = cfg->hematocrit;
+  const char *spec = cfg->aif ? cfg->aif : "auto";
+  /* bolus arrival from the mean tissue curve */
+  aif->arrival = lumen_pipe_detect_arrival(in->tissue_mean, nt, in->sp->b0, in->sp->b1);
+  if (isfinite(cfg->injection_time_s)) {
+    aif->delay_min = cfg->injection_time_s / 60.0;
+  } else {
+    aif->delay_min = aif->arrival >= 0 ? in->t_min[aif->arrival] - in->t_min[0] : 0;
+  }
+  lumen_status st = LUMEN_OK;
+  lumen_aif_kind kind;
+  char fallback[512] = "";
+  if (!strcmp(spec, "auto")) {
+    int64_t *list = NULL;
+    int64_t k = in->input_conc ? 0 : detect_vessels(in, in->sp->b0, in->sp->b1, &list);
+    double tissue_peak = in->tissue_mean[argmax(in->tissue_mean, nt)];
+    int64_t used = 0;
+    if (k >= 3) st = roi_curve(run, in, list, k, aif->cb, &used);
+    if (st != LUMEN_OK) { lumen_ctx_clear_error(ctx); st = LUMEN_OK; used = 0; }
+    free(list);
+    if (in->input_conc) snprintf(fallback, sizeof fallback, "concentration input: no signal to find vessels in");
+    else if (used < 3) snprintf(fallback, sizeof fallback, "fewer than 3 usable vascular candidate voxels (%lld)", (long long)used);
+    else {
+      int64_t ip = argmax(aif->cb, nt), it = argmax(in->tissue_mean, nt);
+      double late = 0;
+      int64_t nl = 0;
+      for (int64_t i = nt - nt / 4; i < nt; ++i) { late += aif->cb[i]; ++nl; }
+      late /= (double)(nl ? nl : 1);
+      double cpk = aif->cb[ip] / (1 - hct);
+      if (!(cpk >= 3 * tissue_peak)) snprintf(fallback, sizeof fallback, "candidate plasma peak %.3g mM is below 3x the tissue peak %.3g mM", cpk, tissue_peak);
+      else if (ip > it) snprintf(fallback, sizeof fallback, "candidate peaks (frame %lld) after the tissue (frame %lld)", (long long)ip, (long long)it);
+      else if (!(late <= 0.7 * aif->cb[ip])) snprintf(fallback, sizeof fallback, "candidate has no washout (late mean %.3g >= 70%% of peak %.3g mM)", late, aif->cb[ip]);
+    }
+    if (!fallback[0]) {
+      for (int64_t i = 0; i < nt; ++i) aif->cp[i] = aif->cb[i] / (1 - hct);
+      aif->n_voxels = used;
+      snprintf(aif->method, sizeof aif->method, "auto:detected-vessels");
+      snprintf(aif->detail, sizeof aif->detail,
+               "mean of %lld automatically detected vascular voxels (top 1%% enhancement, early peak), converted with "
+               "blood T1 %g s, Cp = Cb/(1 - %g); passed: peak >= 3x tissue peak, peaks before tissue, washout",
+               (long long)used, cfg->blood_t1_s, hct);
+    } else {
+      lumen_log(ctx, LUMEN_LOG_INFO, "AIF auto: %s; using the Parker population AIF", fallback);
+      spec = "parker";
+    }
+  }
+  if (!strcmp(spec, "auto")) {
+    /* detected vessels accepted above */
+  } else if (lumen_aif_parse(spec, &kind) == LUMEN_OK) {
+    lumen_aif_options ao;
+    lumen_aif_options_init(&ao);
+    ao.kind = kind;
+    ao.hct = hct;
+    ao.delay = aif->delay_min;
+    double *tt = malloc(sizeof(double) * (size_t)nt);
+    if (!tt) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
+    for (int64_t i = 0; i < nt; ++i) tt[i] = in->t_min[i] - in->t_min[0];
+    ao.plasma = 1;
+    st = lumen_aif_population(ctx, &ao, nt, tt, aif->cp);
+    if (st == LUMEN_OK) {
+      ao.plasma = 0;
+      st = lumen_aif_population(ctx, &ao, nt, tt, aif->cb);
+    }
+    free(tt);
+    if (st != LUMEN_OK) return st;
+    snprintf(aif->method, sizeof aif->method, "%spopulation:%s", fallback[0] ? "auto:" : "", lumen_aif_name(kind));
+    snprintf(aif->detail, sizeof aif->detail,
+             "%s population AIF, hematocrit %g, bolus arrival %.4g min (%s)%s%s", lumen_aif_name(kind), hct,
+             aif->delay_min,
+             isfinite(cfg->injection_time_s) ? "given" : aif->arrival >= 0 ? "detected: last frame before the mean tissue curve rises" : "not detected: 0",
+             fallback[0] ? "; auto-selection fell back because " : "", fallback);
+  } else if (!strncmp(spec, "roi:", 4) || !strncmp(spec, "fitted:", 7)) {
+    int fitted = spec[0] == 'f';
+    const char *path = spec + (fitted ? 7 : 4);
+    int64_t *list = NULL, n = 0, used = 0;
+    st = roi_list(run, path, in->ref_path, &list, &n);
+    if (st == LUMEN_OK) st = roi_curve(run, in, list, n, aif->cb, &used);
+    free(list);
+    if (st != LUMEN_OK) return st;
+    aif->n_voxels = used;
+    if (fitted) {
+      double *raw = malloc(sizeof(double) * (size_t)nt);
+      if (!raw) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
+      memcpy(raw, aif->cb, sizeof(double) * (size_t)nt);
+      st = lumen_pipe_fit_biexp_aif(ctx, nt, in->t_min, raw, aif->cb, aif->biexp);
+      free(raw);
+      if (st != LUMEN_OK) return st;
+    }
+    for (int64_t i = 0; i < nt; ++i) aif->cp[i] = aif->cb[i] / (1 - hct);
+    snprintf(aif->method, sizeof aif->method, fitted ? "fitted" : "roi");
+    if (fitted)
+      snprintf(aif->detail, sizeof aif->detail,
+               "biexponential fit (ROCKETSHIP style) of the mean of %lld ROI voxels of '%s' (blood T1 %g s): "
+               "A %.4g, B %.4g mM, c %.4g, d %.4g /min, peak at %.4g min, ramp from %.4g min; Cp = Cb/(1 - %g)",
+               (long long)used, path, cfg->blood_t1_s, aif->biexp[0], aif->biexp[1], aif->biexp[2], aif->biexp[3],
+               aif->biexp[4], aif->biexp[5], hct);
+    else
+      snprintf(aif->detail, sizeof aif->detail, "mean of %lld ROI voxels of '%s' (blood T1 %g s); Cp = Cb/(1 - %g)",
+               (long long)used, path, cfg->blood_t1_s, hct);
+  } else if (!strncmp(spec, "file:", 5)) {
+    const char *path = spec + 5;
+    lumen_table tab;
+    memset(&tab, 0, sizeof tab);
+    lumen_table_opts to = {0};
+    to.allow_header = 1;
+    st = lumen_read_table(ctx, path, &to, &tab);
+    if (st != LUMEN_OK) return st;
+    pipe_record_input(run, "AIF file", path);
+    if (tab.cols == 1) {
+      if (tab.rows != nt) st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF file '%s': %lld values, the series has %lld frames (one column: one plasma value per frame; two columns: time s, plasma mM)", path, (long long)tab.rows, (long long)nt);
+      else for (int64_t i = 0; i < nt; ++i) aif->cp[i] = tab.values[i];
+    } else if (tab.cols >= 2) {
+      for (int64_t r = 1; r < tab.rows && st == LUMEN_OK; ++r)
+        if (!(tab.values[r * tab.cols] > tab.values[(r - 1) * tab.cols]))
+          st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF file '%s': line %lld: times must increase", path, (long long)tab.row_line[r]);
+      for (int64_t i = 0; i < nt && st == LUMEN_OK; ++i) {
+        double ts = (in->t_min[i] - in->t_min[0]) * 60;
+        int64_t r = 0;
+        while (r + 1 < tab.rows && tab.values[(r + 1) * tab.cols] <= ts) ++r;
+        double t0 = tab.values[r * tab.cols], c0 = tab.values[r * tab.cols + 1];
+        if (ts <= t0 || r + 1 >= tab.rows) aif->cp[i] = ts < t0 ? tab.values[1] : c0;
+        else {
+          double t1 = tab.values[(r + 1) * tab.cols], c1 = tab.values[(r + 1) * tab.cols + 1];
+          aif->cp[i] = c0 + (c1 - c0) * (ts - t0) / (t1 - t0);
+        }
+      }
+    } else st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF file '%s': no columns", path);
+    lumen_table_clear(&tab);
+    if (st != LUMEN_OK) return st;
+    for (int64_t i = 0; i < nt; ++i) {
+      if (!isfinite(aif->cp[i])) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF file '%s': value %lld is not finite", path, (long long)i);
+      aif->cb[i] = aif->cp[i] * (1 - hct);
+    }
+    snprintf(aif->method, sizeof aif->method, "file");
+    snprintf(aif->detail, sizeof aif->detail, "plasma concentration from '%s' (time in s from the first frame, linear interpolation)", path);
+  } else {
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "--aif '%s': expected auto, parker, georgiou, weinmann, fritz-hansen, roi:FILE, fitted:FILE or file:FILE",
+                      spec);
+  }
+  for (int64_t i = 0; i < nt; ++i)
+    if (!isfinite(aif->cp[i])) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF (%s): value at frame %lld is not finite", aif->method, (long long)i);
+  return write_aif(run, in, aif);
+}

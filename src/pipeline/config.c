@@ -1,0 +1,344 @@
+/* Pipeline configuration: defaults, `key = value` setting (command line and config files), and
+   the ROCKETSHIP dce_preferences.txt keys lumen understands. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "pipeline/pipe_internal.h"
+
+void lumen_pipe_config_init(lumen_pipe_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->input_type = LUMEN_PIPE_INPUT_SIGNAL;
+  cfg->flip_angle_deg = NAN;
+  cfg->tr_s = NAN;
+  cfg->dt_s = NAN;
+  cfg->relaxivity = NAN;
+  cfg->hematocrit = 0.45;
+  cfg->blood_t1_s = 1.44;
+  cfg->t1_default_s = NAN;
+  cfg->baseline = 0;
+  cfg->baseline_start = -1;
+  cfg->max_invalid_fraction = 0.1;
+  cfg->injection_time_s = NAN;
+  cfg->tolerance = 1e-6;
+  cfg->max_iterations = 200;
+  cfg->conv = LUMEN_FIT_CONV_EXACT;
+  cfg->precision = LUMEN_FIT_FLOAT32;
+  for (int m = 0; m < LUMEN_MODEL_COUNT; ++m)
+    for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) cfg->start[m][k] = cfg->lo[m][k] = cfg->hi[m][k] = NAN;
+  cfg->fxr_fw = 0.8;
+  cfg->write_ci = 1;
+  cfg->report = 1;
+  cfg->compress_level = 1;
+}
+
+void lumen_pipe_config_clear(lumen_pipe_config *cfg) {
+  if (!cfg) return;
+  char **strs[] = {&cfg->dce, &cfg->out, &cfg->t1map, &cfg->mask, &cfg->b1, &cfg->aif, &cfg->prefix,
+                   &cfg->models, &cfg->backend, &cfg->select, &cfg->method, &cfg->config_path};
+  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; ++i) { free(*strs[i]); *strs[i] = NULL; }
+  for (int i = 0; i < cfg->n_vfa; ++i) { free(cfg->vfa[i]); cfg->vfa[i] = NULL; }
+  cfg->n_vfa = 0;
+}
+
+static lumen_status set_str(lumen_ctx *ctx, char **dst, const char *v) {
+  char *s = strdup(v);
+  if (!s) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "config: out of memory");
+  free(*dst);
+  *dst = s;
+  return LUMEN_OK;
+}
+
+static lumen_status num(lumen_ctx *ctx, const char *where, const char *key, const char *v, double lo, double hi,
+                        double *out) {
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  while (*end && isspace((unsigned char)*end)) ++end;
+  if (end == v || *end || errno || !isfinite(d))
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s = '%s' is not a number", where, key, v);
+  if (d < lo || d > hi)
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s = %g is outside [%g, %g]", where, key, d, lo, hi);
+  *out = d;
+  return LUMEN_OK;
+}
+
+static lumen_status boolean(lumen_ctx *ctx, const char *where, const char *key, const char *v, int *out) {
+  if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on")) *out = 1;
+  else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off")) *out = 0;
+  else return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s = '%s' is not a boolean (0/1)", where, key, v);
+  return LUMEN_OK;
+}
+
+static lumen_status num_list(lumen_ctx *ctx, const char *where, const char *key, const char *v, double *out, int max,
+                             int *n) {
+  char buf[2048];
+  snprintf(buf, sizeof buf, "%s", v);
+  int k = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ", []\t", &save); tok; tok = strtok_r(NULL, ", []\t", &save)) {
+    if (k >= max) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s: more than %d values", where, key, max);
+    lumen_status st = num(ctx, where, key, tok, -1e300, 1e300, &out[k]);
+    if (st != LUMEN_OK) return st;
+    ++k;
+  }
+  if (k == 0) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s: no values", where, key);
+  *n = k;
+  return LUMEN_OK;
+}
+
+/* ROCKETSHIP parameter names -> (fit parameter name); model suffixes -> models. */
+static int rs_model_suffix(const char *suffix, lumen_model *models, int max) {
+  static const struct { const char *s; lumen_model m; } tab[] = {
+    {"tofts", LUMEN_MODEL_TOFTS}, {"ex_tofts", LUMEN_MODEL_ETOFTS}, {"etofts", LUMEN_MODEL_ETOFTS},
+    {"patlak", LUMEN_MODEL_PATLAK}, {"tissue_uptake", LUMEN_MODEL_2CUM}, {"2cum", LUMEN_MODEL_2CUM},
+    {"2cxm", LUMEN_MODEL_2CXM}, {"fxr", LUMEN_MODEL_FXR}};
+  if (!suffix || !*suffix) {
+    int k = 0;
+    for (int m = 0; m <= LUMEN_MODEL_FXR && k < max; ++m) models[k++] = (lumen_model)m;
+    return k;
+  }
+  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; ++i)
+    if (!strcmp(suffix, tab[i].s)) { models[0] = tab[i].m; return 1; }
+  return 0;
+}
+
+static int param_index(lumen_model m, const char *pname) {
+  int np = lumen_fit_param_count(m);
+  for (int k = 0; k < np; ++k)
+    if (!strcasecmp(lumen_fit_param_name(m, k), pname)) return k;
+  /* 2cxm fits E, not Ktrans: a Ktrans bound there is not a fit parameter */
+  return -1;
+}
+
+/* voxel_{lower_limit,upper_limit,initial_value}_<param>[_<model>] and gpu_initial_value_<param> */
+static lumen_status rocketship_param_key(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *key, const char *value,
+                                         const char *where, int *known) {
+  const char *rest = NULL;
+  int which = -1; /* 0 start, 1 lo, 2 hi */
+  if (!strncmp(key, "voxel_lower_limit_", 18)) { which = 1; rest = key + 18; }
+  else if (!strncmp(key, "voxel_upper_limit_", 18)) { which = 2; rest = key + 18; }
+  else if (!strncmp(key, "voxel_initial_value_", 20)) { which = 0; rest = key + 20; }
+  else if (!strncmp(key, "gpu_initial_value_", 18)) { which = 0; rest = key + 18; }
+  if (which < 0) return LUMEN_OK;
+  static const char *params[] = {"ktrans", "ve", "vp", "fp", "tp", "tau"};
+  for (size_t i = 0; i < sizeof params / sizeof params[0]; ++i) {
+    size_t n = strlen(params[i]);
+    if (strncmp(rest, params[i], n) || (rest[n] && rest[n] != '_')) continue;
+    lumen_model models[LUMEN_MODEL_COUNT];
+    int nm = rs_model_suffix(rest[n] ? rest + n + 1 : NULL, models, LUMEN_MODEL_COUNT);
+    if (nm == 0) return LUMEN_OK; /* unknown model suffix: not understood */
+    double d;
+    lumen_status st = num(ctx, where, key, value, -1e300, 1e300, &d);
+    if (st != LUMEN_OK) return st;
+    for (int j = 0; j < nm; ++j) {
+      int k = param_index(models[j], params[i]);
+      if (k < 0) continue;
+      double *dst = which == 0 ? &cfg->start[models[j]][k] : which == 1 ? &cfg->lo[models[j]][k] : &cfg->hi[models[j]][k];
+      *dst = d;
+    }
+    *known = 1;
+    return LUMEN_OK;
+  }
+  return LUMEN_OK;
+}
+
+/* --bounds "ve=0.001:1,Ktrans=0:3" (all models with that parameter) */
+static lumen_status set_bounds(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *where, const char *v, int start) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", v);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: '%s': expected NAME=%s", where, tok, start ? "VALUE" : "LO:HI");
+    *eq = '\0';
+    double a = NAN, b = NAN;
+    char *colon = strchr(eq + 1, ':');
+    if (start) {
+      lumen_status st = num(ctx, where, tok, eq + 1, -1e300, 1e300, &a);
+      if (st != LUMEN_OK) return st;
+    } else {
+      if (!colon) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: '%s': expected NAME=LO:HI", where, eq + 1);
+      *colon = '\0';
+      lumen_status st = num(ctx, where, tok, eq + 1, -1e300, 1e300, &a);
+      if (st == LUMEN_OK) st = num(ctx, where, tok, colon + 1, -1e300, 1e300, &b);
+      if (st != LUMEN_OK) return st;
+      if (!(a <= b)) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s bounds %g:%g: lower above upper", where, tok, a, b);
+    }
+    int any = 0;
+    for (int m = 0; m < LUMEN_MODEL_COUNT; ++m) {
+      int k = param_index((lumen_model)m, tok);
+      if (k < 0) continue;
+      any = 1;
+      if (start) cfg->start[m][k] = a;
+      else { cfg->lo[m][k] = a; cfg->hi[m][k] = b; }
+    }
+    if (!any) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: no model has a parameter '%s'", where, tok);
+  }
+  return LUMEN_OK;
+}
+
+lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *key_in, const char *value,
+                                   const char *where, int *known_out) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
+  LUMEN_REQUIRE_NOT_NULL(ctx, key_in);
+  LUMEN_REQUIRE_NOT_NULL(ctx, value);
+  if (!where) where = key_in;
+  char key[128];
+  size_t n = 0;
+  for (const char *p = key_in; *p && n + 1 < sizeof key; ++p) key[n++] = *p == '-' ? '_' : *p;
+  key[n] = '\0';
+  int dummy;
+  int *known = known_out ? known_out : &dummy;
+  *known = 1;
+  double d;
+  lumen_status st = LUMEN_OK;
+#define STR(name, field) if (!strcmp(key, name)) return set_str(ctx, &cfg->field, value)
+#define NUM(name, field, lo, hi) if (!strcmp(key, name)) { st = num(ctx, where, name, value, lo, hi, &d); if (st == LUMEN_OK) cfg->field = d; return st; }
+#define INT(name, field, lo, hi) if (!strcmp(key, name)) { st = num(ctx, where, name, value, lo, hi, &d); if (st == LUMEN_OK) { if (d != floor(d)) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s = %g is not an integer", where, name, d); cfg->field = (int)d; } return st; }
+#define BOOL(name, field) if (!strcmp(key, name)) return boolean(ctx, where, name, value, &cfg->field)
+  STR("dce", dce);
+  STR("out", out);
+  STR("t1map", t1map);
+  STR("mask", mask);
+  STR("b1", b1);
+  STR("aif", aif);
+  STR("prefix", prefix);
+  STR("models", models);
+  STR("backend", backend);
+  STR("method", method);
+  if (!strcmp(key, "select")) {
+    if (strcmp(value, "none") && strcmp(value, "aic"))
+      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: select = '%s': expected none or aic", where, value);
+    return set_str(ctx, &cfg->select, value);
+  }
+  if (!strcmp(key, "vfa") || !strcmp(key, "in")) {
+    if (cfg->n_vfa >= LUMEN_PIPE_MAX_FILES)
+      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: more than %d input files", where, LUMEN_PIPE_MAX_FILES);
+    char *s = strdup(value);
+    if (!s) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "config: out of memory");
+    cfg->vfa[cfg->n_vfa++] = s;
+    return LUMEN_OK;
+  }
+  if (!strcmp(key, "input_type")) {
+    if (!strcmp(value, "signal")) cfg->input_type = LUMEN_PIPE_INPUT_SIGNAL;
+    else if (!strcmp(value, "concentration")) cfg->input_type = LUMEN_PIPE_INPUT_CONCENTRATION;
+    else return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: input-type = '%s': expected signal or concentration", where, value);
+    return LUMEN_OK;
+  }
+  NUM("flip_angle", flip_angle_deg, 1e-3, 179.9);
+  NUM("tr", tr_s, 1e-6, 100);
+  NUM("dt", dt_s, 1e-6, 1e5);
+  NUM("relaxivity", relaxivity, 1e-6, 1e3);
+  NUM("r1", relaxivity, 1e-6, 1e3);
+  NUM("hematocrit", hematocrit, 0, 0.99);
+  NUM("hct", hematocrit, 0, 0.99);
+  NUM("blood_t1", blood_t1_s, 1e-3, 20);
+  NUM("t1", t1_default_s, 1e-3, 20);
+  INT("baseline", baseline, 1, 1e6);
+  INT("baseline_start", baseline_start, 0, 1e6);
+  NUM("max_invalid_fraction", max_invalid_fraction, 0, 1);
+  NUM("injection_time", injection_time_s, 0, 1e6);
+  NUM("tolerance", tolerance, 1e-15, 1);
+  NUM("gpu_tolerance", tolerance, 1e-15, 1);
+  INT("max_iterations", max_iterations, 1, 1e7);
+  INT("gpu_max_n_iterations", max_iterations, 1, 1e7);
+  BOOL("force_cpu", force_cpu);
+  BOOL("fit_delay", fit_delay);
+  BOOL("overwrite", overwrite);
+  BOOL("quiet", quiet);
+  BOOL("ci", write_ci);
+  BOOL("save_conc", save_conc);
+  BOOL("report", report);
+  INT("threads", threads, 0, 4096);
+  INT("compress_level", compress_level, 1, 9);
+  NUM("fxr_fw", fxr_fw, 0.01, 1);
+  if (!strcmp(key, "flip_angles")) return num_list(ctx, where, key, value, cfg->flip_angles_deg, LUMEN_PIPE_MAX_FILES, &cfg->n_flip_angles);
+  if (!strcmp(key, "times")) return num_list(ctx, where, key, value, cfg->times_s, 64, &cfg->n_times);
+  if (!strcmp(key, "bounds")) return set_bounds(ctx, cfg, where, value, 0);
+  if (!strcmp(key, "start")) return set_bounds(ctx, cfg, where, value, 1);
+  if (!strcmp(key, "conv")) {
+    if (!strcmp(value, "exact")) cfg->conv = LUMEN_FIT_CONV_EXACT;
+    else if (!strcmp(value, "trapezoid")) cfg->conv = LUMEN_FIT_CONV_TRAPEZOID;
+    else return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: conv = '%s': expected exact or trapezoid", where, value);
+    return LUMEN_OK;
+  }
+  if (!strcmp(key, "precision")) {
+    if (!strcmp(value, "float32")) cfg->precision = LUMEN_FIT_FLOAT32;
+    else if (!strcmp(value, "float64")) cfg->precision = LUMEN_FIT_FLOAT64;
+    else return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: precision = '%s': expected float32 or float64", where, value);
+    return LUMEN_OK;
+  }
+  /* ROCKETSHIP dce_preferences.txt keys */
+  if (!strcmp(key, "acceleration_backend") || !strcmp(key, "gpu_backend")) {
+    char canon[64];
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "rocketship:%s", value);
+    st = lumen_fit_backend_parse(ctx, tmp, 1, canon, sizeof canon);
+    if (st != LUMEN_OK) return st;
+    return set_str(ctx, &cfg->backend, tmp);
+  }
+  if (!strcmp(key, "voxel_MaxIter")) { INT("voxel_MaxIter", max_iterations, 1, 1e7); }
+  if (!strcmp(key, "voxel_TolFun")) { NUM("voxel_TolFun", tolerance, 1e-15, 1); }
+  if (!strcmp(key, "aif_type") || !strcmp(key, "aif")) {
+    /* ROCKETSHIP: 1 fitted, 2 raw ROI, 3 population; lumen needs the ROI file for 1 and 2 */
+    if (!strcmp(value, "3")) return set_str(ctx, &cfg->aif, "parker");
+    *known = 0;
+    return LUMEN_OK;
+  }
+  *known = 0;
+  st = rocketship_param_key(ctx, cfg, key_in, value, where, known);
+#undef STR
+#undef NUM
+#undef INT
+#undef BOOL
+  return st;
+}
+
+lumen_status lumen_pipe_config_read(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *path) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
+  LUMEN_REQUIRE_NOT_NULL(ctx, path);
+  FILE *f = fopen(path, "r");
+  if (!f) return lumen_fail(ctx, LUMEN_ERR_IO, "config '%s': cannot open: %s", path, strerror(errno));
+  char line[4096];
+  int lineno = 0;
+  lumen_status st = LUMEN_OK;
+  while (fgets(line, sizeof line, f)) {
+    ++lineno;
+    char *p = line;
+    if (lineno == 1 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF) p += 3;
+    char *c = strpbrk(p, "#%");
+    if (c) *c = '\0';
+    while (*p && isspace((unsigned char)*p)) ++p;
+    size_t n = strlen(p);
+    while (n && isspace((unsigned char)p[n - 1])) p[--n] = '\0';
+    if (!*p) continue;
+    char *eq = strchr(p, '=');
+    char where[LUMEN_PIPE_PATH_MAX + 32];
+    snprintf(where, sizeof where, "%s:%d", path, lineno);
+    if (!eq) {
+      st = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: expected 'key = value', got '%s'", where, p);
+      break;
+    }
+    *eq = '\0';
+    char *k = p, *v = eq + 1;
+    n = strlen(k);
+    while (n && isspace((unsigned char)k[n - 1])) k[--n] = '\0';
+    while (*v && isspace((unsigned char)*v)) ++v;
+    n = strlen(v);
+    if (n && v[n - 1] == ';') v[--n] = '\0';
+    if (n >= 2 && (v[0] == '\'' || v[0] == '"') && v[n - 1] == v[0]) { v[n - 1] = '\0'; ++v; }
+    if (!*k) {
+      st = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: empty key", where);
+      break;
+    }
+    int known = 0;
+    st = lumen_pipe_config_set(ctx, cfg, k, v, where, &known);
+    if (st != LUMEN_OK) break;
+    if (!known) lumen_log(ctx, LUMEN_LOG_WARNING, "%s: key '%s' is not used by lumen (ignored)", where, k);
+  }
+  fclose(f);
+  if (st == LUMEN_OK) st = set_str(ctx, &cfg->config_path, path);
+  return st;
+}

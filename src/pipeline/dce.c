@@ -1,0 +1,744 @@
+/* lumen dce: stages A (signal -> concentration), B (AIF), D (fitting, maps, model selection),
+   run log and report. docs/PIPELINES.md describes the options, outputs and run-log fields. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "pipeline/pipe_internal.h"
+
+#define PI 3.14159265358979323846
+
+lumen_status pipe_setup_run(lumen_ctx *ctx, const lumen_pipe_config *cfg, pipe_run *run, const char *command,
+                              const char *prefix_src, lumen_pipe_summary *sum) {
+  memset(run, 0, sizeof *run);
+  run->ctx = ctx;
+  run->cfg = cfg;
+  run->command = command;
+  run->t_start = pipe_now();
+  run->sum = sum;
+  if (!cfg->out) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no output folder: give --out DIR");
+  snprintf(run->out, sizeof run->out, "%s", cfg->out);
+  if (cfg->prefix) snprintf(run->prefix, sizeof run->prefix, "%s", cfg->prefix);
+  else pipe_prefix_from(prefix_src, run->prefix, sizeof run->prefix);
+  if (sum) snprintf(sum->prefix, sizeof sum->prefix, "%s", run->prefix);
+  lumen_status st = pipe_mkdir_p(ctx, run->out);
+  if (st != LUMEN_OK) return st;
+  if (access(run->out, W_OK | X_OK) != 0)
+    return lumen_fail(ctx, LUMEN_ERR_IO, "output folder '%s' is not writable: %s", run->out, strerror(errno));
+  char name[300];
+  snprintf(name, sizeof name, "%s_runlog.json", run->prefix);
+  st = pipe_check_overwrite(run, name);
+  if (st == LUMEN_OK) st = pipe_check_overwrite(run, "report.html");
+  if (cfg->threads > 0) lumen_ctx_set_threads(ctx, cfg->threads);
+  return st;
+}
+
+void pipe_set_geometry(pipe_run *run, const lumen_image *im, const lumen_nifti_info *info) {
+  run->nx = lumen_image_dim(im, 0);
+  run->ny = lumen_image_dim(im, 1);
+  run->nz = lumen_image_dim(im, 2);
+  run->nvox = run->nx * run->ny * run->nz;
+  lumen_image_get_affine(im, run->affine);
+  lumen_image_get_spacing(im, run->spacing, 3);
+  run->sform_code = info->sform_code;
+  run->qform_code = info->qform_code;
+}
+
+/* Reads a 3-D map on the run's grid (T1, B1, ...). */
+static lumen_status read_map3(pipe_run *run, const char *role, const char *path, const char *ref, float **out) {
+  lumen_image *im = NULL;
+  lumen_nifti_info info;
+  *out = NULL;
+  lumen_status st = pipe_read_input(run, role, path, &im, &info);
+  if (st != LUMEN_OK) return st;
+  if (lumen_image_count(im) != run->nvox || lumen_image_dim(im, 3) != 1)
+    st = lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                    "%s '%s' is on another grid: %lldx%lldx%lldx%lld voxels, the series '%s' has %lldx%lldx%lld", role,
+                    path, (long long)lumen_image_dim(im, 0), (long long)lumen_image_dim(im, 1),
+                    (long long)lumen_image_dim(im, 2), (long long)lumen_image_dim(im, 3), ref, (long long)run->nx,
+                    (long long)run->ny, (long long)run->nz);
+  if (st == LUMEN_OK) st = pipe_check_grid(run, role, path, im, ref);
+  if (st == LUMEN_OK) {
+    *out = malloc(sizeof(float) * (size_t)run->nvox);
+    if (!*out) st = lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", role);
+    else memcpy(*out, lumen_image_const_data(im), sizeof(float) * (size_t)run->nvox);
+  }
+  lumen_image_free(im);
+  return st;
+}
+
+/* Median of the finite positive values inside the mask. */
+static double mask_median(pipe_run *run, const float *v, int64_t *n_bad) {
+  double *tmp = malloc(sizeof(double) * (size_t)run->n_mask);
+  if (!tmp) return NAN;
+  int64_t n = 0, bad = 0;
+  for (int64_t i = 0; i < run->nvox; ++i) {
+    if (!run->mask[i]) continue;
+    if (isfinite(v[i]) && v[i] > 0) tmp[n++] = v[i];
+    else ++bad;
+  }
+  double m = pipe_median(tmp, n);
+  free(tmp);
+  if (n_bad) *n_bad = bad;
+  return m;
+}
+
+static lumen_status parse_models(lumen_ctx *ctx, const char *list, lumen_model *models, int *n) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", list ? list : "tofts");
+  *n = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+    lumen_model m;
+    if (lumen_model_parse(tok, &m) != LUMEN_OK || m > LUMEN_MODEL_AUC)
+      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                        "--models: '%s' is not a DCE model (tofts, etofts, patlak, 2cum, 2cxm, fxr, auc)", tok);
+    for (int k = 0; k < *n; ++k)
+      if (models[k] == m) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--models: '%s' is listed twice", tok);
+    models[(*n)++] = m;
+  }
+  if (*n == 0) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--models: no model given");
+  return LUMEN_OK;
+}
+
+static void map_name(char *buf, size_t size, const char *prefix, const char *model, const char *param) {
+  snprintf(buf, size, "%s_model-%s_param-%s.nii.gz", prefix, model, param);
+}
+
+/* Stage D for one model; fills maps and the summary. aic_map/k_map (nvox) kept for selection. */
+typedef struct model_out {
+  float *aic, *ktrans, *ve, *vp;
+  int32_t *state;
+} model_out;
+
+static lumen_status fit_model(pipe_run *run, lumen_model model, const float *conc, const int64_t *list, int64_t nlist,
+                              int64_t nt, const double *t_min, const double *cp, const float *t10, double t10_const,
+                              const float *b1, double r1, lumen_pipe_model_summary *ms, model_out *mo, double *write_s) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  const char *mname = lumen_model_name(model);
+  lumen_fit_options o;
+  lumen_fit_options_init(&o);
+  o.model = model;
+  o.tolerance = cfg->tolerance;
+  o.max_iterations = cfg->max_iterations;
+  o.backend = cfg->backend ? cfg->backend : "auto";
+  o.force_cpu = cfg->force_cpu;
+  o.fit_delay = cfg->fit_delay;
+  o.conv = cfg->conv;
+  o.precision = cfg->precision;
+  o.r1 = r1;
+  o.confidence = cfg->write_ci;
+  if (!strncmp(o.backend, "rocketship:", 11)) o.rocketship_names = 0;
+  if (model == LUMEN_MODEL_AUC) o.auc_t0 = NAN;
+  int npf = lumen_fit_param_count(model);
+  for (int k = 0; k < npf && k < LUMEN_FIT_MAX_PARAMS; ++k) {
+    if (!isnan(cfg->start[model][k])) o.start[k] = cfg->start[model][k];
+    if (!isnan(cfg->lo[model][k])) o.lo[k] = cfg->lo[model][k];
+    if (!isnan(cfg->hi[model][k])) o.hi[k] = cfg->hi[model][k];
+  }
+  lumen_fit_plan *plan = NULL;
+  lumen_status st = lumen_fit_plan_create(ctx, &o, (int)nt, t_min, cp, &plan);
+  if (st != LUMEN_OK) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(ctx));
+    return lumen_fail(ctx, st, "stage D (%s): %s", mname, msg);
+  }
+  const int np = lumen_model_param_count(model), nd = lumen_fit_derived_count(model);
+  const int npar_aic = np + (cfg->fit_delay ? 1 : 0);
+  float *data = (float *)conc, *consts = NULL;
+  if (model == LUMEN_MODEL_FXR) {
+    data = malloc(sizeof(float) * (size_t)(nlist * nt));
+    consts = malloc(sizeof(float) * (size_t)nlist * LUMEN_FIT_NCONSTS);
+    if (!data || !consts) { free(data); free(consts); lumen_fit_plan_destroy(plan); return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "fxr: out of memory"); }
+    for (int64_t k = 0; k < nlist; ++k) {
+      double tt = t10 ? t10[list[k]] : t10_const;
+      double r10 = tt > 0 ? 1.0 / tt : NAN;
+      consts[k * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_R10] = (float)r10;
+      consts[k * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_B1] = b1 ? b1[list[k]] : 1.0f;
+      for (int64_t i = 0; i < nt; ++i) data[k * nt + i] = (float)(r10 + r1 * conc[k * nt + i]);
+    }
+  }
+  size_t n = (size_t)nlist;
+  lumen_fit_results res;
+  memset(&res, 0, sizeof res);
+  res.params = malloc(sizeof(double) * n * (size_t)(np > 0 ? np : 1));
+  res.state = malloc(sizeof(int32_t) * n);
+  res.derived = malloc(sizeof(double) * n * (size_t)(nd > 0 ? nd : 1));
+  res.chi2 = malloc(sizeof(double) * n);
+  res.r2 = malloc(sizeof(double) * n);
+  if (cfg->write_ci && np > 0) {
+    res.ci_lo = malloc(sizeof(double) * n * (size_t)np);
+    res.ci_hi = malloc(sizeof(double) * n * (size_t)np);
+  }
+  if (cfg->fit_delay) res.delay = malloc(sizeof(double) * n);
+  float *map = malloc(sizeof(float) * (size_t)run->nvox);
+  int oom = !res.params || !res.state || !res.derived || !res.chi2 || !res.r2 || !map ||
+            (cfg->write_ci && np > 0 && (!res.ci_lo || !res.ci_hi)) || (cfg->fit_delay && !res.delay);
+  if (oom) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D (%s): out of memory for %lld voxels", mname, (long long)nlist);
+  char label[64];
+  snprintf(label, sizeof label, "D %s", mname);
+  if (st == LUMEN_OK) st = lumen_progress(ctx, 0.0, label);
+  if (st == LUMEN_OK) st = lumen_fit_execute(ctx, plan, nlist, data, consts, &res);
+  if (st == LUMEN_OK) st = lumen_progress(ctx, 1.0, label);
+  if (st != LUMEN_OK && !oom) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(ctx));
+    st = lumen_fail(ctx, st, "stage D (%s): %s", mname, msg);
+  }
+  if (st == LUMEN_OK) {
+    ms->model = model;
+    snprintf(ms->backend_requested, sizeof ms->backend_requested, "%s", res.backend_requested);
+    snprintf(ms->backend_selected, sizeof ms->backend_selected, "%s", res.backend_selected);
+    snprintf(ms->backend_used, sizeof ms->backend_used, "%s", res.backend_used);
+    snprintf(ms->backend_reason, sizeof ms->backend_reason, "%s", res.reason);
+    ms->fitted = nlist;
+    ms->converged = res.state_counts[LUMEN_FIT_CONVERGED];
+    ms->failed = nlist - ms->converged;
+    ms->seconds = res.seconds;
+    ms->fits_per_s = res.seconds > 0 ? (double)nlist / res.seconds : 0;
+    lumen_log(ctx, LUMEN_LOG_INFO, "%s: %lld voxels, backend requested %s, selected %s, used %s (%s); %.2f s, %.0f fits/s",
+              mname, (long long)nlist, res.backend_requested, res.backend_selected, res.backend_used, res.reason,
+              res.seconds, ms->fits_per_s);
+    /* JSON summary */
+    pipe_sb *b = &run->stages;
+    pipe_sb_printf(b, "%s\n\t\t\t\t", run->sum && run->sum->n_models ? "," : "");
+    pipe_sb_json_str(b, mname);
+    pipe_sb_printf(b, ": {\"backend_requested\": ");
+    pipe_sb_json_str(b, res.backend_requested);
+    pipe_sb_printf(b, ", \"backend_selected\": ");
+    pipe_sb_json_str(b, res.backend_selected);
+    pipe_sb_printf(b, ", \"backend_used\": ");
+    pipe_sb_json_str(b, res.backend_used);
+    pipe_sb_printf(b, ", \"backend_reason\": ");
+    pipe_sb_json_str(b, res.reason);
+    pipe_sb_printf(b, ", \"voxels_fitted\": %lld, \"voxels_converged\": %lld, \"voxels_failed\": %lld, "
+                      "\"seconds\": %.4f, \"fits_per_s\": %.1f, \"curves_per_tier\": {",
+                   (long long)nlist, (long long)ms->converged, (long long)ms->failed, res.seconds, ms->fits_per_s);
+    for (int t = 0; t < LUMEN_FIT_TIER_COUNT; ++t)
+      pipe_sb_printf(b, "%s\"%s\": %lld", t ? ", " : "", lumen_fit_tier_name((lumen_fit_tier)t), (long long)res.curves_per_tier[t]);
+    pipe_sb_printf(b, "}, \"state_counts\": {");
+    for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s)
+      pipe_sb_printf(b, "%s\"%s\": %lld", s ? ", " : "", lumen_fit_state_name((lumen_fit_state)s), (long long)res.state_counts[s]);
+    pipe_sb_printf(b, "}, \"options\": {\"tolerance\": %g, \"max_iterations\": %d, \"conv\": \"%s\", \"precision\": \"%s\", \"fit_delay\": %d, \"bounds\": {",
+                   o.tolerance, o.max_iterations, lumen_fit_conv_name(o.conv), lumen_fit_precision_name(o.precision), o.fit_delay);
+    for (int k = 0; k < npf; ++k) {
+      double s0, lo, hi;
+      s0 = o.start[k]; lo = o.lo[k]; hi = o.hi[k];
+      pipe_sb_printf(b, "%s\"%s\": [", k ? ", " : "", lumen_fit_param_name(model, k));
+      pipe_sb_json_num(b, lo);
+      pipe_sb_printf(b, ", ");
+      pipe_sb_json_num(b, hi);
+      pipe_sb_printf(b, ", ");
+      pipe_sb_json_num(b, s0);
+      pipe_sb_printf(b, "]");
+    }
+    pipe_sb_printf(b, "}}}");
+    pipe_sb_printf(&run->text, "stage D %-7s %lld voxels: %lld converged, %lld failed; backend requested %s, selected %s, used %s (%s); %.3f s, %.0f fits/s\n",
+                   mname, (long long)nlist, (long long)ms->converged, (long long)ms->failed, res.backend_requested,
+                   res.backend_selected, res.backend_used, res.reason, res.seconds, ms->fits_per_s);
+  }
+  /* maps */
+  double tw = pipe_now();
+  char name[400], desc[200];
+  const char *bu = res.backend_used;
+#define SCATTER(expr)                                                       \
+  do {                                                                      \
+    for (int64_t v = 0; v < run->nvox; ++v) map[v] = NAN;                   \
+    for (int64_t k = 0; k < nlist; ++k) map[list[k]] = (float)(expr);      \
+  } while (0)
+  for (int p = 0; p < np && st == LUMEN_OK; ++p) {
+    const char *pn = lumen_model_param_name(model, p);
+    SCATTER(res.params[k * np + p]);
+    map_name(name, sizeof name, run->prefix, mname, pn);
+    snprintf(desc, sizeof desc, "lumen %s %s (%s)", mname, pn, lumen_model_param_unit(model, p));
+    st = pipe_write_map(run, name, map, pn, lumen_model_param_unit(model, p), mname, bu, desc, 1);
+    if (st == LUMEN_OK && !strcmp(pn, "Ktrans") && mo->ktrans) memcpy(mo->ktrans, map, sizeof(float) * (size_t)run->nvox);
+    if (st == LUMEN_OK && !strcmp(pn, "ve") && mo->ve) memcpy(mo->ve, map, sizeof(float) * (size_t)run->nvox);
+    if (st == LUMEN_OK && !strcmp(pn, "vp") && mo->vp) memcpy(mo->vp, map, sizeof(float) * (size_t)run->nvox);
+    if (st == LUMEN_OK && res.ci_lo) {
+      char pname[48];
+      SCATTER(res.ci_lo[k * np + p]);
+      snprintf(pname, sizeof pname, "%s_cilo", pn);
+      map_name(name, sizeof name, run->prefix, mname, pname);
+      snprintf(desc, sizeof desc, "lumen %s %s lower 95%% confidence bound", mname, pn);
+      st = pipe_write_map(run, name, map, pname, lumen_model_param_unit(model, p), mname, bu, desc, 0);
+      if (st == LUMEN_OK) {
+        SCATTER(res.ci_hi[k * np + p]);
+        snprintf(pname, sizeof pname, "%s_cihi", pn);
+        map_name(name, sizeof name, run->prefix, mname, pname);
+        snprintf(desc, sizeof desc, "lumen %s %s upper 95%% confidence bound", mname, pn);
+        st = pipe_write_map(run, name, map, pname, lumen_model_param_unit(model, p), mname, bu, desc, 0);
+      }
+    }
+  }
+  for (int d = 0; d < nd && st == LUMEN_OK; ++d) {
+    const char *dn = lumen_fit_derived_name(model, d);
+    SCATTER(res.derived[k * nd + d]);
+    map_name(name, sizeof name, run->prefix, mname, dn);
+    snprintf(desc, sizeof desc, "lumen %s %s (derived)", mname, dn);
+    st = pipe_write_map(run, name, map, dn, lumen_fit_derived_unit(model, d), mname, bu, desc, 1);
+    if (st == LUMEN_OK && !strcmp(dn, "vp") && mo->vp) memcpy(mo->vp, map, sizeof(float) * (size_t)run->nvox);
+  }
+  if (st == LUMEN_OK && np > 0) {
+    SCATTER(res.chi2[k]);
+    map_name(name, sizeof name, run->prefix, mname, "sse");
+    st = pipe_write_map(run, name, map, "sse", "mM^2", mname, bu, "sum of squared residuals", 0);
+    if (st == LUMEN_OK) {
+      SCATTER(res.r2[k]);
+      map_name(name, sizeof name, run->prefix, mname, "r2");
+      st = pipe_write_map(run, name, map, "r2", "", mname, bu, "coefficient of determination", 1);
+    }
+    if (st == LUMEN_OK) {
+      SCATTER(isfinite(res.chi2[k]) ? (double)nt * log(fmax(res.chi2[k], 1e-300) / (double)nt) + 2.0 * npar_aic : NAN);
+      if (mo->aic) memcpy(mo->aic, map, sizeof(float) * (size_t)run->nvox);
+      map_name(name, sizeof name, run->prefix, mname, "aic");
+      st = pipe_write_map(run, name, map, "aic", "", mname, bu, "AIC = n ln(sse/n) + 2k", 0);
+    }
+    if (st == LUMEN_OK && res.delay) {
+      SCATTER(res.delay[k] * 60.0);
+      map_name(name, sizeof name, run->prefix, mname, "delay");
+      st = pipe_write_map(run, name, map, "delay", "s", mname, bu, "fitted arterial delay", 1);
+    }
+  }
+  if (st == LUMEN_OK) {
+    for (int64_t v = 0; v < run->nvox; ++v) map[v] = LUMEN_FIT_NOT_FITTED;
+    for (int64_t k = 0; k < nlist; ++k) map[list[k]] = (float)res.state[k];
+    if (mo->state)
+      for (int64_t v = 0; v < run->nvox; ++v) mo->state[v] = (int32_t)map[v];
+    map_name(name, sizeof name, run->prefix, mname, "state");
+    st = pipe_write_map(run, name, map, "state", "", mname, bu,
+                        "0 converged 1 max_iterations 2 singular 3 invalid_input 4 start_out_of_bounds 5 not_finite 6 not_fitted", 1);
+  }
+#undef SCATTER
+  *write_s += pipe_now() - tw;
+  free(map);
+  free(res.params); free(res.state); free(res.derived); free(res.chi2); free(res.r2);
+  free(res.ci_lo); free(res.ci_hi); free(res.delay);
+  if (data != conc) free(data);
+  free(consts);
+  lumen_fit_plan_destroy(plan);
+  return st;
+}
+
+/* Frame times in minutes from the first frame. */
+static lumen_status frame_times(pipe_run *run, const lumen_nifti_info *info, const lumen_acquisition *acq, int64_t nt,
+                                double *t_min, char *how, size_t how_size) {
+  const lumen_pipe_config *cfg = run->cfg;
+  if (isfinite(cfg->dt_s)) {
+    for (int64_t i = 0; i < nt; ++i) t_min[i] = (double)i * cfg->dt_s / 60.0;
+    snprintf(how, how_size, "--dt %g s", cfg->dt_s);
+    return LUMEN_OK;
+  }
+  if (acq->n_frame_times > 0) {
+    if (acq->n_frame_times != nt)
+      return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                        "DCE series '%s': the sidecar's %s has %lld times, the series %lld frames (give --dt)", cfg->dce,
+                        acq->frame_times_key, (long long)acq->n_frame_times, (long long)nt);
+    for (int64_t i = 0; i < nt; ++i) {
+      t_min[i] = (acq->frame_times_s[i] - acq->frame_times_s[0]) / 60.0;
+      if (i > 0 && !(t_min[i] > t_min[i - 1]))
+        return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT, "DCE series '%s': sidecar %s is not increasing at frame %lld (give --dt)",
+                          cfg->dce, acq->frame_times_key, (long long)i);
+    }
+    snprintf(how, how_size, "sidecar %s", acq->frame_times_key);
+    return LUMEN_OK;
+  }
+  double dt = info->time_step_s;
+  if (isfinite(acq->repetition_time_s) && fabs(dt - acq->repetition_time_s) < 1e-9 * fmax(1.0, dt))
+    return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "DCE series '%s': the header's frame interval pixdim[4] = %g s equals the RepetitionTime "
+                      "(dcm2niix writes the TR there); give the frame interval with --dt SECONDS",
+                      cfg->dce, dt);
+  if (!(dt > 0) || !isfinite(dt))
+    return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "DCE series '%s': no frame interval (pixdim[4] is %g, no FrameTimesStart/AcquisitionTime list in "
+                      "the sidecar); give --dt SECONDS",
+                      cfg->dce, dt);
+  for (int64_t i = 0; i < nt; ++i) t_min[i] = (double)i * dt / 60.0;
+  snprintf(how, how_size, "header pixdim[4] = %g s", dt);
+  return LUMEN_OK;
+}
+
+lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *sum) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
+  lumen_pipe_summary dummy;
+  if (!sum) sum = &dummy;
+  memset(sum, 0, sizeof *sum);
+  if (!cfg->dce) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no DCE series: give --dce FILE");
+  lumen_model models[LUMEN_MODEL_COUNT];
+  int nmodels = 0;
+  lumen_status st = parse_models(ctx, cfg->models, models, &nmodels);
+  if (st != LUMEN_OK) return st;
+  pipe_run run;
+  st = pipe_setup_run(ctx, cfg, &run, "dce", cfg->dce, sum);
+  lumen_image *dce = NULL;
+  lumen_nifti_info info;
+  lumen_acquisition acq;
+  memset(&acq, 0, sizeof acq);
+  lumen_json *side = NULL;
+  float *t10 = NULL, *b1 = NULL, *conc = NULL, *ninv_map = NULL;
+  int64_t *list = NULL;
+  int32_t *ninv = NULL;
+  uint8_t *bad = NULL;
+  double *t_min = NULL, *tissue_mean = NULL;
+  pipe_aif aif;
+  memset(&aif, 0, sizeof aif);
+  model_out mo[LUMEN_MODEL_COUNT];
+  memset(mo, 0, sizeof mo);
+  const int signal = cfg->input_type == LUMEN_PIPE_INPUT_SIGNAL;
+  double t0 = pipe_now(), write_s = 0;
+  /* ---------------- inputs */
+  if (st == LUMEN_OK) st = pipe_read_input(&run, "DCE series", cfg->dce, &dce, &info);
+  if (st == LUMEN_OK && (lumen_image_ndim(dce) != 4 || lumen_image_dim(dce, 3) < 3))
+    st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                    "DCE series '%s' is %d-D (%lldx%lldx%lldx%lld): expected a 4-D series (x, y, z, time) with at least 3 frames",
+                    cfg->dce, lumen_image_ndim(dce), (long long)lumen_image_dim(dce, 0), (long long)lumen_image_dim(dce, 1),
+                    (long long)lumen_image_dim(dce, 2), (long long)lumen_image_dim(dce, 3));
+  int found = 0;
+  if (st == LUMEN_OK) st = lumen_sidecar_read_for(ctx, cfg->dce, &acq, &side, &found);
+  int64_t nt = 0;
+  if (st == LUMEN_OK) {
+    pipe_set_geometry(&run, dce, &info);
+    nt = lumen_image_dim(dce, 3);
+    sum->voxels = run.nvox;
+    /* frames that are entirely NaN/Inf */
+    const float *d = lumen_image_const_data(dce);
+    for (int64_t i = 0; i < nt && st == LUMEN_OK; ++i) {
+      int64_t finite = 0;
+      for (int64_t v = 0; v < run.nvox; ++v) finite += isfinite(d[i * run.nvox + v]) != 0;
+      if (finite == 0)
+        st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "DCE series '%s': frame %lld of %lld has no finite value (all NaN/Inf)",
+                        cfg->dce, (long long)i, (long long)nt);
+    }
+  }
+  double fa_deg = NAN, tr = NAN, r1 = cfg->relaxivity;
+  if (st == LUMEN_OK) {
+    fa_deg = isfinite(cfg->flip_angle_deg) ? cfg->flip_angle_deg : acq.flip_angle_deg;
+    tr = isfinite(cfg->tr_s) ? cfg->tr_s : acq.repetition_time_s;
+    if (!isfinite(r1) && side) {
+      int f2 = 0;
+      lumen_json_get_number(ctx, side, "ContrastAgentRelaxivity", &r1, &f2);
+      if (!f2) lumen_json_get_number(ctx, side, "Relaxivity", &r1, &f2);
+      if (!f2) r1 = NAN;
+    }
+    char sc[LUMEN_PIPE_PATH_MAX];
+    lumen_sidecar_path(ctx, cfg->dce, sc, sizeof sc);
+    if (signal && !isfinite(fa_deg))
+      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "flip angle missing for '%s': give --flip-angle DEG or FlipAngle in '%s'%s",
+                      cfg->dce, sc, found ? "" : " (no sidecar found)");
+    else if (signal && !isfinite(tr))
+      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "repetition time missing for '%s': give --tr SECONDS or RepetitionTime in '%s'%s",
+                      cfg->dce, sc, found ? "" : " (no sidecar found)");
+    else if (signal && !(r1 > 0))
+      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "relaxivity missing for '%s': give --relaxivity R (1/(mM s), e.g. 4.5 for gadoterate at 1.5 T), "
+                      "'relaxivity = R' in a config file, or ContrastAgentRelaxivity in '%s'",
+                      cfg->dce, sc);
+    if (!(r1 > 0)) r1 = 4.5; /* concentration input: only FXR uses it */
+  }
+  if (st == LUMEN_OK) {
+    t_min = malloc(sizeof(double) * (size_t)nt);
+    tissue_mean = calloc((size_t)nt, sizeof(double));
+    if (!t_min || !tissue_mean) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  char how_t[256] = "";
+  if (st == LUMEN_OK) st = frame_times(&run, &info, &acq, nt, t_min, how_t, sizeof how_t);
+  if (st == LUMEN_OK) st = pipe_load_mask(&run, cfg->dce);
+  char t1_how[512] = "none (concentration input)";
+  if (st == LUMEN_OK && signal) {
+    if (cfg->t1map) {
+      st = read_map3(&run, "T1 map", cfg->t1map, cfg->dce, &t10);
+      if (st == LUMEN_OK) {
+        int64_t nbad = 0;
+        double med = mask_median(&run, t10, &nbad);
+        if (!isfinite(med))
+          st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                          "T1 map '%s': every voxel in the mask has T1 <= 0 or not finite (zero or negative T1)", cfg->t1map);
+        else {
+          int ms = med > 10;
+          if (ms) for (int64_t v = 0; v < run.nvox; ++v) t10[v] *= 0.001f;
+          snprintf(t1_how, sizeof t1_how, "T1 map '%s' in %s (detected: median %.4g %s inside the mask %s 10)%s", cfg->t1map,
+                   ms ? "ms" : "s", med, ms ? "ms" : "s", ms ? ">" : "<=", nbad ? "" : "");
+          if (nbad) {
+            lumen_log(ctx, LUMEN_LOG_WARNING,
+                      "T1 map '%s': %lld voxels inside the mask have T1 <= 0 or not finite (zero or negative T1); "
+                      "they are not fitted (state invalid_input)", cfg->t1map, (long long)nbad);
+            size_t l = strlen(t1_how);
+            snprintf(t1_how + l, sizeof t1_how - l, "; %lld voxels with T1 <= 0 or not finite", (long long)nbad);
+          }
+        }
+      }
+    } else if (cfg->n_vfa > 0) {
+      double tv = pipe_now();
+      st = pipe_t1_run(&run, LUMEN_MODEL_VFA, (const char *const *)cfg->vfa, cfg->n_vfa, 1, &t10);
+      snprintf(t1_how, sizeof t1_how, "computed from %d VFA inputs (nonlinear SPGR fit, %.2f s)", cfg->n_vfa, pipe_now() - tv);
+    } else if (isfinite(cfg->t1_default_s)) {
+      snprintf(t1_how, sizeof t1_how, "constant %g s (--t1)", cfg->t1_default_s);
+    } else {
+      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "pre-contrast T1 missing for '%s': give --t1map FILE, --vfa FILE..., or --t1 SECONDS", cfg->dce);
+    }
+  }
+  if (st == LUMEN_OK && cfg->b1 && signal) {
+    st = read_map3(&run, "B1 map", cfg->b1, cfg->dce, &b1);
+    if (st == LUMEN_OK) {
+      double med = mask_median(&run, b1, NULL);
+      if (med > 10) for (int64_t v = 0; v < run.nvox; ++v) b1[v] *= 0.01f;
+    }
+  }
+  sum->masked = run.n_mask;
+  sum->seconds_read = pipe_now() - t0;
+  /* ---------------- stage A */
+  double ta = pipe_now();
+  pipe_spgr sp;
+  memset(&sp, 0, sizeof sp);
+  sp.fa_rad = fa_deg * PI / 180.0;
+  sp.tr = tr;
+  sp.r1 = r1;
+  sp.max_invalid_fraction = cfg->max_invalid_fraction;
+  char base_how[256] = "";
+  if (st == LUMEN_OK) {
+    if (cfg->baseline > 0) {
+      if (cfg->baseline > nt - 1)
+        st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--baseline %d: the series has %lld frames", cfg->baseline, (long long)nt);
+      sp.b1 = cfg->baseline;
+      snprintf(base_how, sizeof base_how, "given");
+    } else {
+      /* mean signal over (up to 20000) masked voxels */
+      const float *d = lumen_image_const_data(dce);
+      int64_t step = run.n_mask > 20000 ? run.n_mask / 20000 : 1, seen = 0, used = 0;
+      double *y = calloc((size_t)nt, sizeof(double));
+      if (!y) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
+      for (int64_t v = 0; y && v < run.nvox; ++v) {
+        if (!run.mask[v] || (seen++ % step)) continue;
+        int ok = 1;
+        for (int64_t i = 0; i < nt; ++i) ok &= isfinite(d[i * run.nvox + v]) != 0;
+        if (!ok) continue;
+        for (int64_t i = 0; i < nt; ++i) y[i] += d[i * run.nvox + v];
+        ++used;
+      }
+      int64_t nb0 = nt / 10 < 2 ? 2 : nt / 10 > 5 ? 5 : nt / 10;
+      int64_t a = y && used ? lumen_pipe_detect_arrival(y, nt, 0, nb0) : -1;
+      free(y);
+      if (st == LUMEN_OK && a < 1)
+        st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                        "DCE series '%s': no bolus arrival found in the mean curve, so the baseline cannot be detected; give --baseline N",
+                        cfg->dce);
+      sp.b1 = a + 1;
+      snprintf(base_how, sizeof base_how, "detected (bolus arrival after frame %lld of the mean signal)", (long long)a);
+    }
+    sp.b0 = cfg->baseline_start >= 0 ? cfg->baseline_start : (sp.b1 >= 3 ? 1 : 0);
+    if (st == LUMEN_OK && sp.b0 >= sp.b1)
+      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "baseline frames [%lld, %lld) are empty", (long long)sp.b0, (long long)sp.b1);
+  }
+  int64_t nlist = 0, n_bad = 0, n_interp = 0, n_flag = 0;
+  if (st == LUMEN_OK) {
+    list = malloc(sizeof(int64_t) * (size_t)run.n_mask);
+    conc = malloc(sizeof(float) * (size_t)run.n_mask * (size_t)nt);
+    ninv = malloc(sizeof(int32_t) * (size_t)run.n_mask);
+    bad = malloc((size_t)run.n_mask);
+    if (!list || !conc || !ninv || !bad)
+      st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for %lld curves of %lld frames", (long long)run.n_mask, (long long)nt);
+  }
+  if (st == LUMEN_OK) {
+    for (int64_t v = 0; v < run.nvox; ++v) if (run.mask[v]) list[nlist++] = v;
+    pipe_convert(lumen_image_const_data(dce), run.nvox, nt, list, nlist, t10,
+                 isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, b1, &sp, !signal, conc, ninv, bad);
+    int64_t used = 0;
+    for (int64_t k = 0; k < nlist; ++k) {
+      n_bad += bad[k];
+      n_flag += ninv[k];
+      n_interp += !bad[k] && ninv[k] > 0;
+      if (bad[k]) continue;
+      ++used;
+      for (int64_t i = 0; i < nt; ++i) tissue_mean[i] += conc[k * nt + i];
+    }
+    for (int64_t i = 0; i < nt; ++i) tissue_mean[i] = used ? tissue_mean[i] / (double)used : 0;
+    if (used == 0)
+      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "stage A: no voxel of '%s' gives a usable concentration curve (check T1, flip angle, TR, baseline)", cfg->dce);
+  }
+  sum->seconds_a = pipe_now() - ta;
+  if (st == LUMEN_OK) {
+    double tw = pipe_now();
+    ninv_map = malloc(sizeof(float) * (size_t)run.nvox);
+    if (!ninv_map) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
+    else {
+      for (int64_t v = 0; v < run.nvox; ++v) ninv_map[v] = NAN;
+      for (int64_t k = 0; k < nlist; ++k) ninv_map[list[k]] = (float)ninv[k];
+      char name[300];
+      snprintf(name, sizeof name, "%s_param-ninvalid.nii.gz", run.prefix);
+      st = pipe_write_map(&run, name, ninv_map, "ninvalid", "samples", "", "",
+                          "flagged (out-of-range or non-finite) concentration samples per voxel", 0);
+    }
+    if (st == LUMEN_OK && cfg->save_conc) {
+      int64_t dims[4] = {run.nx, run.ny, run.nz, nt};
+      lumen_image *ci = NULL;
+      st = lumen_image_create(ctx, 4, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &ci);
+      if (st == LUMEN_OK) {
+        float *cd = lumen_image_data(ci);
+        for (int64_t i = 0; i < run.nvox * nt; ++i) cd[i] = NAN;
+        for (int64_t k = 0; k < nlist; ++k)
+          for (int64_t i = 0; i < nt; ++i) cd[i * run.nvox + list[k]] = conc[k * nt + i];
+        lumen_image_set_affine(ctx, ci, run.affine);
+        double spc[4] = {run.spacing[0], run.spacing[1], run.spacing[2], nt > 1 ? (t_min[1] - t_min[0]) * 60 : 1};
+        lumen_image_set_spacing(ctx, ci, spc, 4);
+        char name[300], path[LUMEN_PIPE_PATH_MAX];
+        snprintf(name, sizeof name, "%s_desc-conc_dce.nii.gz", run.prefix);
+        pipe_join(path, sizeof path, run.out, name);
+        lumen_nifti_write_opts wo;
+        memset(&wo, 0, sizeof wo);
+        wo.overwrite = cfg->overwrite;
+        wo.intent_name = "conc_mM";
+        wo.compress_level = cfg->compress_level;
+        st = lumen_nifti_write(ctx, path, ci, &wo);
+        if (st == LUMEN_OK) pipe_record_output(&run, name);
+      }
+      lumen_image_free(ci);
+    }
+    write_s += pipe_now() - tw;
+  }
+  if (st == LUMEN_OK) {
+    pipe_sb *b = &run.stages;
+    pipe_sb_printf(b, "\n\t\t\"read\": {\"seconds\": %.4f, \"frames\": %lld, \"frame_times\": ", sum->seconds_read, (long long)nt);
+    pipe_sb_json_str(b, how_t);
+    pipe_sb_printf(b, ", \"duration_min\": %.6g},\n\t\t\"A\": {\"name\": \"signal to concentration\", \"seconds\": %.4f, \"input_type\": \"%s\", ",
+                   t_min[nt - 1], sum->seconds_a, signal ? "signal" : "concentration");
+    pipe_sb_printf(b, "\"t1\": ");
+    pipe_sb_json_str(b, t1_how);
+    pipe_sb_printf(b, ", \"flip_angle_deg\": ");
+    pipe_sb_json_num(b, fa_deg);
+    pipe_sb_printf(b, ", \"tr_s\": ");
+    pipe_sb_json_num(b, tr);
+    pipe_sb_printf(b, ", \"relaxivity\": %g, \"hematocrit\": %g, \"blood_t1_s\": %g, \"b1_map\": %s, "
+                      "\"baseline_frames\": [%lld, %lld], \"baseline\": ",
+                   r1, cfg->hematocrit, cfg->blood_t1_s, b1 ? "true" : "false", (long long)sp.b0, (long long)sp.b1);
+    pipe_sb_json_str(b, base_how);
+    pipe_sb_printf(b, ", \"voxels\": %lld, \"voxels_unusable\": %lld, \"voxels_with_interpolated_samples\": %lld, "
+                      "\"flagged_samples\": %lld, \"max_invalid_fraction\": %g}",
+                   (long long)nlist, (long long)n_bad, (long long)n_interp, (long long)n_flag, cfg->max_invalid_fraction);
+    pipe_sb_printf(&run.text,
+                   "read: %lld frames, times from %s, %.3f s\n"
+                   "stage A (%s): T1 %s; FA %g deg, TR %g s, r1 %g /mM/s, baseline frames [%lld, %lld) %s; %lld voxels, "
+                   "%lld unusable, %lld with interpolated samples (%lld flagged samples); %.3f s\n",
+                   (long long)nt, how_t, sum->seconds_read, signal ? "signal to concentration" : "skipped: concentration input",
+                   t1_how, fa_deg, tr, r1, (long long)sp.b0, (long long)sp.b1, base_how, (long long)nlist, (long long)n_bad,
+                   (long long)n_interp, (long long)n_flag, sum->seconds_a);
+  }
+  /* ---------------- stage B */
+  double tb = pipe_now();
+  if (st == LUMEN_OK) {
+    pipe_stage_b_in in = {lumen_image_const_data(dce), run.nvox, nt, t_min, &sp, b1, tissue_mean, cfg->dce, !signal};
+    st = pipe_stage_b(&run, &in, &aif);
+  }
+  sum->seconds_b = pipe_now() - tb;
+  lumen_image_free(dce);
+  dce = NULL;
+  if (st == LUMEN_OK) {
+    snprintf(sum->aif_method, sizeof sum->aif_method, "%s", aif.method);
+    double pk = 0;
+    for (int64_t i = 0; i < nt; ++i) pk = fmax(pk, aif.cp[i]);
+    pipe_sb *b = &run.stages;
+    pipe_sb_printf(b, ",\n\t\t\"B\": {\"name\": \"arterial input function\", \"seconds\": %.4f, \"method\": ", sum->seconds_b);
+    pipe_sb_json_str(b, aif.method);
+    pipe_sb_printf(b, ", \"detail\": ");
+    pipe_sb_json_str(b, aif.detail);
+    pipe_sb_printf(b, ", \"bolus_arrival_min\": %.6g, \"arrival_frame\": %lld, \"voxels\": %lld, \"peak_plasma_mM\": %.6g, \"file\": \"%s_aif.tsv\"}",
+                   aif.delay_min, (long long)aif.arrival, (long long)aif.n_voxels, pk, run.prefix);
+    pipe_sb_printf(&run.text, "stage B (AIF %s): %s; plasma peak %.4g mM; %.3f s\n", aif.method, aif.detail, pk, sum->seconds_b);
+  }
+  /* ---------------- stage D */
+  double td = pipe_now();
+  if (st == LUMEN_OK) {
+    pipe_sb_printf(&run.stages, ",\n\t\t\"D\": {\"name\": \"model fitting\", \"models\": {");
+    int want_sel = cfg->select && !strcmp(cfg->select, "aic");
+    for (int m = 0; m < nmodels && st == LUMEN_OK; ++m) {
+      if (want_sel && models[m] != LUMEN_MODEL_AUC) {
+        mo[m].aic = malloc(sizeof(float) * (size_t)run.nvox);
+        mo[m].ktrans = malloc(sizeof(float) * (size_t)run.nvox);
+        mo[m].ve = malloc(sizeof(float) * (size_t)run.nvox);
+        mo[m].vp = malloc(sizeof(float) * (size_t)run.nvox);
+        if (!mo[m].aic || !mo[m].ktrans || !mo[m].ve || !mo[m].vp) { st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory"); break; }
+        for (int64_t v = 0; v < run.nvox; ++v) mo[m].ktrans[v] = mo[m].ve[v] = mo[m].vp[v] = NAN;
+      }
+      st = fit_model(&run, models[m], conc, list, nlist, nt, t_min, aif.cp, t10,
+                     isfinite(cfg->t1_default_s) ? cfg->t1_default_s : 1.0, b1, r1, &sum->models[sum->n_models], &mo[m],
+                     &write_s);
+      if (st == LUMEN_OK) sum->n_models++;
+    }
+    if (st == LUMEN_OK) pipe_sb_printf(&run.stages, "}");
+    /* per-voxel model selection by AIC */
+    int nsel = 0;
+    for (int m = 0; m < nmodels; ++m) nsel += mo[m].aic != NULL;
+    if (st == LUMEN_OK && want_sel && nsel >= 2) {
+      double tw = pipe_now();
+      float *best = malloc(sizeof(float) * (size_t)run.nvox), *bk = malloc(sizeof(float) * (size_t)run.nvox);
+      float *bve = malloc(sizeof(float) * (size_t)run.nvox), *bvp = malloc(sizeof(float) * (size_t)run.nvox);
+      int64_t counts[LUMEN_MODEL_COUNT] = {0};
+      if (!best || !bk || !bve || !bvp) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
+      for (int64_t v = 0; st == LUMEN_OK && v < run.nvox; ++v) {
+        int bm = -1;
+        for (int m = 0; m < nmodels; ++m)
+          if (mo[m].aic && isfinite(mo[m].aic[v]) && (bm < 0 || mo[m].aic[v] < mo[bm].aic[v])) bm = m;
+        best[v] = bm >= 0 ? (float)models[bm] : NAN;
+        bk[v] = bm >= 0 ? mo[bm].ktrans[v] : NAN;
+        bve[v] = bm >= 0 ? mo[bm].ve[v] : NAN;
+        bvp[v] = bm >= 0 ? (isfinite(mo[bm].vp[v]) ? mo[bm].vp[v] : 0.0f) : NAN;
+        if (bm >= 0) counts[models[bm]]++;
+      }
+      char name[300];
+      if (st == LUMEN_OK) {
+        map_name(name, sizeof name, run.prefix, "best", "model");
+        st = pipe_write_map(&run, name, best, "model", "", "best", "",
+                            "model chosen by AIC: 0 tofts 1 etofts 2 patlak 3 2cum 4 2cxm 5 fxr", 1);
+      }
+      if (st == LUMEN_OK) {
+        map_name(name, sizeof name, run.prefix, "best", "Ktrans");
+        st = pipe_write_map(&run, name, bk, "Ktrans", "1/min", "best", "", "Ktrans of the model chosen by AIC", 1);
+      }
+      if (st == LUMEN_OK) {
+        map_name(name, sizeof name, run.prefix, "best", "ve");
+        st = pipe_write_map(&run, name, bve, "ve", "", "best", "", "ve of the model chosen by AIC (NaN: no ve)", 1);
+      }
+      if (st == LUMEN_OK) {
+        map_name(name, sizeof name, run.prefix, "best", "vp");
+        st = pipe_write_map(&run, name, bvp, "vp", "", "best", "", "vp of the model chosen by AIC (0 for Tofts)", 1);
+      }
+      if (st == LUMEN_OK) {
+        pipe_sb_printf(&run.stages, ", \"selection\": {\"criterion\": \"aic\", \"voxels_per_model\": {");
+        pipe_sb_printf(&run.text, "model selection by AIC:");
+        int first = 1;
+        for (int m = 0; m < nmodels; ++m) {
+          if (!mo[m].aic) continue;
+          pipe_sb_printf(&run.stages, "%s\"%s\": %lld", first ? "" : ", ", lumen_model_name(models[m]), (long long)counts[models[m]]);
+          pipe_sb_printf(&run.text, " %s %lld", lumen_model_name(models[m]), (long long)counts[models[m]]);
+          first = 0;
+        }
+        pipe_sb_printf(&run.stages, "}}");
+        pipe_sb_printf(&run.text, " voxels\n");
+      }
+      free(best); free(bk); free(bve); free(bvp);
+      write_s += pipe_now() - tw;
+    }
+    sum->seconds_d = pipe_now() - td;
+    sum->seconds_write = write_s;
+    if (st == LUMEN_OK) {
+      pipe_sb_printf(&run.stages, ", \"seconds\": %.4f, \"seconds_fitting\": %.4f, \"seconds_writing_maps\": %.4f}",
+                     sum->seconds_d, sum->seconds_d - write_s, write_s);
+      pipe_sb_printf(&run.text, "stage D: %.3f s (fitting %.3f s, writing maps %.3f s)\n", sum->seconds_d,
+                     sum->seconds_d - write_s, write_s);
+    }
+  }
+  if (st == LUMEN_OK) st = pipe_write_report(&run);
+  if (st == LUMEN_OK) st = pipe_write_runlog(&run);
+  sum->n_outputs = run.n_outputs;
+  for (int m = 0; m < LUMEN_MODEL_COUNT; ++m) { free(mo[m].aic); free(mo[m].ktrans); free(mo[m].ve); free(mo[m].vp); free(mo[m].state); }
+  lumen_image_free(dce);
+  lumen_json_free(side);
+  lumen_acquisition_clear(&acq);
+  free(t10); free(b1); free(conc); free(ninv_map); free(list); free(ninv); free(bad); free(t_min); free(tissue_mean);
+  pipe_aif_free(&aif);
+  pipe_run_free(&run);
+  return st;
+}

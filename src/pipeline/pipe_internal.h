@@ -1,0 +1,154 @@
+/* Internal pieces shared by the pipeline sources (src/pipeline). */
+#ifndef LUMEN_PIPE_INTERNAL_H
+#define LUMEN_PIPE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "core/internal.h"
+#include "lumen/io.h"
+#include "lumen/pipeline.h"
+
+/* ---- growable string */
+typedef struct pipe_sb {
+  char *s;
+  size_t n, cap;
+  int oom;
+} pipe_sb;
+void pipe_sb_printf(pipe_sb *b, const char *fmt, ...) LUMEN_PRINTF(2, 3);
+void pipe_sb_json_str(pipe_sb *b, const char *s);   /* quoted, escaped */
+void pipe_sb_json_num(pipe_sb *b, double v);        /* null for NaN/Inf */
+void pipe_sb_free(pipe_sb *b);
+
+/* ---- utilities */
+double pipe_now(void);
+lumen_status pipe_mkdir_p(lumen_ctx *ctx, const char *dir);
+void pipe_join(char *buf, size_t size, const char *dir, const char *name);
+const char *pipe_basename(const char *path);
+void pipe_prefix_from(const char *path, char *out, size_t size);
+int pipe_file_exists(const char *path);
+int64_t pipe_detect_arrival_frac(const double *y, int64_t n, int64_t b0, int64_t b1, double frac);
+double pipe_median(double *v, int64_t n);            /* sorts v; NaNs must be removed */
+double pipe_percentile(double *v, int64_t n, double p); /* sorts v */
+
+/* ---- one run: geometry, mask, the outputs written, the inputs read */
+#define PIPE_MAX_OUTPUTS 256
+#define PIPE_MAX_INPUTS 48
+
+typedef struct pipe_output {
+  char path[LUMEN_PIPE_PATH_MAX];
+  char name[256];          /* file name inside out */
+  char param[32], unit[32], model[32];
+  char png[320], hist[320];/* figure file names (figures/...), "" when none */
+  double lo, hi, median;   /* display window and median inside the mask */
+  int64_t n_finite;
+  int is_map;
+  char checksum[17];
+} pipe_output;
+
+typedef struct pipe_input {
+  char role[32];
+  char path[LUMEN_PIPE_PATH_MAX];
+  char checksum[17];
+} pipe_input;
+
+typedef struct pipe_run {
+  lumen_ctx *ctx;
+  const lumen_pipe_config *cfg;
+  const char *command;     /* "dce", "t1" */
+  char out[LUMEN_PIPE_PATH_MAX];
+  char prefix[256];
+  int64_t nx, ny, nz, nvox;
+  double affine[16], spacing[4];
+  int sform_code, qform_code;
+  uint8_t *mask;           /* nvox, 1 = inside (owned) */
+  int64_t n_mask;
+  pipe_output outputs[PIPE_MAX_OUTPUTS];
+  int n_outputs;
+  pipe_input inputs[PIPE_MAX_INPUTS];
+  int n_inputs;
+  pipe_sb stages;          /* JSON members of "stages" (without braces) */
+  pipe_sb text;            /* readable summary lines */
+  pipe_sb aif_json;        /* AIF curve summary for the report */
+  char aif_png[320];
+  char aif_caption[512];
+  double t_start;
+  lumen_pipe_summary *sum;
+} pipe_run;
+
+/* Reads a NIfTI input as float32 and records it (with its checksum) in the run log. */
+lumen_status pipe_read_input(pipe_run *run, const char *role, const char *path, lumen_image **im,
+                             lumen_nifti_info *info);
+lumen_status pipe_record_input(pipe_run *run, const char *role, const char *path);
+/* Checks that im has the run's 3-D grid (dims and affine). */
+lumen_status pipe_check_grid(pipe_run *run, const char *role, const char *path, const lumen_image *im,
+                             const char *ref_path);
+/* Loads the mask (or sets every voxel) */
+lumen_status pipe_load_mask(pipe_run *run, const char *ref_path);
+/* Writes a 3-D float map (nvox values) as DIR/NAME with intent, sidecar, figures. */
+lumen_status pipe_write_map(pipe_run *run, const char *name, const float *data, const char *param,
+                            const char *unit, const char *model, const char *backend_used, const char *description,
+                            int figure);
+/* Records a non-map output (TSV, PNG, JSON ...) written elsewhere. */
+void pipe_record_output(pipe_run *run, const char *name);
+/* Refuses when NAME exists in out without overwrite. */
+lumen_status pipe_check_overwrite(pipe_run *run, const char *name);
+lumen_status pipe_write_text_file(pipe_run *run, const char *name, const char *text);
+void pipe_run_free(pipe_run *run);
+
+/* run log + report */
+lumen_status pipe_write_runlog(pipe_run *run);
+lumen_status pipe_write_report(pipe_run *run);
+/* figure rendering */
+lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *o);
+lumen_status pipe_render_plot(pipe_run *run, const char *name, int n, const double *x, const double *y1,
+                              const double *y2);
+lumen_status pipe_render_hist(pipe_run *run, const float *data, pipe_output *o);
+
+/* stage A */
+typedef struct pipe_spgr {
+  double fa_rad, tr, r1;
+  int64_t b0, b1;          /* baseline frames [b0, b1) */
+  double max_invalid_fraction;
+} pipe_spgr;
+/* Converts the curves of the listed voxels (signal image sig: nvox x nt, voxel fastest) into
+   conc (nlist x nt, curve-major). t10 (s) per voxel (NULL: t10_const), b1 per voxel (NULL: 1).
+   input_conc: the signal is concentration already (only flags non-finite samples).
+   ninvalid[k]: flagged samples of list[k]; bad[k] = 1 when the curve is unusable. */
+void pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
+                  const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
+                  float *conc, int32_t *ninvalid, uint8_t *bad);
+
+/* T1 fitting core shared by `lumen t1` and `lumen dce --vfa` */
+lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *files, int nfiles,
+                         int write_maps, float **t1_out);
+
+#endif
+
+/* stage B */
+typedef struct pipe_aif {
+  double *cp;              /* nt, plasma mM (owned) */
+  double *cb;              /* nt, whole blood mM or NaN (owned) */
+  char method[64];         /* "population:parker", "roi", "fitted", "file", "auto:..." */
+  char detail[1024];
+  double delay_min;
+  int64_t arrival;
+  double biexp[6];
+  int64_t n_voxels;        /* ROI / detected voxels */
+} pipe_aif;
+typedef struct pipe_stage_b_in {
+  const float *sig;        /* the series (nvox x nt), voxel fastest */
+  int64_t nvox, nt;
+  const double *t_min;     /* frame times, minutes from the first frame */
+  const pipe_spgr *sp;
+  const float *b1;         /* may be NULL */
+  const double *tissue_mean; /* mean concentration of the usable fitted voxels (nt) */
+  const char *ref_path;    /* the series path, for messages */
+  int input_conc;
+} pipe_stage_b_in;
+lumen_status pipe_stage_b(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif);
+void pipe_aif_free(pipe_aif *aif);
+
+lumen_status pipe_setup_run(lumen_ctx *ctx, const lumen_pipe_config *cfg, pipe_run *run, const char *command,
+                            const char *prefix_src, lumen_pipe_summary *sum);
+void pipe_set_geometry(pipe_run *run, const lumen_image *im, const lumen_nifti_info *info);

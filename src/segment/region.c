@@ -1,0 +1,321 @@
+/* Seeded region growing (host BFS, then a filter closing), DICOM-style windowing and bit-depth
+ * normalisation (host point operations stored in the run's precision). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "segment/seg_internal.h"
+
+void lumen_region_grow_opts_init(lumen_region_grow_opts *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  lumen_filter_exec_init(&o->exec);
+  o->seeds = NULL;
+  o->n_seeds = 0;
+  o->threshold = NAN;
+  o->max_gradient = 0;
+  o->connectivity = 0;
+  o->smooth_radius = 2;
+}
+
+void lumen_window_opts_init(lumen_window_opts *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  lumen_filter_exec_init(&o->exec);
+  o->center = NAN;
+  o->width = NAN;
+  o->out_max = 255.0;
+}
+
+void lumen_bits_opts_init(lumen_bits_opts *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  lumen_filter_exec_init(&o->exec);
+  o->bits = 0;
+  o->target = 255.0;
+}
+
+/* Neighbour offsets of a 2-D/3-D grid: full (8/26) or faces (4/6). */
+static int neighbours(int nd, int full, int off[26][3]) {
+  int n = 0;
+  for (int dz = (nd > 2 ? -1 : 0); dz <= (nd > 2 ? 1 : 0); dz++)
+    for (int dy = -1; dy <= 1; dy++)
+      for (int dx = -1; dx <= 1; dx++) {
+        int a = abs(dx) + abs(dy) + abs(dz);
+        if (a == 0 || (!full && a > 1)) continue;
+        off[n][0] = dx;
+        off[n][1] = dy;
+        off[n][2] = dz;
+        n++;
+      }
+  return n;
+}
+
+static double grad_mag(const float *x, const int64_t *n, int nd, int64_t i, int64_t ix, int64_t iy, int64_t iz) {
+  int64_t st[3] = {1, n[0], n[0] * n[1]}, c[3] = {ix, iy, iz};
+  double g2 = 0;
+  for (int a = 0; a < nd; a++) {
+    int64_t lo = c[a] > 0 ? i - st[a] : i, hi = c[a] < n[a] - 1 ? i + st[a] : i;
+    int64_t span = (c[a] > 0) + (c[a] < n[a] - 1);
+    double g = span ? ((double)x[hi] - (double)x[lo]) / (double)span : 0.0;
+    g2 += g * g;
+  }
+  return sqrt(g2);
+}
+
+lumen_status lumen_segment_region_grow(lumen_ctx *ctx, const lumen_image *in, const lumen_region_grow_opts *opts,
+                                       lumen_image **mask) {
+  static const char fn[] = "lumen_segment_region_grow";
+  if (mask) *mask = NULL;
+  LUMEN_REQUIRE(ctx, mask != NULL, "%s: mask is NULL", fn);
+  lumen_region_grow_opts def;
+  if (!opts) {
+    lumen_region_grow_opts_init(&def);
+    opts = &def;
+  }
+  seg_run run;
+  lumen_status s = seg_begin(ctx, &run, fn, "region_grow", &opts->exec, in);
+  if (s != LUMEN_OK) return seg_end(&run, s);
+#define RREQ(cond, ...) \
+  if (!(cond)) return seg_end(&run, lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, __VA_ARGS__))
+  RREQ(in != NULL, "%s: in is NULL", fn);
+  int nd = lumen_image_ndim(in);
+  RREQ(nd == 2 || nd == 3, "%s: the image has %d dimension(s), expected 2-D or 3-D", fn, nd);
+  RREQ(lumen_image_count(in) > 0, "%s: the image is empty, expected at least one voxel", fn);
+  RREQ(opts->n_seeds >= 0 && (opts->n_seeds == 0 || opts->seeds), "%s: n_seeds is %lld with seeds %s", fn,
+       (long long)opts->n_seeds, opts->seeds ? "set" : "NULL");
+  RREQ(opts->connectivity == 0 || opts->connectivity == 1, "%s: connectivity is %d, expected 0 (full) or 1 (faces)",
+       fn, opts->connectivity);
+  RREQ(opts->smooth_radius >= 0, "%s: smooth_radius is %d, expected >= 0", fn, opts->smooth_radius);
+  RREQ(opts->max_gradient >= 0 && !isnan(opts->max_gradient), "%s: max_gradient is %g, expected >= 0 (0 = off)", fn,
+       opts->max_gradient);
+  int64_t n[3] = {lumen_image_dim(in, 0), lumen_image_dim(in, 1), nd > 2 ? lumen_image_dim(in, 2) : 1};
+  for (int64_t q = 0; q < opts->n_seeds; q++)
+    for (int a = 0; a < nd; a++) {
+      int64_t v = opts->seeds[q * nd + a];
+      RREQ(v >= 0 && v < n[a], "%s: seed %lld coordinate %d is %lld, expected 0..%lld", fn, (long long)q, a,
+           (long long)v, (long long)(n[a] - 1));
+    }
+  lumen_image *tmp = NULL, *m = NULL;
+  const float *x;
+  if ((s = seg_host_f32(ctx, in, &tmp, &x)) != LUMEN_OK) return seg_end(&run, s);
+  seg_host_step(ctx, &run, "region growing");
+  int64_t total = n[0] * n[1] * n[2];
+  int off[26][3];
+  int noff = neighbours(nd, opts->connectivity == 0, off);
+  int64_t *queue = malloc((size_t)total * sizeof *queue);
+  uint8_t *flag = calloc((size_t)total, 1);  /* bit 0: visited/in region, bit 1: plateau seen, bit 2: seed */
+  if (!queue || !flag) {
+    s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    goto done;
+  }
+  for (int64_t i = 0; i < total; i++)
+    if (isnan(x[i])) {
+      s = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: voxel %lld is NaN, expected numbers", fn, (long long)i);
+      goto done;
+    }
+  /* seeds: given, or the regional maxima (plateaus with no higher neighbour), each counted once */
+  double seed_sum = 0;
+  int64_t seed_count = 0;
+  if (opts->n_seeds > 0) {
+    for (int64_t q = 0; q < opts->n_seeds; q++) {
+      int64_t i = opts->seeds[q * nd] + opts->seeds[q * nd + 1] * n[0] + (nd > 2 ? opts->seeds[q * nd + 2] * n[0] * n[1] : 0);
+      flag[i] |= 4;
+      seed_sum += x[i];
+      seed_count++;
+    }
+  } else {
+    for (int64_t start = 0; start < total; start++) {
+      if (flag[start] & 2) continue;
+      float v = x[start];
+      int64_t head = 0, tail = 0;
+      int is_max = 1;
+      queue[tail++] = start;
+      flag[start] |= 2;
+      while (head < tail) {
+        int64_t i = queue[head++];
+        int64_t ix = i % n[0], iy = (i / n[0]) % n[1], iz = i / (n[0] * n[1]);
+        for (int k = 0; k < noff; k++) {
+          int64_t jx = ix + off[k][0], jy = iy + off[k][1], jz = iz + off[k][2];
+          if (jx < 0 || jy < 0 || jz < 0 || jx >= n[0] || jy >= n[1] || jz >= n[2]) continue;
+          int64_t j = jx + n[0] * (jy + n[1] * jz);
+          if (x[j] > v) is_max = 0;
+          else if (x[j] == v && !(flag[j] & 2)) {
+            flag[j] |= 2;
+            queue[tail++] = j;
+          }
+        }
+      }
+      if (is_max) {
+        seed_sum += v;
+        seed_count++;
+        for (int64_t q = 0; q < tail; q++) flag[queue[q]] |= 4;
+      }
+    }
+  }
+  double thr = isnan(opts->threshold) ? (seed_count ? seed_sum / (double)seed_count : 0.0) : opts->threshold;
+  /* grow */
+  int64_t head = 0, tail = 0;
+  for (int64_t i = 0; i < total; i++)
+    if ((flag[i] & 4) && x[i] >= thr) {
+      flag[i] |= 1;
+      queue[tail++] = i;
+    }
+  while (head < tail) {
+    int64_t i = queue[head++];
+    int64_t ix = i % n[0], iy = (i / n[0]) % n[1], iz = i / (n[0] * n[1]);
+    for (int k = 0; k < noff; k++) {
+      int64_t jx = ix + off[k][0], jy = iy + off[k][1], jz = iz + off[k][2];
+      if (jx < 0 || jy < 0 || jz < 0 || jx >= n[0] || jy >= n[1] || jz >= n[2]) continue;
+      int64_t j = jx + n[0] * (jy + n[1] * jz);
+      if ((flag[j] & 1) || !(x[j] >= thr)) continue;
+      if (opts->max_gradient > 0 && grad_mag(x, n, nd, j, jx, jy, jz) > opts->max_gradient) continue;
+      flag[j] |= 1;
+      queue[tail++] = j;
+    }
+  }
+  if ((s = seg_new_like(ctx, in, LUMEN_DTYPE_UINT8, 0, &m)) != LUMEN_OK) goto done;
+  {
+    uint8_t *p = lumen_image_data(m);
+    for (int64_t i = 0; i < total; i++) p[i] = (uint8_t)(flag[i] & 1);
+  }
+  if (opts->smooth_radius > 0) {
+    lumen_morph_opts d;
+    lumen_morph_opts_init(&d);
+    d.exec = run.step;
+    d.op = LUMEN_MORPH_CLOSE;
+    d.element = nd > 2 ? LUMEN_ELEMENT_BALL : LUMEN_ELEMENT_DISK;
+    d.radius = opts->smooth_radius;
+    d.binary = 1;
+    lumen_image *c = NULL;
+    s = lumen_filter_morphology(ctx, m, &d, &c);
+    if (s == LUMEN_OK) seg_step_done(&run);
+    lumen_image_free(m);
+    m = c;
+  }
+done:
+  free(queue);
+  free(flag);
+  lumen_image_free(tmp);
+  if (s != LUMEN_OK) {
+    lumen_image_free(m);
+    return seg_end(&run, s);
+  }
+  seg_copy_geometry(m, in);
+  *mask = m;
+  return seg_end(&run, s);
+}
+
+/* ------------------------------------------------------------------ point operations */
+
+static lumen_status point_op(lumen_ctx *ctx, seg_run *run, const lumen_image *in, double scale, double offset,
+                             double out_max, lumen_image **out) {
+  /* out = clamp((x - offset) * scale, 0, 1) * out_max */
+  lumen_image *tmp = NULL, *o = NULL;
+  const float *x;
+  lumen_status s = seg_host_f32(ctx, in, &tmp, &x);
+  if (s != LUMEN_OK) return s;
+  seg_host_step(ctx, run, run->total.op);
+  s = seg_new_like(ctx, in, LUMEN_DTYPE_FLOAT32, 0, &o);
+  if (s == LUMEN_OK) {
+    float *p = lumen_image_data(o);
+    int64_t n = lumen_image_count(in);
+    int threads = lumen_ctx_threads(ctx);
+    (void)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t i = 0; i < n; i++) {
+      double v = ((double)x[i] - offset) * scale;
+      v = v < 0 ? 0 : (v > 1 ? 1 : v);
+      p[i] = isnan(x[i]) ? NAN : (float)(v * out_max);
+    }
+    s = seg_store_precision(ctx, run, &o);
+  }
+  lumen_image_free(tmp);
+  if (s != LUMEN_OK) {
+    lumen_image_free(o);
+    return s;
+  }
+  *out = o;
+  return LUMEN_OK;
+}
+
+static void finite_range(const lumen_image *in, const float *x, double *lo, double *hi) {
+  double a = INFINITY, b = -INFINITY;
+  int64_t n = lumen_image_count(in);
+  for (int64_t i = 0; i < n; i++)
+    if (isfinite(x[i])) {
+      if (x[i] < a) a = x[i];
+      if (x[i] > b) b = x[i];
+    }
+  if (a > b) a = b = 0;
+  *lo = a;
+  *hi = b;
+}
+
+lumen_status lumen_segment_window(lumen_ctx *ctx, const lumen_image *in, const lumen_window_opts *opts,
+                                  lumen_image **out) {
+  static const char fn[] = "lumen_segment_window";
+  if (out) *out = NULL;
+  LUMEN_REQUIRE(ctx, out != NULL, "%s: out is NULL", fn);
+  lumen_window_opts def;
+  if (!opts) {
+    lumen_window_opts_init(&def);
+    opts = &def;
+  }
+  seg_run run;
+  lumen_status s = seg_begin(ctx, &run, fn, "window", &opts->exec, in);
+  if (s != LUMEN_OK) return seg_end(&run, s);
+  RREQ(in != NULL, "%s: in is NULL", fn);
+  RREQ(lumen_image_count(in) > 0, "%s: the image is empty, expected at least one voxel", fn);
+  RREQ(isnan(opts->width) || (opts->width > 0 && isfinite(opts->width)),
+       "%s: width is %g, expected > 0 (or NaN = the data range)", fn, opts->width);
+  RREQ(isnan(opts->center) || isfinite(opts->center), "%s: center is %g, expected a number (or NaN = the data middle)",
+       fn, opts->center);
+  RREQ(opts->out_max > 0 && isfinite(opts->out_max), "%s: out_max is %g, expected > 0", fn, opts->out_max);
+  double c = opts->center, w = opts->width;
+  if (isnan(c) || isnan(w)) {
+    lumen_image *tmp = NULL;
+    const float *x;
+    if ((s = seg_host_f32(ctx, in, &tmp, &x)) != LUMEN_OK) return seg_end(&run, s);
+    double lo, hi;
+    finite_range(in, x, &lo, &hi);
+    lumen_image_free(tmp);
+    if (isnan(c)) c = 0.5 * (lo + hi);
+    if (isnan(w)) w = hi > lo ? hi - lo : 1.0;
+  }
+  s = point_op(ctx, &run, in, 1.0 / w, c - 0.5 * w, opts->out_max, out);
+  return seg_end(&run, s);
+}
+
+lumen_status lumen_segment_normalize_bits(lumen_ctx *ctx, const lumen_image *in, const lumen_bits_opts *opts,
+                                          lumen_image **out, int *bits_used) {
+  static const char fn[] = "lumen_segment_normalize_bits";
+  if (out) *out = NULL;
+  if (bits_used) *bits_used = 0;
+  LUMEN_REQUIRE(ctx, out != NULL, "%s: out is NULL", fn);
+  lumen_bits_opts def;
+  if (!opts) {
+    lumen_bits_opts_init(&def);
+    opts = &def;
+  }
+  seg_run run;
+  lumen_status s = seg_begin(ctx, &run, fn, "normalize_bits", &opts->exec, in);
+  if (s != LUMEN_OK) return seg_end(&run, s);
+  RREQ(in != NULL, "%s: in is NULL", fn);
+  RREQ(lumen_image_count(in) > 0, "%s: the image is empty, expected at least one voxel", fn);
+  RREQ(opts->bits >= 0 && opts->bits <= 32, "%s: bits is %d, expected 0 (infer 8/12/16) or 1..32", fn, opts->bits);
+  RREQ(opts->target > 0 && isfinite(opts->target), "%s: target is %g, expected > 0", fn, opts->target);
+  int bits = opts->bits;
+  if (bits == 0) {
+    lumen_image *tmp = NULL;
+    const float *x;
+    if ((s = seg_host_f32(ctx, in, &tmp, &x)) != LUMEN_OK) return seg_end(&run, s);
+    double lo, hi;
+    finite_range(in, x, &lo, &hi);
+    lumen_image_free(tmp);
+    bits = hi <= 255 ? 8 : hi <= 4095 ? 12 : 16;
+  }
+  double full = ldexp(1.0, bits) - 1.0;
+  s = point_op(ctx, &run, in, 1.0 / full, 0.0, opts->target, out);
+  if (s == LUMEN_OK && bits_used) *bits_used = bits;
+  return seg_end(&run, s);
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# lumen filter: every op runs on PNG / NIfTI (2-D, 3-D) with its options; values of a few ops
+# checked; batches, --overwrite, help, bad input.
+set -u
+bin=${LUMEN_BIN:?LUMEN_BIN not set}
+py=$(command -v python3 || true)
+[ -n "$py" ] || { echo "python3 not found: skipped"; exit 77; }
+"$bin" filter --help >/dev/null 2>&1 || { echo "lumen built without the filter command"; exit 1; }
+fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+
+cat > mk.py <<'PYEOF'
+import gzip, struct, sys, zlib
+def png_write(path, w, h, px, bits):
+    rows = [b'\x00' + (bytes(px[y*w:(y+1)*w]) if bits == 8 else b''.join(struct.pack('>H', v) for v in px[y*w:(y+1)*w])) for y in range(h)]
+    def ch(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+    open(path, 'wb').write(b'\x89PNG\r\n\x1a\n' + ch(b'IHDR', struct.pack('>IIBBBBB', w, h, bits, 0, 0, 0, 0))
+                           + ch(b'IDAT', zlib.compress(b''.join(rows))) + ch(b'IEND', b''))
+def nii_write(path, dims, vals, dtype=16):
+    hdr = bytearray(348); struct.pack_into('<i', hdr, 0, 348)
+    struct.pack_into('<8h', hdr, 40, *([len(dims)] + list(dims) + [1] * (7 - len(dims))))
+    struct.pack_into('<hh', hdr, 70, dtype, {16: 32, 32: 64}[dtype]); struct.pack_into('<8f', hdr, 76, *[1] * 8)
+    struct.pack_into('<f', hdr, 108, 352); hdr[344:348] = b'n+1\x00'
+    fmt = 'f' if dtype == 16 else 'ff'
+    data = bytes(hdr) + b'\x00' * 4 + (struct.pack('<%df' % len(vals), *vals) if dtype == 16 else struct.pack('<%df' % (2 * len(vals)), *[x for v in vals for x in (v, 0)]))
+    (gzip.open if path.endswith('.gz') else open)(path, 'wb').write(data)
+def nii_read(path):
+    d = (gzip.open if path.endswith('.gz') else open)(path, 'rb').read()
+    dim = struct.unpack_from('<8h', d, 40); dt = struct.unpack_from('<h', d, 70)[0]; off = int(struct.unpack_from('<f', d, 108)[0])
+    n = 1
+    for k in range(dim[0]): n *= dim[1+k]
+    fmt = {2: 'B', 4: 'h', 16: 'f', 8: 'i', 512: 'H', 64: 'd'}[dt]
+    return list(dim[1:1+dim[0]]), dt, list(struct.unpack_from('<%d%s' % (n, fmt), d, off))
+if sys.argv[1] == 'make':
+    W = H = 48
+    img = [((x * 5 + y * 3) % 97) * 20 + (800 if 20 <= x < 28 and 20 <= y < 28 else 0) for y in range(H) for x in range(W)]
+    png_write('a16.png', W, H, img, 16)
+    png_write('b16.png', W, H, img[::-1], 16)
+    png_write('a8.png', W, H, [v // 16 for v in img], 8)
+    png_write('tiny.png', 8, 8, [0] * 64, 8)
+    nii_write('a.nii.gz', [W, H], [float(v) for v in img])
+    nii_write('v.nii', [16, 16, 4], [float((i * 7) % 13) for i in range(16 * 16 * 4)])
+    nii_write('delta.nii', [9, 9], [100.0 if i == 40 else 0.0 for i in range(81)])
+    nii_write('cplx.nii', [4, 4], [1.0] * 16, 32)
+elif sys.argv[1] == 'info':
+    dims, dt, v = nii_read(sys.argv[2]); print('x'.join(map(str, dims)), dt, '%.6g' % sum(v), '%.6g' % max(v), '%.6g' % v[int(sys.argv[3]) if len(sys.argv) > 3 else 0])
+PYEOF
+"$py" mk.py make || { echo "FAIL: making the test images"; exit 1; }
+
+"$bin" filter gaussian delta.nii g.nii --sigma 1 --mode constant 2>err.txt; rc=$?
+read dims dt sum mx centre < <("$py" mk.py info g.nii 40)
+check "gaussian of a delta: float32, sum kept, centre 100 g(0)^2" \
+  "[ $rc -eq 0 ] && [ \"$dims\" = 9x9 ] && [ $dt = 16 ] && awk -v s=$sum -v c=$centre 'BEGIN{exit !(s > 99.9 && s < 100.1 && c > 15.8 && c < 16.0)}'"
+check "summary line" "grep -qE '^lumen filter: gaussian, 1 image: device requested cpu, used cpu, no fallback, precision full' err.txt"
+"$bin" filter gaussian a.nii.gz g.nii.gz --sigma 2 --mode reflect 2>/dev/null; rc=$?
+check "gaussian NIfTI .nii.gz round trip" "[ $rc -eq 0 ] && \"$py\" mk.py info g.nii.gz | grep -q '^48x48 16 '"
+"$bin" filter median a16.png m.png --size 5 2>/dev/null; rc=$?
+check "median of a 16-bit PNG writes a PNG" "[ $rc -eq 0 ] && [ -s m.png ]"
+"$bin" filter gaussian v.nii gv.nii --sigma 1 --spatial-dims 2 --precision half 2>err.txt; rc=$?
+check "3-D per-slice gaussian at half precision (stored float32 in NIfTI)" \
+  "[ $rc -eq 0 ] && \"$py\" mk.py info gv.nii | grep -q '^16x16x4 16 ' && grep -q 'precision half' err.txt"
+
+ops_png="dog log median gamma contrast bandpass otsu sauvola local_variance variance_binarize erode dilate open close tophat fill_holes label largest_component"
+for op in $ops_png; do
+  extra=""
+  case $op in sauvola) extra="--window 5";; gamma) extra="--gamma 1.25";; esac
+  "$bin" filter $op a16.png out_$op.nii.gz $extra 2>err.txt; rc=$?
+  if [ $op = bandpass ] && grep -q "not_built\|FFTW" err.txt; then echo "skip: bandpass (no FFTW)"; continue; fi
+  check "$op runs (PNG in, NIfTI out)" "[ $rc -eq 0 ] && [ -s out_$op.nii.gz ]"
+done
+"$bin" filter otsu a16.png mask.png 2>err.txt; rc=$?
+check "otsu prints the threshold, writes an 8-bit mask" "[ $rc -eq 0 ] && grep -q 'threshold' err.txt && [ -s mask.png ]"
+check "otsu mask as uint8 NIfTI (0/1)" "\"$py\" mk.py info out_otsu.nii.gz | awk '{exit !(\$2 == 2 && \$4 == 1)}'"
+"$bin" filter close a16.png c.png --element square --size 3 --binary 2>/dev/null; rc=$?
+check "binary closing with a square" "[ $rc -eq 0 ] && [ -s c.png ]"
+"$bin" filter convolve delta.nii cv.nii --kernel 1,2,1 2>/dev/null; rc=$?
+check "convolve with a 1-D kernel" "[ $rc -eq 0 ] && \"$py\" mk.py info cv.nii 40 | awk '{exit !(\$3 == 400 && \$5 == 200)}'"
+"$bin" filter convolve delta.nii cv2.nii --kernel 1,2,1 --kernel-dims 2,2 2>err.txt; rc=$?
+check "kernel size mismatch" "[ $rc -eq 2 ] && grep -q 'expected 4' err.txt"
+"$bin" filter entropy a8.png > ent.txt 2>/dev/null; rc=$?
+check "entropy prints bits" "[ $rc -eq 0 ] && grep -q 'a8.png: entropy' ent.txt"
+"$bin" filter mutual_information a16.png b16.png > mi.txt 2>/dev/null; rc=$?
+check "mutual information of two images" "[ $rc -eq 0 ] && grep -q 'mutual information' mi.txt"
+"$bin" filter variance a.nii.gz > var.txt 2>/dev/null; rc=$?
+check "variance prints mean and variance" "[ $rc -eq 0 ] && grep -q 'mean .* variance' var.txt"
+
+printf 'a16.png o1.png\nb16.png o2.png\n' > list.txt
+"$bin" filter gaussian --batch list.txt --sigma 1.5 2>err.txt; rc=$?
+check "batch list" "[ $rc -eq 0 ] && [ -s o1.png ] && [ -s o2.png ] && grep -q '2 images' err.txt"
+"$bin" filter gaussian a16.png p1.png b16.png p2.png -q 2>err.txt; rc=$?
+check "several IN OUT pairs, -q silent" "[ $rc -eq 0 ] && [ -s p2.png ] && [ ! -s err.txt ]"
+"$bin" filter gaussian a16.png q1.png tiny.png q2.png 2>err.txt; rc=$?
+check "mismatched batch shapes" "[ $rc -ne 0 ] && grep -q 'tiny.png is 8x8' err.txt && [ ! -f q1.png ]"
+"$bin" filter gaussian a16.png o1.png 2>err.txt; rc=$?
+check "--overwrite refusal" "[ $rc -ne 0 ] && grep -q 'o1.png exists' err.txt"
+"$bin" filter gaussian a16.png o1.png --overwrite 2>/dev/null; rc=$?
+check "--overwrite" "[ $rc -eq 0 ]"
+
+"$bin" filter gaussian a16.png x.nii --sigma 0 2>err.txt; rc=$?
+check "zero sigma: names the option" "[ $rc -ne 0 ] && grep -q 'sigma is 0' err.txt && [ ! -f x.nii ]"
+"$bin" filter gaussian a16.png x.nii --sigma -1 2>err.txt; rc=$?
+check "negative sigma" "[ $rc -ne 0 ] && grep -q 'sigma is -1' err.txt"
+"$bin" filter median a16.png x.nii --size 4 2>err.txt; rc=$?
+check "even median size" "[ $rc -ne 0 ] && grep -q 'size is 4' err.txt"
+"$bin" filter gaussian a16.png x.nii --sigma abc 2>err.txt; rc=$?
+check "non-numeric option value" "[ $rc -eq 2 ] && grep -q -- '--sigma expects a number' err.txt"
+"$bin" filter gaussian a16.png x.nii --mode bounce 2>err.txt; rc=$?
+check "unknown mode" "[ $rc -eq 2 ] && grep -q 'expected reflect, nearest' err.txt"
+"$bin" filter blur a16.png x.nii 2>err.txt; rc=$?
+check "unknown op lists the ops" "[ $rc -eq 2 ] && grep -q \"unknown op 'blur'\" err.txt && grep -q 'gaussian' err.txt"
+"$bin" filter gaussian cplx.nii x.nii 2>err.txt; rc=$?
+check "unsupported data type (complex NIfTI) names the file" "[ $rc -eq 1 ] && grep -q 'cplx.nii' err.txt"
+: > empty.nii
+"$bin" filter gaussian empty.nii x.nii 2>err.txt; rc=$?
+check "empty file names the file" "[ $rc -eq 1 ] && grep -q 'empty.nii' err.txt"
+"$bin" filter gaussian a16.png 2>err.txt; rc=$?
+check "missing output" "[ $rc -eq 2 ]"
+"$bin" filter gaussian a16.png x.nii --precision quarter 2>err.txt; rc=$?
+check "bad precision" "[ $rc -eq 2 ] && grep -q 'expected full, half or bfloat16' err.txt"
+"$bin" filter gaussian a16.png cu.nii --device cuda:0 2>err.txt; rc=$?
+check "--device cuda:0: summary with the fallback reason (or the GPU)" \
+  "[ $rc -eq 0 ] && grep -qE 'device requested cuda:0, used (cpu, fallback: .+|cuda:0)' err.txt"
+
+"$bin" filter --help > help.txt; rc=$?
+check "--help lists every op with defaults" \
+  "[ $rc -eq 0 ] && for o in gaussian dog median gamma contrast convolve bandpass otsu sauvola local_variance variance_binarize tophat fill_holes label largest_component entropy mutual_information variance; do grep -q \$o help.txt || exit 1; done && grep -q -- '--sigma S (1)' help.txt"
+exit $fail

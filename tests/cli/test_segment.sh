@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# lumen segment: FEBDS on a synthetic 16-bit PNG mammogram (planted calcifications found), the
+# other algorithms on PNG and NIfTI (2-D and 3-D) round trips, batches, --overwrite, help, bad input.
+set -u
+bin=${LUMEN_BIN:?LUMEN_BIN not set}
+py=$(command -v python3 || true)
+[ -n "$py" ] || { echo "python3 not found: skipped"; exit 77; }
+"$bin" segment --help >/dev/null 2>&1 || { echo "lumen built without the segment command"; exit 1; }
+fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+
+cat > img.py <<'PYEOF'
+import gzip, math, random, struct, sys, zlib
+def png_write(path, w, h, px, bits):
+    rows = []
+    for y in range(h):
+        r = px[y*w:(y+1)*w]
+        rows.append(b'\x00' + (bytes(r) if bits == 8 else b''.join(struct.pack('>H', v) for v in r)))
+    def ch(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+    open(path, 'wb').write(b'\x89PNG\r\n\x1a\n' + ch(b'IHDR', struct.pack('>IIBBBBB', w, h, bits, 0, 0, 0, 0))
+                           + ch(b'IDAT', zlib.compress(b''.join(rows))) + ch(b'IEND', b''))
+def png_read(path):
+    d = open(path, 'rb').read(); pos = 8; idat = b''
+    while pos < len(d):
+        n, t = struct.unpack('>I4s', d[pos:pos+8]); c = d[pos+8:pos+8+n]; pos += 12 + n
+        if t == b'IHDR': w, h, bits, ct = struct.unpack('>IIBB', c[:10])
+        if t == b'IDAT': idat += c
+    raw = zlib.decompress(idat); bpp = bits // 8; stride = w * bpp; out = []; prev = bytearray(stride); p = 0
+    for y in range(h):
+        f = raw[p]; line = bytearray(raw[p+1:p+1+stride]); p += 1 + stride
+        for i in range(stride):
+            a = line[i-bpp] if i >= bpp else 0; b = prev[i]; c = prev[i-bpp] if i >= bpp else 0
+            if f == 1: line[i] = (line[i] + a) & 255
+            elif f == 2: line[i] = (line[i] + b) & 255
+            elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2*c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        prev = line
+        out += list(line) if bits == 8 else [line[2*i] << 8 | line[2*i+1] for i in range(w)]
+    return w, h, bits, out
+def nii_write(path, dims, vals, dtype=16):
+    hdr = bytearray(348); struct.pack_into('<i', hdr, 0, 348)
+    dim = [len(dims)] + list(dims) + [1] * (7 - len(dims)); struct.pack_into('<8h', hdr, 40, *dim)
+    bp = {16: 32, 2: 8, 512: 16}[dtype]
+    struct.pack_into('<hh', hdr, 70, dtype, bp); struct.pack_into('<8f', hdr, 76, 1, 1, 1, 1, 1, 1, 1, 1)
+    struct.pack_into('<f', hdr, 108, 352); hdr[344:348] = b'n+1\x00'
+    fmt = {16: 'f', 2: 'B', 512: 'H'}[dtype]
+    data = bytes(hdr) + b'\x00' * 4 + struct.pack('<%d%s' % (len(vals), fmt), *vals)
+    (gzip.open if path.endswith('.gz') else open)(path, 'wb').write(data)
+def nii_read(path):
+    d = (gzip.open if path.endswith('.gz') else open)(path, 'rb').read()
+    dim = struct.unpack_from('<8h', d, 40); dt = struct.unpack_from('<h', d, 70)[0]; off = int(struct.unpack_from('<f', d, 108)[0])
+    n = 1
+    for k in range(dim[0]): n *= dim[1+k]
+    fmt = {2: 'B', 4: 'h', 16: 'f', 8: 'i', 512: 'H', 64: 'd'}[dt]
+    return list(dim[1:1+dim[0]]), dt, list(struct.unpack_from('<%d%s' % (n, fmt), d, off))
+random.seed(7)
+W, H = 256, 256
+calcs = [(60, 60, 2), (120, 70, 3), (80, 150, 4), (150, 130, 3), (60, 200, 5), (170, 190, 2)]
+def mammo():
+    px = []
+    for y in range(H):
+        for x in range(W):
+            rx, ry = x / (0.85 * W), (y - H / 2) / (0.46 * H); r = math.hypot(rx, ry)
+            t = math.sqrt(1 - r * r) if r < 1 else 0
+            v = 150 + 1700 * (1 - math.exp(-5 * t)) + 40 * math.sin(x * 0.07) * math.sin(y * 0.05) * (t > 0)
+            for cx, cy, cr in calcs:
+                d = math.hypot(x - cx, y - cy)
+                if d <= cr: v += 350
+            v += random.gauss(0, 10)
+            px.append(max(0, min(4095, int(round(v)))))
+    return px
+cmd = sys.argv[1]
+if cmd == 'make':
+    m = mammo()
+    png_write('mammo.png', W, H, m, 16)
+    png_write('mammo8.png', W, H, [v // 16 for v in m], 8)
+    nii_write('mammo.nii.gz', [W, H], [float(v) for v in m])
+    nii_write('vol.nii', [W, H, 2], [float(v) for v in m] * 2)
+    png_write('small.png', 64, 64, [0] * 4096, 8)
+    # three classes for k-means
+    nii_write('classes.nii', [32, 32], [100.0 + 400 * ((x * 3) // 32) + (((x * 7 + y * 13) % 11) - 5) for y in range(32) for x in range(32)])
+elif cmd == 'score':   # score MASK.png: found / false positive components
+    w, h, bits, m = png_read(sys.argv[2])
+    on = [i for i, v in enumerate(m) if v]
+    assert all(v in (0, 255) for v in m), 'mask values not 0/255'
+    found = sum(1 for cx, cy, cr in calcs if any(m[y * w + x] for y in range(cy - cr - 2, cy + cr + 3) for x in range(cx - cr - 2, cx + cr + 3)))
+    # components (8-connected) away from every calcification
+    seen = set(); fp = 0
+    for i in on:
+        if i in seen: continue
+        stack = [i]; seen.add(i); near = False
+        while stack:
+            j = stack.pop(); x, y = j % w, j // w
+            if any(math.hypot(x - cx, y - cy) <= cr + 3 for cx, cy, cr in calcs): near = True
+            for dy in (-1, 0, 1):
+                for dx in (-1, 0, 1):
+                    xx, yy = x + dx, y + dy
+                    k = yy * w + xx
+                    if 0 <= xx < w and 0 <= yy < h and m[k] and k not in seen: seen.add(k); stack.append(k)
+        fp += not near
+    print(found, fp, bits)
+elif cmd == 'nii':     # nii FILE: dims dtype count-nonzero max
+    dims, dt, v = nii_read(sys.argv[2]); print('x'.join(map(str, dims)), dt, sum(1 for a in v if a), max(v))
+elif cmd == 'labels':  # labels FILE: the k-means labels agree with the 3 bands
+    dims, dt, v = nii_read(sys.argv[2]); print(sum(1 for i, a in enumerate(v) if a == ((i % 32) * 3) // 32))
+PYEOF
+"$py" img.py make || { echo "FAIL: making the test images"; exit 1; }
+
+for m in dog log fft; do
+  "$bin" segment febds mammo.png mask_$m.png --method $m $( [ $m = fft ] && echo --fft-d0 24 --fft-width 6 ) 2>err_$m.txt; rc=$?
+  if [ $m = fft ] && grep -q "not_built\|FFTW" err_$m.txt; then echo "skip: fft ($(cat err_$m.txt))"; continue; fi
+  read found fp bits < <("$py" img.py score mask_$m.png)
+  echo "FEBDS $m via CLI: found $found/6, false positives $fp"
+  check "febds $m exits 0, 8-bit 0/255 mask" "[ $rc -eq 0 ] && [ \"$bits\" = 8 ]"
+  min=5; [ $m = fft ] && min=4   # fft + local-variance binarisation is the least robust (docs/SEGMENTATION.md)
+  check "febds $m finds >= $min of 6 calcifications, <= 3 false positives" "[ ${found:-0} -ge $min ] && [ ${fp:-99} -le 3 ]"
+done
+check "summary line: device requested/used, no fallback" \
+  "grep -qE '^lumen segment: febds \(dog\), 1 image: device requested cpu, used cpu, no fallback, precision full' err_dog.txt"
+
+"$bin" segment febds mammo.png mask_dog.png 2>err.txt; rc=$?
+check "existing output refused without --overwrite" "[ $rc -ne 0 ] && grep -q 'mask_dog.png exists' err.txt"
+"$bin" segment febds mammo.png mask_dog.png --overwrite -q 2>err.txt; rc=$?
+check "--overwrite replaces it, -q prints nothing" "[ $rc -eq 0 ] && [ ! -s err.txt ]"
+
+"$bin" segment febds mammo.nii.gz mask.nii.gz --precision half 2>err.txt; rc=$?
+check "NIfTI in/out, uint8 0/1 mask, precision half" \
+  "[ $rc -eq 0 ] && \"$py\" img.py nii mask.nii.gz | grep -qE '^256x256 2 [0-9]+ 1$' && grep -q 'precision half' err.txt"
+"$bin" segment febds vol.nii vol_mask.nii.gz 2>/dev/null; rc=$?
+check "3-D NIfTI in, 3-D mask out" "[ $rc -eq 0 ] && \"$py\" img.py nii vol_mask.nii.gz | grep -qE '^256x256x2 2 '"
+"$bin" segment febds vol.nii vol.png 2>err.txt; rc=$?
+check "3-D result to PNG refused" "[ $rc -ne 0 ] && grep -q 'cannot be a PNG' err.txt"
+
+printf '# batch\nmammo.png b1.png\nmammo8.png b2.png\n' > list.txt
+"$bin" segment febds --batch list.txt 2>err.txt; rc=$?
+check "batch of two, plain progress lines" "[ $rc -eq 0 ] && [ -f b1.png ] && [ -f b2.png ] && grep -q '2/2' err.txt && grep -q '2 images' err.txt"
+"$bin" segment febds mammo.png c1.png small.png c2.png 2>err.txt; rc=$?
+check "mismatched batch shapes: error naming the file" "[ $rc -ne 0 ] && grep -q 'small.png is 64x64' err.txt && [ ! -f c1.png ]"
+
+"$bin" segment febds mammo.png x.png --method sobel 2>err.txt; rc=$?
+check "unknown method names the valid ones" "[ $rc -eq 2 ] && grep -q 'expected one of dog, log, fft' err.txt"
+"$bin" segment febds mammo.png x.png --median-size 4 2>err.txt; rc=$?
+check "even median size rejected, naming the option" "[ $rc -ne 0 ] && grep -q 'median_size is 4' err.txt"
+"$bin" segment febds mammo.png x.png --dog-low-sigma 0 2>err.txt; rc=$?
+check "zero sigma rejected" "[ $rc -ne 0 ] && grep -q 'dog_low_sigma is 0' err.txt"
+"$bin" segment watershed mammo.png x.png 2>err.txt; rc=$?
+check "unknown algorithm" "[ $rc -eq 2 ] && grep -q 'unknown algorithm' err.txt"
+"$bin" segment febds missing.png x.png 2>err.txt; rc=$?
+check "missing input names the file" "[ $rc -eq 1 ] && grep -q 'missing.png' err.txt"
+printf 'not a png' > bad.png
+"$bin" segment febds bad.png x.png 2>err.txt; rc=$?
+check "corrupt input names the file" "[ $rc -eq 1 ] && grep -q 'bad.png' err.txt"
+"$bin" segment febds mammo.png x.jpg 2>err.txt; rc=$?
+check "unknown output extension" "[ $rc -ne 0 ] && grep -q 'expected .png, .nii or .nii.gz' err.txt"
+"$bin" segment febds mammo.png 2>err.txt; rc=$?
+check "input without output" "[ $rc -eq 2 ] && grep -q 'has no output' err.txt"
+"$bin" segment febds mammo.png x.png --device tpu 2>err.txt; rc=$?
+check "bad device" "[ $rc -eq 2 ] && grep -q 'expected cpu, cuda or cuda:N' err.txt"
+
+"$bin" segment febds mammo.png gpu.png --device cuda 2>err.txt; rc=$?
+check "--device cuda: runs, summary names the device and the fallback" \
+  "[ $rc -eq 0 ] && grep -qE 'device requested cuda:0, used (cpu, fallback: .+|cuda:0)' err.txt && cmp -s gpu.png mask_dog.png"
+
+"$bin" segment kmeans classes.nii labels.nii --k 3 --labels 2>/dev/null; rc=$?
+check "kmeans labels recover the three bands" "[ $rc -eq 0 ] && [ \"\$(\"$py\" img.py labels labels.nii)\" = 1024 ]"
+for a in fcm pfcm breast_mask tophat region_grow window normalize_bits; do
+  "$bin" segment $a mammo.png out_$a.nii.gz 2>err.txt; rc=$?
+  check "$a runs on a PNG, writes NIfTI" "[ $rc -eq 0 ] && [ -s out_$a.nii.gz ]"
+done
+"$bin" segment breast_mask mammo.png breast.png 2>/dev/null
+check "breast mask covers the breast" "\"$py\" -c \"
+import sys; sys.argv=['', 'x']; exec(open('img.py').read().split('cmd = sys.argv[1]')[0])
+w,h,b,m=png_read('breast.png'); n=sum(1 for v in m if v); sys.exit(not (0.4*w*h < n < 0.8*w*h))\""
+"$bin" segment window mammo.png win.png --center 1000 --width 2000 2>/dev/null; rc=$?
+check "window to PNG" "[ $rc -eq 0 ] && [ -s win.png ]"
+"$bin" segment region_grow mammo.png rg.nii --seed-point 120,70 --threshold 2000 2>/dev/null; rc=$?
+check "region growing from a seed point finds that calcification only" \
+  "[ $rc -eq 0 ] && \"$py\" img.py nii rg.nii | awk '{exit !(\$3 >= 20 && \$3 <= 60)}'"
+"$bin" segment region_grow mammo.png rg2.nii --seed-point 1,2,3 2>err.txt; rc=$?
+check "seed with the wrong number of coordinates" "[ $rc -ne 0 ] && grep -q 'expected 2' err.txt"
+
+"$bin" segment --help > help.txt; rc=$?
+check "--help lists algorithms and defaults" \
+  "[ $rc -eq 0 ] && grep -q 'febds' help.txt && grep -q 'pfcm' help.txt && grep -q -- '--method dog|log|fft (dog)' help.txt && grep -q 'dcm2niix' help.txt"
+"$bin" --help | grep -q "segment" ; check "listed in lumen --help" "[ $? -eq 0 ]"
+exit $fail

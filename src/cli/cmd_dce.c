@@ -221,6 +221,7 @@ int lumen_cmd_dce_demo(int argc, char **argv) {
     else if (!strcmp(argv[i], "-q")) quiet = 1;
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       printf("usage: lumen demo [--out DIR] [--backend B] [-q]\n\n"
+             "       lumen demo curves [--replicates N] [--backend B]   (curve fitting only, no files)\n\n"
              "Builds a synthetic DCE phantom in memory (patches of known Ktrans, ve, vp; Parker AIF;\n"
              "noise), writes it as NIfTI with a T1 map and mask into DIR (default ./lumen-demo), runs\n"
              "'lumen dce' on it end to end (tofts, etofts, AIC selection, automatic AIF) and prints the\n"

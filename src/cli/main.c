@@ -5,7 +5,7 @@
 
 static const lumen_cli_command commands[] = {
   {"backends", lumen_cmd_backends, "show what this build and machine can do (PASS/FAIL/SKIP per part)"},
-  {"demo", lumen_cmd_demo, "fit a built-in synthetic data set and compare with the truth"},
+  {"demo", lumen_cmd_demo, "run lumen dce on a built-in phantom and compare with the truth (demo curves: curve fits only)"},
   {"fit", lumen_cmd_fit, "fit a model to curves given as text (times, AIF, curves) and write a CSV"},
   {"dce", lumen_cmd_dce, "DCE-MRI series to parameter maps, run log and report (stages A, B, D)"},
   {"t1", lumen_cmd_t1, "T1 maps from VFA, inversion- or saturation-recovery series"},

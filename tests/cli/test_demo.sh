@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lumen demo: exits 0, prints a row per truth with the fitted medians within tolerance of the truth,
+# lumen demo curves: exits 0, prints a row per truth with the fitted medians within tolerance of the truth,
 # the backend line per model, and runs quickly.
 set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
@@ -8,7 +8,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
 
 start=$(date +%s)
-"$bin" demo > out.txt 2> err.txt; rc=$?
+"$bin" demo curves > out.txt 2> err.txt; rc=$?
 end=$(date +%s)
 cat out.txt
 check "demo exits 0" "[ $rc -eq 0 ]"
@@ -25,8 +25,22 @@ check "recovered values within tolerance" "awk '
       tol = (j == 2) ? 0.01 + 0.1 * t : 0.02; if (!(d <= tol)) { print \"bad row: \" \$0; bad = 1 } }
     split(\$8, c, \"/\"); if (c[1] != c[2]) { print \"not all converged: \" \$0; bad = 1 } }
   END { exit bad }' out.txt"
-"$bin" demo --help > help.txt; rc=$?
+"$bin" demo curves --help > help.txt; rc=$?
 check "demo --help" "[ $rc -eq 0 ] && grep -q replicates help.txt"
-"$bin" demo --bogus > /dev/null 2>&1; rc=$?
+"$bin" demo curves --bogus > /dev/null 2>&1; rc=$?
 check "demo unknown option -> 2" "[ $rc -eq 2 ]"
+
+# lumen demo (the full pipeline on the built-in phantom): table, report, accuracy of etofts
+"$bin" demo --out "$tmp/demo" > pipe.txt 2> perr.txt; rc=$?
+cat pipe.txt
+check "pipeline demo exits 0" "[ $rc -eq 0 ]"
+check "pipeline demo writes the report" "[ -s '$tmp/demo/report.html' ] && grep -q 'report: .*report.html' pipe.txt"
+check "pipeline demo has 24 truth rows" "[ \$(grep -cE '^[01] +0\.[0-9]+ +0\.[0-9]+ +0\.0[28] +\\|' pipe.txt) -eq 24 ]"
+# etofts patch medians: Ktrans within 8 % + 0.005, ve within 8 % + 0.01, vp within 0.01
+check "pipeline demo recovers the truth (etofts)" "awk '
+  \$1 ~ /^[01]\$/ && \$5 == \"|\" { n++; d = \$6 - \$2; if (d < 0) d = -d; if (d > 0.08 * \$2 + 0.005) { print \"bad Ktrans: \" \$0; bad = 1 }
+    d = \$7 - \$3; if (d < 0) d = -d; if (d > 0.08 * \$3 + 0.01) { print \"bad ve: \" \$0; bad = 1 }
+    d = \$8 - \$4; if (d < 0) d = -d; if (d > 0.01) { print \"bad vp: \" \$0; bad = 1 } }
+  END { exit bad || n != 24 }' pipe.txt"
+check "pipeline demo backend lines" "grep -qE '^# etofts: backend requested auto, selected [a-z_]+, used [a-z_+]+' pipe.txt"
 exit $fail

@@ -37,6 +37,47 @@ static void add(lumen_check *rows, int *n, const char *name, lumen_check_status 
   (*n)++;
 }
 
+/* Runs a short shell command and keeps the first line it prints; returns its exit status
+   (-1 when it could not run). Used only to see whether the bindings are installed. */
+static int probe_command(const char *cmd, char *line, size_t size) {
+  line[0] = '\0';
+  FILE *p = popen(cmd, "r");
+  if (!p) return -1;
+  if (fgets(line, (int)size, p)) line[strcspn(line, "\n")] = '\0';
+  char rest[256];
+  while (fgets(rest, sizeof rest, p)) {
+  }
+  int st = pclose(p);
+  return st;
+}
+
+/* The bindings are separate packages: report whether this machine's python3 imports the
+   `lumen` package and whether Octave finds the MEX file; absent is a SKIP with the way to get it. */
+static void add_binding_rows(lumen_check *rows, int *n) {
+  char line[LUMEN_CHECK_DETAIL_MAX - 64], detail[LUMEN_CHECK_DETAIL_MAX];
+  int st = probe_command("python3 -c 'import lumen; print(lumen.__file__)' 2>/dev/null", line, sizeof line);
+  if (st == 0 && line[0]) {
+    snprintf(detail, sizeof detail, "python3 imports lumen from %s", line);
+    add(rows, n, "python", LUMEN_CHECK_PASS, detail);
+  } else {
+    add(rows, n, "python", LUMEN_CHECK_SKIP,
+        "python3 cannot import the lumen package (install it with ./install.sh or pip install ./python)");
+  }
+  st = probe_command("command -v octave-cli 2>/dev/null", line, sizeof line);
+  if (st != 0 || !line[0]) {
+    add(rows, n, "mex", LUMEN_CHECK_SKIP, "Octave not found (MATLAB users: build with matlab/build_mex.sh)");
+    return;
+  }
+  st = probe_command("octave-cli --no-gui --quiet --eval 'disp(which(\"lumen_fit\"))' 2>/dev/null", line, sizeof line);
+  if (st == 0 && line[0]) {
+    snprintf(detail, sizeof detail, "Octave finds lumen_fit at %s", line);
+    add(rows, n, "mex", LUMEN_CHECK_PASS, detail);
+  } else {
+    add(rows, n, "mex", LUMEN_CHECK_SKIP,
+        "Octave is installed but lumen_fit is not on its path (build with matlab/build_mex.sh or ./install.sh)");
+  }
+}
+
 /* Rows for parts outside the core library: file I/O and the front ends. */
 static void add_frontend_rows(lumen_ctx *ctx, lumen_check *rows, int *n) {
 #if LUMEN_HAVE_IO
@@ -48,8 +89,7 @@ static void add_frontend_rows(lumen_ctx *ctx, lumen_check *rows, int *n) {
   add(rows, n, "nifti-io", LUMEN_CHECK_SKIP, "built without nifti_clib/cJSON: NIfTI input and output unavailable");
 #endif
   add(rows, n, "mpi", LUMEN_CHECK_SKIP, "this build has no MPI support (Open MPI was not enabled at configure time)");
-  add(rows, n, "python", LUMEN_CHECK_SKIP, "the Python binding is not part of this build");
-  add(rows, n, "mex", LUMEN_CHECK_SKIP, "the MATLAB/Octave MEX interface is not part of this build");
+  add_binding_rows(rows, n);
 }
 
 int lumen_cmd_backends(int argc, char **argv) {

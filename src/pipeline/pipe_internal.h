@@ -100,6 +100,8 @@ void pipe_run_free(pipe_run *run);
 lumen_status pipe_write_runlog(pipe_run *run);
 lumen_status pipe_write_report(pipe_run *run);
 /* figure rendering */
+/* Window (2nd..98th percentile), median and finite count of a map inside the mask, for the report. */
+void pipe_map_stats(pipe_run *run, const float *data, pipe_output *o);
 lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *o);
 lumen_status pipe_render_plot(pipe_run *run, const char *name, int n, const double *x, const double *y1,
                               const double *y2);

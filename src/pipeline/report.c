@@ -29,7 +29,7 @@ static lumen_status write_png(pipe_run *run, const char *name, uint8_t *px, int6
 }
 
 /* Display window: 2nd..98th percentile of the finite values inside the mask (state: 0..6). */
-static void window_of(pipe_run *run, const float *data, pipe_output *o) {
+void pipe_map_stats(pipe_run *run, const float *data, pipe_output *o) {
   double *v = malloc(sizeof(double) * (size_t)run->nvox);
   o->lo = o->hi = o->median = NAN;
   o->n_finite = 0;
@@ -56,7 +56,7 @@ static void base_name(const char *name, char *out, size_t size) {
 }
 
 lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *o) {
-  window_of(run, data, o);
+  pipe_map_stats(run, data, o);
   int64_t nx = run->nx, ny = run->ny, nz = run->nz;
   int ns = nz < 12 ? (int)nz : 12;
   int64_t big = nx > ny ? nx : ny;

@@ -358,6 +358,7 @@ lumen_status pipe_write_map(pipe_run *run, const char *name, const float *data, 
   snprintf(o->model, sizeof o->model, "%s", model ? model : "");
   o->is_map = 1;
   pipe_record_output(run, sname);
+  if (run->cfg->report) pipe_map_stats(run, data, o);  /* every map's row in the report table */
   if (figure && run->cfg->report) {
     st = pipe_render_montage(run, data, o);
     if (st == LUMEN_OK) st = pipe_render_hist(run, data, o);

@@ -3,10 +3,12 @@
 #   make demo   installs, builds, runs the built-in demo
 BUILD      ?= build
 SAN_BUILD  ?= build-san
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all setup configure build test test-only sanitize demo bench install clean help
+.PHONY: all setup configure build test test-only sanitize fuzz demo bench install clean help
 
 all: build
 
@@ -15,6 +17,7 @@ help:
 	@echo "make demo      install dependencies, build, run the demo"
 	@echo "make build     configure and build into $(BUILD)/"
 	@echo "make sanitize  build into $(SAN_BUILD)/ with -fsanitize=address,undefined and run the tests"
+	@echo "make fuzz      build the libFuzzer targets (clang) into $(FUZZ_BUILD)/, run each FUZZ_SECONDS (60)"
 	@echo "make bench     run the benchmarks (never part of the tests)"
 	@echo "variables: BUILD, JOBS, CMAKE_ARGS (e.g. CMAKE_ARGS=-DLUMEN_CUDA=OFF)"
 
@@ -41,6 +44,11 @@ sanitize:
 	cmake --build $(SAN_BUILD) -j $(JOBS)
 	ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
 
+fuzz:
+	@bash scripts/setup.sh
+	$(MAKE) --no-print-directory build
+	bash fuzz/run.sh $(BUILD) $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 demo:
 	@bash scripts/setup.sh
 	$(MAKE) --no-print-directory build
@@ -55,4 +63,4 @@ install: build
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX),)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)

@@ -30,6 +30,17 @@ if(LUMEN_OPENMP)
   endif()
 endif()
 
+# ---- MPI (Open MPI): on when found and LUMEN_MPI is not OFF; only lumen_dist links it
+set(LUMEN_HAVE_MPI OFF)
+if(LUMEN_MPI)
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    set(LUMEN_HAVE_MPI ON)
+  else()
+    message(STATUS "lumen: MPI not found (libopenmpi-dev), building without it")
+  endif()
+endif()
+
 # ---- GSL (standard solver); optional so the core builds where no -dev package exists
 find_path(GSL_INCLUDE_DIR gsl/gsl_multifit_nlinear.h)
 find_library(GSL_LIBRARY gsl)

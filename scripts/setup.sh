@@ -18,6 +18,11 @@ PACKAGES=(
   # (about 80 MB download, 265 MB installed)
   python3-pytest python3-venv
   octave liboctave-dev
+  # hardening (issue 9): make fuzz builds the libFuzzer targets with clang (-fsanitize=fuzzer
+  # needs the compiler-rt runtime package)
+  clang libclang-rt-14-dev
+  # MPI (issue 7): mpirun -np N lumen dce/batch; tests/cli/test_mpi*.sh
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -90,6 +90,8 @@ typedef struct lumen_pipe_config {
   int quiet;
   int threads;
   int compress_level;              /* gzip level of the maps, default 1 (fast) */
+  int resume;                      /* dce: continue a killed run from its stage D checkpoints (implies overwrite) */
+  int chunk_voxels;                /* dce: curves per stage D checkpoint chunk; 0 = 65536 */
 } lumen_pipe_config;
 
 void lumen_pipe_config_init(lumen_pipe_config *cfg);

@@ -22,6 +22,11 @@ int lumen_cmd_dce_demo(int argc, char **argv);
 int lumen_cmd_t1(int argc, char **argv);
 int lumen_cmd_filter(int argc, char **argv);
 int lumen_cmd_segment(int argc, char **argv);
+int lumen_cmd_batch(int argc, char **argv);
+int lumen_cmd_merge(int argc, char **argv);
+/* `lumen dce --shard K/N` and `mpirun -np N lumen dce` (cmd_merge.c): returns 1 and sets *rc when
+   it ran the command, 0 when this is a plain run. */
+int lumen_cli_dce_dist(int argc, char **argv, int *rc);
 
 /* Exit statuses shared by every command. */
 enum { LUMEN_EXIT_OK = 0, LUMEN_EXIT_FAILURE = 1, LUMEN_EXIT_USAGE = 2 };

@@ -53,7 +53,7 @@ static const char *const value_opts[] = {
   "dce", "out", "t1map", "mask", "b1", "aif", "prefix", "models", "backend", "select", "method",
   "input-type", "flip-angle", "tr", "dt", "relaxivity", "hematocrit", "blood-t1", "t1", "baseline",
   "baseline-start", "max-invalid-fraction", "injection-time", "tolerance", "max-iterations", "threads",
-  "compress-level", "flip-angles", "times", "bounds", "start", "conv", "precision", "fxr-fw", NULL};
+  "compress-level", "chunk", "flip-angles", "times", "bounds", "start", "conv", "precision", "fxr-fw", NULL};
 
 /* Parses argv into cfg (config file first, the command line overrides it). Returns -1 on
    success, else an exit status; *help = 1 when --help was asked for. */
@@ -76,6 +76,7 @@ int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, 
     if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { cfg->quiet = 1; continue; }
     if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { *verbose = 1; continue; }
     if (!strcmp(a, "--overwrite")) { cfg->overwrite = 1; continue; }
+    if (!strcmp(a, "--resume")) { cfg->resume = 1; cfg->overwrite = 1; continue; }
     if (!strcmp(a, "--force-cpu")) { cfg->force_cpu = 1; continue; }
     if (!strcmp(a, "--fit-delay")) { cfg->fit_delay = 1; continue; }
     if (!strcmp(a, "--save-conc")) { cfg->save_conc = 1; continue; }
@@ -177,11 +178,18 @@ static void help(FILE *out) {
     "  --config FILE         key = value lines (the option names; ROCKETSHIP dce_preferences.txt keys)\n"
     "  --overwrite           replace existing outputs (refused otherwise)\n"
     "  --save-conc, --no-report, --threads N, --compress-level L (default 1)\n"
+    "  --resume              continue a killed run in the same --out from its last completed\n"
+    "                        stage D chunk (checkpoints .PREFIX_model-M.ckpt; implies --overwrite)\n"
+    "  --chunk N             voxels per stage D checkpoint chunk (default 65536)\n"
+    "  --shard K/N           fit only the K-th of N voxel ranges and write a part for 'lumen merge'\n"
+    "                        (under mpirun -np N the ranks split the voxels; rank 0 writes)\n"
     "  -q                    no progress or summary;  -v  more messages\n");
 }
 
 int lumen_cmd_dce(int argc, char **argv) {
   const char *cmd = "dce";
+  int dist_rc = 0;
+  if (lumen_cli_dce_dist(argc, argv, &dist_rc)) return dist_rc;  /* --shard K/N, mpirun (cmd_merge.c) */
   lumen_pipe_config cfg;
   lumen_pipe_config_init(&cfg);
   int verbose = 0, helpf = 0;

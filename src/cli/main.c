@@ -11,6 +11,8 @@ static const lumen_cli_command commands[] = {
   {"t1", lumen_cmd_t1, "T1 maps from VFA, inversion- or saturation-recovery series"},
   {"filter", lumen_cmd_filter, "filter PNG/NIfTI images: Gaussian, DoG, median, morphology, thresholds..."},
   {"segment", lumen_cmd_segment, "segment PNG/NIfTI images: FEBDS calcifications, clustering, breast mask..."},
+  {"batch", lumen_cmd_batch, "run dce, t1, filter or segment over a list or a BIDS dataset (derivatives)"},
+  {"merge", lumen_cmd_merge, "assemble the parts of 'lumen dce --shard K/N' into the outputs of one run"},
 };
 static const int command_count = (int)(sizeof commands / sizeof commands[0]);
 

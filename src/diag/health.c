@@ -2,7 +2,12 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include "lumen/aif.h"
+#include "lumen/fit.h"
+#include "models/models_f64.h"
 #include "core/internal.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_OPENMP
@@ -137,6 +142,127 @@ static void check_solvers(row_sink *sink) {
 #endif
 }
 
+/* ------------------------------------------------------------------ fitting tiers
+   A self-test fit per tier: noise-free Tofts curves fitted on tier cpu (checked against the true
+   values), then on each CUDA device for about one second (checked against tier cpu). */
+#define FIT_N 40
+#define FIT_NC 4096
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* fits the curves on backend; returns the number of curves that converged to within 1e-3 of ref
+   (or of the true values when ref is NULL), -1 when the plan or the run failed; *rate fits/s. */
+static int fit_selftest(lumen_ctx *ctx, const char *backend, double seconds, const double *t, const double *cp,
+                        const float *y, const double *truth, const double *ref, double *params, double *rate,
+                        char *used, size_t used_size) {
+  lumen_fit_options o;
+  lumen_fit_options_init(&o);
+  o.model = LUMEN_MODEL_TOFTS;
+  o.backend = backend;
+  lumen_fit_plan *plan = NULL;
+  if (lumen_fit_plan_create(ctx, &o, FIT_N, t, cp, &plan) != LUMEN_OK) return -1;
+  int32_t state[FIT_NC];
+  lumen_fit_results r;
+  memset(&r, 0, sizeof r);
+  r.params = params;
+  r.state = state;
+  double t0 = now_s(), el = 0;
+  int64_t done = 0;
+  lumen_status st = LUMEN_OK;
+  do {
+    st = lumen_fit_execute(ctx, plan, FIT_NC, y, NULL, &r);
+    done += FIT_NC;
+    el = now_s() - t0;
+  } while (st == LUMEN_OK && el < seconds);
+  snprintf(used, used_size, "%s", r.backend_used);
+  lumen_fit_plan_destroy(plan);
+  if (st != LUMEN_OK) return -1;
+  *rate = el > 0 ? (double)done / el : 0;
+  int good = 0;
+  for (int c = 0; c < FIT_NC; ++c) {
+    int ok = state[c] == LUMEN_FIT_CONVERGED;
+    for (int k = 0; k < 2 && ok; ++k) {
+      double want = ref ? ref[2 * c + k] : truth[2 * (c % 16) + k];
+      ok = fabs(params[2 * c + k] - want) <= 1e-3 * fabs(want) + 1e-6;
+    }
+    good += ok;
+  }
+  return good;
+}
+
+static void check_fitting(lumen_ctx *ctx, row_sink *sink) {
+  double t[FIT_N], cp[FIT_N], truth[32];
+  float *y = malloc(sizeof(float) * FIT_NC * FIT_N);
+  double *pcpu = malloc(sizeof(double) * 4 * FIT_NC), *pdev = pcpu ? pcpu + 2 * FIT_NC : NULL;
+  if (!y || !pcpu) {
+    add_row(sink, "fit-cpu", LUMEN_CHECK_FAIL, "out of memory for the self-test");
+    free(y);
+    free(pcpu);
+    return;
+  }
+  for (int i = 0; i < FIT_N; ++i) t[i] = i * 6.0 / 60.0;
+  lumen_aif_options ao;
+  lumen_aif_options_init(&ao);
+  ao.delay = 0.5;
+  if (lumen_aif_population(ctx, &ao, FIT_N, t, cp) != LUMEN_OK) {
+    add_row(sink, "fit-cpu", LUMEN_CHECK_FAIL, "AIF: %s", lumen_ctx_last_error(ctx));
+    lumen_ctx_clear_error(ctx);
+    free(y);
+    free(pcpu);
+    return;
+  }
+  double dt[FIT_N], icp[FIT_N], f[FIT_N];
+  lumen_grid_f64 g;
+  lumen_grid_setup_f64(&g, FIT_N, t, cp, dt, icp);
+  for (int j = 0; j < 16; ++j) {
+    truth[2 * j] = 0.05 + 0.02 * j;
+    truth[2 * j + 1] = 0.15 + 0.03 * j;
+    lumen_model_eval_f64(LUMEN_MODEL_TOFTS, &g, NULL, truth + 2 * j, f, NULL, NULL);
+    for (int c = j; c < FIT_NC; c += 16)
+      for (int i = 0; i < FIT_N; ++i) y[(size_t)c * FIT_N + i] = (float)f[i];
+  }
+  char used[LUMEN_FIT_NAME_MAX] = "";
+  double rate = 0;
+  int good = fit_selftest(ctx, "cpu", 0.0, t, cp, y, truth, NULL, pcpu, &rate, used, sizeof used);
+  if (good < 0) {
+    add_row(sink, "fit-cpu", LUMEN_CHECK_FAIL, "self-test fit failed: %s", lumen_ctx_last_error(ctx));
+    lumen_ctx_clear_error(ctx);
+    free(y);
+    free(pcpu);
+    return;
+  }
+  add_row(sink, "fit-cpu", good == FIT_NC ? LUMEN_CHECK_PASS : LUMEN_CHECK_FAIL,
+          "tofts self-test on tier %s: %d/%d curves recovered within 1e-3, %.0f fits/s", used, good, FIT_NC, rate);
+  int count = 0;
+  char why[256] = "";
+  if (lumen_cuda_probe(NULL, &count, why, sizeof why) != LUMEN_OK || count < 1) {
+    add_row(sink, "fit-cuda", LUMEN_CHECK_SKIP, "no CUDA device: %s", why[0] ? why : "none");
+    free(y);
+    free(pcpu);
+    return;
+  }
+  for (int d = 0; d < count && d < 16; ++d) {
+    char name[32], backend[32];
+    snprintf(name, sizeof name, "fit-cuda:%d", d);
+    snprintf(backend, sizeof backend, "cuda:%d", d);
+    good = fit_selftest(ctx, backend, 1.0, t, cp, y, truth, pcpu, pdev, &rate, used, sizeof used);
+    if (good < 0) {
+      add_row(sink, name, LUMEN_CHECK_FAIL, "self-test fit failed: %s", lumen_ctx_last_error(ctx));
+      lumen_ctx_clear_error(ctx);
+      continue;
+    }
+    int on_dev = strcmp(used, "cuda") == 0;
+    add_row(sink, name, good == FIT_NC && on_dev ? LUMEN_CHECK_PASS : LUMEN_CHECK_FAIL,
+            "tofts 1 s self-test: tier %s, %d/%d curves equal to tier cpu within 1e-3, %.3g fits/s", used, good,
+            FIT_NC, rate);
+  }
+  free(y);
+  free(pcpu);
+}
+
 lumen_status lumen_health_checks(lumen_ctx *ctx, lumen_check *rows, int capacity, int *count) {
   LUMEN_REQUIRE_NOT_NULL(ctx, count);
   LUMEN_REQUIRE(ctx, capacity >= 0 && (rows != NULL || capacity == 0),
@@ -146,6 +272,7 @@ lumen_status lumen_health_checks(lumen_ctx *ctx, lumen_check *rows, int capacity
   check_precision(&sink);
   check_cuda(ctx, &sink);
   check_solvers(&sink);
+  check_fitting(ctx, &sink);
   *count = sink.count;
   return LUMEN_OK;
 }

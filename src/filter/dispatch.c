@@ -17,25 +17,26 @@
 #endif
 
 static const lf_op op_table[LF_OP_COUNT] = {
-  [LF_OP_GAUSSIAN] = {"gaussian", lf_cpu_gaussian, LF_CUDA(NULL)},
-  [LF_OP_DOG] = {"dog", lf_cpu_dog, LF_CUDA(NULL)},
-  [LF_OP_LAPLACE] = {"gaussian_laplace", lf_cpu_laplace, LF_CUDA(NULL)},
-  [LF_OP_MEDIAN] = {"median", lf_cpu_median, LF_CUDA(NULL)},
-  [LF_OP_GAMMA] = {"gamma", lf_cpu_gamma, LF_CUDA(NULL)},
-  [LF_OP_CONTRAST] = {"contrast", lf_cpu_contrast, LF_CUDA(NULL)},
-  [LF_OP_CONVOLVE] = {"convolve", lf_cpu_convolve, LF_CUDA(NULL)},
-  [LF_OP_BANDPASS] = {"bandpass", lf_cpu_bandpass, LF_CUDA(NULL)},
-  [LF_OP_OTSU] = {"otsu", lf_cpu_otsu, LF_CUDA(NULL)},
-  [LF_OP_SAUVOLA] = {"sauvola", lf_cpu_sauvola, LF_CUDA(NULL)},
-  [LF_OP_LOCAL_VARIANCE] = {"local_variance", lf_cpu_local_variance, LF_CUDA(NULL)},
-  [LF_OP_VARIANCE_BINARIZE] = {"variance_binarize", lf_cpu_variance_binarize, LF_CUDA(NULL)},
-  [LF_OP_MORPHOLOGY] = {"morphology", lf_cpu_morphology, LF_CUDA(NULL)},
+  [LF_OP_GAUSSIAN] = {"gaussian", lf_cpu_gaussian, LF_CUDA(lf_cuda_gaussian)},
+  [LF_OP_DOG] = {"dog", lf_cpu_dog, LF_CUDA(lf_cuda_dog)},
+  [LF_OP_LAPLACE] = {"gaussian_laplace", lf_cpu_laplace, LF_CUDA(lf_cuda_laplace)},
+  [LF_OP_MEDIAN] = {"median", lf_cpu_median, LF_CUDA(lf_cuda_median)},
+  [LF_OP_GAMMA] = {"gamma", lf_cpu_gamma, LF_CUDA(lf_cuda_gamma)},
+  [LF_OP_CONTRAST] = {"contrast", lf_cpu_contrast, LF_CUDA(lf_cuda_contrast)},
+  [LF_OP_CONVOLVE] = {"convolve", lf_cpu_convolve, LF_CUDA(lf_cuda_convolve)},
+  [LF_OP_BANDPASS] = {"bandpass", lf_cpu_bandpass, LF_CUDA(lf_cuda_bandpass)},
+  [LF_OP_OTSU] = {"otsu", lf_cpu_otsu, LF_CUDA(lf_cuda_otsu)},
+  [LF_OP_SAUVOLA] = {"sauvola", lf_cpu_sauvola, LF_CUDA(lf_cuda_sauvola)},
+  [LF_OP_LOCAL_VARIANCE] = {"local_variance", lf_cpu_local_variance, LF_CUDA(lf_cuda_local_variance)},
+  [LF_OP_VARIANCE_BINARIZE] = {"variance_binarize", lf_cpu_variance_binarize, LF_CUDA(lf_cuda_variance_binarize)},
+  [LF_OP_MORPHOLOGY] = {"morphology", lf_cpu_morphology, LF_CUDA(lf_cuda_morphology)},
+  /* region ops stay on the CPU (sequential flood fills; a CUDA request reruns there with a reason) */
   [LF_OP_FILL_HOLES] = {"fill_holes", lf_cpu_fill_holes, LF_CUDA(NULL)},
   [LF_OP_LABEL] = {"label", lf_cpu_label, LF_CUDA(NULL)},
   [LF_OP_LARGEST_COMPONENT] = {"largest_component", lf_cpu_largest_component, LF_CUDA(NULL)},
-  [LF_OP_ENTROPY] = {"entropy", lf_cpu_entropy, LF_CUDA(NULL)},
-  [LF_OP_MUTUAL_INFORMATION] = {"mutual_information", lf_cpu_mutual_information, LF_CUDA(NULL)},
-  [LF_OP_VARIANCE] = {"variance", lf_cpu_variance, LF_CUDA(NULL)},
+  [LF_OP_ENTROPY] = {"entropy", lf_cpu_entropy, LF_CUDA(lf_cuda_entropy)},
+  [LF_OP_MUTUAL_INFORMATION] = {"mutual_information", lf_cpu_mutual_information, LF_CUDA(lf_cuda_mutual_information)},
+  [LF_OP_VARIANCE] = {"variance", lf_cpu_variance, LF_CUDA(lf_cuda_variance)},
 };
 
 static lf_impl test_hooks[LF_OP_COUNT];

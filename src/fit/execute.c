@@ -5,7 +5,9 @@
 #include <string.h>
 #include <time.h>
 #include "cpu/lm.h"
+#include "cpu/lm_simd.h"
 #include "fit/curve_fit.h"
+#include "fit/fit_cuda.h"
 #include "fit/fit_internal.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_OPENMP
@@ -37,7 +39,9 @@ static void lumen_fit_curve_out_clear(lumen_fit_curve_out *o) {
 #define DPLAN_GRID(pl) (&(pl)->g32)
 #define DPLAN_W(pl) ((pl)->w32)
 #define DRV_STANDARD 0
+#define DRV_LANES 1
 #include "fit/driver_impl.inc"
+#undef DRV_LANES
 #undef DT
 #undef DM
 #undef DF
@@ -172,16 +176,201 @@ static void fit_one(const exec_in *in, int kind, void *ws, int64_t c, unsigned c
   fail[pos] = (unsigned char)needs_fallthrough(in->pl, &o);
 }
 
+/* ------------------------------------------------------------------ lane-batched path (float32) */
+/* Tiers cpu/cpu_single in float32 without delay fitting, for the models the vector solver knows
+   (src/cpu/lm_simd.h), when the CPU has AVX2 or AVX-512: each thread fits curves W at a time,
+   one per lane; curves are taken from a shared counter in small blocks (dynamic schedule). */
+#define LANE_BLOCK 16
+#define LANE_TICKETS (2 * LUMEN_LMV_MAX_WIDTH)
+typedef struct lane_user {
+  const exec_in *in;
+  ws_acc32 *ws;
+  const int64_t *list;
+  unsigned char *fail;
+  int64_t *counter, end, pos, pos_end;
+  int64_t tk_pos[LANE_TICKETS];
+  int used_linear[LANE_TICKETS];
+  float tk_consts[LANE_TICKETS][LUMEN_NCONSTS];
+} lane_user;
+
+static int lane_use_simd(const lumen_fit_plan *pl, int kind) {
+  return kind == KIND_ACC32 && !pl->opts.fit_delay && pl->np > 0 && !lumen_model_is_closed_form(pl->model) &&
+         lumen_lmv_supported(pl->model, &pl->g32) && lumen_lmv_width() > 0;
+}
+
+/* next(): the next curve that passes the input checks (the others are stored at once). */
+static int lane_next(void *user, int tk, float *y, float *consts) {
+  lane_user *u = user;
+  const exec_in *in = u->in;
+  const lumen_fit_plan *pl = in->pl;
+  ws_acc32 *ws = u->ws;
+  for (;;) {
+    if (u->pos >= u->pos_end) {
+      u->pos = __atomic_fetch_add(u->counter, LANE_BLOCK, __ATOMIC_RELAXED);
+      u->pos_end = u->pos + LANE_BLOCK < u->end ? u->pos + LANE_BLOCK : u->end;
+      if (u->pos >= u->end) return 0;
+    }
+    int64_t pos = u->pos++;
+    int64_t c = u->list[pos];
+    LOAD_ROW(float, ws, in, c);
+    lumen_fit_curve_out o;
+    lumen_fit_curve_out_clear(&o);
+    ws->g = &pl->g32;
+    if (check_input_acc32(pl, ws, &o)) {
+      store(pl, in->res, c, &o);
+      u->fail[pos] = (unsigned char)needs_fallthrough(pl, &o);
+      continue;
+    }
+    for (int i = 0; i < pl->n; ++i) y[i] = ws->y[i];
+    for (int j = 0; j < LUMEN_NCONSTS; ++j) consts[j] = u->tk_consts[tk][j] = ws->consts[j];
+    u->tk_pos[tk] = pos;
+    return 1;
+  }
+}
+
+/* start(): the driver's primary start from the vector linear start (or its own). */
+static void lane_start(void *user, int tk, const float *y, const float *ls, int ls_ret, float *p) {
+  lane_user *u = user;
+  const lumen_fit_plan *pl = u->in->pl;
+  float cfg[LUMEN_FIT_MAX_PARAMS];
+  if (ls_ret < 0) {
+    ws_acc32 *ws = u->ws;
+    for (int i = 0; i < pl->n; ++i) ws->y[i] = y[i];
+    for (int j = 0; j < LUMEN_NCONSTS; ++j) ws->consts[j] = u->tk_consts[tk][j];
+    ws->g = &pl->g32;
+    u->used_linear[tk] = primary_start_acc32(pl, ws, p, cfg);
+  } else {
+    u->used_linear[tk] = primary_start_ls_acc32(pl, ls_ret, ls, p, cfg);
+  }
+}
+
+static void lane_done(void *user, int tk, const float *y, lumen_fit_state state, const float *p, double chi2,
+                      int iterations) {
+  lane_user *u = user;
+  const exec_in *in = u->in;
+  const lumen_fit_plan *pl = in->pl;
+  ws_acc32 *ws = u->ws;
+  int64_t pos = u->tk_pos[tk];
+  for (int j = 0; j < LUMEN_NCONSTS; ++j) ws->consts[j] = u->tk_consts[tk][j];
+  ws->range_error = 0;
+  ws->g = &pl->g32;
+  lumen_fit_curve_out o;
+  lane_done_acc32(pl, in->ctx, ws, in->want, u->used_linear[tk], y, state, p, chi2, iterations, &o);
+  store(pl, in->res, u->list[pos], &o);
+  u->fail[pos] = (unsigned char)needs_fallthrough(pl, &o);
+}
+
+static void lane_run(const exec_in *in, ws_acc32 *ws, void *lwork, const int64_t *list, unsigned char *fail,
+                     int64_t *counter, int64_t end) {
+  const lumen_fit_plan *pl = in->pl;
+  lane_user u;
+  memset(&u, 0, sizeof u);
+  u.in = in; u.ws = ws; u.list = list; u.fail = fail; u.counter = counter; u.end = end;
+  u.pos = u.pos_end = 0;
+  lumen_lmv_problem pr;
+  pr.model = pl->model;
+  pr.grid = &pl->g32;
+  pr.w = pl->opts.weights ? pl->w32 : NULL;
+  pr.lo = pl->lo;
+  pr.hi = pl->hi;
+  pr.fixed = pl->fixed;
+  pr.tol = pl->opts.tolerance;
+  pr.max_iterations = pl->opts.max_iterations;
+  pr.linear_start = pl->has_linear_start;
+  lumen_lmv_io io = {&u, lane_next, lane_start, lane_done};
+  lumen_lmv_run(&pr, &io, lwork);
+}
+
 static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ------------------------------------------------------------------ tier cuda (src/fit/fit_cuda.c) */
+typedef struct cuda_user {
+  const exec_in *in;
+  const int64_t *list;
+  unsigned char *fail;
+} cuda_user;
+
+/* a device's row -> the results (called from the device's host thread) */
+static void cuda_deliver(void *user, int64_t pos, const lumen_fitcu_row *row) {
+  const cuda_user *u = user;
+  lumen_fit_curve_out o;
+  lumen_fit_curve_out_clear(&o);
+  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) {
+    o.p[k] = row->p[k];
+    o.ci_lo[k] = row->ci_lo[k];
+    o.ci_hi[k] = row->ci_hi[k];
+  }
+  o.chi2 = row->chi2;
+  o.r2 = row->r2;
+  o.iterations = row->iterations;
+  o.state = (lumen_fit_state)row->state;
+  store(u->in->pl, u->in->res, u->list[pos], &o);
+  u->fail[pos] = (unsigned char)needs_fallthrough(u->in->pl, &o);
+}
+
+/* the fake test device (lumen_fitcu_test_set_fake) computes rows with the CPU solver */
+static void cuda_cpu_row(void *user, int64_t pos, lumen_fitcu_row *row) {
+  const cuda_user *u = user;
+  const exec_in *in = u->in;
+  const lumen_fit_plan *pl = in->pl;
+  const int f64 = pl->opts.precision == LUMEN_FIT_FLOAT64;
+  long per = f64 ? ws_elems_acc64(pl) : ws_elems_acc32(pl);
+  void *mem = calloc((size_t)per, f64 ? sizeof(double) : sizeof(float));
+  lumen_fit_curve_out o;
+  lumen_fit_curve_out_clear(&o);
+  if (mem) {
+    int64_t c = u->list[pos];
+    if (f64) {
+      ws_acc64 w;
+      ws_bind_acc64(&w, mem, pl);
+      LOAD_ROW(double, &w, in, c);
+      drive_acc64(pl, in->ctx, &w, in->want, &o);
+    } else {
+      ws_acc32 w;
+      ws_bind_acc32(&w, mem, pl);
+      LOAD_ROW(float, &w, in, c);
+      drive_acc32(pl, in->ctx, &w, in->want, &o);
+    }
+    free(mem);
+  }
+  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) {
+    row->p[k] = o.p[k];
+    row->ci_lo[k] = o.ci_lo[k];
+    row->ci_hi[k] = o.ci_hi[k];
+  }
+  row->chi2 = o.chi2;
+  row->r2 = o.r2;
+  row->iterations = o.iterations;
+  row->state = mem ? (int32_t)o.state : (int32_t)LUMEN_FIT_NOT_FINITE;
+}
+
+static lumen_status run_tier_cuda(const exec_in *in, const int64_t *list, int64_t count, unsigned char *fail,
+                                  double base, double span) {
+  const lumen_fit_plan *pl = in->pl;
+  lumen_fitcu_problem pb;
+  lumen_fitcu_problem_from_plan(pl, in->want, &pb);
+  cuda_user u = {in, list, fail};
+  lumen_fitcu_input ci = {in->data, in->data_f64, in->consts, list, count, cuda_deliver, cuda_cpu_row, &u};
+  char note[LUMEN_FIT_REASON_MAX] = "";
+  lumen_status st = lumen_fitcu_run(in->ctx, &pb, pl->cuda_dev, pl->n_cuda_dev, &ci, fail, note, sizeof note);
+  if (note[0]) {
+    size_t len = strlen(in->res->reason);
+    if (len + 1 < sizeof in->res->reason) snprintf(in->res->reason + len, sizeof in->res->reason - len, "%s", note);
+    lumen_log(in->ctx, LUMEN_LOG_WARNING, "fit (cuda)%s", note);
+  }
+  if (st == LUMEN_OK && span > 0) st = lumen_progress(in->ctx, base + span, "fit");
+  return st;
+}
+
 /* Runs tier on the curves list[0..count-1]; fail[i] tells whether list[i] must fall through.
    Reports progress in [base, base + span]. */
 static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64_t *list, int64_t count,
                              unsigned char *fail, double base, double span) {
+  if (tier == LUMEN_FIT_TIER_CUDA) return run_tier_cuda(in, list, count, fail, base, span);
   const lumen_fit_plan *pl = in->pl;
   int kind = tier == LUMEN_FIT_TIER_STANDARD ? KIND_STD64
                                              : (pl->opts.precision == LUMEN_FIT_FLOAT64 ? KIND_ACC64 : KIND_ACC32);
@@ -193,13 +382,17 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   if (count < (int64_t)nth * 4) nth = count > 0 ? (int)((count + 3) / 4) : 1;
   if (nth < 1) nth = 1;
   size_t elem = kind == KIND_ACC32 ? sizeof(float) : sizeof(double);
+  const int lanes = lane_use_simd(pl, kind);
+  size_t lbytes = lanes ? (lumen_lmv_work_bytes(pl->n, pl->np) + 63) / 64 * 64 : 0;
+  void *lmem = lanes ? calloc((size_t)nth, lbytes) : NULL;
   long per = kind == KIND_ACC32 ? ws_elems_acc32(pl) : kind == KIND_ACC64 ? ws_elems_acc64(pl) : ws_elems_std64(pl);
   size_t ws_size = kind == KIND_ACC32 ? sizeof(ws_acc32) : kind == KIND_ACC64 ? sizeof(ws_acc64) : sizeof(ws_std64);
   void *mem = calloc((size_t)nth, (size_t)per * elem);
   unsigned char *wss = calloc((size_t)nth, ws_size);
-  if (!mem || !wss) {
+  if (!mem || !wss || (lanes && !lmem)) {
     free(mem);
     free(wss);
+    free(lmem);
     return lumen_fail(in->ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit: out of memory for %d thread workspaces", nth);
   }
   for (int t = 0; t < nth; ++t) {
@@ -211,19 +404,34 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   }
   /* chunks: progress and cancellation between them */
   int64_t chunk = pl->opts.fit_delay || tier == LUMEN_FIT_TIER_STANDARD ? 256 : 8192;
+  if (lanes && nth > 1) chunk = 65536; /* fewer barriers for the threads of the lane path */
   lumen_status st = LUMEN_OK;
   for (int64_t c0 = 0; c0 < count && st == LUMEN_OK; c0 += chunk) {
     int64_t c1 = c0 + chunk < count ? c0 + chunk : count;
+    if (lanes) {
+      int64_t counter = c0;
 #if LUMEN_HAVE_OPENMP
 #pragma omp parallel num_threads(nth) if (nth > 1)
-    {
-      void *tw = wss + (size_t)omp_get_thread_num() * ws_size;
-#pragma omp for schedule(dynamic, 8)
-      for (int64_t i = c0; i < c1; ++i) fit_one(in, kind, tw, list[i], fail, i);
-    }
+      {
+        int t = omp_get_thread_num();
+        lane_run(in, (ws_acc32 *)(wss + (size_t)t * ws_size), (char *)lmem + (size_t)t * lbytes, list, fail,
+                 &counter, c1);
+      }
 #else
-    for (int64_t i = c0; i < c1; ++i) fit_one(in, kind, wss, list[i], fail, i);
+      lane_run(in, (ws_acc32 *)wss, lmem, list, fail, &counter, c1);
 #endif
+    } else {
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel num_threads(nth) if (nth > 1)
+      {
+        void *tw = wss + (size_t)omp_get_thread_num() * ws_size;
+#pragma omp for schedule(dynamic, 8)
+        for (int64_t i = c0; i < c1; ++i) fit_one(in, kind, tw, list[i], fail, i);
+      }
+#else
+      for (int64_t i = c0; i < c1; ++i) fit_one(in, kind, wss, list[i], fail, i);
+#endif
+    }
     if (c1 < count || span > 0) st = lumen_progress(in->ctx, base + span * (double)c1 / (double)count, "fit");
     if (st != LUMEN_OK) {
       for (int64_t i = c1; i < count; ++i) {
@@ -236,6 +444,7 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   }
   free(mem);
   free(wss);
+  free(lmem);
   return st;
 }
 
@@ -284,9 +493,25 @@ static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64
                     (res->r2 != NULL ? 2 : 0)};
   int64_t count = n_curves;
   lumen_status st = LUMEN_OK;
+  void *host_copy = NULL;
   for (int oi = 0; oi < pl->norder && count > 0; ++oi) {
     lumen_fit_tier tier = (lumen_fit_tier)pl->order[oi];
     double base = oi == 0 ? 0.0 : 0.9, span = oi == 0 ? 0.9 : 0.1 / (pl->norder - oi);
+    if (tier != LUMEN_FIT_TIER_CUDA && oi > 0 && pl->order[0] == LUMEN_FIT_TIER_CUDA && !host_copy &&
+        lumen_fitcu_is_device_ptr(data)) {
+      /* curves in device memory: the CPU tiers read a host copy */
+      size_t el = data_f64 ? sizeof(double) : sizeof(float);
+      host_copy = malloc((size_t)total * el + (consts ? (size_t)n_curves * LUMEN_FIT_NCONSTS * el : 0));
+      if (!host_copy ||
+          lumen_fitcu_copy_to_host(host_copy, data, (size_t)total * el) != LUMEN_OK ||
+          (consts && lumen_fitcu_copy_to_host((char *)host_copy + (size_t)total * el, consts,
+                                              (size_t)n_curves * LUMEN_FIT_NCONSTS * el) != LUMEN_OK)) {
+        st = lumen_fail(ctx, LUMEN_ERR_DEVICE, "lumen_fit_execute: cannot copy the device curves to the host");
+        break;
+      }
+      in.data = host_copy;
+      if (consts) in.consts = (char *)host_copy + (size_t)total * el;
+    }
     st = run_tier(&in, tier, list, count, fail, base, span);
     int last = oi == pl->norder - 1;
     int64_t nfail = 0;
@@ -311,6 +536,7 @@ static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64
   }
   free(list);
   free(fail);
+  free(host_copy);
   for (int64_t c = 0; c < n_curves; ++c) {
     int s = res->state[c];
     if (s >= 0 && s < LUMEN_FIT_STATE_COUNT) res->state_counts[s]++;

@@ -39,6 +39,8 @@ struct lumen_fit_plan {
   /* backend */
   int order[LUMEN_FIT_TIER_COUNT];  /* runnable tiers in the order they are tried */
   int norder;
+  int cuda_dev[16];           /* cuda tier: devices to use ("cuda:all" = {-1}; default {0}) */
+  int n_cuda_dev;
   char requested[LUMEN_FIT_NAME_MAX];
   char selected[LUMEN_FIT_NAME_MAX];
   char reason[LUMEN_FIT_REASON_MAX];

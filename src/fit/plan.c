@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fit/fit_cuda.h"
 #include "fit/fit_internal.h"
 #include "lumen_build_config.h"
 
@@ -23,24 +24,22 @@ double lumen_fit_t975(int dof) {
 }
 
 /* ------------------------------------------------------------------ backend selection */
-static int tier_runnable(lumen_ctx *ctx, lumen_fit_tier tier, char *why, size_t why_size) {
+static int tier_runnable(lumen_ctx *ctx, const lumen_fit_plan *pl, lumen_fit_tier tier, char *why, size_t why_size) {
   switch (tier) {
     case LUMEN_FIT_TIER_CUDA: {
-      if (!lumen_cuda_built()) {
-        snprintf(why, why_size, "not built");
-        return 0;
-      }
-      int count = 0;
-      char reason[256] = "";
-      /* probing must not leave an error behind on the caller's context */
-      lumen_status s = lumen_cuda_probe(NULL, &count, reason, sizeof reason);
+      /* usable: a device (driver, compute capability) and the model's kernel (src/fit/fit_cuda.c) */
       (void)ctx;
-      if (s != LUMEN_OK) {
-        snprintf(why, why_size, "no device: %s", reason[0] ? reason : lumen_status_string(s));
+      if (pl->opts.fit_delay) {
+        snprintf(why, why_size, "arterial delay fitting runs on the CPU tiers only");
         return 0;
       }
-      snprintf(why, why_size, "CUDA fitting kernels not built");
-      return 0;
+      if (pl->model == LUMEN_MODEL_AUC) {
+        snprintf(why, why_size, "auc has no CUDA kernel (no fit)");
+        return 0;
+      }
+      lumen_fitcu_problem pb;
+      lumen_fitcu_problem_from_plan(pl, 0, &pb);
+      return lumen_fitcu_available(&pb, pl->cuda_dev, pl->n_cuda_dev, why, why_size);
     }
     case LUMEN_FIT_TIER_CPU:
 #if LUMEN_HAVE_OPENMP
@@ -73,6 +72,19 @@ static void append(char *buf, size_t size, const char *fmt, const char *a, const
 static lumen_status select_backend(lumen_ctx *ctx, lumen_fit_plan *pl, const char *request) {
   const lumen_fit_options *o = &pl->opts;
   char canon[LUMEN_FIT_NAME_MAX];
+  /* "cuda:N", "cuda:0,1", "cuda:all": the cuda tier on those devices (default cuda:0) */
+  pl->cuda_dev[0] = 0;
+  pl->n_cuda_dev = 1;
+  int nd = lumen_fitcu_parse_devices(request, pl->cuda_dev, 16);
+  if (nd < 0)
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "fit backend '%s': expected cuda:N, a list cuda:0,1 or cuda:all", request);
+  if (nd > 0) {
+    pl->n_cuda_dev = nd;
+    request = "cuda";
+  } else {
+    pl->cuda_dev[0] = 0;
+  }
   lumen_status s = lumen_fit_backend_parse(ctx, request, o->rocketship_names, canon, sizeof canon);
   if (s != LUMEN_OK) return s;
   snprintf(pl->requested, sizeof pl->requested, "%s", canon);
@@ -96,7 +108,7 @@ static lumen_status select_backend(lumen_ctx *ctx, lumen_fit_plan *pl, const cha
   pl->norder = 0;
   for (int i = 0; i < nc; ++i) {
     char why[300] = "";
-    if (tier_runnable(ctx, (lumen_fit_tier)cand[i], why, sizeof why)) {
+    if (tier_runnable(ctx, pl, (lumen_fit_tier)cand[i], why, sizeof why)) {
       pl->order[pl->norder++] = cand[i];
     } else {
       append(pl->reason, sizeof pl->reason, "%s: %s; ", lumen_fit_tier_name((lumen_fit_tier)cand[i]), why);

@@ -88,9 +88,19 @@ static void discard(lumen_atomic_file *f) {
 
 const char *lumen_atomic_tmp_path(const lumen_atomic_file *f) { return f ? f->tmp_path : NULL; }
 
+/* Test hook for whole programs (tests/cli/test_resume_faults.sh): LUMEN_TEST_ENOSPC_AFTER=N makes
+   the atomic writes of this process fail with ENOSPC once N bytes have been written in total. */
+static void env_inject_once(void) {
+  static atomic_int done;
+  if (atomic_exchange(&done, 1)) return;
+  const char *e = getenv("LUMEN_TEST_ENOSPC_AFTER");
+  if (e && *e) lumen_io_inject_write_failure(strtoll(e, NULL, 10));
+}
+
 lumen_status lumen_atomic_open(lumen_ctx *ctx, const char *path, int overwrite, int gzip_level,
                                lumen_atomic_file **out) {
   LUMEN_REQUIRE_NOT_NULL(ctx, out);
+  env_inject_once();
   *out = NULL;
   LUMEN_REQUIRE_NOT_NULL(ctx, path);
   LUMEN_REQUIRE(ctx, path[0] != '\0', "cannot write a file with an empty name");

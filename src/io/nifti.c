@@ -141,6 +141,9 @@ static lumen_status read_exact(reader *r, void *buf, size_t n, const char *what,
       if (got_out) *got_out = (int64_t)got;
       if (zerr == Z_ERRNO)
         return RFAIL(r, LUMEN_ERR_IO, "%s: cannot read '%s' (%s): %s", r->fn, r->path, what, strerror(errno));
+      if (zerr == Z_MEM_ERROR) /* zlib could not allocate its buffers: not the file's fault */
+        return RFAIL(r, LUMEN_ERR_OUT_OF_MEMORY, "%s: cannot read '%s' (%s): out of host memory for gzip decompression",
+                     r->fn, r->path, what);
       return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s' is corrupt: bad gzip data in the %s after %lld of %lld bytes (%s)",
                    r->fn, r->path, what, (long long)(base + (int64_t)got), (long long)total, msg);
     }

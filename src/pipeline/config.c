@@ -253,6 +253,12 @@ lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const
   BOOL("report", report);
   INT("threads", threads, 0, 4096);
   INT("compress_level", compress_level, 1, 9);
+  INT("chunk", chunk_voxels, 1, 1e9);
+  if (!strcmp(key, "resume")) {
+    st = boolean(ctx, where, "resume", value, &cfg->resume);
+    if (st == LUMEN_OK && cfg->resume) cfg->overwrite = 1;
+    return st;
+  }
   NUM("fxr_fw", fxr_fw, 0.01, 1);
   if (!strcmp(key, "flip_angles")) return num_list(ctx, where, key, value, cfg->flip_angles_deg, LUMEN_PIPE_MAX_FILES, &cfg->n_flip_angles);
   if (!strcmp(key, "times")) return num_list(ctx, where, key, value, cfg->times_s, 64, &cfg->n_times);
@@ -306,6 +312,12 @@ lumen_status lumen_pipe_config_read(lumen_ctx *ctx, lumen_pipe_config *cfg, cons
   lumen_status st = LUMEN_OK;
   while (fgets(line, sizeof line, f)) {
     ++lineno;
+    size_t len = strlen(line);
+    if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
+      /* a longer line would be split and its tail read as another line */
+      st = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%d: line longer than %zu characters", path, lineno, sizeof line - 2);
+      break;
+    }
     char *p = line;
     if (lineno == 1 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF) p += 3;
     char *c = strpbrk(p, "#%");

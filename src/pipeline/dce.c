@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "pipeline/pipe_internal.h"
+#include "pipeline/checkpoint.h"
+#include "lumen/dist.h"
 
 #define PI 3.14159265358979323846
 
@@ -31,6 +33,7 @@ lumen_status pipe_setup_run(lumen_ctx *ctx, const lumen_pipe_config *cfg, pipe_r
   st = pipe_check_overwrite(run, name);
   if (st == LUMEN_OK) st = pipe_check_overwrite(run, "report.html");
   if (cfg->threads > 0) lumen_ctx_set_threads(ctx, cfg->threads);
+  if (st == LUMEN_OK && cfg->resume) pipe_checkpoint_clean_tmp(run);
   return st;
 }
 
@@ -99,6 +102,15 @@ static lumen_status parse_models(lumen_ctx *ctx, const char *list, lumen_model *
   }
   if (*n == 0) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--models: no model given");
   return LUMEN_OK;
+}
+
+/* Distribution hook (src/dist, include/lumen/dist.h): when set on this thread, stage D's fits go
+   through it instead of lumen_fit_execute (shards, merge, MPI ranks). */
+static _Thread_local lumen_dist_fit_fn g_dist_fit;
+static _Thread_local void *g_dist_fit_user;
+void lumen_dist_set_fit_hook(lumen_dist_fit_fn fn, void *user) {
+  g_dist_fit = fn;
+  g_dist_fit_user = user;
 }
 
 static void map_name(char *buf, size_t size, const char *prefix, const char *model, const char *param) {
@@ -179,7 +191,9 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
   char label[64];
   snprintf(label, sizeof label, "D %s", mname);
   if (st == LUMEN_OK) st = lumen_progress(ctx, 0.0, label);
-  if (st == LUMEN_OK) st = lumen_fit_execute(ctx, plan, nlist, data, consts, &res);
+  if (st == LUMEN_OK)
+    st = g_dist_fit ? g_dist_fit(g_dist_fit_user, ctx, plan, model, nlist, nt, data, consts, &res)
+                    : pipe_fit_chunked(run, plan, &o, nlist, nt, data, consts, t_min, cp, &res);
   if (st == LUMEN_OK) st = lumen_progress(ctx, 1.0, label);
   if (st != LUMEN_OK && !oom) {
     char msg[1024];
@@ -370,7 +384,11 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   int nmodels = 0;
   lumen_status st = parse_models(ctx, cfg->models, models, &nmodels);
   if (st != LUMEN_OK) return st;
-  pipe_run run;
+  /* The run state is about 1.5 MB (output and input path tables): on the heap, so that a small
+     thread stack or an exhausted address space gives an error, not a crash (docs/HARDENING.md). */
+  pipe_run *runp = malloc(sizeof *runp);
+  if (!runp) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of host memory for the run state");
+#define run (*runp)
   st = pipe_setup_run(ctx, cfg, &run, "dce", cfg->dce, sum);
   lumen_image *dce = NULL;
   lumen_nifti_info info;
@@ -561,45 +579,6 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   }
   sum->seconds_a = pipe_now() - ta;
   if (st == LUMEN_OK) {
-    double tw = pipe_now();
-    ninv_map = malloc(sizeof(float) * (size_t)run.nvox);
-    if (!ninv_map) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
-    else {
-      for (int64_t v = 0; v < run.nvox; ++v) ninv_map[v] = NAN;
-      for (int64_t k = 0; k < nlist; ++k) ninv_map[list[k]] = (float)ninv[k];
-      char name[300];
-      snprintf(name, sizeof name, "%s_param-ninvalid.nii.gz", run.prefix);
-      st = pipe_write_map(&run, name, ninv_map, "ninvalid", "samples", "", "",
-                          "flagged (out-of-range or non-finite) concentration samples per voxel", 0);
-    }
-    if (st == LUMEN_OK && cfg->save_conc) {
-      int64_t dims[4] = {run.nx, run.ny, run.nz, nt};
-      lumen_image *ci = NULL;
-      st = lumen_image_create(ctx, 4, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &ci);
-      if (st == LUMEN_OK) {
-        float *cd = lumen_image_data(ci);
-        for (int64_t i = 0; i < run.nvox * nt; ++i) cd[i] = NAN;
-        for (int64_t k = 0; k < nlist; ++k)
-          for (int64_t i = 0; i < nt; ++i) cd[i * run.nvox + list[k]] = conc[k * nt + i];
-        lumen_image_set_affine(ctx, ci, run.affine);
-        double spc[4] = {run.spacing[0], run.spacing[1], run.spacing[2], nt > 1 ? (t_min[1] - t_min[0]) * 60 : 1};
-        lumen_image_set_spacing(ctx, ci, spc, 4);
-        char name[300], path[LUMEN_PIPE_PATH_MAX];
-        snprintf(name, sizeof name, "%s_desc-conc_dce.nii.gz", run.prefix);
-        pipe_join(path, sizeof path, run.out, name);
-        lumen_nifti_write_opts wo;
-        memset(&wo, 0, sizeof wo);
-        wo.overwrite = cfg->overwrite;
-        wo.intent_name = "conc_mM";
-        wo.compress_level = cfg->compress_level;
-        st = lumen_nifti_write(ctx, path, ci, &wo);
-        if (st == LUMEN_OK) pipe_record_output(&run, name);
-      }
-      lumen_image_free(ci);
-    }
-    write_s += pipe_now() - tw;
-  }
-  if (st == LUMEN_OK) {
     pipe_sb *b = &run.stages;
     pipe_sb_printf(b, "\n\t\t\"read\": {\"seconds\": %.4f, \"frames\": %lld, \"frame_times\": ", sum->seconds_read, (long long)nt);
     pipe_sb_json_str(b, how_t);
@@ -647,6 +626,47 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
     pipe_sb_printf(b, ", \"bolus_arrival_min\": %.6g, \"arrival_frame\": %lld, \"voxels\": %lld, \"peak_plasma_mM\": %.6g, \"file\": \"%s_aif.tsv\"}",
                    aif.delay_min, (long long)aif.arrival, (long long)aif.n_voxels, pk, run.prefix);
     pipe_sb_printf(&run.text, "stage B (AIF %s): %s; plasma peak %.4g mM; %.3f s\n", aif.method, aif.detail, pk, sum->seconds_b);
+  }
+  /* Stage A's maps are written only now, after stage B has read its inputs (AIF file, ROI), so
+     that a bad input leaves nothing under the final names (docs/HARDENING.md). */
+  if (st == LUMEN_OK) {
+    double tw = pipe_now();
+    ninv_map = malloc(sizeof(float) * (size_t)run.nvox);
+    if (!ninv_map) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
+    else {
+      for (int64_t v = 0; v < run.nvox; ++v) ninv_map[v] = NAN;
+      for (int64_t k = 0; k < nlist; ++k) ninv_map[list[k]] = (float)ninv[k];
+      char name[300];
+      snprintf(name, sizeof name, "%s_param-ninvalid.nii.gz", run.prefix);
+      st = pipe_write_map(&run, name, ninv_map, "ninvalid", "samples", "", "",
+                          "flagged (out-of-range or non-finite) concentration samples per voxel", 0);
+    }
+    if (st == LUMEN_OK && cfg->save_conc) {
+      int64_t dims[4] = {run.nx, run.ny, run.nz, nt};
+      lumen_image *ci = NULL;
+      st = lumen_image_create(ctx, 4, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &ci);
+      if (st == LUMEN_OK) {
+        float *cd = lumen_image_data(ci);
+        for (int64_t i = 0; i < run.nvox * nt; ++i) cd[i] = NAN;
+        for (int64_t k = 0; k < nlist; ++k)
+          for (int64_t i = 0; i < nt; ++i) cd[i * run.nvox + list[k]] = conc[k * nt + i];
+        lumen_image_set_affine(ctx, ci, run.affine);
+        double spc[4] = {run.spacing[0], run.spacing[1], run.spacing[2], nt > 1 ? (t_min[1] - t_min[0]) * 60 : 1};
+        lumen_image_set_spacing(ctx, ci, spc, 4);
+        char name[300], path[LUMEN_PIPE_PATH_MAX];
+        snprintf(name, sizeof name, "%s_desc-conc_dce.nii.gz", run.prefix);
+        pipe_join(path, sizeof path, run.out, name);
+        lumen_nifti_write_opts wo;
+        memset(&wo, 0, sizeof wo);
+        wo.overwrite = cfg->overwrite;
+        wo.intent_name = "conc_mM";
+        wo.compress_level = cfg->compress_level;
+        st = lumen_nifti_write(ctx, path, ci, &wo);
+        if (st == LUMEN_OK) pipe_record_output(&run, name);
+      }
+      lumen_image_free(ci);
+    }
+    write_s += pipe_now() - tw;
   }
   /* ---------------- stage D */
   double td = pipe_now();
@@ -732,6 +752,7 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   }
   if (st == LUMEN_OK) st = pipe_write_report(&run);
   if (st == LUMEN_OK) st = pipe_write_runlog(&run);
+  if (st == LUMEN_OK) pipe_checkpoint_remove(&run, models, nmodels); /* complete: the run log exists */
   sum->n_outputs = run.n_outputs;
   for (int m = 0; m < LUMEN_MODEL_COUNT; ++m) { free(mo[m].aic); free(mo[m].ktrans); free(mo[m].ve); free(mo[m].vp); free(mo[m].state); }
   lumen_image_free(dce);
@@ -740,5 +761,7 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   free(t10); free(b1); free(conc); free(ninv_map); free(list); free(ninv); free(bad); free(t_min); free(tissue_mean);
   pipe_aif_free(&aif);
   pipe_run_free(&run);
+  free(runp);
+#undef run
   return st;
 }

@@ -64,6 +64,7 @@ static void config_json(pipe_sb *b, const lumen_pipe_config *c) {
   kv_num(b, "overwrite", c->overwrite, &f);
   kv_num(b, "threads", c->threads, &f);
   kv_num(b, "compress_level", c->compress_level, &f);
+  kv_num(b, "chunk", c->chunk_voxels > 0 ? c->chunk_voxels : 65536, &f); /* stage D checkpoint chunk (checkpoint.h) */
   pipe_sb_printf(b, ",\n\t\t\"parameter_overrides\": {");
   int first = 1;
   for (int m = 0; m < LUMEN_MODEL_COUNT; ++m)

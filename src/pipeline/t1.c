@@ -256,7 +256,11 @@ lumen_status lumen_pipeline_t1(lumen_ctx *ctx, const lumen_pipe_config *cfg, lum
   if (lumen_model_parse(mstr, &method) != LUMEN_OK || method < LUMEN_MODEL_VFA)
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--method '%s': expected vfa, vfa-linear, vfa-2pt, ir or sr", mstr);
   if (cfg->n_vfa < 1) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no input: give --in FILE...");
-  pipe_run run;
+  /* The run state is about 1.5 MB (output and input path tables): on the heap, so that a small
+     thread stack or an exhausted address space gives an error, not a crash (docs/HARDENING.md). */
+  pipe_run *runp = malloc(sizeof *runp);
+  if (!runp) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of host memory for the run state");
+#define run (*runp)
   lumen_status st = pipe_setup_run(ctx, cfg, &run, "t1", cfg->vfa[0], sum);
   if (st == LUMEN_OK) {
     /* geometry from the first input's header, then the mask, then the fit */
@@ -282,5 +286,7 @@ lumen_status lumen_pipeline_t1(lumen_ctx *ctx, const lumen_pipe_config *cfg, lum
   if (st == LUMEN_OK) st = pipe_write_runlog(&run);
   sum->n_outputs = run.n_outputs;
   pipe_run_free(&run);
+  free(runp);
+#undef run
   return st;
 }

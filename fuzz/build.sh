@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz_*.c) with clang into OUT (default build-fuzz/).
+#   fuzz/build.sh CORE_BUILD [OUT]
+# The parsers (src/io/*.c, src/pipeline/config.c) are compiled here with
+# -fsanitize=fuzzer-no-link,address,undefined; the core library (contexts, images, fit names) is
+# taken uninstrumented from CORE_BUILD/liblumen.a, a normal CMake build (make build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CORE=${1:-build}
+OUT=${2:-build-fuzz}
+CC=${FUZZ_CC:-clang}
+if [ ! -f "$CORE/liblumen.a" ] || [ ! -f "$CORE/generated/lumen_build_config.h" ]; then
+  echo "fuzz/build.sh: $CORE/liblumen.a not found: build lumen first (make build BUILD=$CORE)" >&2
+  exit 1
+fi
+if ! echo 'int LLVMFuzzerTestOneInput(const unsigned char*d,unsigned long n){(void)d;(void)n;return 0;}' |
+     $CC -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null; then
+  echo "fuzz/build.sh: '$CC -fsanitize=fuzzer' does not link (install clang and libclang-rt-14-dev)" >&2
+  exit 1
+fi
+mkdir -p "$OUT/obj"
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+CFLAGS="-std=c11 -g -O1 $SAN -D_POSIX_C_SOURCE=200809L -DLUMEN_HAVE_PNG=1 -Iinclude -Isrc -I$CORE/generated
+        -I/usr/include/nifti -I/usr/include/cjson -Wall -Wno-unknown-pragmas"
+objs=()
+for src in src/io/*.c src/pipeline/config.c; do
+  o="$OUT/obj/$(basename "${src%.c}").o"
+  if [ ! -f "$o" ] || [ "$src" -nt "$o" ] || [ src/io/io_internal.h -nt "$o" ]; then
+    $CC $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$o"
+  fi
+  objs+=("$o")
+done
+LIBS="$CORE/liblumen.a -lnifti2 -lznz -lcjson -lpng -lz -lm"
+# the core library may use OpenMP (gcc's libgomp) and GSL
+nm "$CORE/liblumen.a" 2>/dev/null | grep -q GOMP_ && LIBS="$LIBS -lgomp"
+nm "$CORE/liblumen.a" 2>/dev/null | grep -q ' U gsl_' && LIBS="$LIBS -lgsl -lgslcblas"
+for t in fuzz/fuzz_*.c; do
+  name=$(basename "${t%.c}")
+  $CC $CFLAGS -fsanitize=fuzzer "$t" "${objs[@]}" $LIBS -o "$OUT/$name"
+  echo "fuzz/build.sh: built $OUT/$name"
+done

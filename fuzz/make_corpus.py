@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the fuzz targets into fuzz/corpus/<target>/ (standard library only).
+The files are in the repository; rerun this after changing it. The first byte of the nifti, png
+and table seeds selects reader options (see fuzz_*.c)."""
+import gzip, os, struct, zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+def put(target, name, data):
+    d = os.path.join(HERE, 'corpus', target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(data)
+
+def nifti1(dims, datatype=16, bitpix=32, data=None, endian='<', vox_offset=352.0, scl=(0.0, 0.0),
+           sform=1, qform=0, pixdim=None, magic=b'n+1\0'):
+    hdr = bytearray(348)
+    struct.pack_into(endian + 'i', hdr, 0, 348)
+    d = [len(dims)] + list(dims) + [1] * (7 - len(dims))
+    struct.pack_into(endian + '8h', hdr, 40, *d)
+    struct.pack_into(endian + 'hh', hdr, 70, datatype, bitpix)
+    pd = pixdim or [1.0] + [2.0] * 7
+    struct.pack_into(endian + '8f', hdr, 76, *pd)
+    struct.pack_into(endian + 'f', hdr, 108, vox_offset)
+    struct.pack_into(endian + 'ff', hdr, 112, *scl)
+    struct.pack_into(endian + 'B', hdr, 123, 10)
+    struct.pack_into(endian + 'hh', hdr, 252, qform, sform)
+    struct.pack_into(endian + '12f', hdr, 280, 2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0)
+    hdr[344:348] = magic
+    if data is None:
+        n = 1
+        for x in dims: n *= x
+        data = bytes((i * 7) & 0xFF for i in range(n * bitpix // 8))
+    return bytes(hdr) + b'\0' * 4 + data
+
+def nifti2(dims, datatype=16, bitpix=32):
+    hdr = bytearray(540)
+    struct.pack_into('<i', hdr, 0, 540)
+    hdr[4:12] = b'n+2\0\r\n\032\n'
+    struct.pack_into('<hh', hdr, 12, datatype, bitpix)
+    d = [len(dims)] + list(dims) + [1] * (7 - len(dims))
+    struct.pack_into('<8q', hdr, 16, *d)
+    struct.pack_into('<8d', hdr, 104, 1, 2, 2, 2, 1, 1, 1, 1)
+    struct.pack_into('<q', hdr, 168, 544)
+    struct.pack_into('<i', hdr, 344, 1)  # qform 0, sform_code at 348
+    struct.pack_into('<i', hdr, 348, 1)
+    struct.pack_into('<12d', hdr, 400, 2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0)
+    n = 1
+    for x in dims: n *= x
+    return bytes(hdr) + b'\0' * 4 + bytes((i * 3) & 0xFF for i in range(n * bitpix // 8))
+
+def png(width, height, bit_depth=8, color_type=0, rows=None):
+    def chunk(t, b):
+        return struct.pack('>I', len(b)) + t + b + struct.pack('>I', zlib.crc32(t + b) & 0xffffffff)
+    ch = {0: 1, 2: 3, 4: 2, 6: 4, 3: 1}[color_type]
+    rowbytes = (width * ch * bit_depth + 7) // 8
+    raw = b''.join(b'\0' + bytes(((x + y) * 13) & 0xFF for x in range(rowbytes)) for y in range(height))
+    out = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', width, height, bit_depth, color_type, 0, 0, 0))
+    if color_type == 3:
+        out += chunk(b'PLTE', bytes(range(48)))
+    return out + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b'')
+
+def main():
+    # nifti: first byte = options (bit 0: name .nii.gz, bit 1: keep_type, bit 2: header only)
+    put('nifti', 'f32_3d.nii', b'\0' + nifti1((4, 3, 2)))
+    put('nifti', 'f32_4d.nii.gz', b'\1' + gzip.compress(nifti1((3, 2, 2, 5))))
+    put('nifti', 'i16_scaled.nii', b'\0' + nifti1((4, 4), datatype=4, bitpix=16, scl=(2.0, 1.0)))
+    put('nifti', 'u8_keep.nii', b'\2' + nifti1((5, 3), datatype=2, bitpix=8))
+    put('nifti', 'f64_be.nii', b'\0' + nifti1((2, 2, 2), datatype=64, bitpix=64, endian='>'))
+    put('nifti', 'i64_qform.nii', b'\0' + nifti1((3, 3), datatype=1024, bitpix=64, sform=0, qform=1))
+    put('nifti', 'header_only.nii', b'\4' + nifti1((8, 8, 8)))
+    put('nifti', 'nifti2.nii', b'\0' + nifti2((3, 2, 2)))
+    put('nifti', 'huge_dims.nii', b'\0' + nifti1((1000, 1000, 1000, 1000), data=b''))
+    put('nifti', 'truncated.nii.gz', b'\1' + gzip.compress(nifti1((4, 4, 4)))[:-20])
+    # json (sidecars)
+    put('json', 'sidecar.json', b'{"FlipAngle": 20, "RepetitionTime": 0.005, "EchoTime": [0.001, 0.002],\n'
+        b' "FrameTimesStart": [0, 5, 10, 15], "ContrastAgentRelaxivity": 4.5}\n')
+    put('json', 'acqtime.json', b'{"AcquisitionTime": ["10:00:00.5", "10:00:05.25"], "InversionTime": 1.2,'
+        b' "nested": {"a": [1, {"b": null}], "c": true}, "s": "x\\u00e9\\n"}')
+    put('json', 'wrongtype.json', b'{"FlipAngle": "30", "RepetitionTime": [], "AcquisitionTime": "12:00:00"}')
+    put('json', 'bad.json', b'{"FlipAngle": 30,\n "RepetitionTime": .4}')
+    # table: first byte = options (bit 0: ragged, bit 1: header)
+    put('table', 'curve.txt', b'\0# t c\n0 0.1\n5 0.2\r\n10 0.35\n')
+    put('table', 'aif.csv', b'\2time,cp\n0, 0\n1.5 ; 2.5\n3e0,\tnan\n')
+    put('table', 'ragged.txt', b'\1\xef\xbb\xbf1 2 3\n4\n# c\n\n5 6\n')
+    put('table', 'bad.txt', b'\0 1,,2\n3 oops\n1e999\n')
+    # png: first byte = to_float mode
+    put('png', 'grey8.png', b'\0' + png(5, 4))
+    put('png', 'grey16.png', b'\1' + png(3, 3, bit_depth=16))
+    put('png', 'rgb.png', b'\2' + png(4, 2, color_type=2))
+    put('png', 'palette.png', b'\0' + png(4, 4, color_type=3))
+    put('png', 'grey1.png', b'\0' + png(9, 2, bit_depth=1))
+    put('png', 'rgba16.png', b'\1' + png(2, 2, bit_depth=16, color_type=6))
+    # config (lumen keys and ROCKETSHIP dce_preferences.txt)
+    put('config', 'lumen.txt', b'# lumen\nrelaxivity = 4.5\nhematocrit = "0.42";\nmodels = tofts,etofts\n'
+        b'bounds = Ktrans=0:5,ve=0.001:1\nstart = Ktrans=0.1\nbackend = cpu\nblood-t1 = 1.6 % comment\n')
+    put('config', 'rocketship.txt', b'force_cpu = 1\ngpu_tolerance = 1e-6\ngpu_max_n_iterations = 200\n'
+        b'voxel_lower_limit_ktrans = 0\nvoxel_upper_limit_ve_tofts = 1\nvoxel_initial_value_vp_ex_tofts = 0.02\n'
+        b'voxel_MaxIter = 50\nvoxel_TolFun = 1e-8\nfxr_fw = 0.8\nacceleration_backend = gpufit\naif_type = 3\n'
+        b'unknown_key = 5\n')
+    put('config', 'bad.txt', b'\xef\xbb\xbfrelaxivity\n= 3\nhematocrit = abc\n')
+
+if __name__ == '__main__':
+    main()

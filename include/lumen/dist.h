@@ -1,0 +1,137 @@
+/* lumen dist: running at scale (docs/SCALE.md). Lives in the library lumen_dist (needs
+   lumen_pipeline); the MPI parts are compiled only when Open MPI is found (LUMEN_MPI).
+
+   - Voxel shards: `lumen dce --shard K/N` fits only the K-th of N contiguous ranges of the
+     fitted voxels and saves the raw results as a part file; `lumen merge` reruns the cheap stages
+     with the saved options and takes stage D's results from the parts, so its outputs are
+     byte-identical to one run (the fit of a voxel does not depend on the other voxels).
+   - MPI: the same ranges, one per rank, gathered on rank 0, which alone writes.
+   - A shared work queue (lumen_dist_pool_run) driving worker threads over a batch of items.
+   - `lumen batch`: subjects from a list file or a BIDS folder, a BIDS derivatives folder,
+     per-subject logs with checksums for resuming. */
+#ifndef LUMEN_DIST_H
+#define LUMEN_DIST_H
+
+#include <stdint.h>
+#include "lumen/context.h"
+#include "lumen/fit.h"
+#include "lumen/models.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ stage D hook (dce.c) */
+
+/* Replaces lumen_fit_execute in `lumen dce` stage D on the calling thread (NULL: none).
+   n curves of nt samples; res has the arrays lumen_fit_execute would fill. */
+typedef lumen_status (*lumen_dist_fit_fn)(void *user, lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model,
+                                          int64_t n, int64_t nt, const float *data, const float *consts,
+                                          lumen_fit_results *res);
+void lumen_dist_set_fit_hook(lumen_dist_fit_fn fn, void *user);
+
+/* The K-th of N contiguous ranges of n items: [n*k/N, n*(k+1)/N). */
+void lumen_dist_range(int64_t n, int k, int nparts, int64_t *lo, int64_t *hi);
+/* Parses "K/N" (0 <= K < N, N >= 1). */
+lumen_status lumen_dist_shard_parse(lumen_ctx *ctx, const char *text, int *k, int *n);
+
+/* Fits curves [lo, hi) of the batch with lumen_fit_execute; the others get NaN values and
+   state -1 (not fitted here); res's counters and backend fields describe [lo, hi) only. */
+lumen_status lumen_dist_fit_range(lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model, int64_t n, int64_t nt,
+                                  const float *data, const float *consts, lumen_fit_results *res, int64_t lo,
+                                  int64_t hi);
+
+/* ------------------------------------------------------------------------- shards / parts */
+
+typedef struct lumen_dist_part lumen_dist_part;
+
+/* A recorder for shard K of N: use lumen_dist_part_fit as the hook with the part as user. */
+lumen_status lumen_dist_part_create(lumen_ctx *ctx, int k, int n, lumen_dist_part **out);
+lumen_status lumen_dist_part_fit(void *part, lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model, int64_t n,
+                                 int64_t nt, const float *data, const float *consts, lumen_fit_results *res);
+/* Saves the part (the command's arguments, the working folder, and the results) atomically. */
+lumen_status lumen_dist_part_write(lumen_ctx *ctx, const lumen_dist_part *part, const char *path, int argc,
+                                   char *const *argv);
+lumen_status lumen_dist_part_read(lumen_ctx *ctx, const char *path, lumen_dist_part **out);
+void lumen_dist_part_free(lumen_dist_part *part);
+/* Accessors of a read part. */
+int lumen_dist_part_index(const lumen_dist_part *part);
+int lumen_dist_part_count(const lumen_dist_part *part);
+int lumen_dist_part_argc(const lumen_dist_part *part);
+const char *lumen_dist_part_arg(const lumen_dist_part *part, int i);
+const char *lumen_dist_part_cwd(const lumen_dist_part *part);
+
+/* A merger over all N parts (checked: same N, each index once, same arguments); the hook takes
+   stage D's results from the parts (lumen_dist_merge_fit with the merger as user). */
+typedef struct lumen_dist_merger lumen_dist_merger;
+lumen_status lumen_dist_merger_create(lumen_ctx *ctx, lumen_dist_part **parts, int nparts, lumen_dist_merger **out);
+lumen_status lumen_dist_merge_fit(void *merger, lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model,
+                                  int64_t n, int64_t nt, const float *data, const float *consts,
+                                  lumen_fit_results *res);
+void lumen_dist_merger_free(lumen_dist_merger *m);  /* does not free the parts */
+
+/* ------------------------------------------------------------------------------------ MPI */
+
+/* 1 when this build has MPI. lumen_dist_mpi_init initialises MPI only when the process was
+   started by mpirun (OMPI_COMM_WORLD_SIZE / PMI_SIZE set) and reports rank and size (0, 1
+   otherwise). lumen_dist_mpi_fit is the stage D hook that fits this rank's range and gathers
+   the results on rank 0. */
+int lumen_dist_have_mpi(void);
+lumen_status lumen_dist_mpi_init(int *argc, char ***argv, int *rank, int *size);
+void lumen_dist_mpi_finalize(void);
+lumen_status lumen_dist_mpi_fit(void *unused, lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model, int64_t n,
+                                int64_t nt, const float *data, const float *consts, lumen_fit_results *res);
+/* Sum of an int over ranks, result on every rank (the value itself without MPI). */
+int lumen_dist_mpi_allsum(int v);
+/* Gathers a fixed-size record from every rank to rank 0 (recv: size * bytes on rank 0). */
+void lumen_dist_mpi_gather(const void *send, int bytes, void *recv);
+void lumen_dist_mpi_barrier(void);
+
+/* ------------------------------------------------------------------------- work queue */
+
+/* Runs fn(user, worker, item) for item = 0..n_items-1 on n_workers threads that take the next
+   item from one shared counter (a worker per CPU core now, one host thread per GPU later).
+   Items run exactly once; the first non-OK status stops workers from taking new items and is
+   returned (the others finish their current item). n_workers <= 1 runs in the calling thread. */
+typedef lumen_status (*lumen_dist_item_fn)(void *user, int worker, int64_t item);
+lumen_status lumen_dist_pool_run(lumen_ctx *ctx, int n_workers, int64_t n_items, lumen_dist_item_fn fn, void *user);
+
+/* A bounded FIFO of pointers for reader -> compute -> writer stages: push blocks while the
+   queue holds max_items items or max_bytes bytes (an item larger than max_bytes is let through
+   alone); pop blocks until an item arrives or the queue is closed and empty (*item = NULL). */
+typedef struct lumen_dist_queue lumen_dist_queue;
+lumen_status lumen_dist_queue_create(lumen_ctx *ctx, int64_t max_items, int64_t max_bytes, lumen_dist_queue **out);
+void lumen_dist_queue_push(lumen_dist_queue *q, void *item, int64_t bytes);
+void *lumen_dist_queue_pop(lumen_dist_queue *q, int64_t *bytes);
+void lumen_dist_queue_close(lumen_dist_queue *q);
+int64_t lumen_dist_queue_peak_bytes(const lumen_dist_queue *q);
+void lumen_dist_queue_free(lumen_dist_queue *q);
+
+/* ---------------------------------------------------------------------------- subjects */
+
+#define LUMEN_DIST_MAX_ARGS 64
+typedef struct lumen_dist_subject {
+  char id[128];             /* "sub-01" or the list file's first column */
+  char session[128];        /* "ses-1" or "" */
+  int argc;                 /* arguments for the command (inputs), owned */
+  char *argv[LUMEN_DIST_MAX_ARGS];
+} lumen_dist_subject;
+
+typedef struct lumen_dist_subjects {
+  int n;
+  lumen_dist_subject *items;
+} lumen_dist_subjects;
+
+/* List file: one subject per line, "ID ARG ARG ..." (whitespace separated; '#' comments). */
+lumen_status lumen_dist_list_read(lumen_ctx *ctx, const char *path, lumen_dist_subjects *out);
+/* BIDS dataset: sub-X/[ses-Y/]<any folder>/ files (X, Y any label). command "dce": *_dce.nii[.gz] (with
+   *_T1map and *_mask in the same session when present -> --t1map, --mask); "t1": the *_VFA /
+   *_flip-*_ files -> --in FILES; "filter"/"segment": every .png/.nii/.nii.gz image, one item per
+   image (ID = the image's name). Sorted by subject, session, name. */
+lumen_status lumen_dist_bids_scan(lumen_ctx *ctx, const char *root, const char *command, lumen_dist_subjects *out);
+void lumen_dist_subjects_clear(lumen_dist_subjects *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

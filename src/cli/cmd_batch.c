@@ -1,0 +1,602 @@
+/* lumen batch: dce, t1, filter or segment over a list file or a BIDS dataset, into a BIDS
+   derivatives folder (docs/SCALE.md). Each item runs as a child `lumen` process (a crash or a
+   corrupt input fails that item only), from a shared queue of --jobs workers, admitted under
+   --memory-limit; items whose logged outputs still match their checksums are skipped (resume).
+   Under mpirun the ranks split the items and rank 0 prints the summary. */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include "cli/cli.h"
+#include "lumen_build_config.h"
+#if LUMEN_HAVE_IO
+#include "lumen/dist.h"
+#include "lumen/io.h"
+#include "lumen/pipeline.h"
+
+extern char **environ;
+
+enum { ST_TODO = 0, ST_OK, ST_FAILED, ST_SKIPPED };
+
+typedef struct item_res {
+  int32_t status, exit_code, owner, pad;
+  double seconds;
+  char note[200];
+} item_res;
+
+typedef struct batch {
+  const char *command, *out, *exe;
+  int extra_argc;
+  char **extra;            /* after "--" */
+  lumen_dist_subjects subs;
+  item_res *res;
+  int resume, quiet, rank, size;
+  int shard_k, shard_n;    /* --shard K/N: items i with i % (N * size) == K * size + rank */
+  int64_t mem_limit, mem_in_flight;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  char **env;              /* environment for the children (no MPI variables) */
+} batch;
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int mkdir_p(const char *dir) {
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", dir);
+  for (char *p = buf + 1; *p; ++p) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+/* image name without .nii/.nii.gz/.png, and its extension */
+static void split_ext(const char *path, char *stem, size_t n, const char **ext) {
+  const char *b = base_name(path);
+  static const char *const exts[] = {".nii.gz", ".nii", ".png", NULL};
+  *ext = "";
+  snprintf(stem, n, "%s", b);
+  for (int i = 0; exts[i]; ++i) {
+    size_t lb = strlen(b), le = strlen(exts[i]);
+    if (lb > le && !strcmp(b + lb - le, exts[i])) { *ext = exts[i]; stem[lb - le < n ? lb - le : n - 1] = 0; break; }
+  }
+}
+
+static int in_shard(const batch *b, int i) { return i % b->shard_n == b->shard_k; }
+static int mine(const batch *b, int i) { return in_shard(b, i) && (i / b->shard_n) % b->size == b->rank; }
+static int owner(const batch *b, int i) { return (i / b->shard_n) % b->size; }
+
+static int per_image(const batch *b) { return !strcmp(b->command, "filter") || !strcmp(b->command, "segment"); }
+
+/* output folder and the key (log name stem) of item i */
+static void item_paths(const batch *b, int i, char *dir, size_t nd, char *key, size_t nk) {
+  const lumen_dist_subject *s = &b->subs.items[i];
+  if (s->session[0]) snprintf(dir, nd, "%s/%s/%s", b->out, s->id, s->session);
+  else snprintf(dir, nd, "%s/%s", b->out, s->id);
+  if (per_image(b) && s->argc > 0) {
+    const char *ext;
+    split_ext(s->argv[0], key, nk, &ext);
+  } else if (s->session[0]) {
+    snprintf(key, nk, "%s_%s", s->id, s->session);
+  } else {
+    snprintf(key, nk, "%s", s->id);
+  }
+}
+
+/* files of dir that are outputs (not the batch's own logs) */
+static int list_outputs(const char *dir, const char *only, char names[][256], int max) {
+  if (only) { snprintf(names[0], 256, "%.255s", only); return 1; }
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < max) {
+    if (e->d_name[0] == '.' || strstr(e->d_name, "_batch.json") || strstr(e->d_name, "_batch.log")) continue;
+    char p[PATH_MAX + 300];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (stat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+    snprintf(names[n++], 256, "%s", e->d_name);
+  }
+  closedir(d);
+  return n;
+}
+
+/* 1 when DIR/KEY_batch.json says ok and every listed output still has its checksum */
+static int complete(lumen_ctx *ctx, const char *dir, const char *key, const batch *b) {
+  char p[PATH_MAX + 300];
+  snprintf(p, sizeof p, "%s/%s_batch.json", dir, key);
+  lumen_json *j = NULL;
+  if (access(p, R_OK) != 0 || lumen_json_read(ctx, p, &j) != LUMEN_OK) return 0;
+  char *status = NULL, *cmd = NULL;
+  int found = 0, ok = 1, nout = 0;
+  lumen_json_get_string(ctx, j, "status", &status, &found);
+  lumen_json_get_string(ctx, j, "command", &cmd, NULL);
+  if (!status || strcmp(status, "ok") || !cmd || strcmp(cmd, b->command)) ok = 0;
+  for (int64_t k = 0; ok && k < lumen_json_count(j); ++k) {
+    const char *name = lumen_json_key(j, k);
+    if (strncmp(name, "output:", 7)) continue;
+    char *want = NULL, hex[17];
+    lumen_json_get_string(ctx, j, name, &want, NULL);
+    snprintf(p, sizeof p, "%s/%s", dir, name + 7);
+    if (!want || lumen_pipe_checksum_file(ctx, p, hex) != LUMEN_OK || strcmp(hex, want)) ok = 0;
+    free(want);
+    ++nout;
+  }
+  free(status);
+  free(cmd);
+  lumen_json_free(j);
+  return ok && nout > 0;
+}
+
+static int write_item_log(lumen_ctx *ctx, const batch *b, const char *dir, const char *key, const char *only,
+                          char *const *argv, double seconds) {
+  static char names[512][256];  /* guarded by the caller's lock */
+  int n = list_outputs(dir, only, names, 512);
+  lumen_json *j = NULL;
+  if (lumen_json_create(ctx, &j) != LUMEN_OK) return 0;
+  lumen_json_set_string(ctx, j, "command", b->command);
+  lumen_json_set_string(ctx, j, "status", "ok");
+  lumen_json_set_number(ctx, j, "seconds", seconds);
+  int na = 0;
+  while (argv[na]) ++na;
+  lumen_json_set_strings(ctx, j, "arguments", (const char *const *)argv, na);
+  lumen_json_set_string(ctx, j, "checksum_algorithm", "FNV-1a 64-bit over the file bytes (as the run logs)");
+  int ok = 1;
+  for (int i = 0; i < n; ++i) {
+    char p[PATH_MAX + 300], hex[17], k2[300];
+    snprintf(p, sizeof p, "%.4095s/%.255s", dir, names[i]);
+    if (lumen_pipe_checksum_file(ctx, p, hex) != LUMEN_OK) { ok = 0; continue; }
+    snprintf(k2, sizeof k2, "output:%.255s", names[i]);
+    lumen_json_set_string(ctx, j, k2, hex);
+  }
+  char p[PATH_MAX + 300];
+  snprintf(p, sizeof p, "%s/%s_batch.json", dir, key);
+  if (lumen_json_write(ctx, j, p, 1) != LUMEN_OK) ok = 0;
+  lumen_json_free(j);
+  return ok;
+}
+
+static int64_t file_size(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0 ? (int64_t)sb.st_size : 0;
+}
+
+/* memory estimate of one item: the inputs' sizes, x8 for gzip-compressed NIfTI and the float
+   working copies (a rough bound; docs/SCALE.md) */
+static int64_t item_bytes(const lumen_dist_subject *s) {
+  int64_t t = 0;
+  for (int a = 0; a < s->argc; ++a) {
+    int64_t z = file_size(s->argv[a]);
+    size_t l = strlen(s->argv[a]);
+    t += (l > 3 && !strcmp(s->argv[a] + l - 3, ".gz")) ? 8 * z : 3 * z;
+  }
+  return t;
+}
+
+/* One item on its way through the stages: reader (resume check, inputs read ahead) ->
+   compute (a child lumen) -> writer (checksums of the outputs, the item's log). */
+typedef struct job {
+  int i;
+  int64_t need;
+  char dir[PATH_MAX], key[256], outname[300], outpath[PATH_MAX + 300], logp[PATH_MAX + 300];
+  char *argv[LUMEN_DIST_MAX_ARGS + 80];
+  int spawn_rc, wst;
+} job;
+
+typedef struct stages {
+  batch *b;
+  lumen_dist_queue *q_in, *q_out;
+  double read_s, write_s, compute_s;   /* busy seconds of each stage (compute: summed over jobs) */
+} stages;
+
+/* reads every input file once (decompression happens in the child; this brings the bytes from
+   a slow or network file system into the page cache while the previous item computes) */
+static void read_ahead(const lumen_dist_subject *s) {
+  static char buf[1 << 16];  /* the reader thread's own */
+  for (int a = 0; a < s->argc; ++a) {
+    if (s->argv[a][0] == '-') continue;
+    FILE *f = fopen(s->argv[a], "rb");
+    if (!f) continue;
+    while (fread(buf, 1, sizeof buf, f) == sizeof buf) {}
+    fclose(f);
+  }
+}
+
+static void build_argv(const batch *b, const lumen_dist_subject *s, job *j) {
+  int n = 0;
+  char **argv = j->argv;
+  argv[n++] = (char *)b->exe;
+  argv[n++] = (char *)b->command;
+  if (per_image(b)) {
+    int e0 = 0;
+    if (b->extra_argc) argv[n++] = b->extra[e0++];
+    argv[n++] = s->argc ? s->argv[0] : (char *)"";
+    argv[n++] = j->outpath;
+    for (int a = 1; a < s->argc; ++a) argv[n++] = s->argv[a];
+    for (int a = e0; a < b->extra_argc && n < LUMEN_DIST_MAX_ARGS + 76; ++a) argv[n++] = b->extra[a];
+  } else {
+    for (int a = 0; a < s->argc; ++a) argv[n++] = s->argv[a];
+    argv[n++] = (char *)"--out";
+    argv[n++] = j->dir;
+    for (int a = 0; a < b->extra_argc && n < LUMEN_DIST_MAX_ARGS + 76; ++a) argv[n++] = b->extra[a];
+    argv[n++] = (char *)"-q";
+  }
+  argv[n++] = (char *)"--overwrite";  /* outputs of an unfinished earlier attempt are replaced */
+  argv[n] = NULL;
+}
+
+static void *reader_main(void *user) {
+  stages *sg = user;
+  batch *b = sg->b;
+  lumen_ctx *ctx = NULL;
+  lumen_ctx_create(&ctx);
+  for (int i = 0; i < b->subs.n; ++i) {
+    if (!mine(b, i)) continue;
+    double t0 = now_s();
+    item_res *r = &b->res[i];
+    r->owner = b->rank;
+    const lumen_dist_subject *s = &b->subs.items[i];
+    job *j = calloc(1, sizeof *j);
+    if (!j || !ctx) { r->status = ST_FAILED; snprintf(r->note, sizeof r->note, "out of memory"); free(j); continue; }
+    j->i = i;
+    item_paths(b, i, j->dir, sizeof j->dir, j->key, sizeof j->key);
+    if (mkdir_p(j->dir) != 0) {
+      r->status = ST_FAILED;
+      snprintf(r->note, sizeof r->note, "cannot create %.100s: %.60s", j->dir, strerror(errno));
+      free(j);
+      continue;
+    }
+    if (per_image(b)) {
+      const char *ext;
+      char stem[256];
+      split_ext(s->argc ? s->argv[0] : "x", stem, sizeof stem, &ext);
+      snprintf(j->outname, sizeof j->outname, "%s_desc-%s%s", stem, b->extra_argc ? b->extra[0] : b->command,
+               ext[0] ? ext : ".nii.gz");
+      snprintf(j->outpath, sizeof j->outpath, "%s/%s", j->dir, j->outname);
+    }
+    snprintf(j->logp, sizeof j->logp, "%s/%s_batch.log", j->dir, j->key);
+    if (b->resume && complete(ctx, j->dir, j->key, b)) {
+      r->status = ST_SKIPPED;
+      snprintf(r->note, sizeof r->note, "outputs complete (checksums match): skipped");
+      free(j);
+      sg->read_s += now_s() - t0;
+      continue;
+    }
+    build_argv(b, s, j);
+    j->need = item_bytes(s);
+    read_ahead(s);
+    sg->read_s += now_s() - t0;
+    /* bounded: at most 2 items read ahead, and their estimate within --memory-limit */
+    lumen_dist_queue_push(sg->q_in, j, j->need);
+  }
+  lumen_dist_queue_close(sg->q_in);
+  lumen_ctx_destroy(ctx);
+  return NULL;
+}
+
+static lumen_status compute_worker(void *user, int worker, int64_t unused) {
+  (void)worker; (void)unused;
+  stages *sg = user;
+  batch *b = sg->b;
+  job *j;
+  while ((j = lumen_dist_queue_pop(sg->q_in, NULL))) {
+    /* admission under the memory limit: at least one item always runs */
+    pthread_mutex_lock(&b->mu);
+    while (b->mem_limit > 0 && b->mem_in_flight > 0 && b->mem_in_flight + j->need > b->mem_limit)
+      pthread_cond_wait(&b->cv, &b->mu);
+    b->mem_in_flight += j->need;
+    pthread_mutex_unlock(&b->mu);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, j->logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    double t0 = now_s();
+    j->spawn_rc = posix_spawn(&pid, b->exe, &fa, NULL, j->argv, b->env);
+    posix_spawn_file_actions_destroy(&fa);
+    if (j->spawn_rc == 0)
+      while (waitpid(pid, &j->wst, 0) < 0 && errno == EINTR) {}
+    double dt = now_s() - t0;
+    pthread_mutex_lock(&b->mu);
+    b->res[j->i].seconds = dt;
+    sg->compute_s += dt;
+    b->mem_in_flight -= j->need;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    lumen_dist_queue_push(sg->q_out, j, 0);
+  }
+  return LUMEN_OK;
+}
+
+static void *writer_main(void *user) {
+  stages *sg = user;
+  batch *b = sg->b;
+  lumen_ctx *ctx = NULL;
+  lumen_ctx_create(&ctx);
+  job *j;
+  while ((j = lumen_dist_queue_pop(sg->q_out, NULL))) {
+    double t0 = now_s();
+    item_res *r = &b->res[j->i];
+    int wst = j->wst;
+    if (j->spawn_rc != 0) {
+      r->status = ST_FAILED;
+      snprintf(r->note, sizeof r->note, "cannot start %.100s: %.60s", b->exe, strerror(j->spawn_rc));
+    } else if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0) {
+      r->status = ctx && write_item_log(ctx, b, j->dir, j->key, per_image(b) ? j->outname : NULL, j->argv, r->seconds)
+                      ? ST_OK : ST_FAILED;
+      if (r->status == ST_FAILED) snprintf(r->note, sizeof r->note, "the outputs could not be checksummed");
+    } else {
+      r->status = ST_FAILED;
+      r->exit_code = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+      /* the last error line of the child's log */
+      FILE *f = fopen(j->logp, "r");
+      char line[1024], last[1024] = "";
+      while (f && fgets(line, sizeof line, f))
+        if (strstr(line, "lumen ") && !strstr(line, "warning")) snprintf(last, sizeof last, "%s", line);
+      if (f) fclose(f);
+      last[strcspn(last, "\n")] = 0;
+      if (WIFSIGNALED(wst)) snprintf(r->note, sizeof r->note, "killed by signal %d (log %.100s_batch.log)", WTERMSIG(wst), j->key);
+      else snprintf(r->note, sizeof r->note, "exit %d: %.170s", r->exit_code, last[0] ? last : "see the log");
+    }
+    sg->write_s += now_s() - t0;
+    free(j);
+  }
+  lumen_ctx_destroy(ctx);
+  return NULL;
+}
+
+/* reader thread -> jobs compute workers (shared queue) -> writer thread */
+static void run_stages(lumen_ctx *ctx, batch *b, int jobs, stages *sg) {
+  sg->b = b;
+  if (lumen_dist_queue_create(ctx, 2, b->mem_limit, &sg->q_in) != LUMEN_OK ||
+      lumen_dist_queue_create(ctx, INT64_MAX, 0, &sg->q_out) != LUMEN_OK) {
+    lumen_dist_queue_free(sg->q_in);
+    return;
+  }
+  pthread_t rd, wr;
+  int have_rd = pthread_create(&rd, NULL, reader_main, sg) == 0;
+  if (!have_rd) reader_main(sg);  /* no thread: read everything first */
+  int have_wr = pthread_create(&wr, NULL, writer_main, sg) == 0;
+  lumen_dist_pool_run(ctx, jobs, jobs, compute_worker, sg);
+  lumen_dist_queue_close(sg->q_out);
+  if (have_rd) pthread_join(rd, NULL);
+  if (have_wr) pthread_join(wr, NULL);
+  else writer_main(sg);
+  lumen_dist_queue_free(sg->q_in);
+  lumen_dist_queue_free(sg->q_out);
+}
+
+static int write_description(lumen_ctx *ctx, const batch *b, const char *source) {
+  lumen_json *j = NULL;
+  if (lumen_json_create(ctx, &j) != LUMEN_OK) return 0;
+  char name[128], gen[512];
+  snprintf(name, sizeof name, "lumen %s", b->command);
+  lumen_json_set_string(ctx, j, "Name", name);
+  lumen_json_set_string(ctx, j, "BIDSVersion", "1.9.0");
+  lumen_json_set_string(ctx, j, "DatasetType", "derivative");
+  snprintf(gen, sizeof gen, "[{\"Name\": \"lumen\", \"Version\": \"%s\", \"Description\": \"lumen batch %s\"}]",
+           LUMEN_VERSION_STRING, b->command);
+  lumen_json_set_text(ctx, j, "GeneratedBy", gen);
+  if (source) {
+    char abs[PATH_MAX], txt[PATH_MAX + 64];
+    if (!realpath(source, abs)) snprintf(abs, sizeof abs, "%s", source);
+    snprintf(txt, sizeof txt, "[{\"URL\": \"file://%s\"}]", abs);
+    lumen_json_set_text(ctx, j, "SourceDatasets", txt);
+  }
+  char p[PATH_MAX + 64];
+  snprintf(p, sizeof p, "%s/dataset_description.json", b->out);
+  int ok = lumen_json_write(ctx, j, p, 1) == LUMEN_OK;
+  lumen_json_free(j);
+  return ok;
+}
+
+static int64_t parse_size(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || v < 0) return -1;
+  switch (*end) {
+    case 'k': case 'K': v *= 1024; ++end; break;
+    case 'm': case 'M': v *= 1024.0 * 1024; ++end; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; ++end; break;
+    default: break;
+  }
+  if (*end == 'i') ++end;
+  if (*end == 'B' || *end == 'b') ++end;
+  return *end ? -1 : (int64_t)v;
+}
+
+static void help(FILE *out) {
+  fprintf(out,
+    "usage: lumen batch dce|t1|filter|segment (--list FILE | --bids DIR) --out DERIV\n"
+    "                   [--jobs N] [--memory-limit SIZE] [--shard K/N] [--no-resume] [-q]\n"
+    "                   [-- COMMAND OPTIONS...]\n\n"
+    "Runs one command over many subjects and writes a BIDS derivatives folder DERIV\n"
+    "(dataset_description.json, DERIV/sub-X[/ses-Y]/ outputs, a per-item KEY_batch.json with the\n"
+    "outputs' checksums and KEY_batch.log with the command's messages, batch_summary.tsv).\n"
+    "  --list FILE         one item per line: 'ID ARG...' (the command's input options, e.g.\n"
+    "                      'sub-01 --dce a.nii.gz --t1map t1.nii.gz'; filter/segment: 'ID IMAGE')\n"
+    "  --bids DIR          items from sub-*/[ses-*/]<folder>/: dce: *_dce.nii[.gz] (+ *_T1map,\n"
+    "                      *_mask of the session); t1: *_VFA / *_flip-* series; filter/segment:\n"
+    "                      every .png/.nii/.nii.gz image (outputs NAME_desc-OP.EXT)\n"
+    "  -- OPTIONS          passed to every run (filter/segment: the OP or ALGO first)\n"
+    "  --jobs N            items at a time from one shared queue (default 1); each runs as a child\n"
+    "                      process, so one item's reading and writing overlap another's compute\n"
+    "  --memory-limit SIZE items are admitted while their estimated memory (inputs x3, gzip x8)\n"
+    "                      fits (e.g. 4G); one item always runs\n"
+    "  --shard K/N         only items i with i mod N = K (job arrays: N jobs share one DERIV;\n"
+    "                      each writes batch_summary_shard-K-of-N.tsv)\n"
+    "  --no-resume         redo items whose outputs are complete (default: skip them)\n"
+    "A failing item is reported and the others go on; the exit status is 1 when any failed.\n"
+    "Under 'mpirun -np N' the ranks split the items; rank 0 writes the summary.\n"
+    "This build: MPI %s.\n", lumen_dist_have_mpi() ? "on" : "off (rebuild with libopenmpi-dev)");
+}
+
+int lumen_cmd_batch(int argc, char **argv) {
+  const char *cmd = "batch", *list = NULL, *bids = NULL;
+  batch b;
+  memset(&b, 0, sizeof b);
+  int jobs = 1;
+  b.resume = 1;
+  b.size = 1;
+  b.shard_n = 1;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { help(stdout); return LUMEN_EXIT_OK; }
+    if (!strcmp(a, "--")) { b.extra = argv + i + 1; b.extra_argc = argc - i - 1; break; }
+    if (!strcmp(a, "-q")) { b.quiet = 1; continue; }
+    if (!strcmp(a, "--no-resume")) { b.resume = 0; continue; }
+    if (!strcmp(a, "--resume")) { b.resume = 1; continue; }
+    if (a[0] != '-' && !b.command) { b.command = a; continue; }
+    if (i + 1 >= argc) { lumen_cli_error(cmd, "%s needs a value (see 'lumen batch --help')", a); return LUMEN_EXIT_USAGE; }
+    const char *v = argv[++i];
+    if (!strcmp(a, "--list")) list = v;
+    else if (!strcmp(a, "--bids")) bids = v;
+    else if (!strcmp(a, "--out")) b.out = v;
+    else if (!strcmp(a, "--jobs")) {
+      jobs = atoi(v);
+      if (jobs < 1 || jobs > 1024) { lumen_cli_error(cmd, "--jobs: '%s' is not 1..1024", v); return LUMEN_EXIT_USAGE; }
+    } else if (!strcmp(a, "--memory-limit")) {
+      b.mem_limit = parse_size(v);
+      if (b.mem_limit <= 0) { lumen_cli_error(cmd, "--memory-limit: '%s' is not a size (e.g. 512M, 4G)", v); return LUMEN_EXIT_USAGE; }
+    } else if (!strcmp(a, "--shard")) {
+      lumen_ctx *c2 = lumen_cli_context(cmd, 0);
+      lumen_status pst = c2 ? lumen_dist_shard_parse(c2, v, &b.shard_k, &b.shard_n) : LUMEN_ERR_OUT_OF_MEMORY;
+      if (pst != LUMEN_OK) lumen_cli_error(cmd, "%s", c2 ? lumen_ctx_last_error(c2) : "out of memory");
+      lumen_ctx_destroy(c2);
+      if (pst != LUMEN_OK) return LUMEN_EXIT_USAGE;
+    } else { lumen_cli_error(cmd, "unknown option '%s' (see 'lumen batch --help')", a); return LUMEN_EXIT_USAGE; }
+  }
+  if (!b.command || (strcmp(b.command, "dce") && strcmp(b.command, "t1") && strcmp(b.command, "filter") && strcmp(b.command, "segment"))) {
+    lumen_cli_error(cmd, "give the command to run: dce, t1, filter or segment (see 'lumen batch --help')");
+    return LUMEN_EXIT_USAGE;
+  }
+  if (!b.out || (!list == !bids)) {
+    lumen_cli_error(cmd, "--out DERIV and one of --list FILE / --bids DIR are required");
+    return LUMEN_EXIT_USAGE;
+  }
+  if (per_image(&b) && b.extra_argc == 0) {
+    lumen_cli_error(cmd, "%s needs its OP/ALGO after '--' (e.g. 'lumen batch filter ... -- gaussian --sigma 2')", b.command);
+    return LUMEN_EXIT_USAGE;
+  }
+  static char exe[PATH_MAX];
+  ssize_t ne = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (ne <= 0) { lumen_cli_error(cmd, "cannot find the lumen executable (/proc/self/exe)"); return LUMEN_EXIT_FAILURE; }
+  exe[ne] = 0;
+  b.exe = exe;
+  lumen_dist_mpi_init(&argc, &argv, &b.rank, &b.size);
+  lumen_ctx *ctx = lumen_cli_context(cmd, 0);
+  lumen_status st = !ctx ? LUMEN_ERR_OUT_OF_MEMORY
+                   : list ? lumen_dist_list_read(ctx, list, &b.subs) : lumen_dist_bids_scan(ctx, bids, b.command, &b.subs);
+  if (st != LUMEN_OK) {
+    if (b.rank == 0) lumen_cli_error(cmd, "%s", ctx ? lumen_ctx_last_error(ctx) : "out of memory");
+    lumen_ctx_destroy(ctx);
+    lumen_dist_mpi_finalize();
+    return LUMEN_EXIT_USAGE;
+  }
+  int n = b.subs.n, rc = LUMEN_EXIT_OK;
+  b.res = calloc((size_t)n, sizeof *b.res);
+  /* the children's environment: without the MPI launcher's variables */
+  int ne2 = 0;
+  while (environ[ne2]) ++ne2;
+  b.env = calloc((size_t)ne2 + 1, sizeof *b.env);
+  if (!b.res || !b.env) { lumen_cli_error(cmd, "out of memory"); rc = LUMEN_EXIT_FAILURE; goto done; }
+  for (int i = 0, k = 0; i < ne2; ++i)
+    if (strncmp(environ[i], "OMPI_", 5) && strncmp(environ[i], "PMIX_", 5) && strncmp(environ[i], "PMI_", 4)) b.env[k++] = environ[i];
+  if (b.rank == 0 && (mkdir_p(b.out) != 0 || !write_description(ctx, &b, bids))) {
+    lumen_cli_error(cmd, "cannot write %s/dataset_description.json", b.out);
+    rc = LUMEN_EXIT_FAILURE;
+  }
+  lumen_dist_mpi_barrier();
+  pthread_mutex_init(&b.mu, NULL);
+  pthread_cond_init(&b.cv, NULL);
+  double t0 = now_s();
+  stages sg;
+  memset(&sg, 0, sizeof sg);
+  if (rc == LUMEN_EXIT_OK) {
+    if (!b.quiet && b.rank == 0)
+      fprintf(stderr, "lumen batch: %d item%s of '%s', %d job%s%s\n", n, n == 1 ? "" : "s", b.command, jobs,
+              jobs == 1 ? "" : "s", b.size > 1 ? " per MPI rank" : "");
+    run_stages(ctx, &b, jobs, &sg);
+  }
+  double wall = now_s() - t0;
+  pthread_mutex_destroy(&b.mu);
+  pthread_cond_destroy(&b.cv);
+  /* rank 0 collects the results */
+  if (b.size > 1) {
+    item_res *all = b.rank == 0 ? calloc((size_t)n * (size_t)b.size, sizeof *all) : NULL;
+    lumen_dist_mpi_gather(b.res, (int)(sizeof *b.res * (size_t)n), all);
+    if (b.rank == 0 && all)
+      for (int i = 0; i < n; ++i) b.res[i] = all[(size_t)owner(&b, i) * (size_t)n + (size_t)i];
+    free(all);
+  }
+  if (b.rank == 0 && rc == LUMEN_EXIT_OK) {
+    int nok = 0, nfail = 0, nskip = 0;
+    char p[PATH_MAX + 64];
+    if (b.shard_n > 1) snprintf(p, sizeof p, "%s/batch_summary_shard-%d-of-%d.tsv", b.out, b.shard_k, b.shard_n);
+    else snprintf(p, sizeof p, "%s/batch_summary.tsv", b.out);
+    FILE *tsv = fopen(p, "w");
+    if (tsv) fprintf(tsv, "item\tsubject\tsession\tstatus\tseconds\tnote\n");
+    if (!b.quiet) printf("%-28s %-10s %-8s %8s  %s\n", "item", "session", "status", "seconds", "note");
+    for (int i = 0; i < n; ++i) {
+      const item_res *r = &b.res[i];
+      if (!in_shard(&b, i)) continue;
+      const char *sname = r->status == ST_OK ? "ok" : r->status == ST_SKIPPED ? "skipped" : "FAILED";
+      char dir[PATH_MAX], key[256];
+      item_paths(&b, i, dir, sizeof dir, key, sizeof key);
+      nok += r->status == ST_OK;
+      nskip += r->status == ST_SKIPPED;
+      nfail += r->status != ST_OK && r->status != ST_SKIPPED;
+      if (!b.quiet || r->status == ST_FAILED)
+        printf("%-28s %-10s %-8s %8.2f  %s\n", key, b.subs.items[i].session[0] ? b.subs.items[i].session : "-", sname,
+               r->seconds, r->status == ST_TODO ? "not run" : r->note);
+      if (tsv) fprintf(tsv, "%s\t%s\t%s\t%s\t%.3f\t%s\n", key, b.subs.items[i].id, b.subs.items[i].session, sname, r->seconds, r->note);
+    }
+    if (tsv) fclose(tsv);
+    if (!b.quiet || nfail)
+      printf("lumen batch: %d ok, %d skipped (complete), %d failed, of %d; %.2f s (rank 0 stages: read %.2f s, "
+             "compute %.2f s over %d job%s, write %.2f s); summary %s\n", nok, nskip, nfail, n, wall, sg.read_s,
+             sg.compute_s, jobs, jobs == 1 ? "" : "s", sg.write_s, p);
+    if (nfail) rc = LUMEN_EXIT_FAILURE;
+  }
+  {
+    int anyfail = lumen_dist_mpi_allsum(b.rank == 0 && rc != LUMEN_EXIT_OK);
+    if (anyfail && rc == LUMEN_EXIT_OK) rc = LUMEN_EXIT_FAILURE;
+  }
+done:
+  free(b.env);
+  free(b.res);
+  lumen_dist_subjects_clear(&b.subs);
+  lumen_ctx_destroy(ctx);
+  lumen_dist_mpi_finalize();
+  return rc;
+}
+#else
+int lumen_cmd_batch(int argc, char **argv) {
+  (void)argc; (void)argv;
+  lumen_cli_error("batch", "this build has no NIfTI/JSON I/O (nifti_clib, cJSON): rebuild with them");
+  return LUMEN_EXIT_FAILURE;
+}
+#endif

@@ -1,0 +1,56 @@
+/* Run-time choice of the lane-batched solver (lm_simd.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "cpu/lm_simd.h"
+
+static int lmv_width_detect(void) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  const char *env = getenv("LUMEN_SIMD");
+  int allow512 = 1, allow256 = 1;
+  if (env && (!strcmp(env, "off") || !strcmp(env, "0") || !strcmp(env, "scalar"))) return 0;
+  if (env && !strcmp(env, "avx2")) allow512 = 0;
+  __builtin_cpu_init();
+  if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("fma"))
+    return 16;
+  if (allow256 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 8;
+#endif
+  return 0;
+}
+
+int lumen_lmv_width(void) {
+  static int width = -1; /* benign race: every thread computes the same value */
+  int w = __atomic_load_n(&width, __ATOMIC_RELAXED);
+  if (w < 0) {
+    w = lmv_width_detect();
+    __atomic_store_n(&width, w, __ATOMIC_RELAXED);
+  }
+  return w;
+}
+
+int lumen_lmv_supported(lumen_model m, const lumen_grid_f32 *g) {
+  (void)g;
+  switch (m) {
+    case LUMEN_MODEL_TOFTS: case LUMEN_MODEL_ETOFTS: case LUMEN_MODEL_PATLAK: case LUMEN_MODEL_2CUM:
+    case LUMEN_MODEL_VFA: case LUMEN_MODEL_IR: case LUMEN_MODEL_SR:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+size_t lumen_lmv_work_bytes(int n, int np) {
+  switch (lumen_lmv_width()) {
+    case 16: return lumen_lmv_work_bytes_v16(n, np);
+    case 8: return lumen_lmv_work_bytes_v8(n, np);
+    default: return 0;
+  }
+}
+
+void lumen_lmv_run(const lumen_lmv_problem *pr, const lumen_lmv_io *io, void *work) {
+  switch (lumen_lmv_width()) {
+    case 16: lumen_lmv_run_v16(pr, io, work); break;
+    case 8: lumen_lmv_run_v8(pr, io, work); break;
+    default: break;
+  }
+}

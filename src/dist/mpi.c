@@ -1,0 +1,127 @@
+/* MPI: one voxel range per rank, gathered on rank 0 (include/lumen/dist.h). Compiled with MPI
+   only when LUMEN_HAVE_MPI (CMake option LUMEN_MPI, on when Open MPI is found). */
+#include <stdlib.h>
+#include <string.h>
+#include "core/internal.h"
+#include "lumen/dist.h"
+#if LUMEN_HAVE_MPI
+#include <mpi.h>
+
+static int g_mpi_on;
+
+int lumen_dist_have_mpi(void) { return 1; }
+
+lumen_status lumen_dist_mpi_init(int *argc, char ***argv, int *rank, int *size) {
+  *rank = 0;
+  *size = 1;
+  if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK")) return LUMEN_OK;
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited && MPI_Init(argc, argv) != MPI_SUCCESS) return LUMEN_ERR_INTERNAL;
+  g_mpi_on = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
+  return LUMEN_OK;
+}
+
+void lumen_dist_mpi_finalize(void) {
+  if (g_mpi_on) MPI_Finalize();
+  g_mpi_on = 0;
+}
+
+int lumen_dist_mpi_allsum(int v) {
+  if (!g_mpi_on) return v;
+  int s = 0;
+  MPI_Allreduce(&v, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  return s;
+}
+
+void lumen_dist_mpi_gather(const void *send, int bytes, void *recv) {
+  if (!g_mpi_on) { memcpy(recv, send, (size_t)bytes); return; }
+  MPI_Gather(send, bytes, MPI_BYTE, recv, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
+void lumen_dist_mpi_barrier(void) {
+  if (g_mpi_on) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* Gathers rows [lo_r, hi_r) of every rank into buf on rank 0 (in place: each rank's own rows
+   are already at their place in its buf). */
+static int gather_rows(void *buf, size_t row_bytes, int64_t n, int rank, int size) {
+  if (!buf) return MPI_SUCCESS;
+  int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+  if (!counts || !displs) { free(counts); free(displs); return MPI_ERR_NO_MEM; }
+  for (int r = 0; r < size; ++r) {
+    int64_t lo, hi;
+    lumen_dist_range(n, r, size, &lo, &hi);
+    counts[r] = (int)((hi - lo) * (int64_t)row_bytes);
+    displs[r] = (int)(lo * (int64_t)row_bytes);
+  }
+  int rc;
+  if (rank == 0)
+    rc = MPI_Gatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
+  else
+    rc = MPI_Gatherv((char *)buf + displs[rank], counts[rank], MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, 0, MPI_COMM_WORLD);
+  free(counts);
+  free(displs);
+  return rc;
+}
+
+lumen_status lumen_dist_mpi_fit(void *unused, lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model, int64_t n,
+                                int64_t nt, const float *data, const float *consts, lumen_fit_results *res) {
+  (void)unused;
+  int rank = 0, size = 1;
+  if (g_mpi_on) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+  int64_t lo, hi;
+  lumen_dist_range(n, rank, size, &lo, &hi);
+  lumen_status st = lumen_dist_fit_range(ctx, plan, model, n, nt, data, consts, res, lo, hi);
+  if (!g_mpi_on || size == 1) return st;
+  /* every rank takes part in the gathers even after a failure, then all agree on the status */
+  int bad = st != LUMEN_OK, anybad = 0;
+  MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (anybad) return st != LUMEN_OK ? st : lumen_fail(ctx, LUMEN_ERR_INTERNAL, "stage D failed on another MPI rank");
+  if ((n * 16 * (int64_t)sizeof(double)) > 0x7fffffff)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "MPI: %lld voxels are too many for one gather", (long long)n);
+  const size_t np = (size_t)lumen_model_param_count(model), nd = (size_t)lumen_fit_derived_count(model);
+  int rc = MPI_SUCCESS;
+  if (np) rc |= gather_rows(res->params, sizeof(double) * np, n, rank, size);
+  if (nd) rc |= gather_rows(res->derived, sizeof(double) * nd, n, rank, size);
+  rc |= gather_rows(res->chi2, sizeof(double), n, rank, size);
+  rc |= gather_rows(res->r2, sizeof(double), n, rank, size);
+  if (np) rc |= gather_rows(res->ci_lo, sizeof(double) * np, n, rank, size);
+  if (np) rc |= gather_rows(res->ci_hi, sizeof(double) * np, n, rank, size);
+  rc |= gather_rows(res->delay, sizeof(double), n, rank, size);
+  rc |= gather_rows(res->state, sizeof(int32_t), n, rank, size);
+  rc |= gather_rows(res->iterations, sizeof(int32_t), n, rank, size);
+  int64_t cnt[LUMEN_FIT_TIER_COUNT + LUMEN_FIT_STATE_COUNT], tot[LUMEN_FIT_TIER_COUNT + LUMEN_FIT_STATE_COUNT];
+  memcpy(cnt, res->curves_per_tier, sizeof res->curves_per_tier);
+  memcpy(cnt + LUMEN_FIT_TIER_COUNT, res->state_counts, sizeof res->state_counts);
+  rc |= MPI_Allreduce(cnt, tot, LUMEN_FIT_TIER_COUNT + LUMEN_FIT_STATE_COUNT, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  memcpy(res->curves_per_tier, tot, sizeof res->curves_per_tier);
+  memcpy(res->state_counts, tot + LUMEN_FIT_TIER_COUNT, sizeof res->state_counts);
+  double sec = res->seconds;
+  rc |= MPI_Allreduce(&sec, &res->seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "MPI: gathering stage D results failed");
+  return LUMEN_OK;
+}
+#else
+int lumen_dist_have_mpi(void) { return 0; }
+lumen_status lumen_dist_mpi_init(int *argc, char ***argv, int *rank, int *size) {
+  (void)argc; (void)argv;
+  *rank = 0;
+  *size = 1;
+  return LUMEN_OK;
+}
+void lumen_dist_mpi_finalize(void) {}
+int lumen_dist_mpi_allsum(int v) { return v; }
+void lumen_dist_mpi_gather(const void *send, int bytes, void *recv) { memcpy(recv, send, (size_t)bytes); }
+void lumen_dist_mpi_barrier(void) {}
+lumen_status lumen_dist_mpi_fit(void *unused, lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model, int64_t n,
+                                int64_t nt, const float *data, const float *consts, lumen_fit_results *res) {
+  (void)unused;
+  return lumen_dist_fit_range(ctx, plan, model, n, nt, data, consts, res, 0, n);
+}
+#endif

@@ -1,0 +1,275 @@
+/* Stage D checkpoints and --resume (checkpoint.h). Record layout (native byte order; the file
+   lives next to the outputs and is read back only by the same build):
+     char magic[8] "LUMCKPT1", uint64 fingerprint, int64 start, int64 count, uint64 payload
+     bytes, uint64 FNV-1a of the payload; then the payload: the result strings, the tier and
+     state counts and seconds of the chunk, and its slices of every result array.
+   A torn or foreign record ends the usable part; the file is cut there and fitting goes on. */
+#include "pipeline/pipe_internal.h"
+#include "pipeline/checkpoint.h"
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CK_MAGIC "LUMCKPT1"
+
+typedef struct ck_head {
+  char magic[8];
+  uint64_t fingerprint;
+  int64_t start, count;
+  uint64_t payload_bytes, payload_fnv;
+} ck_head;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= UINT64_C(1099511628211); }
+  return h;
+}
+#define FNV0 UINT64_C(14695981039346656037)
+
+/* One result array: base pointer, element size, elements per curve. */
+typedef struct ck_array { void *base; size_t elem; int64_t per; } ck_array;
+
+static int arrays_of(const lumen_fit_results *r, lumen_model model, ck_array *a) {
+  int np = lumen_model_param_count(model), nd = lumen_fit_derived_count(model), k = 0;
+  a[k++] = (ck_array){r->params, sizeof(double), np > 0 ? np : 1};
+  a[k++] = (ck_array){r->state, sizeof(int32_t), 1};
+  a[k++] = (ck_array){r->derived, sizeof(double), nd > 0 ? nd : 1};
+  a[k++] = (ck_array){r->chi2, sizeof(double), 1};
+  a[k++] = (ck_array){r->r2, sizeof(double), 1};
+  a[k++] = (ck_array){r->iterations, sizeof(int32_t), 1};
+  a[k++] = (ck_array){r->ci_lo, sizeof(double), np > 0 ? np : 1};
+  a[k++] = (ck_array){r->ci_hi, sizeof(double), np > 0 ? np : 1};
+  a[k++] = (ck_array){r->delay, sizeof(double), 1};
+  return k;
+}
+
+/* Serialises chunk [start, start + count) of r (chunk-local counts in c) into buf. */
+static size_t pack(unsigned char *buf, const lumen_fit_results *r, const lumen_fit_results *c, lumen_model model,
+                   int64_t start, int64_t count) {
+  size_t off = 0;
+#define PUT(p, n) do { if (buf) memcpy(buf + off, (p), (n)); off += (n); } while (0)
+  PUT(c->backend_requested, sizeof c->backend_requested);
+  PUT(c->backend_selected, sizeof c->backend_selected);
+  PUT(c->backend_used, sizeof c->backend_used);
+  PUT(c->reason, sizeof c->reason);
+  PUT(c->curves_per_tier, sizeof c->curves_per_tier);
+  PUT(c->state_counts, sizeof c->state_counts);
+  PUT(&c->seconds, sizeof c->seconds);
+  ck_array a[16];
+  int na = arrays_of(r, model, a);
+  for (int i = 0; i < na; ++i)
+    if (a[i].base) PUT((unsigned char *)a[i].base + (size_t)(start * a[i].per) * a[i].elem, (size_t)(count * a[i].per) * a[i].elem);
+#undef PUT
+  return off;
+}
+
+static void unpack(const unsigned char *buf, lumen_fit_results *r, lumen_fit_results *c, lumen_model model,
+                   int64_t start, int64_t count) {
+  size_t off = 0;
+#define GET(p, n) do { memcpy((p), buf + off, (n)); off += (n); } while (0)
+  GET(c->backend_requested, sizeof c->backend_requested);
+  GET(c->backend_selected, sizeof c->backend_selected);
+  GET(c->backend_used, sizeof c->backend_used);
+  GET(c->reason, sizeof c->reason);
+  GET(c->curves_per_tier, sizeof c->curves_per_tier);
+  GET(c->state_counts, sizeof c->state_counts);
+  GET(&c->seconds, sizeof c->seconds);
+  c->backend_requested[sizeof c->backend_requested - 1] = c->backend_selected[sizeof c->backend_selected - 1] = '\0';
+  c->backend_used[sizeof c->backend_used - 1] = c->reason[sizeof c->reason - 1] = '\0';
+  ck_array a[16];
+  int na = arrays_of(r, model, a);
+  for (int i = 0; i < na; ++i)
+    if (a[i].base) GET((unsigned char *)a[i].base + (size_t)(start * a[i].per) * a[i].elem, (size_t)(count * a[i].per) * a[i].elem);
+#undef GET
+}
+
+static void ckpt_path(pipe_run *run, lumen_model model, char *buf, size_t size) {
+  char name[400];
+  snprintf(name, sizeof name, ".%s_model-%s.ckpt", run->prefix, lumen_model_name(model));
+  pipe_join(buf, size, run->out, name);
+}
+
+static uint64_t fingerprint(const lumen_fit_options *o, int64_t nlist, int64_t nt, int64_t chunk, const float *data,
+                            const float *consts, const double *t_min, const double *cp, const lumen_fit_results *r) {
+  uint64_t h = FNV0;
+  int64_t head[6] = {o->model, nlist, nt, chunk, r->ci_lo != NULL, r->delay != NULL};
+  h = fnv(h, head, sizeof head);
+  h = fnv(h, data, sizeof(float) * (size_t)(nlist * nt));
+  if (consts) h = fnv(h, consts, sizeof(float) * (size_t)nlist * LUMEN_FIT_NCONSTS);
+  h = fnv(h, t_min, sizeof(double) * (size_t)nt);
+  h = fnv(h, cp, sizeof(double) * (size_t)nt);
+  double num[4] = {o->tolerance, o->r1, (double)o->max_iterations, (double)o->force_cpu};
+  int ints[4] = {o->fit_delay, (int)o->conv, (int)o->precision, o->confidence};
+  h = fnv(h, num, sizeof num);
+  h = fnv(h, ints, sizeof ints);
+  h = fnv(h, o->start, sizeof o->start);
+  h = fnv(h, o->lo, sizeof o->lo);
+  h = fnv(h, o->hi, sizeof o->hi);
+  if (o->backend) h = fnv(h, o->backend, strlen(o->backend));
+  return h;
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+  const unsigned char *b = p;
+  while (n) {
+    ssize_t w = write(fd, b, n);
+    if (w < 0) { if (errno == EINTR) continue; return -1; }
+    b += w; n -= (size_t)w;
+  }
+  return 0;
+}
+
+static int read_all(int fd, void *p, size_t n) {
+  unsigned char *b = p;
+  while (n) {
+    ssize_t r = read(fd, b, n);
+    if (r < 0) { if (errno == EINTR) continue; return -1; }
+    if (r == 0) return -1;
+    b += r; n -= (size_t)r;
+  }
+  return 0;
+}
+
+static void add_counts(lumen_fit_results *res, const lumen_fit_results *c, int first) {
+  if (first) {
+    memcpy(res->backend_requested, c->backend_requested, sizeof res->backend_requested);
+    memcpy(res->backend_selected, c->backend_selected, sizeof res->backend_selected);
+    memcpy(res->backend_used, c->backend_used, sizeof res->backend_used);
+    memcpy(res->reason, c->reason, sizeof res->reason);
+  }
+  for (int t = 0; t < LUMEN_FIT_TIER_COUNT; ++t) res->curves_per_tier[t] += c->curves_per_tier[t];
+  for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s) res->state_counts[s] += c->state_counts[s];
+  res->seconds += c->seconds;
+}
+
+/* Test hook: LUMEN_TEST_ABORT_AFTER_CHUNK=K ends the process (_exit(75), as a kill would) right
+   after the K-th checkpointed chunk of this process (counted over every model). */
+static int g_chunks_written;
+static void test_abort_hook(void) {
+  const char *e = getenv("LUMEN_TEST_ABORT_AFTER_CHUNK");
+  if (e && *e && ++g_chunks_written == atoi(e)) _exit(75);
+}
+
+lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const lumen_fit_options *o, int64_t nlist,
+                              int64_t nt, const float *data, const float *consts, const double *t_min, const double *cp,
+                              lumen_fit_results *res) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  lumen_model model = o->model;
+  int64_t chunk = cfg->chunk_voxels > 0 ? cfg->chunk_voxels : PIPE_CHUNK_DEFAULT;
+  memset(res->curves_per_tier, 0, sizeof res->curves_per_tier);
+  memset(res->state_counts, 0, sizeof res->state_counts);
+  res->seconds = 0;
+  if (nlist <= 0) return lumen_fit_execute(ctx, plan, nlist, data, consts, res);
+  char path[LUMEN_PIPE_PATH_MAX];
+  ckpt_path(run, model, path, sizeof path);
+  uint64_t fp = fingerprint(o, nlist, nt, chunk, data, consts, t_min, cp, res);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
+  size_t max_payload = pack(NULL, res, res, model, 0, chunk < nlist ? chunk : nlist);
+  unsigned char *buf = malloc(max_payload);
+  if (!buf) {
+    close(fd);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D: out of host memory for a checkpoint of %zu bytes", max_payload);
+  }
+  /* resume: load the good prefix of the file */
+  int64_t done = 0;
+  off_t good = 0;
+  int loaded = 0;
+  if (cfg->resume) {
+    ck_head h;
+    while (done < nlist && read_all(fd, &h, sizeof h) == 0) {
+      int64_t want = nlist - done < chunk ? nlist - done : chunk;
+      if (memcmp(h.magic, CK_MAGIC, 8) || h.fingerprint != fp || h.start != done || h.count != want ||
+          h.payload_bytes != pack(NULL, res, res, model, 0, want) || read_all(fd, buf, (size_t)h.payload_bytes) ||
+          fnv(FNV0, buf, (size_t)h.payload_bytes) != h.payload_fnv)
+        break;
+      lumen_fit_results c;
+      memset(&c, 0, sizeof c);
+      unpack(buf, res, &c, model, done, want);
+      add_counts(res, &c, done == 0);
+      done += want;
+      good = lseek(fd, 0, SEEK_CUR);
+      ++loaded;
+    }
+    if (loaded)
+      lumen_log(ctx, LUMEN_LOG_INFO, "stage D (%s): resumed: %lld of %lld voxels from the checkpoint '%s'",
+                lumen_model_name(model), (long long)done, (long long)nlist, path);
+  }
+  lumen_status st = LUMEN_OK;
+  if (ftruncate(fd, good) != 0 || lseek(fd, good, SEEK_SET) != good)
+    st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
+  while (st == LUMEN_OK && done < nlist) {
+    int64_t count = nlist - done < chunk ? nlist - done : chunk;
+    lumen_fit_results c = *res;
+    ck_array a[16];
+    int na = arrays_of(res, model, a);
+    /* the chunk's slices of the caller's arrays */
+    void **slots[9] = {(void **)&c.params, (void **)&c.state, (void **)&c.derived, (void **)&c.chi2, (void **)&c.r2,
+                       (void **)&c.iterations, (void **)&c.ci_lo, (void **)&c.ci_hi, (void **)&c.delay};
+    for (int i = 0; i < na && i < 9; ++i)
+      *slots[i] = a[i].base ? (unsigned char *)a[i].base + (size_t)(done * a[i].per) * a[i].elem : NULL;
+    memset(c.curves_per_tier, 0, sizeof c.curves_per_tier);
+    memset(c.state_counts, 0, sizeof c.state_counts);
+    c.seconds = 0;
+    st = lumen_fit_execute(ctx, plan, count, data + done * nt, consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, &c);
+    if (st != LUMEN_OK) break;
+    add_counts(res, &c, done == 0);
+    ck_head h;
+    memcpy(h.magic, CK_MAGIC, 8);
+    h.fingerprint = fp;
+    h.start = done;
+    h.count = count;
+    h.payload_bytes = pack(buf, res, &c, model, done, count);
+    h.payload_fnv = fnv(FNV0, buf, (size_t)h.payload_bytes);
+    if (write_all(fd, &h, sizeof h) || write_all(fd, buf, (size_t)h.payload_bytes) || fsync(fd))
+      st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
+    done += count;
+    if (st == LUMEN_OK) test_abort_hook();
+  }
+  free(buf);
+  if (close(fd) != 0 && st == LUMEN_OK)
+    st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
+  return st;
+}
+
+void pipe_checkpoint_remove(pipe_run *run, const lumen_model *models, int n) {
+  char path[LUMEN_PIPE_PATH_MAX];
+  for (int m = 0; m < n; ++m) {
+    ckpt_path(run, models[m], path, sizeof path);
+    unlink(path);
+  }
+}
+
+/* Removes ".NAME.tmp-PID-N" files (io_atomic.c) of processes that no longer exist from DIR. */
+static void clean_dir(lumen_ctx *ctx, const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    const char *t = e->d_name[0] == '.' ? strstr(e->d_name, ".tmp-") : NULL;
+    if (!t) continue;
+    char *end = NULL;
+    long pid = strtol(t + 5, &end, 10);
+    if (pid <= 0 || !end || *end != '-' || pid == (long)getpid()) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    char path[LUMEN_PIPE_PATH_MAX];
+    pipe_join(path, sizeof path, dir, e->d_name);
+    if (unlink(path) == 0) lumen_log(ctx, LUMEN_LOG_INFO, "removed '%s', left by a killed run", path);
+  }
+  closedir(d);
+}
+
+void pipe_checkpoint_clean_tmp(pipe_run *run) {
+  char fig[LUMEN_PIPE_PATH_MAX];
+  clean_dir(run->ctx, run->out);
+  pipe_join(fig, sizeof fig, run->out, "figures");
+  clean_dir(run->ctx, fig);
+}

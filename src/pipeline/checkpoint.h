@@ -1,0 +1,27 @@
+/* Stage D checkpoints of lumen dce (docs/HARDENING.md "Resume"): the fit of each model runs in
+   chunks of cfg->chunk_voxels curves; every completed chunk is appended, with a checksum, to
+   OUT/.PREFIX_model-MODEL.ckpt and fsynced. With cfg->resume the chunks already in that file
+   (same inputs and options: a fingerprint of the curves, AIF, times and fit options) are loaded
+   instead of refitted, so a killed run continues from its last completed chunk; the per-voxel
+   fits are independent, so the maps are byte for byte those of an uninterrupted run. The files
+   are removed once the run log (written last) exists. */
+#ifndef LUMEN_PIPE_CHECKPOINT_H
+#define LUMEN_PIPE_CHECKPOINT_H
+
+/* needs pipeline/pipe_internal.h included before (it has no include guard around its end) */
+
+/* Default curves per chunk (cfg->chunk_voxels = 0). */
+#define PIPE_CHUNK_DEFAULT 65536
+
+/* lumen_fit_execute over nlist curves in chunks, with checkpoints (see above). res has its arrays
+   allocated by the caller as for lumen_fit_execute. */
+lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const lumen_fit_options *o, int64_t nlist,
+                              int64_t nt, const float *data, const float *consts, const double *t_min, const double *cp,
+                              lumen_fit_results *res);
+/* Removes the checkpoint files of a finished run. */
+void pipe_checkpoint_remove(pipe_run *run, const lumen_model *models, int n);
+/* --resume: removes the temporary files (.NAME.tmp-PID-N) that killed runs left in OUT and
+   OUT/figures (only those of processes that no longer exist). */
+void pipe_checkpoint_clean_tmp(pipe_run *run);
+
+#endif

@@ -1,0 +1,278 @@
+/* The lane-batched solver (src/cpu/lm_simd.h) against the scalar one (lumen_lm_fit_f32): on
+   random curves of every vector model, uniform and non-uniform grids, weights, a fixed parameter,
+   few iterations (lanes ending in max_iterations), NaN curves (not_finite lanes) and curve counts
+   that do not fill the last lane group, every lane must end in the same state after the same
+   number of iterations with the same parameters and chi2 (to float rounding). Each width the CPU
+   supports (8 lanes AVX2, 16 lanes AVX-512) is tested; the test skips on a CPU with neither. */
+#include "test_support.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu/lm_simd.h"
+
+#define NMAX 96
+#define NCURVES 203
+
+typedef struct setup {
+  lumen_model model;
+  int n, np;
+  float t[NMAX], cp[NMAX], dt[NMAX], icp[NMAX], w[NMAX];
+  lumen_grid_f32 g;
+  double lo[4], hi[4];
+  unsigned char fixed[4];
+  int use_w, max_it;
+  float y[NCURVES][NMAX], start[NCURVES][4], consts[NCURVES][LUMEN_NCONSTS];
+} setup;
+
+static unsigned long long rng_state = 88172645463325252ULL;
+static double urand(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+static double nrand(void) {
+  double u = urand() + 1e-12, v = urand();
+  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+static double test_cp(double t) {
+  double u = t - 0.5;
+  if (u <= 0) return 0.0;
+  return 6.0 * (u / 0.15) * exp(1.0 - u / 0.15) + 1.2 * (1.0 - exp(-u / 0.2)) * exp(-0.15 * u);
+}
+
+static void make(setup *s, lumen_model m, int nonuniform, int use_w, int fix1, int max_it) {
+  memset(s, 0, sizeof *s);
+  s->model = m;
+  s->np = lumen_model_np(m);
+  s->use_w = use_w;
+  s->max_it = max_it;
+  int dce = lumen_model_is_dce(m);
+  int n = dce ? 80 : (m == LUMEN_MODEL_VFA ? 4 : 8);
+  s->n = n;
+  for (int i = 0; i < n; ++i) {
+    if (dce) s->t[i] = nonuniform ? (float)(i * 5.0 / 60.0 + 0.02 * sin(i)) : (float)(i * 5.0 / 60.0);
+    else if (m == LUMEN_MODEL_VFA) s->t[i] = (float)((2.0 + 4.5 * i) * 3.14159265358979 / 180.0);
+    else s->t[i] = (float)(0.05 * pow(1.7, i));
+    s->cp[i] = (float)test_cp(s->t[i]);
+    s->w[i] = (float)(0.5 + urand());
+  }
+  assert_int_equal(lumen_grid_setup_f32(&s->g, n, s->t, dce ? s->cp : NULL, s->dt, s->icp), 0);
+  if (dce) assert_int_equal(s->g.uniform, !nonuniform);
+  s->g.tr = m == LUMEN_MODEL_VFA ? 0.005f : m == LUMEN_MODEL_IR ? 6.0f : 0.0f;
+  double st[4];
+  lumen_model_defaults(m, st, s->lo, s->hi);
+  if (fix1) s->fixed[1] = 1;
+  float buf[NMAX];
+  for (int c = 0; c < NCURVES; ++c) {
+    float p[4] = {0, 0, 0, 0};
+    switch (m) {
+      case LUMEN_MODEL_TOFTS: case LUMEN_MODEL_ETOFTS:
+        p[0] = (float)(0.01 + 0.49 * urand()); p[1] = (float)(0.05 + 0.55 * urand()); p[2] = (float)(0.01 + 0.09 * urand());
+        break;
+      case LUMEN_MODEL_PATLAK: p[0] = (float)(0.01 + 0.2 * urand()); p[1] = (float)(0.01 + 0.09 * urand()); break;
+      case LUMEN_MODEL_2CUM:
+        p[0] = (float)(0.01 + 0.3 * urand()); p[1] = (float)(0.6 + 0.9 * urand()); p[2] = (float)(0.05 + 0.25 * urand());
+        break;
+      default: p[0] = (float)(0.5 + 2.0 * urand()); p[1] = (float)(500 + 4500 * urand()); break;
+    }
+    s->consts[c][LUMEN_CONST_R10] = 1.0f;
+    s->consts[c][LUMEN_CONST_B1] = m == LUMEN_MODEL_VFA ? (float)(0.8 + 0.4 * urand()) : 1.0f;
+    lumen_model_eval_f32(m, &s->g, s->consts[c], p, buf, NULL, NULL);
+    float mx = 0;
+    for (int i = 0; i < n; ++i) mx = fmaxf(mx, fabsf(buf[i]));
+    double sd = dce ? 0.005 * (1 + 4 * urand()) : 0.005 * mx;
+    for (int i = 0; i < n; ++i) s->y[c][i] = buf[i] + (float)(sd * nrand());
+    /* starts: the truth scaled by random factors, clipped into the box; some on a bound */
+    for (int k = 0; k < s->np; ++k) {
+      double v = p[k] * exp(0.7 * nrand());
+      if (c % 17 == 3) v = s->lo[k];
+      if (s->fixed[k]) v = p[k];
+      if (v < s->lo[k]) v = s->lo[k];
+      if (v > s->hi[k]) v = s->hi[k];
+      s->start[c][k] = (float)v;
+    }
+    if (c % 29 == 5) s->y[c][n / 2] = NAN; /* not_finite lane */
+    if (c % 31 == 7) s->consts[c][LUMEN_CONST_B1] = NAN;
+  }
+}
+
+typedef struct io_state {
+  const setup *s;
+  int next_curve;
+  int ticket_curve[2 * LUMEN_LMV_MAX_WIDTH];
+  int ls_checked, ls_mismatch;
+  lumen_fit_state state[NCURVES];
+  float p[NCURVES][4];
+  double chi2[NCURVES];
+  int it[NCURVES], seen[NCURVES];
+} io_state;
+
+static int io_next(void *user, int tk, float *y, float *consts) {
+  io_state *u = user;
+  if (u->next_curve >= NCURVES) return 0;
+  int c = u->next_curve++;
+  u->ticket_curve[tk] = c;
+  memcpy(y, u->s->y[c], sizeof(float) * (size_t)u->s->n);
+  memcpy(consts, u->s->consts[c], sizeof(float) * LUMEN_NCONSTS);
+  return 1;
+}
+
+/* the vector linear start must equal lumen_linear_start_f32; the fit then starts from the test's start */
+static void io_start(void *user, int tk, const float *y, const float *ls, int ls_ret, float *p) {
+  io_state *u = user;
+  int c = u->ticket_curve[tk];
+  assert_memory_equal(y, u->s->y[c], sizeof(float) * (size_t)u->s->n);
+  if (ls_ret >= 0) {
+    float ref[4] = {0, 0, 0, 0};
+    int r = lumen_linear_start_f32(u->s->model, &u->s->g, u->s->consts[c], u->s->y[c], ref);
+    u->ls_checked++;
+    int bad = r != ls_ret;
+    for (int k = 0; k < u->s->np; ++k) bad |= memcmp(&ref[k], &ls[k], sizeof(float)) != 0 && !(isnan(ref[k]) && isnan(ls[k]));
+    u->ls_mismatch += bad;
+  }
+  memcpy(p, u->s->start[c], sizeof(float) * (size_t)u->s->np);
+}
+
+static void io_done(void *user, int tk, const float *y, lumen_fit_state st, const float *p, double chi2, int it) {
+  io_state *u = user;
+  int c = u->ticket_curve[tk];
+  assert_memory_equal(y, u->s->y[c], sizeof(float) * (size_t)u->s->n);
+  u->seen[c]++;
+  u->state[c] = st;
+  memcpy(u->p[c], p, sizeof(float) * (size_t)u->s->np);
+  u->chi2[c] = chi2;
+  u->it[c] = it;
+}
+
+static int compare(const setup *s, int width) {
+  size_t bytes = width == 16 ? lumen_lmv_work_bytes_v16(s->n, s->np) : lumen_lmv_work_bytes_v8(s->n, s->np);
+  void *work = malloc(bytes);
+  assert_non_null(work);
+  static io_state u;
+  memset(&u, 0, sizeof u);
+  u.s = s;
+  lumen_lmv_problem pr = {s->model, &s->g, s->use_w ? s->w : NULL, s->lo, s->hi, s->fixed, 1e-6, s->max_it, 1};
+  lumen_lmv_io io = {&u, io_next, io_start, io_done};
+  if (width == 16) lumen_lmv_run_v16(&pr, &io, work);
+  else lumen_lmv_run_v8(&pr, &io, work);
+  free(work);
+  float work1[NMAX * 12 + 16];
+  int states[LUMEN_FIT_STATE_COUNT] = {0}, mismatch = 0;
+  for (int c = 0; c < NCURVES; ++c) {
+    assert_int_equal(u.seen[c], 1);
+    lumen_lm_problem_f32 sp = {s->model, &s->g, s->consts[c], s->y[c], s->use_w ? s->w : NULL,
+                               s->lo, s->hi, s->fixed, 1e-6, s->max_it};
+    float p[4];
+    memcpy(p, s->start[c], sizeof p);
+    double chi2;
+    int it;
+    lumen_fit_state st = lumen_lm_fit_f32(&sp, p, work1, &chi2, &it);
+    states[st]++;
+    int bad = st != u.state[c] || it != u.it[c];
+    if (isfinite(chi2) || isfinite(u.chi2[c]))
+      bad |= !(fabs(chi2 - u.chi2[c]) <= 1e-6 * fabs(chi2) + 1e-30);
+    for (int k = 0; k < s->np; ++k)
+      bad |= !(fabsf(p[k] - u.p[c][k]) <= 1e-5f * fabsf(p[k]) + 1e-30f);
+    if (bad && mismatch++ < 5)
+      printf("  model %d width %d curve %d: scalar state %d it %d chi2 %.9g p0 %.9g; lanes state %d it %d chi2 %.9g p0 %.9g\n",
+             (int)s->model, width, c, (int)st, it, chi2, (double)p[0], (int)u.state[c], u.it[c], u.chi2[c],
+             (double)u.p[c][0]);
+  }
+  printf("  model %d n %d uniform %d w %d fixed %d maxit %d width %d: converged %d max_it %d not_finite %d singular %d, "
+         "mismatches %d; linear starts checked %d, differing %d\n",
+         (int)s->model, s->n, s->g.uniform, s->use_w, (int)s->fixed[1], s->max_it, width, states[0], states[1],
+         states[LUMEN_FIT_NOT_FINITE], states[LUMEN_FIT_SINGULAR], mismatch, u.ls_checked, u.ls_mismatch);
+  mismatch += u.ls_mismatch;
+  return mismatch;
+}
+
+static int widths(int *w) {
+  int n = 0;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) w[n++] = 8;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) w[n++] = 16;
+#endif
+  return n;
+}
+
+static void test_lanes_match_scalar(void **state) {
+  (void)state;
+  int w[2], nw = widths(w);
+  if (nw == 0) skip();
+  static setup s;
+  const lumen_model models[] = {LUMEN_MODEL_TOFTS, LUMEN_MODEL_ETOFTS, LUMEN_MODEL_PATLAK, LUMEN_MODEL_2CUM,
+                                LUMEN_MODEL_VFA, LUMEN_MODEL_IR, LUMEN_MODEL_SR};
+  int total = 0;
+  for (size_t mi = 0; mi < sizeof models / sizeof models[0]; ++mi) {
+    lumen_model m = models[mi];
+    int dce = lumen_model_is_dce(m);
+    for (int variant = 0; variant < 5; ++variant) {
+      int nonuni = variant == 1 && dce, use_w = variant == 2, fix1 = variant == 3, maxit = variant == 4 ? 3 : 200;
+      make(&s, m, nonuni, use_w, fix1, maxit);
+      assert_true(lumen_lmv_supported(m, &s.g));
+      for (int j = 0; j < nw; ++j) total += compare(&s, w[j]);
+    }
+  }
+  assert_int_equal(total, 0);
+}
+
+/* Through the API: tier cpu on Tofts curves with NaN, all-zero and regular curves, with R^2 and
+   confidence intervals (the lane path completes these per curve). */
+static void test_api_states(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int n = 80, nc = 53;
+  float t[80], cp[80];
+  double td[80], cpd[80];
+  for (int i = 0; i < n; ++i) {
+    td[i] = i * 5.0 / 60.0; cpd[i] = test_cp(td[i]);
+    t[i] = (float)td[i]; cp[i] = (float)cpd[i];
+  }
+  lumen_fit_options o;
+  lumen_fit_options_init(&o);
+  o.model = LUMEN_MODEL_TOFTS;
+  o.backend = "cpu";
+  lumen_fit_plan *plan = NULL;
+  assert_int_equal(lumen_fit_plan_create(ctx, &o, n, td, cpd, &plan), LUMEN_OK);
+  static float data[53 * 80];
+  static lumen_grid_f32 g;
+  static float dtb[80], icpb[80];
+  lumen_grid_setup_f32(&g, n, t, cp, dtb, icpb);
+  for (int c = 0; c < nc; ++c) {
+    float p[2] = {(float)(0.01 + 0.49 * urand()), (float)(0.05 + 0.55 * urand())};
+    lumen_model_eval_f32(LUMEN_MODEL_TOFTS, &g, NULL, p, data + c * n, NULL, NULL);
+    for (int i = 0; i < n; ++i) data[c * n + i] += (float)(0.005 * nrand());
+    if (c % 7 == 2) data[c * n + 5] = NAN;
+    if (c % 11 == 4) memset(data + c * n, 0, sizeof(float) * (size_t)n);
+  }
+  double params[53 * 2], chi2[53], r2[53], lo[53 * 2], hi[53 * 2];
+  int32_t st[53], it[53];
+  lumen_fit_results r;
+  memset(&r, 0, sizeof r);
+  r.params = params; r.state = st; r.chi2 = chi2; r.r2 = r2; r.ci_lo = lo; r.ci_hi = hi; r.iterations = it;
+  assert_int_equal(lumen_fit_execute(ctx, plan, nc, data, NULL, &r), LUMEN_OK);
+  for (int c = 0; c < nc; ++c) {
+    if (c % 7 == 2 || c % 11 == 4) {
+      assert_int_equal(st[c], LUMEN_FIT_INVALID_INPUT);
+      assert_true(isnan(params[c * 2]));
+      continue;
+    }
+    assert_int_equal(st[c], LUMEN_FIT_CONVERGED);
+    assert_true(it[c] > 0);
+    assert_true(r2[c] > 0.5 && r2[c] <= 1.0);
+    assert_true(lo[c * 2] < params[c * 2] && params[c * 2] < hi[c * 2]);
+  }
+  lumen_fit_plan_destroy(plan);
+  lumen_ctx_destroy(ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_lanes_match_scalar),
+    cmocka_unit_test(test_api_states),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

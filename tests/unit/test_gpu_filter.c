@@ -1,0 +1,37 @@
+/* GPU filter ops against the CPU ops (every boundary mode, FULL/HALF/BFLOAT16, random and
+   natural-image-like data), the device memory report, the CPU rerun after device failures.
+   The checks live in tests/gpu/gpu_filter_checks.c (plain C, also built as the cmocka-free program
+   gpu_filter_check for the GPU machine); each group is one cmocka test here. Skips (77) without a
+   usable CUDA device. */
+#define GPU_FILTER_CHECKS_NO_MAIN
+#include "../gpu/gpu_filter_checks.c"
+#include "test_support.h"
+
+static void run_group(const char *name) {
+  int failures = gpu_filter_checks_run(stdout, name);
+  assert_int_equal(failures, 0);
+}
+
+static void gaussian(void **state) { (void)state; run_group("gaussian"); }
+static void dog_log_conv(void **state) { (void)state; run_group("dog_log_conv"); }
+static void rank(void **state) { (void)state; run_group("rank"); }
+static void point_threshold(void **state) { (void)state; run_group("point_threshold"); }
+static void fallback_memory(void **state) { (void)state; run_group("fallback_memory"); }
+
+int main(void) {
+  lumen_ctx *ctx = NULL;
+  int ndev = 0;
+  char reason[256] = "";
+  if (lumen_ctx_create(&ctx) != LUMEN_OK) return 1;
+  lumen_status s = lumen_cuda_probe(ctx, &ndev, reason, sizeof reason);
+  lumen_ctx_destroy(ctx);
+  if (s != LUMEN_OK || ndev < 1) {
+    printf("test_gpu_filter: skipped, no CUDA device (%s)\n", reason);
+    return LUMEN_TEST_SKIP;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(gaussian),        cmocka_unit_test(dog_log_conv),    cmocka_unit_test(rank),
+      cmocka_unit_test(point_threshold), cmocka_unit_test(fallback_memory),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -32,8 +32,15 @@ for src in src/io/*.c src/pipeline/config.c; do
 done
 LIBS="$CORE/liblumen.a -lnifti2 -lznz -lcjson -lpng -lz -lm"
 # the core library may use OpenMP (gcc's libgomp) and GSL
-nm "$CORE/liblumen.a" 2>/dev/null | grep -q GOMP_ && LIBS="$LIBS -lgomp"
-nm "$CORE/liblumen.a" 2>/dev/null | grep -q ' U gsl_' && LIBS="$LIBS -lgsl -lgslcblas"
+# (nm's output is captured first: `nm | grep -q` fails under pipefail when grep stops early)
+symbols=$(nm "$CORE/liblumen.a" 2>/dev/null || true)
+grep -q GOMP_ <<<"$symbols" && LIBS="$LIBS -lgomp"
+grep -q ' U gsl_' <<<"$symbols" && LIBS="$LIBS -lgsl -lgslcblas"
+# a CUDA build of the core needs the CUDA runtime (static, as lumen itself links it)
+if grep -q ' U cudaMalloc' <<<"$symbols"; then
+  cudalib=$(sed -n 's/^CUDAToolkit_LIBRARY_DIR:PATH=//p' "$CORE/CMakeCache.txt" 2>/dev/null | head -1)
+  LIBS="$LIBS -L${cudalib:-/usr/local/cuda/lib64} -lcudart_static -ldl -lrt -lpthread -lstdc++"
+fi
 for t in fuzz/fuzz_*.c; do
   name=$(basename "${t%.c}")
   $CC $CFLAGS -fsanitize=fuzzer "$t" "${objs[@]}" $LIBS -o "$OUT/$name"

@@ -92,6 +92,9 @@ typedef struct lumen_nifti_info {
    LUMEN_ERR_IO (cannot open/read), LUMEN_ERR_FORMAT (bad header, truncated data or gzip),
    LUMEN_ERR_UNSUPPORTED (complex/RGB types, more than 4 non-trivial dims, .hdr/.img),
    LUMEN_ERR_OUT_OF_MEMORY (over max_bytes or allocation failed), LUMEN_ERR_OVERFLOW. */
+/* Progress: for data over 16 MiB, reports "read <file name>" to the context's progress callback
+   (0, every 16 MiB, 1 when complete); a callback that cancels ends the read with
+   LUMEN_ERR_CANCELLED and no image. */
 lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts,
                               lumen_image **out, lumen_nifti_info *info);
 /* Reads and validates only the header (same checks as lumen_nifti_read, data not read). */

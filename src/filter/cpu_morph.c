@@ -113,11 +113,161 @@ static lumen_status minmax(lumen_ctx *ctx, const float *in, float *out, const lf
   return LUMEN_OK;
 }
 
+/* ------------------------------------------------ binary square/cube fast path */
+
+/* Binary erosion/dilation with a box element (pixels outside the image ignored) is separable:
+ * dilation = "any 1 in the clipped window" per axis; erosion = NOT dilation(NOT x). Each axis is a
+ * running count of ones over the window, O(1) per voxel whatever the size. */
+
+/* x axis: out[x] = any(in[x-h .. x+h]) within the row */
+static void bin_any_x(const uint8_t *in, uint8_t *out, int64_t rows, int64_t n0, int64_t h, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t r = 0; r < rows; r++) {
+    const uint8_t *s = in + r * n0;
+    uint8_t *d = out + r * n0;
+    int64_t cnt = 0, x = 0;
+    for (int64_t i = 0; i < h && i < n0; i++) cnt += s[i];
+    /* head: nothing leaves the window yet */
+    for (; x < n0 && x <= h; x++) {
+      if (x + h < n0) cnt += s[x + h];
+      d[x] = cnt != 0;
+    }
+    /* body: one enters, one leaves */
+    for (; x + h < n0; x++) {
+      cnt += (int64_t)s[x + h] - s[x - h - 1];
+      d[x] = cnt != 0;
+    }
+    /* tail: nothing enters any more */
+    for (; x < n0; x++) {
+      cnt -= s[x - h - 1];
+      d[x] = cnt != 0;
+    }
+  }
+}
+
+/* middle axis of [outer][n][inner]: out = any over the window along n, vectorised over inner */
+static int bin_any_mid(const uint8_t *in, uint8_t *out, int64_t outer, int64_t n, int64_t inner, int64_t h,
+                       int threads) {
+  const int64_t chunk = 2 * h + 2 > 64 ? 2 * h + 2 : 64;
+  const int64_t nch = (n + chunk - 1) / chunk;
+  int fail = 0;
+#pragma omp parallel num_threads(threads) reduction(| : fail)
+  {
+    int32_t *cnt = malloc((size_t)inner * sizeof *cnt);
+    if (!cnt) fail = 1;
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < outer * nch; t++) {
+      if (!cnt) continue;
+      const int64_t o = t / nch, y0 = (t % nch) * chunk;
+      const int64_t y1 = y0 + chunk < n ? y0 + chunk : n;
+      const uint8_t *base = in + o * n * inner;
+      uint8_t *obase = out + o * n * inner;
+      for (int64_t i = 0; i < inner; i++) cnt[i] = 0;
+      const int64_t lo = y0 - h < 0 ? 0 : y0 - h, hi = y0 + h < n - 1 ? y0 + h : n - 1;
+      for (int64_t y = lo; y <= hi; y++) { /* full window of y0 */
+        const uint8_t *restrict s = base + y * inner;
+        for (int64_t i = 0; i < inner; i++) cnt[i] += s[i];
+      }
+      for (int64_t y = y0; y < y1; y++) {
+        if (y > y0 && y + h < n) {
+          const uint8_t *restrict s = base + (y + h) * inner;
+          for (int64_t i = 0; i < inner; i++) cnt[i] += s[i];
+        }
+        if (y > y0 && y - h - 1 >= 0) {
+          const uint8_t *restrict s = base + (y - h - 1) * inner;
+          for (int64_t i = 0; i < inner; i++) cnt[i] -= s[i];
+        }
+        uint8_t *restrict d = obase + y * inner;
+        for (int64_t i = 0; i < inner; i++) d[i] = cnt[i] != 0;
+      }
+    }
+    free(cnt);
+  }
+  return fail;
+}
+
+/* dilation (inv = 0) or erosion (inv = 1) of a 0/1 mask: a -> b, tmp scratch (all g->total bytes) */
+static int bin_box(const uint8_t *a, uint8_t *b, uint8_t *tmp, const lf_geom *g, const lumen_morph_opts *o, int inv,
+                   int th) {
+  const int64_t n = g->total, n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+  const int64_t h = o->size / 2;
+  const int three = o->element == LUMEN_ELEMENT_CUBE && g->spatial == 3;
+  const uint8_t *src = a;
+  if (inv) {
+#pragma omp parallel for schedule(static) num_threads(th)
+    for (int64_t i = 0; i < n; i++) b[i] = a[i] ^ 1;
+    src = b;
+  }
+  /* x: src -> tmp; y: tmp -> b (per z-slice, per batch block); z: b -> tmp -> copy */
+  bin_any_x(src, tmp, n / n0, n0, h, th);
+  int fail = 0;
+  if (n1 > 1) {
+    fail |= bin_any_mid(tmp, b, g->batch * n2, n1, n0, h, th);
+  } else {
+    memcpy(b, tmp, (size_t)n);
+  }
+  if (three && !fail) {
+    fail |= bin_any_mid(b, tmp, g->batch, n2, n0 * n1, h, th);
+    memcpy(b, tmp, (size_t)n);
+  }
+  if (inv) {
+#pragma omp parallel for schedule(static) num_threads(th)
+    for (int64_t i = 0; i < n; i++) b[i] ^= 1;
+  }
+  return fail;
+}
+
+static lumen_status binary_box_morphology(lumen_ctx *ctx, lf_call *call) {
+  const lumen_morph_opts *o = call->opts;
+  const lf_geom *g = &call->geom;
+  const int64_t n = g->total;
+  const int th = call->threads;
+  const float *src = call->in_f32[0];
+  uint8_t *m = lumen_image_data(call->out);
+  uint8_t *x = lf_malloc_big((size_t)n), *t1 = lf_malloc_big((size_t)n), *t2 = lf_malloc_big((size_t)n);
+  lumen_status s = LUMEN_OK;
+  if (!x || !t1 || !t2) {
+    s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_morphology: out of host memory");
+    goto done;
+  }
+#pragma omp parallel for schedule(static) num_threads(th)
+  for (int64_t i = 0; i < n; i++) x[i] = src[i] != 0.0f;
+  int fail = 0;
+  switch (o->op) {
+    case LUMEN_MORPH_ERODE: fail = bin_box(x, m, t1, g, o, 1, th); break;
+    case LUMEN_MORPH_DILATE: fail = bin_box(x, m, t1, g, o, 0, th); break;
+    case LUMEN_MORPH_OPEN:
+      fail = bin_box(x, t2, t1, g, o, 1, th);
+      if (!fail) fail = bin_box(t2, m, t1, g, o, 0, th);
+      break;
+    case LUMEN_MORPH_CLOSE:
+      fail = bin_box(x, t2, t1, g, o, 0, th);
+      if (!fail) fail = bin_box(t2, m, t1, g, o, 1, th);
+      break;
+    default: /* white top-hat: x and not opening(x) */
+      fail = bin_box(x, t2, t1, g, o, 1, th);
+      if (!fail) fail = bin_box(t2, m, t1, g, o, 0, th);
+      if (!fail) {
+#pragma omp parallel for schedule(static) num_threads(th)
+        for (int64_t i = 0; i < n; i++) m[i] = x[i] & (m[i] ^ 1);
+      }
+      break;
+  }
+  if (fail) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_morphology: out of host memory");
+done:
+  free(x);
+  free(t1);
+  free(t2);
+  return s;
+}
+
 lumen_status lf_cpu_morphology(lumen_ctx *ctx, lf_call *call) {
   const lumen_morph_opts *o = call->opts;
   const lf_geom *g = &call->geom;
   const int64_t n = g->total;
   const int th = call->threads;
+  if (o->binary && (o->element == LUMEN_ELEMENT_SQUARE || o->element == LUMEN_ELEMENT_CUBE))
+    return binary_box_morphology(ctx, call);
   float *src = (float *)call->in_f32[0];
   float *bin = NULL;
   if (o->binary) {
@@ -282,40 +432,111 @@ lumen_status lf_cpu_largest_component(lumen_ctx *ctx, lf_call *call) {
   return LUMEN_OK;
 }
 
+/* Hole filling (scipy.ndimage.binary_fill_holes): background reachable from the border through
+ * background (with the given connectivity) stays background, everything else becomes foreground.
+ * Scanline flood fill on uint8 with an explicit stack of seeds. State per voxel in the output:
+ * 1 = foreground, 2 = unvisited background, 0 = background reached from the border. */
+typedef struct span_stack {
+  int64_t *v;
+  int64_t n, cap;
+} span_stack;
+
+static int sp_push(span_stack *st, int64_t i) {
+  if (st->n == st->cap) {
+    int64_t nc = st->cap ? 2 * st->cap : 4096;
+    int64_t *nv = realloc(st->v, (size_t)nc * sizeof *nv);
+    if (!nv) return 1;
+    st->v = nv;
+    st->cap = nc;
+  }
+  st->v[st->n++] = i;
+  return 0;
+}
+
+/* neighbour rows (dy, dz) and whether they reach diagonally in x (extend = 1) */
+typedef struct row_nb {
+  int n;
+  int dy[8], dz[8], ext[8];
+} row_nb;
+
+static int fill_from(uint8_t *m, int64_t seed, const lf_geom *g, const row_nb *rn, span_stack *st) {
+  const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+  if (m[seed] != 2) return 0;
+  st->n = 0;
+  if (sp_push(st, seed)) return 1;
+  while (st->n > 0) {
+    int64_t i = st->v[--st->n];
+    if (m[i] != 2) continue;
+    const int64_t row = i / n0, x = i - row * n0;
+    uint8_t *r = m + row * n0;
+    int64_t l = x, rr = x;
+    while (l > 0 && r[l - 1] == 2) l--;
+    while (rr < n0 - 1 && r[rr + 1] == 2) rr++;
+    memset(r + l, 0, (size_t)(rr - l + 1));
+    const int64_t y = row % n1, z = row / n1;
+    for (int k = 0; k < rn->n; k++) {
+      const int64_t yy = y + rn->dy[k], zz = z + rn->dz[k];
+      if (yy < 0 || yy >= n1 || zz < 0 || zz >= n2) continue;
+      int64_t a = l - rn->ext[k], b = rr + rn->ext[k];
+      if (a < 0) a = 0;
+      if (b > n0 - 1) b = n0 - 1;
+      const int64_t nrow = zz * n1 + yy;
+      const uint8_t *q = m + nrow * n0;
+      for (int64_t xx = a; xx <= b; xx++) {
+        if (q[xx] != 2) continue;
+        if (sp_push(st, nrow * n0 + xx)) return 1;
+        while (xx <= b && q[xx] == 2) xx++;
+      }
+    }
+  }
+  return 0;
+}
+
 lumen_status lf_cpu_fill_holes(lumen_ctx *ctx, lf_call *call) {
   const lumen_region_opts *o = call->opts;
   const lf_geom *g = &call->geom;
-  nb_list nb;
-  neighbours(g->spatial, o->connectivity, &nb);
-  uint8_t *fg = malloc((size_t)g->block);
-  int32_t *mark = malloc((size_t)g->block * sizeof *mark);
-  int64_t *queue = malloc((size_t)g->block * sizeof *queue);
-  if (!fg || !mark || !queue) {
-    free(fg);
-    free(mark);
-    free(queue);
-    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_fill_holes: out of host memory");
+  const int th = call->threads;
+  row_nb rn;
+  rn.n = 0;
+  {
+    int zr = g->spatial > 2 ? 1 : 0, yr = g->spatial > 1 ? 1 : 0;
+    for (int dz = -zr; dz <= zr; dz++)
+      for (int dy = -yr; dy <= yr; dy++) {
+        int d = abs(dy) + abs(dz);
+        if (d == 0 || d > o->connectivity) continue;
+        rn.dy[rn.n] = dy;
+        rn.dz[rn.n] = dz;
+        rn.ext[rn.n] = d + 1 <= o->connectivity;
+        rn.n++;
+      }
   }
   const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
   uint8_t *out = lumen_image_data(call->out);
-  for (int64_t b = 0; b < g->batch; b++) {
-    const float *src = call->in_f32[0] + b * g->block;
-    for (int64_t i = 0; i < g->block; i++) {
-      fg[i] = src[i] != 0.0f;
-      mark[i] = 0;
-    }
-    /* background reachable from outside the image: seeds are background voxels on the border */
-    for (int64_t i = 0; i < g->block; i++) {
-      int64_t x = i % n0, y = (i / n0) % n1, z = i / (n0 * n1);
-      int border = x == 0 || x == n0 - 1 || (g->spatial > 1 && (y == 0 || y == n1 - 1)) ||
-                   (g->spatial > 2 && (z == 0 || z == n2 - 1));
-      if (border && !fg[i] && mark[i] == 0) flood(fg, 0, mark, 1, i, g, &nb, queue);
-    }
+  const float *in = call->in_f32[0];
+  const int64_t n = g->total;
+#pragma omp parallel for schedule(static) num_threads(th)
+  for (int64_t i = 0; i < n; i++) out[i] = in[i] != 0.0f ? 1 : 2;
+  span_stack st = {NULL, 0, 0};
+  int fail = 0;
+  for (int64_t b = 0; b < g->batch && !fail; b++) {
     uint8_t *m = out + b * g->block;
-    for (int64_t i = 0; i < g->block; i++) m[i] = mark[i] == 0;
+    /* seeds: background voxels on the border */
+    for (int64_t z = 0; z < n2 && !fail; z++)
+      for (int64_t y = 0; y < n1 && !fail; y++) {
+        const int64_t row = (z * n1 + y) * n0;
+        const int full = (g->spatial > 1 && (y == 0 || y == n1 - 1)) || (g->spatial > 2 && (z == 0 || z == n2 - 1));
+        if (full) {
+          for (int64_t x = 0; x < n0 && !fail; x++)
+            if (m[row + x] == 2) fail = fill_from(m, row + x, g, &rn, &st);
+        } else {
+          if (m[row] == 2) fail = fill_from(m, row, g, &rn, &st);
+          if (!fail && m[row + n0 - 1] == 2) fail = fill_from(m, row + n0 - 1, g, &rn, &st);
+        }
+      }
   }
-  free(fg);
-  free(mark);
-  free(queue);
+  free(st.v);
+  if (fail) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_fill_holes: out of host memory");
+#pragma omp parallel for schedule(static) num_threads(th)
+  for (int64_t i = 0; i < n; i++) out[i] = out[i] != 0;
   return LUMEN_OK;
 }

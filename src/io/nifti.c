@@ -14,6 +14,8 @@
 #include "io/io_internal.h"
 
 #define READ_CHUNK ((size_t)4 << 20)
+/* voxel data of more than one block report progress ("read <basename>") after every block */
+#define PROGRESS_BLOCK ((int64_t)16 << 20)
 /* deflate cannot compress more than about 1032:1; a .nii.gz claiming more data is truncated */
 #define GZIP_MAX_RATIO 1032
 
@@ -552,7 +554,16 @@ lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nift
   }
   unsigned char *dst = lumen_image_data(im);
   int64_t done = 0;
-  int report = r.data_bytes > ((int64_t)64 << 20);
+  /* progress: 0 before the data, after every PROGRESS_BLOCK bytes read (decompressed), 1 once
+     the data (and the gzip trailer) are read; the callback may cancel at any of these */
+  int report = r.data_bytes > PROGRESS_BLOCK;
+  int64_t next_report = PROGRESS_BLOCK;
+  char stage[96];
+  {
+    const char *base = strrchr(path, '/');
+    snprintf(stage, sizeof stage, "read %s", base && base[1] ? base + 1 : path);
+  }
+  if (s == LUMEN_OK && report) s = lumen_progress(ctx, 0.0, stage);
   while (s == LUMEN_OK && done < r.data_bytes) {
     int64_t left = r.data_bytes - done;
     size_t chunk = left > (int64_t)READ_CHUNK ? READ_CHUNK : (size_t)left;
@@ -565,7 +576,10 @@ lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nift
     if (need_swap) nifti_swap_Nbytes((int64_t)n, r.elem, buf);
     if (!direct) to_float(buf, (float *)dst + done / r.elem, n, r.stored, scale, slope, inter);
     done += (int64_t)chunk;
-    if (report) s = lumen_progress(ctx, (double)done / (double)r.data_bytes, "read NIfTI");
+    if (report && done >= next_report && done < r.data_bytes) {
+      s = lumen_progress(ctx, (double)done / (double)r.data_bytes, stage);
+      next_report = (done / PROGRESS_BLOCK + 1) * PROGRESS_BLOCK;
+    }
   }
   free(scratch);
   if (s == LUMEN_OK && r.compressed) {
@@ -583,6 +597,9 @@ lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nift
     }
   }
   close_reader(&r);
+  if (s == LUMEN_OK && report) s = lumen_progress(ctx, 1.0, stage);
+  if (s == LUMEN_ERR_CANCELLED)
+    s = lumen_fail(ctx, s, "%s: '%s': %s", fn, path, lumen_ctx_last_error(ctx));
   if (s == LUMEN_OK) {
     double sp[4];
     for (int i = 0; i < r.ndim; i++) {

@@ -6,6 +6,7 @@ a CUDA GPU, through ctypes over the lumen shared library (liblumen.so) and numpy
     res.params, res.states, res.chi2, res.iterations, res.ci_lo, res.ci_hi, res.backend_used
     lumen.cuda_available(); lumen.backends()
     with lumen.DeviceContext("cuda:0") as dev: dev.memory_stats()
+    smooth = lumen.gaussian(img, 2.0, device="cuda:0", precision="half")  # numpy in, numpy out
 
 The library is found beside this package (install.sh copies it in), else at $LUMEN_LIBRARY,
 else on the system library path; lumen.library_path() tells which. Errors raise
@@ -18,6 +19,8 @@ from ._fit import (FitPlan, FitResult, fit, models, model_info, fit_states, fit_
                    population_aif, parse_backend, CONST_R10, CONST_B1)
 from ._device import (cuda_available, cuda_probe, cuda_built, backends, devices, memory_stats,
                       DeviceContext, gpu_safe)
+from ._image import (gaussian, dog, gaussian_laplace, median, morphology, otsu, fill_holes, label,
+                     boundary_modes, filter_ops)
 from . import _lib as _l
 
 
@@ -33,4 +36,6 @@ __all__ = ["LumenError", "LumenInvalidArgument", "LumenDeviceError", "LumenMemor
            "FitPlan", "FitResult", "fit", "models", "model_info", "fit_states", "fit_tiers",
            "population_aif", "parse_backend", "CONST_R10", "CONST_B1",
            "cuda_available", "cuda_probe", "cuda_built", "backends", "devices", "memory_stats",
-           "DeviceContext", "gpu_safe"]
+           "DeviceContext", "gpu_safe",
+           "gaussian", "dog", "gaussian_laplace", "median", "morphology", "otsu", "fill_holes", "label",
+           "boundary_modes", "filter_ops"]

@@ -1,44 +1,11 @@
 /* lumen segment: a segmentation algorithm (segment.h) on PNG / NIfTI images, one or many at once.
  * The image-command machinery (pairs, --batch, reading/writing, progress, summary) lives in
- * cmd_filter.c; its functions are declared here. */
+ * cmd_filter.c and is declared in image_cli.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli/cli.h"
-#include "lumen/io.h"
-
-typedef struct lumen_imgcli {
-  const char *cmd;
-  const char *op;
-  int quiet, verbose, overwrite;
-  const char *device;
-  int precision;
-  int threads;
-  const char *png_scale;
-  const char *batch;
-  int npos;
-  char **pos;
-  int njobs;
-  char **in, **out;
-  char *batch_text;
-  lumen_ctx *ctx;
-  double t0;
-  int tty;
-} lumen_imgcli;  /* the same struct as in cmd_filter.c */
-
-int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i);
-int lumen_imgcli_jobs(lumen_imgcli *c, int need_out);
-void lumen_imgcli_free(lumen_imgcli *c);
-int lumen_imgcli_read(lumen_imgcli *c, const char *path, lumen_image **out);
-int lumen_imgcli_check_out(lumen_imgcli *c, const char *path, int is3d);
-int lumen_imgcli_write(lumen_imgcli *c, const char *path, const lumen_image *img, int is_mask, int png_bits);
-void lumen_imgcli_progress(lumen_imgcli *c, int done, int total, const char *name);
-void lumen_imgcli_summary(lumen_imgcli *c, const char *what, int nimages, const lumen_filter_report *rep);
-int lumen_imgcli_number(const char *cmd, const char *opt, const char *text, double *out);
-int lumen_imgcli_int(const char *cmd, const char *opt, const char *text, int *out);
-int lumen_imgcli_same_shape(lumen_imgcli *c, lumen_image **imgs, int n);
-lumen_ctx *lumen_imgcli_context(lumen_imgcli *c);
+#include "cli/image_cli.h"
 
 #define CMD "segment"
 

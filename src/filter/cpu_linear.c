@@ -171,13 +171,25 @@ typedef struct sep_plan {
   row_fn rowk;
   col_fn colk;
   const float *crow; /* a row of cval (CONSTANT) or NULL */
+  int sub;           /* 1: out -= result (DoG), through a per-thread row buffer */
 } sep_plan;
+
+/* One output row: the column kernel into out, or (sub) into row and then out -= row. */
+static inline void col_out(const sep_plan *p, const float **rp, float *out, float *row, const float *w, int r) {
+  const int64_t n0 = p->g->n[0];
+  if (!p->sub) {
+    p->colk(rp, out, n0, w, r);
+    return;
+  }
+  p->colk(rp, row, n0, w, r);
+  for (int64_t i = 0; i < n0; i++) out[i] -= row[i];
+}
 
 /* x then y over output rows [y0, y1) of one plane: each source row is x-filtered once into a ring
    of 2r+1 rows that stays in cache, then the y kernel combines ring rows. Same arithmetic as an x
    pass over the whole image followed by a y pass. */
 static void fused_xy(const sep_plan *p, const float *in, float *out, int64_t y0, int64_t y1, float *ring,
-                     int64_t rstride, float *ext, const float **slot, const float **rp) {
+                     int64_t rstride, float *ext, const float **slot, const float **rp, float *row) {
   const int64_t n0 = p->g->n[0], n1 = p->g->n[1];
   const int rx = p->r[0], ry = p->r[1];
   const int64_t m = 2 * (int64_t)ry + 1;
@@ -194,15 +206,15 @@ static void fused_xy(const sep_plan *p, const float *in, float *out, int64_t y0,
     if (e >= y0 + ry) {
       const int64_t y = e - ry;
       for (int64_t k = 0; k < m; k++) rp[k] = slot[mod_i64(y + k - ry, m)];
-      p->colk(rp, out + y * n0, n0, p->w[1], ry);
+      col_out(p, rp, out + y * n0, row, p->w[1], ry);
     }
   }
 }
 
 /* Separable filter over the spatial axes with per-axis kernels (orders[a]); in -> out. */
-static lumen_status separable(lumen_ctx *ctx, const char *fn, const float *in, float *out, const lf_geom *g,
-                              const double *sigma, const int *radius, const int *orders, lumen_boundary mode,
-                              float cval, int threads) {
+static lumen_status separable_ex(lumen_ctx *ctx, const char *fn, const float *in, float *out, const lf_geom *g,
+                                 const double *sigma, const int *radius, const int *orders, lumen_boundary mode,
+                                 float cval, int threads, int sub) {
   const int S = g->spatial;
   const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
   sep_plan p;
@@ -210,6 +222,7 @@ static lumen_status separable(lumen_ctx *ctx, const char *fn, const float *in, f
   p.g = g;
   p.mode = mode;
   p.cval = cval;
+  p.sub = sub;
   p.rowk = pick_row();
   p.colk = pick_col();
   float *w[3] = {NULL, NULL, NULL};
@@ -243,7 +256,19 @@ static lumen_status separable(lumen_ctx *ctx, const char *fn, const float *in, f
         break;
       }
       extend_row(src, ext, n0, radius[0], radius[0], mode, cval);
-      p.rowk(ext, dst, n0, w[0], radius[0]);
+      if (sub) {
+        float *row = alloc_f(n0);
+        if (!row) {
+          free(ext);
+          failed = 1;
+          break;
+        }
+        p.rowk(ext, row, n0, w[0], radius[0]);
+        for (int64_t i = 0; i < n0; i++) dst[i] -= row[i];
+        free(row);
+      } else {
+        p.rowk(ext, dst, n0, w[0], radius[0]);
+      }
       free(ext);
       continue;
     }
@@ -253,6 +278,7 @@ static lumen_status separable(lumen_ctx *ctx, const char *fn, const float *in, f
     if (bands > n1) bands = n1;
     const int64_t band = (n1 + bands - 1) / bands;
     float *xy = S == 3 ? tmp : dst;
+    const int xysub = S == 3 ? 0 : sub; /* in 3-D the z pass subtracts */
     const int64_t pstride = S == 3 ? P : n0 * n1;
 #pragma omp parallel num_threads(threads)
     {
@@ -261,7 +287,8 @@ static lumen_status separable(lumen_ctx *ctx, const char *fn, const float *in, f
       float *ext = alloc_f(n0 + 2 * radius[0]);
       const float **slot = malloc((size_t)m * sizeof *slot);
       const float **rp = malloc((size_t)(2 * rmax + 1) * sizeof *rp);
-      const int ok = ring && ext && slot && rp;
+      float *row = sub ? alloc_f(n0) : NULL;
+      const int ok = ring && ext && slot && rp && (!sub || row);
       if (!ok) {
 #pragma omp atomic write
         failed = 1;
@@ -271,7 +298,11 @@ static lumen_status separable(lumen_ctx *ctx, const char *fn, const float *in, f
         if (!ok) continue;
         const int64_t z = item / bands, y0 = (item % bands) * band;
         const int64_t y1 = y0 + band < n1 ? y0 + band : n1;
-        if (y0 < y1) fused_xy(&p, src + z * n0 * n1, xy + z * pstride, y0, y1, ring, rstride, ext, slot, rp);
+        if (y0 < y1) {
+          sep_plan q = p;
+          q.sub = xysub;
+          fused_xy(&q, src + z * n0 * n1, xy + z * pstride, y0, y1, ring, rstride, ext, slot, rp, row);
+        }
       }
       if (S == 3) {
         /* z pass: out row (z, y) from the xy planes ext(z + k - r) (the for's barrier has passed) */
@@ -284,13 +315,14 @@ static lumen_status separable(lumen_ctx *ctx, const char *fn, const float *in, f
             int64_t j = lf_ext(z + k - rz, n2, mode);
             rp[k] = j < 0 ? crow : tmp + j * P + y * n0;
           }
-          p.colk(rp, dst + R * n0, n0, w[2], rz);
+          col_out(&p, rp, dst + R * n0, row, w[2], rz);
         }
       }
       free(ring);
       free(ext);
       free(slot);
       free(rp);
+      free(row);
     }
   }
   for (int a = 0; a < 3; a++) free(w[a]);
@@ -300,6 +332,12 @@ static lumen_status separable(lumen_ctx *ctx, const char *fn, const float *in, f
     return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory for work buffers (%lld voxels)", fn,
                       (long long)g->total);
   return LUMEN_OK;
+}
+
+static lumen_status separable(lumen_ctx *ctx, const char *fn, const float *in, float *out, const lf_geom *g,
+                              const double *sigma, const int *radius, const int *orders, lumen_boundary mode,
+                              float cval, int threads) {
+  return separable_ex(ctx, fn, in, out, g, sigma, radius, orders, mode, cval, threads, 0);
 }
 
 lumen_status lf_cpu_gaussian(lumen_ctx *ctx, lf_call *call) {
@@ -313,19 +351,13 @@ lumen_status lf_cpu_dog(lumen_ctx *ctx, lf_call *call) {
   const lf_gauss_params *p = call->params;
   const int orders[3] = {0, 0, 0};
   float *out = lumen_image_data(call->out);
-  float *hi = alloc_f(call->geom.total);
-  if (!hi) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_dog: out of host memory");
+  /* low into out, then the high-sigma result is subtracted row by row as it is produced (no
+     full-size second buffer); the same float arithmetic as out[i] - hi[i]. */
   lumen_status s = separable(ctx, "lumen_filter_dog", call->in_f32[0], out, &call->geom, p->sigma[0], p->radius[0],
                              orders, p->mode, p->cval, call->threads);
   if (s == LUMEN_OK)
-    s = separable(ctx, "lumen_filter_dog", call->in_f32[0], hi, &call->geom, p->sigma[1], p->radius[1], orders,
-                  p->mode, p->cval, call->threads);
-  if (s == LUMEN_OK) {
-    const int64_t n = call->geom.total;
-#pragma omp parallel for schedule(static) num_threads(call->threads)
-    for (int64_t i = 0; i < n; i++) out[i] -= hi[i];
-  }
-  free(hi);
+    s = separable_ex(ctx, "lumen_filter_dog", call->in_f32[0], out, &call->geom, p->sigma[1], p->radius[1], orders,
+                     p->mode, p->cval, call->threads, 1);
   return s;
 }
 

@@ -227,11 +227,11 @@ lumen_status lf_cpu_median(lumen_ctx *ctx, lf_call *call) {
   const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
   const int64_t pw = n0 + 2 * h, ph = S > 1 ? n1 + 2 * h : 1, pd = S > 2 ? n2 + 2 * h : 1;
   const int hy = S > 1 ? h : 0, hz = S > 2 ? h : 0;
-  float *pad = lf_malloc_big((size_t)(pw * ph * pd) * sizeof *pad);
+  float *pad = lf_scratch_get((size_t)(pw * ph * pd) * sizeof *pad);
   int64_t *offs = malloc((size_t)count * sizeof *offs);
   med_op *ops = malloc(sizeof(med_op) * 8192);
   if (!pad || !offs || !ops) {
-    free(pad);
+    lf_scratch_put(pad);
     free(offs);
     free(ops);
     return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory for the padded image", fn);
@@ -307,7 +307,7 @@ lumen_status lf_cpu_median(lumen_ctx *ctx, lf_call *call) {
     }
     if (failed) break;
   }
-  free(pad);
+  lf_scratch_put(pad);
   free(offs);
   free(ops);
   if (failed) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);

@@ -223,6 +223,7 @@ static lumen_status binary_box_morphology(lumen_ctx *ctx, lf_call *call) {
   const int64_t n = g->total;
   const int th = call->threads;
   const float *src = call->in_f32[0];
+  const uint8_t *src8 = call->in_u8[0];
   uint8_t *m = lumen_image_data(call->out);
   uint8_t *x = lf_malloc_big((size_t)n), *t1 = lf_malloc_big((size_t)n), *t2 = lf_malloc_big((size_t)n);
   lumen_status s = LUMEN_OK;
@@ -230,8 +231,13 @@ static lumen_status binary_box_morphology(lumen_ctx *ctx, lf_call *call) {
     s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_morphology: out of host memory");
     goto done;
   }
+  if (src8) {
 #pragma omp parallel for schedule(static) num_threads(th)
-  for (int64_t i = 0; i < n; i++) x[i] = src[i] != 0.0f;
+    for (int64_t i = 0; i < n; i++) x[i] = src8[i] != 0;
+  } else {
+#pragma omp parallel for schedule(static) num_threads(th)
+    for (int64_t i = 0; i < n; i++) x[i] = src[i] != 0.0f;
+  }
   int fail = 0;
   switch (o->op) {
     case LUMEN_MORPH_ERODE: fail = bin_box(x, m, t1, g, o, 1, th); break;
@@ -513,9 +519,15 @@ lumen_status lf_cpu_fill_holes(lumen_ctx *ctx, lf_call *call) {
   const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
   uint8_t *out = lumen_image_data(call->out);
   const float *in = call->in_f32[0];
+  const uint8_t *in8 = call->in_u8[0];
   const int64_t n = g->total;
+  if (in8) {
 #pragma omp parallel for schedule(static) num_threads(th)
-  for (int64_t i = 0; i < n; i++) out[i] = in[i] != 0.0f ? 1 : 2;
+    for (int64_t i = 0; i < n; i++) out[i] = in8[i] != 0 ? 1 : 2;
+  } else {
+#pragma omp parallel for schedule(static) num_threads(th)
+    for (int64_t i = 0; i < n; i++) out[i] = in[i] != 0.0f ? 1 : 2;
+  }
   span_stack st = {NULL, 0, 0};
   int fail = 0;
   for (int64_t b = 0; b < g->batch && !fail; b++) {

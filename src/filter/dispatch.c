@@ -176,6 +176,18 @@ static lumen_status run_device(lumen_ctx *ctx, lf_call *call, lumen_device dev, 
   return s;
 }
 
+/* CPU ops that read a uint8 input directly (x != 0), avoiding a float32 copy of a mask: binary
+   box morphology and hole filling (single input). */
+static int takes_u8(const lf_call *call) {
+  if (call->nin != 1) return 0;
+  if (call->op == LF_OP_FILL_HOLES) return 1;
+  if (call->op == LF_OP_MORPHOLOGY) {
+    const lumen_morph_opts *o = call->opts;
+    return o && o->binary && (o->element == LUMEN_ELEMENT_SQUARE || o->element == LUMEN_ELEMENT_CUBE);
+  }
+  return 0;
+}
+
 static lumen_status run_cpu(lumen_ctx *ctx, lf_call *call, const lf_op *op) {
   const lumen_image *orig[2] = {call->in[0], call->in[1]};
   lumen_image *host[2] = {NULL, NULL};
@@ -189,6 +201,12 @@ static lumen_status run_cpu(lumen_ctx *ctx, lf_call *call, const lf_op *op) {
       s = lumen_image_to_device(ctx, h, lumen_device_cpu(), &host[i]);
       if (s != LUMEN_OK) break;
       h = host[i];
+    }
+    if (lumen_image_dtype(h) == LUMEN_DTYPE_UINT8 && takes_u8(call)) {
+      /* a mask read as bytes: no float32 copy */
+      call->in[i] = h;
+      call->in_u8[i] = lumen_image_const_data(h);
+      continue;
     }
     if (lumen_image_dtype(h) != LUMEN_DTYPE_FLOAT32) {
       s = lumen_image_convert(ctx, h, LUMEN_DTYPE_FLOAT32, &conv[i]);
@@ -218,6 +236,7 @@ static lumen_status run_cpu(lumen_ctx *ctx, lf_call *call, const lf_op *op) {
     lumen_image_free(conv[i]);
     call->in[i] = orig[i];
     call->in_f32[i] = NULL;
+    call->in_u8[i] = NULL;
   }
   return s;
 }

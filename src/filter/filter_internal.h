@@ -91,6 +91,8 @@ typedef struct lf_call {
   lumen_device device;           /* where this implementation runs */
   lumen_precision precision;
   int threads;                   /* CPU threads */
+  const uint8_t *in_u8[2];       /* CPU: set instead of in_f32 for a uint8 host input when the
+                                    op reads masks directly (lf_takes_u8); else NULL */
 } lf_call;
 
 typedef lumen_status (*lf_impl)(lumen_ctx *ctx, lf_call *call);
@@ -168,6 +170,11 @@ lumen_status lf_cpu_variance(lumen_ctx *ctx, lf_call *call);
 void lf_advise_huge(void *ptr, size_t bytes);
 /* malloc with that hint (free with free()). */
 void *lf_malloc_big(size_t bytes);
+/* A large work buffer from a one-slot process-wide cache (else lf_malloc_big), so that repeated
+   calls on same-sized images reuse pages instead of faulting in freshly zeroed ones. Contents are
+   undefined. Give it back with lf_scratch_put (which frees whatever the slot no longer keeps). */
+void *lf_scratch_get(size_t bytes);
+void lf_scratch_put(void *ptr);
 /* Window sums of x and x^2 (float64) with an odd window along every spatial axis. */
 lumen_status lf_cpu_box_moments(lumen_ctx *ctx, const float *in, const lf_geom *g, int window, lumen_boundary mode,
                                 double cval, double **sum, double **sumsq, int threads);

@@ -4,6 +4,8 @@
 #define _DEFAULT_SOURCE 1
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -27,4 +29,40 @@ void *lf_malloc_big(size_t bytes) {
   void *p = malloc(bytes ? bytes : 1);
   lf_advise_huge(p, bytes);
   return p;
+}
+
+/* Scratch cache: a block carries its capacity in a 64-byte header. The slot holds at most one
+   block (at most LF_SCRATCH_KEEP bytes); get takes it atomically, so concurrent callers simply
+   allocate their own. */
+#define LF_SCRATCH_HDR 64
+#define LF_SCRATCH_KEEP ((size_t)1 << 30)
+static _Atomic(void *) scratch_slot = NULL;
+
+void *lf_scratch_get(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  char *blk = atomic_exchange(&scratch_slot, NULL);
+  if (blk) {
+    size_t cap;
+    memcpy(&cap, blk, sizeof cap);
+    if (cap >= bytes && cap / 2 <= bytes) return blk + LF_SCRATCH_HDR;
+    free(blk);
+  }
+  if (bytes > SIZE_MAX - LF_SCRATCH_HDR) return NULL;
+  blk = lf_malloc_big(bytes + LF_SCRATCH_HDR);
+  if (!blk) return NULL;
+  memcpy(blk, &bytes, sizeof bytes);
+  return blk + LF_SCRATCH_HDR;
+}
+
+void lf_scratch_put(void *ptr) {
+  if (!ptr) return;
+  char *blk = (char *)ptr - LF_SCRATCH_HDR;
+  size_t cap;
+  memcpy(&cap, blk, sizeof cap);
+  if (cap > LF_SCRATCH_KEEP) {
+    free(blk);
+    return;
+  }
+  void *old = atomic_exchange(&scratch_slot, (void *)blk);
+  free(old);
 }

@@ -11,109 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- CSV with array fields */
-typedef struct {
-  int ncols, nrows;
-  char **names;  /* ncols */
-  char ***cells; /* nrows x ncols */
-} csv_table;
-
-static char *trim(char *s) {
-  while (*s == ' ' || *s == '\t') s++;
-  size_t n = strlen(s);
-  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\r' || s[n - 1] == '\n' || s[n - 1] == '\t')) s[--n] = 0;
-  return s;
-}
-
-static int split(char *line, char **out, int max) {
-  int n = 0;
-  char *p = line;
-  while (n < max) {
-    char *c = strchr(p, ',');
-    if (c) *c = 0;
-    out[n++] = strdup(trim(p));
-    if (!c) break;
-    p = c + 1;
-  }
-  return n;
-}
-
-static csv_table *csv_load(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  csv_table *t = calloc(1, sizeof *t);
-  size_t cap = 1 << 20;
-  char *line = malloc(cap);
-  char *fields[64];
-  int first = 1;
-  while (fgets(line, (int)cap, f)) {
-    char *l = line;
-    if (first && (unsigned char)l[0] == 0xEF && (unsigned char)l[1] == 0xBB && (unsigned char)l[2] == 0xBF) l += 3;
-    if (trim(l)[0] == 0) continue;
-    int n = split(l, fields, 64);
-    if (first) {
-      t->ncols = n;
-      t->names = malloc(sizeof(char *) * (size_t)n);
-      for (int i = 0; i < n; ++i) t->names[i] = fields[i];
-      first = 0;
-      continue;
-    }
-    t->cells = realloc(t->cells, sizeof(char **) * (size_t)(t->nrows + 1));
-    t->cells[t->nrows] = calloc((size_t)t->ncols, sizeof(char *));
-    for (int i = 0; i < n; ++i) {
-      if (i < t->ncols) t->cells[t->nrows][i] = fields[i];
-      else free(fields[i]);
-    }
-    t->nrows++;
-  }
-  free(line);
-  fclose(f);
-  return t;
-}
-
-static void csv_free(csv_table *t) {
-  if (!t) return;
-  for (int r = 0; r < t->nrows; ++r) {
-    for (int c = 0; c < t->ncols; ++c) free(t->cells[r][c]);
-    free(t->cells[r]);
-  }
-  for (int c = 0; c < t->ncols; ++c) free(t->names[c]);
-  free(t->cells);
-  free(t->names);
-  free(t);
-}
-
-static int csv_col(const csv_table *t, const char *name) {
-  for (int c = 0; c < t->ncols; ++c)
-    if (strcmp(t->names[c], name) == 0) return c;
-  return -1;
-}
-
-static double csv_num(const csv_table *t, int r, const char *name) {
-  int c = csv_col(t, name);
-  assert_true(c >= 0);
-  return strtod(t->cells[r][c], NULL);
-}
-
-/* Parses the space-separated array in a cell; returns the count (malloc'ed *out). */
-static int csv_arr(const csv_table *t, int r, const char *name, double **out) {
-  int c = csv_col(t, name);
-  assert_true(c >= 0);
-  const char *p = t->cells[r][c];
-  int n = 0, cap = 64;
-  double *v = malloc(sizeof(double) * (size_t)cap);
-  char *end;
-  for (;;) {
-    double x = strtod(p, &end);
-    if (end == p) break;
-    if (n == cap) v = realloc(v, sizeof(double) * (size_t)(cap *= 2));
-    v[n++] = x;
-    p = end;
-  }
-  *out = v;
-  return n;
-}
-
 static char dbg_params[256];
 
 /* ---------------------------------------------------------------- error bookkeeping */
@@ -146,7 +43,7 @@ static void run_file(const char *rel, file_kind kind, int delay) {
     print_message("skipping %s: not found\n", rel);
     skip();
   }
-  csv_table *tab = csv_load(path);
+  lumen_test_csv *tab = lumen_test_csv_load(path);
   assert_non_null(tab);
   assert_true(tab->nrows > 0);
   lumen_ctx *ctx = lumen_test_ctx();
@@ -181,19 +78,19 @@ static void run_file(const char *rel, file_kind kind, int delay) {
     int not_converged = 0, fell_through = 0;
     for (int r = 0; r < tab->nrows; ++r) {
       double *t = NULL, *c = NULL, *cp = NULL, *ta = NULL;
-      int n = csv_arr(tab, r, "t", &t);
-      int nc = csv_arr(tab, r, (kind == F_TOFTS || kind == F_ETOFTS) ? "C" : "C_t", &c);
-      int na = csv_arr(tab, r, (kind == F_TOFTS || kind == F_ETOFTS) ? "ca" : "cp_aif", &cp);
+      int n = lumen_test_csv_arr(tab, r, "t", &t);
+      int nc = lumen_test_csv_arr(tab, r, (kind == F_TOFTS || kind == F_ETOFTS) ? "C" : "C_t", &c);
+      int na = lumen_test_csv_arr(tab, r, (kind == F_TOFTS || kind == F_ETOFTS) ? "ca" : "cp_aif", &cp);
       assert_int_equal(n, nc);
       assert_int_equal(n, na);
-      if (csv_col(tab, "ta") >= 0) {
-        int nt = csv_arr(tab, r, "ta", &ta);
+      if (lumen_test_csv_col(tab, "ta") >= 0) {
+        int nt = lumen_test_csv_arr(tab, r, "ta", &ta);
         assert_int_equal(nt, n);
         for (int i = 0; i < n; ++i) assert_true(fabs(ta[i] - t[i]) < 1e-9); /* same grid */
         free(ta);
       }
       for (int i = 0; i < n; ++i) t[i] /= 60.0; /* s -> min */
-      double row_delay = csv_col(tab, "arterialdelay") >= 0 ? csv_num(tab, r, "arterialdelay") : 0;
+      double row_delay = lumen_test_csv_col(tab, "arterialdelay") >= 0 ? lumen_test_csv_num(tab, r, "arterialdelay") : 0;
       lumen_fit_options o;
       lumen_fit_options_init(&o);
       o.model = model;
@@ -223,24 +120,24 @@ static void run_file(const char *rel, file_kind kind, int delay) {
       switch (kind) {
         case F_TOFTS:
           got[0] = p[0]; got[1] = p[1];
-          ref[0] = csv_num(tab, r, "Ktrans"); ref[1] = csv_num(tab, r, "ve");
+          ref[0] = lumen_test_csv_num(tab, r, "Ktrans"); ref[1] = lumen_test_csv_num(tab, r, "ve");
           break;
         case F_ETOFTS:
           got[0] = p[0]; got[1] = p[1]; got[2] = p[2];
-          ref[0] = csv_num(tab, r, "Ktrans"); ref[1] = csv_num(tab, r, "ve"); ref[2] = csv_num(tab, r, "vp");
+          ref[0] = lumen_test_csv_num(tab, r, "Ktrans"); ref[1] = lumen_test_csv_num(tab, r, "ve"); ref[2] = lumen_test_csv_num(tab, r, "vp");
           break;
         case F_PATLAK:
           got[0] = p[0]; got[1] = p[1];
-          ref[0] = csv_num(tab, r, "ps"); ref[1] = csv_num(tab, r, "vp");
+          ref[0] = lumen_test_csv_num(tab, r, "ps"); ref[1] = lumen_test_csv_num(tab, r, "vp");
           break;
         case F_2CUM: /* params Ktrans Fp Tp; derived E PS vp */
           got[0] = p[1]; got[1] = der[1]; got[2] = der[2];
-          ref[0] = csv_num(tab, r, "fp"); ref[1] = csv_num(tab, r, "ps"); ref[2] = csv_num(tab, r, "vp");
+          ref[0] = lumen_test_csv_num(tab, r, "fp"); ref[1] = lumen_test_csv_num(tab, r, "ps"); ref[2] = lumen_test_csv_num(tab, r, "vp");
           break;
         case F_2CXM: /* params Ktrans ve vp Fp; derived E PS kep */
           got[0] = p[3]; got[1] = der[1]; got[2] = p[2]; got[3] = p[1];
-          ref[0] = csv_num(tab, r, "fp"); ref[1] = csv_num(tab, r, "ps"); ref[2] = csv_num(tab, r, "vp");
-          ref[3] = csv_num(tab, r, "ve");
+          ref[0] = lumen_test_csv_num(tab, r, "fp"); ref[1] = lumen_test_csv_num(tab, r, "ps"); ref[2] = lumen_test_csv_num(tab, r, "vp");
+          ref[3] = lumen_test_csv_num(tab, r, "ve");
           break;
       }
       snprintf(dbg_params, sizeof dbg_params, "p %.5g %.5g %.5g %.5g der %.5g %.5g %.5g state %d chi2 %.4g delay %.4g",
@@ -278,7 +175,7 @@ static void run_file(const char *rel, file_kind kind, int delay) {
   /* issue 3 agreement (p99 <= 1e-2; with a few dozen curves per file, the maximum) */
   assert_true(max_rel <= 1e-2);
   lumen_ctx_destroy(ctx);
-  csv_free(tab);
+  lumen_test_csv_free(tab);
   free(path);
 }
 

@@ -9,129 +9,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- CSV with array fields */
-typedef struct {
-  int ncols, nrows;
-  char **names;  /* ncols */
-  char ***cells; /* nrows x ncols */
-} csv_table;
-
-static char *trim(char *s) {
-  while (*s == ' ' || *s == '\t') s++;
-  size_t n = strlen(s);
-  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\r' || s[n - 1] == '\n' || s[n - 1] == '\t')) s[--n] = 0;
-  return s;
-}
-
-static int split(char *line, char **out, int max) {
-  int n = 0;
-  char *p = line;
-  while (n < max) {
-    char *c = strchr(p, ',');
-    if (c) *c = 0;
-    out[n++] = strdup(trim(p));
-    if (!c) break;
-    p = c + 1;
-  }
-  return n;
-}
-
-static csv_table *csv_load(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  csv_table *t = calloc(1, sizeof *t);
-  size_t cap = 1 << 20;
-  char *line = malloc(cap);
-  char *fields[64];
-  int first = 1;
-  while (fgets(line, (int)cap, f)) {
-    char *l = line;
-    if (first && (unsigned char)l[0] == 0xEF && (unsigned char)l[1] == 0xBB && (unsigned char)l[2] == 0xBF) l += 3;
-    if (trim(l)[0] == 0) continue;
-    int n = split(l, fields, 64);
-    if (first) {
-      t->ncols = n;
-      t->names = malloc(sizeof(char *) * (size_t)n);
-      for (int i = 0; i < n; ++i) t->names[i] = fields[i];
-      first = 0;
-      continue;
-    }
-    t->cells = realloc(t->cells, sizeof(char **) * (size_t)(t->nrows + 1));
-    t->cells[t->nrows] = calloc((size_t)t->ncols, sizeof(char *));
-    for (int i = 0; i < n; ++i) {
-      if (i < t->ncols) t->cells[t->nrows][i] = fields[i];
-      else free(fields[i]);
-    }
-    t->nrows++;
-  }
-  free(line);
-  fclose(f);
-  return t;
-}
-
-static void csv_free(csv_table *t) {
-  if (!t) return;
-  for (int r = 0; r < t->nrows; ++r) {
-    for (int c = 0; c < t->ncols; ++c) free(t->cells[r][c]);
-    free(t->cells[r]);
-  }
-  for (int c = 0; c < t->ncols; ++c) free(t->names[c]);
-  free(t->cells);
-  free(t->names);
-  free(t);
-}
-
-static int csv_col(const csv_table *t, const char *name) {
-  for (int c = 0; c < t->ncols; ++c)
-    if (strcmp(t->names[c], name) == 0) return c;
-  return -1;
-}
-
-static double csv_num(const csv_table *t, int r, const char *name) {
-  int c = csv_col(t, name);
-  assert_true(c >= 0);
-  return strtod(t->cells[r][c], NULL);
-}
-
-/* Parses the space-separated array in a cell; returns the count (malloc'ed *out). */
-static int csv_arr(const csv_table *t, int r, const char *name, double **out) {
-  int c = csv_col(t, name);
-  assert_true(c >= 0);
-  const char *p = t->cells[r][c];
-  int n = 0, cap = 64;
-  double *v = malloc(sizeof(double) * (size_t)cap);
-  char *end;
-  for (;;) {
-    double x = strtod(p, &end);
-    if (end == p) break;
-    if (n == cap) v = realloc(v, sizeof(double) * (size_t)(cap *= 2));
-    v[n++] = x;
-    p = end;
-  }
-  *out = v;
-  return n;
-}
-
-
 typedef enum { BRAIN, QIBA, PROSTATE } t1_file;
 
 static int run_file(lumen_ctx *ctx, const char *rel, t1_file kind, lumen_model model, const char *tier,
                     double *max_err, int *count) {
   char *path = lumen_test_refdata_path(rel);
   if (!path) return -1;
-  csv_table *tab = csv_load(path);
+  lumen_test_csv *tab = lumen_test_csv_load(path);
   assert_non_null(tab);
   int fails = 0;
   for (int r = 0; r < tab->nrows; ++r) {
     double *fa = NULL, *tr = NULL, *s = NULL;
-    int n = csv_arr(tab, r, "FA", &fa);
-    assert_int_equal(csv_arr(tab, r, "TR", &tr), n);
-    assert_int_equal(csv_arr(tab, r, "s", &s), n);
+    int n = lumen_test_csv_arr(tab, r, "FA", &fa);
+    assert_int_equal(lumen_test_csv_arr(tab, r, "TR", &tr), n);
+    assert_int_equal(lumen_test_csv_arr(tab, r, "s", &s), n);
     double trs = kind == PROSTATE ? tr[0] / 1000.0 : tr[0];
     double ref_r1;
-    if (kind == BRAIN) ref_r1 = csv_num(tab, r, "R1");
-    else if (kind == QIBA) ref_r1 = csv_num(tab, r, "R1") * 1000.0;
-    else ref_r1 = 1000.0 / csv_num(tab, r, "T1 nonlinear");
+    if (kind == BRAIN) ref_r1 = lumen_test_csv_num(tab, r, "R1");
+    else if (kind == QIBA) ref_r1 = lumen_test_csv_num(tab, r, "R1") * 1000.0;
+    else ref_r1 = 1000.0 / lumen_test_csv_num(tab, r, "T1 nonlinear");
     for (int i = 0; i < n; ++i) fa[i] *= 3.14159265358979323846 / 180.0;
     lumen_fit_options o;
     lumen_fit_options_init(&o);
@@ -168,7 +64,7 @@ static int run_file(lumen_ctx *ctx, const char *rel, t1_file kind, lumen_model m
     free(tr);
     free(s);
   }
-  csv_free(tab);
+  lumen_test_csv_free(tab);
   free(path);
   return fails;
 }

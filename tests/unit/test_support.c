@@ -39,3 +39,100 @@ lumen_ctx *lumen_test_ctx(void) {
   assert_non_null(ctx);
   return ctx;
 }
+
+/* ---------------------------------------------------------------- OSIPI CSV files (array fields) */
+static char *trim(char *s) {
+  while (*s == ' ' || *s == '\t') s++;
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\r' || s[n - 1] == '\n' || s[n - 1] == '\t')) s[--n] = 0;
+  return s;
+}
+
+static int split(char *line, char **out, int max) {
+  int n = 0;
+  char *p = line;
+  while (n < max) {
+    char *c = strchr(p, ',');
+    if (c) *c = 0;
+    out[n++] = strdup(trim(p));
+    if (!c) break;
+    p = c + 1;
+  }
+  return n;
+}
+
+lumen_test_csv *lumen_test_csv_load(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  lumen_test_csv *t = calloc(1, sizeof *t);
+  size_t cap = 1 << 20;
+  char *line = malloc(cap);
+  char *fields[64];
+  int first = 1;
+  while (fgets(line, (int)cap, f)) {
+    char *l = line;
+    if (first && (unsigned char)l[0] == 0xEF && (unsigned char)l[1] == 0xBB && (unsigned char)l[2] == 0xBF) l += 3;
+    if (trim(l)[0] == 0) continue;
+    int n = split(l, fields, 64);
+    if (first) {
+      t->ncols = n;
+      t->names = malloc(sizeof(char *) * (size_t)n);
+      for (int i = 0; i < n; ++i) t->names[i] = fields[i];
+      first = 0;
+      continue;
+    }
+    t->cells = realloc(t->cells, sizeof(char **) * (size_t)(t->nrows + 1));
+    t->cells[t->nrows] = calloc((size_t)t->ncols, sizeof(char *));
+    for (int i = 0; i < n; ++i) {
+      if (i < t->ncols) t->cells[t->nrows][i] = fields[i];
+      else free(fields[i]);
+    }
+    t->nrows++;
+  }
+  free(line);
+  fclose(f);
+  return t;
+}
+
+void lumen_test_csv_free(lumen_test_csv *t) {
+  if (!t) return;
+  for (int r = 0; r < t->nrows; ++r) {
+    for (int c = 0; c < t->ncols; ++c) free(t->cells[r][c]);
+    free(t->cells[r]);
+  }
+  for (int c = 0; c < t->ncols; ++c) free(t->names[c]);
+  free(t->cells);
+  free(t->names);
+  free(t);
+}
+
+int lumen_test_csv_col(const lumen_test_csv *t, const char *name) {
+  for (int c = 0; c < t->ncols; ++c)
+    if (strcmp(t->names[c], name) == 0) return c;
+  return -1;
+}
+
+double lumen_test_csv_num(const lumen_test_csv *t, int r, const char *name) {
+  int c = lumen_test_csv_col(t, name);
+  assert_true(c >= 0);
+  return strtod(t->cells[r][c], NULL);
+}
+
+/* Parses the space-separated array in a cell; returns the count (malloc'ed *out). */
+int lumen_test_csv_arr(const lumen_test_csv *t, int r, const char *name, double **out) {
+  int c = lumen_test_csv_col(t, name);
+  assert_true(c >= 0);
+  const char *p = t->cells[r][c];
+  int n = 0, cap = 64;
+  double *v = malloc(sizeof(double) * (size_t)cap);
+  char *end;
+  for (;;) {
+    double x = strtod(p, &end);
+    if (end == p) break;
+    if (n == cap) v = realloc(v, sizeof(double) * (size_t)(cap *= 2));
+    v[n++] = x;
+    p = end;
+  }
+  *out = v;
+  return n;
+}

@@ -17,5 +17,17 @@ void lumen_test_assert_close(double a, double b, double atol, double rtol, const
 /* A fresh context (asserted non-NULL); free with lumen_ctx_destroy. */
 lumen_ctx *lumen_test_ctx(void);
 
+/* OSIPI reference CSVs: every array column is one field of space-separated numbers. */
+typedef struct {
+  int ncols, nrows;
+  char **names;  /* ncols */
+  char ***cells; /* nrows x ncols */
+} lumen_test_csv;
+lumen_test_csv *lumen_test_csv_load(const char *path);   /* NULL when unreadable */
+void lumen_test_csv_free(lumen_test_csv *t);
+int lumen_test_csv_col(const lumen_test_csv *t, const char *name);            /* -1 if absent */
+double lumen_test_csv_num(const lumen_test_csv *t, int r, const char *name);  /* asserts the column exists */
+int lumen_test_csv_arr(const lumen_test_csv *t, int r, const char *name, double **out); /* count; caller frees */
+
 #define LUMEN_TEST_SKIP 77
 #endif

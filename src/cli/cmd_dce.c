@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
-#include "lumen/pipeline.h"
+#include "cli/pipe_cli.h"
 #endif
 
 #if LUMEN_HAVE_IO
@@ -123,6 +123,17 @@ void lumen_cli_pipe_progress(lumen_ctx *ctx, int quiet) {
   lumen_ctx_set_progress(ctx, progress_cb, &g_progress);
 }
 
+int lumen_cli_pipe_run(lumen_ctx *ctx, const char *cmd, const lumen_pipe_config *cfg, lumen_cli_pipeline_fn run) {
+  lumen_cli_pipe_progress(ctx, cfg->quiet);
+  lumen_pipe_summary sum;
+  if (run(ctx, cfg, &sum) != LUMEN_OK) {
+    lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
+    return LUMEN_EXIT_FAILURE;
+  }
+  if (!cfg->quiet) lumen_cli_pipe_print_summary(cmd, &sum);
+  return LUMEN_EXIT_OK;
+}
+
 void lumen_cli_pipe_print_summary(const char *cmd, const lumen_pipe_summary *s) {
   for (int m = 0; m < s->n_models; ++m) {
     const lumen_pipe_model_summary *ms = &s->models[m];
@@ -204,15 +215,7 @@ int lumen_cmd_dce(int argc, char **argv) {
       lumen_cli_error(cmd, "--dce FILE and --out DIR are required (see 'lumen dce --help')");
       rc = LUMEN_EXIT_USAGE;
     } else {
-      lumen_cli_pipe_progress(ctx, cfg.quiet);
-      lumen_pipe_summary sum;
-      if (lumen_pipeline_dce(ctx, &cfg, &sum) != LUMEN_OK) {
-        lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
-        rc = LUMEN_EXIT_FAILURE;
-      } else {
-        if (!cfg.quiet) lumen_cli_pipe_print_summary(cmd, &sum);
-        rc = LUMEN_EXIT_OK;
-      }
+      rc = lumen_cli_pipe_run(ctx, cmd, &cfg, lumen_pipeline_dce);
     }
   }
   lumen_pipe_config_clear(&cfg);

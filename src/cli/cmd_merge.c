@@ -11,13 +11,7 @@
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
 #include "lumen/dist.h"
-#include "lumen/pipeline.h"
-
-int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, lumen_pipe_config *cfg, int *help,
-                        int *verbose);
-void lumen_cli_pipe_progress(lumen_ctx *ctx, int quiet);
-void lumen_cli_pipe_log(lumen_ctx *ctx, const char *cmd, int verbose, int quiet);
-void lumen_cli_pipe_print_summary(const char *cmd, const lumen_pipe_summary *s);
+#include "cli/pipe_cli.h"
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb; (void)flag; (void)ftw;

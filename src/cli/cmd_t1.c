@@ -4,13 +4,7 @@
 #include "cli/cli.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
-#include "lumen/pipeline.h"
-
-int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, lumen_pipe_config *cfg, int *help,
-                        int *verbose);
-void lumen_cli_pipe_progress(lumen_ctx *ctx, int quiet);
-void lumen_cli_pipe_log(lumen_ctx *ctx, const char *cmd, int verbose, int quiet);
-void lumen_cli_pipe_print_summary(const char *cmd, const lumen_pipe_summary *s);
+#include "cli/pipe_cli.h"
 
 static void help(FILE *out) {
   fprintf(out,
@@ -47,15 +41,7 @@ int lumen_cmd_t1(int argc, char **argv) {
       lumen_cli_error(cmd, "--in FILE... and --out DIR are required (see 'lumen t1 --help')");
       rc = LUMEN_EXIT_USAGE;
     } else {
-      lumen_cli_pipe_progress(ctx, cfg.quiet);
-      lumen_pipe_summary sum;
-      if (lumen_pipeline_t1(ctx, &cfg, &sum) != LUMEN_OK) {
-        lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
-        rc = LUMEN_EXIT_FAILURE;
-      } else {
-        if (!cfg.quiet) lumen_cli_pipe_print_summary(cmd, &sum);
-        rc = LUMEN_EXIT_OK;
-      }
+      rc = lumen_cli_pipe_run(ctx, cmd, &cfg, lumen_pipeline_t1);
     }
   }
   lumen_pipe_config_clear(&cfg);

@@ -14,7 +14,7 @@
 /* Workspace of one thread for curves of n samples and np parameters: lumen_lm_work_size()
    elements of the solver type. */
 static inline long lumen_lm_work_size(int n, int np) {
-  return (long)n * (2 + 2 * (long)np) + 16;
+  return (long)n * (3 + 2 * (long)np) + 16;
 }
 
 #define LUMEN_LM_DECLARE(T, SUF)                                                                    \
@@ -28,6 +28,7 @@ static inline long lumen_lm_work_size(int n, int np) {
     const unsigned char *fixed;   /* np flags or NULL */                                            \
     double tol;                                                                                     \
     int max_iterations;                                                                             \
+    int geodesic;                 /* 1: geodesic acceleration (see lm_impl.inc), else 0 */          \
   } lumen_lm_problem##SUF;                                                                          \
   /* Fits p (np values, in: start inside the bounds, out: solution). Returns the state; writes     \
      chi2 and the iterations (trial steps) used. work: lumen_lm_work_size(n, np) elements. */     \

@@ -373,7 +373,7 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   if (tier == LUMEN_FIT_TIER_CUDA) return run_tier_cuda(in, list, count, fail, base, span);
   const lumen_fit_plan *pl = in->pl;
   int kind = tier == LUMEN_FIT_TIER_STANDARD ? KIND_STD64
-                                             : (pl->opts.precision == LUMEN_FIT_FLOAT64 ? KIND_ACC64 : KIND_ACC32);
+                                             : (pl->opts.precision == LUMEN_FIT_FLOAT64 || pl->model == LUMEN_MODEL_2CXM ? KIND_ACC64 : KIND_ACC32);
   int nth = tier == LUMEN_FIT_TIER_CPU_SINGLE ? 1 : lumen_ctx_threads(in->ctx);
   if (nth < 1) nth = 1;
 #if !LUMEN_HAVE_OPENMP

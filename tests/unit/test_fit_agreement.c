@@ -1,7 +1,8 @@
 /* Agreement of the accelerated float32 tier (`cpu`) with the standard tier (GSL, float64) on
    synthetic noisy curves (issue 3: median relative difference <= 1e-4 and 99th percentile
    <= 1e-2 for every fitted parameter of curves converged on both; states agree on >= 99.9 %).
-   10^4 curves per model here to stay fast (2cxm: 2000); the benchmark runs 10^5.
+   10^4 curves per model here to stay fast; LUMEN_AGREEMENT_CURVES=100000 in the environment runs
+   the issue's 10^5 (about a minute).
    Synthetic set: Parker AIF (Hct 0.42, 1 min arrival), 5 s frames, 80 points, Gaussian noise
    SD 0.005 mM (VFA: 0.5 % of M0). */
 #include "test_support.h"
@@ -33,6 +34,8 @@ static void agreement(lumen_model m, int count) {
   skip();
 #else
   lumen_ctx *ctx = lumen_test_ctx();
+  const char *env_count = getenv("LUMEN_AGREEMENT_CURVES");
+  if (env_count && atoi(env_count) > 0) count = atoi(env_count);
   int n;
   double x[80], cp[80], dt[80], icp[80], tr = 0;
   int dce = lumen_model_is_dce(m);
@@ -153,11 +156,7 @@ static void agreement(lumen_model m, int count) {
     qsort(rel, (size_t)q, sizeof(double), cmp_double);
     double med = q ? rel[q / 2] : 0, p99 = q ? rel[(size_t)(0.99 * (q - 1))] : 0, mx = q ? rel[q - 1] : 0;
     print_message("  %-7s median rel diff %.3g, p99 %.3g, max %.3g\n", lumen_model_param_name(m, k), med, p99, mx);
-    /* 2CXM's vp and Fp are weakly identifiable at 80 points and SD 0.005 mM (flat valleys up to
-       the Fp bound): both tiers stop at different points of the valley for ~1 % of the curves.
-       Reported; asserted at a looser 99th percentile until the solver closes the gap. */
-    double p99_limit = (m == LUMEN_MODEL_2CXM && (k == 2 || k == 3)) ? 0.5 : 1e-2;
-    if (!(med <= 1e-4) || !(p99 <= p99_limit)) bad++;
+    if (!(med <= 1e-4) || !(p99 <= 1e-2)) bad++;
   }
   free(rel);
   for (int ti = 0; ti < 2; ++ti) {
@@ -177,7 +176,7 @@ static void test_tofts(void **s) { (void)s; agreement(LUMEN_MODEL_TOFTS, 10000);
 static void test_etofts(void **s) { (void)s; agreement(LUMEN_MODEL_ETOFTS, 10000); }
 static void test_patlak(void **s) { (void)s; agreement(LUMEN_MODEL_PATLAK, 10000); }
 static void test_2cum(void **s) { (void)s; agreement(LUMEN_MODEL_2CUM, 10000); }
-static void test_2cxm(void **s) { (void)s; agreement(LUMEN_MODEL_2CXM, 2000); }
+static void test_2cxm(void **s) { (void)s; agreement(LUMEN_MODEL_2CXM, 10000); }
 static void test_vfa(void **s) { (void)s; agreement(LUMEN_MODEL_VFA, 10000); }
 
 int main(void) {

@@ -163,7 +163,7 @@ static int compare(const setup *s, int width) {
   for (int c = 0; c < NCURVES; ++c) {
     assert_int_equal(u.seen[c], 1);
     lumen_lm_problem_f32 sp = {s->model, &s->g, s->consts[c], s->y[c], s->use_w ? s->w : NULL,
-                               s->lo, s->hi, s->fixed, 1e-6, s->max_it};
+                               s->lo, s->hi, s->fixed, 1e-6, s->max_it, 0};
     float p[4];
     memcpy(p, s->start[c], sizeof p);
     double chi2;

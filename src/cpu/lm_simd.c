@@ -28,6 +28,13 @@ int lumen_lmv_width(void) {
   return w;
 }
 
+int lumen_lmvd_width(void) { return lumen_lmv_width() / 2; }
+
+int lumen_lmvd_supported(lumen_model m, const lumen_grid_f64 *g) {
+  (void)g;
+  return m == LUMEN_MODEL_2CXM;
+}
+
 int lumen_lmv_supported(lumen_model m, const lumen_grid_f32 *g) {
   (void)g;
   switch (m) {
@@ -51,6 +58,22 @@ void lumen_lmv_run(const lumen_lmv_problem *pr, const lumen_lmv_io *io, void *wo
   switch (lumen_lmv_width()) {
     case 16: lumen_lmv_run_v16(pr, io, work); break;
     case 8: lumen_lmv_run_v8(pr, io, work); break;
+    default: break;
+  }
+}
+
+size_t lumen_lmvd_work_bytes(int n, int np) {
+  switch (lumen_lmvd_width()) {
+    case 8: return lumen_lmvd_work_bytes_d8(n, np);
+    case 4: return lumen_lmvd_work_bytes_d4(n, np);
+    default: return 0;
+  }
+}
+
+void lumen_lmvd_run(const lumen_lmvd_problem *pr, const lumen_lmvd_io *io, void *work) {
+  switch (lumen_lmvd_width()) {
+    case 8: lumen_lmvd_run_d8(pr, io, work); break;
+    case 4: lumen_lmvd_run_d4(pr, io, work); break;
     default: break;
   }
 }

@@ -1,12 +1,15 @@
 /* lumen's lane-batched accelerated solver: the Levenberg-Marquardt of lm_impl.inc run on W
-   curves at once, one curve per SIMD lane (W = 8 float lanes with AVX2, 16 with AVX-512), each
-   lane with its own parameters, lambda, iteration count and state; a lane whose curve finished
-   is refilled with the next curve at once, so lanes never idle while curves remain. The model
-   is evaluated on vectors by instantiating the SAME model code (src/models/model_impl.inc) with
-   a GCC vector type. float32 only; the vector path is chosen at run time from the CPU's features
-   (portable binaries: no -march needed). Per lane the arithmetic is that of lumen_lm_fit_f32
-   (same operations in the same order, sums in double), so results agree with the scalar solver
-   to float rounding (bitwise on the tested machines). */
+   curves at once, one curve per SIMD lane, each lane with its own parameters, lambda, iteration
+   count and state; a lane whose curve finished is refilled with the next curve at once, so lanes
+   never idle while curves remain. The model is evaluated on vectors by instantiating the SAME
+   model code (src/models/model_impl.inc) with a GCC vector type. The vector path is chosen at run
+   time from the CPU's features (portable binaries: no -march needed). Per lane the arithmetic is
+   that of lumen_lm_fit_f32 / _f64 (same operations in the same order, sums in double), so results
+   agree with the scalar solver to rounding (bitwise on the tested machines).
+   Two element types:
+   - float (lumen_lmv_*): 8 lanes with AVX2, 16 with AVX-512; Tofts, ETM, Patlak, 2CUM, VFA, IR, SR;
+   - double (lumen_lmvd_*): 4 lanes with AVX2, 8 with AVX-512; 2CXM (which the fit driver solves in
+     double, with geodesic acceleration: see lm_impl.inc). */
 #ifndef LUMEN_CPU_LM_SIMD_H
 #define LUMEN_CPU_LM_SIMD_H
 
@@ -14,49 +17,64 @@
 
 #define LUMEN_LMV_MAX_WIDTH 16
 
-typedef struct lumen_lmv_problem {
-  lumen_model model;
-  const lumen_grid_f32 *grid;   /* the plan's grid (shared by every curve) */
-  const float *w;               /* n weights or NULL */
-  const double *lo, *hi;        /* np bounds */
-  const unsigned char *fixed;   /* np flags or NULL */
-  double tol;
-  int max_iterations;
-  int linear_start;             /* 1: compute the linear starts on vectors (see start()) */
-} lumen_lmv_problem;
-
-/* Curve source and sink, called from the thread running lumen_lmv_run. A curve is known by a
+/* Problem and curve source/sink of one element type T (grid type G), named P##_problem, P##_io.
+   Curve source and sink, called from the thread running the solver. A curve is known by a
    ticket (0 <= ticket < 2 LUMEN_LMV_MAX_WIDTH) from next() to done():
    next() loads the next curve: n samples into y, LUMEN_NCONSTS values into consts; returns 1, or
      0 when no curve is left.
    start() gives the curve's start (inside the bounds) in p. Curves are loaded W at a time and
-     their closed-form linear starts computed on vectors first (Tofts, ETM: Murase; Patlak), with
-     the results of lumen_linear_start_f32: ls and its return value ls_ret; ls_ret = -1 when the
-     model has no vector linear start (or problem.linear_start is 0): start() computes its own.
-   done() hands back the result as lumen_lm_fit_f32 would: state, parameters, chi2 and iterations
+     (float only) their closed-form linear starts computed on vectors first (Tofts, ETM: Murase;
+     Patlak), with the results of lumen_linear_start_f32: ls and its return value ls_ret;
+     ls_ret = -1 when there is no vector linear start (or problem.linear_start is 0): start()
+     computes its own.
+   done() hands back the result as lumen_lm_fit would: state, parameters, chi2 and iterations
      (y still holds the curve). */
-typedef struct lumen_lmv_io {
-  void *user;
-  int (*next)(void *user, int ticket, float *y, float *consts);
-  void (*start)(void *user, int ticket, const float *y, const float *ls, int ls_ret, float *p);
-  void (*done)(void *user, int ticket, const float *y, lumen_fit_state state, const float *p, double chi2,
-               int iterations);
-} lumen_lmv_io;
+#define LUMEN_LMV_DECLARE(T, G, P)                                                                 \
+  typedef struct P##_problem {                                                                     \
+    lumen_model model;                                                                             \
+    const G *grid;                /* the plan's grid (shared by every curve) */                    \
+    const T *w;                   /* n weights or NULL */                                          \
+    const double *lo, *hi;        /* np bounds */                                                  \
+    const unsigned char *fixed;   /* np flags or NULL */                                           \
+    double tol;                                                                                    \
+    int max_iterations;                                                                            \
+    int linear_start;             /* 1: compute the linear starts on vectors (see start()) */      \
+    int geodesic;                 /* 1: geodesic acceleration (as lumen_lm_problem.geodesic) */    \
+  } P##_problem;                                                                                   \
+  typedef struct P##_io {                                                                          \
+    void *user;                                                                                    \
+    int (*next)(void *user, int ticket, T *y, T *consts);                                          \
+    void (*start)(void *user, int ticket, const T *y, const T *ls, int ls_ret, T *p);             \
+    void (*done)(void *user, int ticket, const T *y, lumen_fit_state state, const T *p,           \
+                 double chi2, int iterations);                                                     \
+  } P##_io;
 
-/* Lanes of the vector path on this CPU (16, 8), or 0 when it has none (then use lumen_lm_fit_f32).
-   LUMEN_SIMD=off|avx2|avx512 in the environment restricts the choice (tests, benchmarks). */
+LUMEN_LMV_DECLARE(float, lumen_grid_f32, lumen_lmv)
+LUMEN_LMV_DECLARE(double, lumen_grid_f64, lumen_lmvd)
+
+/* Lanes of the vector path on this CPU (float: 16, 8; double: 8, 4), or 0 when it has none (then
+   use the scalar solver). LUMEN_SIMD=off|avx2|avx512 in the environment restricts the choice
+   (tests, benchmarks). */
 int lumen_lmv_width(void);
-/* 1 when model m on grid g can take the vector path. */
+int lumen_lmvd_width(void);
+/* 1 when model m on grid g can take the float (lmv) or double (lmvd) vector path. */
 int lumen_lmv_supported(lumen_model m, const lumen_grid_f32 *g);
-/* Bytes of workspace lumen_lmv_run needs (one per thread). */
+int lumen_lmvd_supported(lumen_model m, const lumen_grid_f64 *g);
+/* Bytes of workspace the run functions need (one per thread). */
 size_t lumen_lmv_work_bytes(int n, int np);
-/* Fits curves from io until next() returns 0 on every lane. work: lumen_lmv_work_bytes(n, np). */
+size_t lumen_lmvd_work_bytes(int n, int np);
+/* Fits curves from io until next() returns 0 on every lane. work: the work_bytes above. */
 void lumen_lmv_run(const lumen_lmv_problem *pr, const lumen_lmv_io *io, void *work);
+void lumen_lmvd_run(const lumen_lmvd_problem *pr, const lumen_lmvd_io *io, void *work);
 
-/* The instantiations behind the dispatch (src/cpu/lm_simd_avx2.c, lm_simd_avx512.c). */
+/* The instantiations behind the dispatch (src/cpu/lm_simd_avx2*.c, lm_simd_avx512*.c). */
 size_t lumen_lmv_work_bytes_v8(int n, int np);
 void lumen_lmv_run_v8(const lumen_lmv_problem *pr, const lumen_lmv_io *io, void *work);
 size_t lumen_lmv_work_bytes_v16(int n, int np);
 void lumen_lmv_run_v16(const lumen_lmv_problem *pr, const lumen_lmv_io *io, void *work);
+size_t lumen_lmvd_work_bytes_d4(int n, int np);
+void lumen_lmvd_run_d4(const lumen_lmvd_problem *pr, const lumen_lmvd_io *io, void *work);
+size_t lumen_lmvd_work_bytes_d8(int n, int np);
+void lumen_lmvd_run_d8(const lumen_lmvd_problem *pr, const lumen_lmvd_io *io, void *work);
 
 #endif

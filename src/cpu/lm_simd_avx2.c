@@ -9,6 +9,9 @@
 #pragma GCC target("avx2,fma")
 #define LV_W 8
 #define VN(name) name##_v8
+#define LV_DOUBLE 0
+#define LV_BYTES_FN lumen_lmv_work_bytes_v8
+#define LV_RUN_FN lumen_lmv_run_v8
 #include "cpu/lm_simd_impl.inc"
 #else
 size_t lumen_lmv_work_bytes_v8(int n, int np) { (void)n; (void)np; return 0; }

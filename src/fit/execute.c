@@ -55,7 +55,9 @@ static void lumen_fit_curve_out_clear(lumen_fit_curve_out *o) {
 #define DPLAN_GRID(pl) (&(pl)->g64)
 #define DPLAN_W(pl) ((pl)->w64)
 #define DRV_STANDARD 0
+#define DRV_LANES 1
 #include "fit/driver_impl.inc"
+#undef DRV_LANES
 #undef DF
 #undef DRV_STANDARD
 
@@ -176,110 +178,57 @@ static void fit_one(const exec_in *in, int kind, void *ws, int64_t c, unsigned c
   fail[pos] = (unsigned char)needs_fallthrough(in->pl, &o);
 }
 
-/* ------------------------------------------------------------------ lane-batched path (float32) */
-/* Tiers cpu/cpu_single in float32 without delay fitting, for the models the vector solver knows
-   (src/cpu/lm_simd.h), when the CPU has AVX2 or AVX-512: each thread fits curves W at a time,
-   one per lane; curves are taken from a shared counter in small blocks (dynamic schedule). */
+/* ------------------------------------------------------------------ lane-batched path */
+/* Tiers cpu/cpu_single without delay fitting, for the models the vector solver knows
+   (src/cpu/lm_simd.h): float32 (Tofts, ETM, Patlak, 2CUM, VFA, IR, SR) or double (2CXM), when the
+   CPU has AVX2 or AVX-512: each thread fits curves W at a time, one per lane; curves are taken
+   from a shared counter in small blocks (dynamic schedule). src/fit/lane_impl.inc, twice. */
 #define LANE_BLOCK 16
 #define LANE_TICKETS (2 * LUMEN_LMV_MAX_WIDTH)
-typedef struct lane_user {
-  const exec_in *in;
-  ws_acc32 *ws;
-  const int64_t *list;
-  unsigned char *fail;
-  int64_t *counter, end, pos, pos_end;
-  int64_t tk_pos[LANE_TICKETS];
-  int used_linear[LANE_TICKETS];
-  float tk_consts[LANE_TICKETS][LUMEN_NCONSTS];
-} lane_user;
+#define LANE_DEFER_CAP 256 /* 2CXM curves whose further starts are batched at once (per thread) */
 
 static int lane_use_simd(const lumen_fit_plan *pl, int kind) {
-  return kind == KIND_ACC32 && !pl->opts.fit_delay && pl->np > 0 && !lumen_model_is_closed_form(pl->model) &&
-         lumen_lmv_supported(pl->model, &pl->g32) && lumen_lmv_width() > 0;
+  if (pl->opts.fit_delay || pl->np <= 0 || lumen_model_is_closed_form(pl->model)) return 0;
+  if (kind == KIND_ACC32) return lumen_lmv_supported(pl->model, &pl->g32) && lumen_lmv_width() > 0;
+  if (kind == KIND_ACC64) return lumen_lmvd_supported(pl->model, &pl->g64) && lumen_lmvd_width() > 0;
+  return 0;
 }
 
-/* next(): the next curve that passes the input checks (the others are stored at once). */
-static int lane_next(void *user, int tk, float *y, float *consts) {
-  lane_user *u = user;
-  const exec_in *in = u->in;
-  const lumen_fit_plan *pl = in->pl;
-  ws_acc32 *ws = u->ws;
-  for (;;) {
-    if (u->pos >= u->pos_end) {
-      u->pos = __atomic_fetch_add(u->counter, LANE_BLOCK, __ATOMIC_RELAXED);
-      u->pos_end = u->pos + LANE_BLOCK < u->end ? u->pos + LANE_BLOCK : u->end;
-      if (u->pos >= u->end) return 0;
-    }
-    int64_t pos = u->pos++;
-    int64_t c = u->list[pos];
-    LOAD_ROW(float, ws, in, c);
-    lumen_fit_curve_out o;
-    lumen_fit_curve_out_clear(&o);
-    ws->g = &pl->g32;
-    if (check_input_acc32(pl, ws, &o)) {
-      store(pl, in->res, c, &o);
-      u->fail[pos] = (unsigned char)needs_fallthrough(pl, &o);
-      continue;
-    }
-    for (int i = 0; i < pl->n; ++i) y[i] = ws->y[i];
-    for (int j = 0; j < LUMEN_NCONSTS; ++j) consts[j] = u->tk_consts[tk][j] = ws->consts[j];
-    u->tk_pos[tk] = pos;
-    return 1;
-  }
-}
+#define DT float
+#define DF(x) x##_acc32
+#define LN(x) x##_f32
+#define LV_PROB lumen_lmv_problem
+#define LV_IOT lumen_lmv_io
+#define LV_RUN lumen_lmv_run
+#define DPLAN_GRID(pl) (&(pl)->g32)
+#define DPLAN_W(pl) ((pl)->w32)
+#include "fit/lane_impl.inc"
+#undef DT
+#undef DF
+#undef LN
+#undef LV_PROB
+#undef LV_IOT
+#undef LV_RUN
+#undef DPLAN_GRID
+#undef DPLAN_W
 
-/* start(): the driver's primary start from the vector linear start (or its own). */
-static void lane_start(void *user, int tk, const float *y, const float *ls, int ls_ret, float *p) {
-  lane_user *u = user;
-  const lumen_fit_plan *pl = u->in->pl;
-  float cfg[LUMEN_FIT_MAX_PARAMS];
-  if (ls_ret < 0) {
-    ws_acc32 *ws = u->ws;
-    for (int i = 0; i < pl->n; ++i) ws->y[i] = y[i];
-    for (int j = 0; j < LUMEN_NCONSTS; ++j) ws->consts[j] = u->tk_consts[tk][j];
-    ws->g = &pl->g32;
-    u->used_linear[tk] = primary_start_acc32(pl, ws, p, cfg);
-  } else {
-    u->used_linear[tk] = primary_start_ls_acc32(pl, ls_ret, ls, p, cfg);
-  }
-}
-
-static void lane_done(void *user, int tk, const float *y, lumen_fit_state state, const float *p, double chi2,
-                      int iterations) {
-  lane_user *u = user;
-  const exec_in *in = u->in;
-  const lumen_fit_plan *pl = in->pl;
-  ws_acc32 *ws = u->ws;
-  int64_t pos = u->tk_pos[tk];
-  for (int j = 0; j < LUMEN_NCONSTS; ++j) ws->consts[j] = u->tk_consts[tk][j];
-  ws->range_error = 0;
-  ws->g = &pl->g32;
-  lumen_fit_curve_out o;
-  lane_done_acc32(pl, in->ctx, ws, in->want, u->used_linear[tk], y, state, p, chi2, iterations, &o);
-  store(pl, in->res, u->list[pos], &o);
-  u->fail[pos] = (unsigned char)needs_fallthrough(pl, &o);
-}
-
-static void lane_run(const exec_in *in, ws_acc32 *ws, void *lwork, const int64_t *list, unsigned char *fail,
-                     int64_t *counter, int64_t end) {
-  const lumen_fit_plan *pl = in->pl;
-  lane_user u;
-  memset(&u, 0, sizeof u);
-  u.in = in; u.ws = ws; u.list = list; u.fail = fail; u.counter = counter; u.end = end;
-  u.pos = u.pos_end = 0;
-  lumen_lmv_problem pr;
-  pr.model = pl->model;
-  pr.grid = &pl->g32;
-  pr.w = pl->opts.weights ? pl->w32 : NULL;
-  pr.lo = pl->lo;
-  pr.hi = pl->hi;
-  pr.fixed = pl->fixed;
-  pr.tol = pl->opts.tolerance;
-  pr.max_iterations = pl->opts.max_iterations;
-  pr.linear_start = pl->has_linear_start;
-  lumen_lmv_io io = {&u, lane_next, lane_start, lane_done};
-  lumen_lmv_run(&pr, &io, lwork);
-}
+#define DT double
+#define DF(x) x##_acc64
+#define LN(x) x##_f64
+#define LV_PROB lumen_lmvd_problem
+#define LV_IOT lumen_lmvd_io
+#define LV_RUN lumen_lmvd_run
+#define DPLAN_GRID(pl) (&(pl)->g64)
+#define DPLAN_W(pl) ((pl)->w64)
+#include "fit/lane_impl.inc"
+#undef DT
+#undef DF
+#undef LN
+#undef LV_PROB
+#undef LV_IOT
+#undef LV_RUN
+#undef DPLAN_GRID
+#undef DPLAN_W
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -383,7 +332,9 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   if (nth < 1) nth = 1;
   size_t elem = kind == KIND_ACC32 ? sizeof(float) : sizeof(double);
   const int lanes = lane_use_simd(pl, kind);
-  size_t lbytes = lanes ? (lumen_lmv_work_bytes(pl->n, pl->np) + 63) / 64 * 64 : 0;
+  size_t lbytes = !lanes ? 0
+                  : ((kind == KIND_ACC32 ? lumen_lmv_work_bytes(pl->n, pl->np) : lumen_lmvd_work_bytes(pl->n, pl->np)) +
+                     63) / 64 * 64;
   void *lmem = lanes ? calloc((size_t)nth, lbytes) : NULL;
   long per = kind == KIND_ACC32 ? ws_elems_acc32(pl) : kind == KIND_ACC64 ? ws_elems_acc64(pl) : ws_elems_std64(pl);
   size_t ws_size = kind == KIND_ACC32 ? sizeof(ws_acc32) : kind == KIND_ACC64 ? sizeof(ws_acc64) : sizeof(ws_std64);
@@ -414,11 +365,13 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
 #pragma omp parallel num_threads(nth) if (nth > 1)
       {
         int t = omp_get_thread_num();
-        lane_run(in, (ws_acc32 *)(wss + (size_t)t * ws_size), (char *)lmem + (size_t)t * lbytes, list, fail,
-                 &counter, c1);
+        void *tw = wss + (size_t)t * ws_size, *tl = (char *)lmem + (size_t)t * lbytes;
+        if (kind == KIND_ACC32) lane_run_f32(in, tw, tl, list, fail, &counter, c1);
+        else lane_run_f64(in, tw, tl, list, fail, &counter, c1);
       }
 #else
-      lane_run(in, (ws_acc32 *)wss, lmem, list, fail, &counter, c1);
+      if (kind == KIND_ACC32) lane_run_f32(in, wss, lmem, list, fail, &counter, c1);
+      else lane_run_f64(in, wss, lmem, list, fail, &counter, c1);
 #endif
     } else {
 #if LUMEN_HAVE_OPENMP

@@ -153,7 +153,7 @@ static int compare(const setup *s, int width) {
   static io_state u;
   memset(&u, 0, sizeof u);
   u.s = s;
-  lumen_lmv_problem pr = {s->model, &s->g, s->use_w ? s->w : NULL, s->lo, s->hi, s->fixed, 1e-6, s->max_it, 1};
+  lumen_lmv_problem pr = {s->model, &s->g, s->use_w ? s->w : NULL, s->lo, s->hi, s->fixed, 1e-6, s->max_it, 1, 0};
   lumen_lmv_io io = {&u, io_next, io_start, io_done};
   if (width == 16) lumen_lmv_run_v16(&pr, &io, work);
   else lumen_lmv_run_v8(&pr, &io, work);
@@ -219,6 +219,117 @@ static void test_lanes_match_scalar(void **state) {
   assert_int_equal(total, 0);
 }
 
+/* The double-precision lanes (2CXM, with and without geodesic acceleration, weights, a fixed
+   parameter, few iterations, NaN curves) against lumen_lm_fit_f64 with the same options: the same
+   state and iterations per curve, chi2 and parameters equal to double rounding (relative 1e-9 and,
+   for parameters along 2CXM's flat valleys, 1e-5). */
+typedef struct dio_state {
+  int n, next_curve, ticket_curve[2 * LUMEN_LMV_MAX_WIDTH];
+  const double (*y)[NMAX], (*start)[4];
+  lumen_fit_state state[NCURVES];
+  double p[NCURVES][4], chi2[NCURVES];
+  int it[NCURVES], seen[NCURVES];
+} dio_state;
+
+static int dio_next(void *user, int tk, double *y, double *consts) {
+  dio_state *u = user;
+  if (u->next_curve >= NCURVES) return 0;
+  int c = u->next_curve++;
+  u->ticket_curve[tk] = c;
+  memcpy(y, u->y[c], sizeof(double) * (size_t)u->n);
+  consts[LUMEN_CONST_R10] = 1.0;
+  consts[LUMEN_CONST_B1] = 1.0;
+  return 1;
+}
+static void dio_start(void *user, int tk, const double *y, const double *ls, int ls_ret, double *p) {
+  (void)y; (void)ls;
+  dio_state *u = user;
+  assert_int_equal(ls_ret, -1);
+  memcpy(p, u->start[u->ticket_curve[tk]], sizeof(double) * 4);
+}
+static void dio_done(void *user, int tk, const double *y, lumen_fit_state st, const double *p, double chi2, int it) {
+  dio_state *u = user;
+  int c = u->ticket_curve[tk];
+  assert_memory_equal(y, u->y[c], sizeof(double) * (size_t)u->n);
+  u->seen[c]++;
+  u->state[c] = st;
+  memcpy(u->p[c], p, sizeof(double) * 4);
+  u->chi2[c] = chi2;
+  u->it[c] = it;
+}
+
+static void test_double_lanes_2cxm(void **state) {
+  (void)state;
+  int w[2], nw = widths(w);
+  if (nw == 0) skip();
+  const int n = 80;
+  static double t[NMAX], cp[NMAX], dt[NMAX], icp[NMAX], wts[NMAX], y[NCURVES][NMAX], start[NCURVES][4];
+  lumen_grid_f64 g;
+  for (int i = 0; i < n; ++i) {
+    t[i] = i * 5.0 / 60.0;
+    cp[i] = test_cp(t[i]);
+    wts[i] = 0.5 + urand();
+  }
+  assert_int_equal(lumen_grid_setup_f64(&g, n, t, cp, dt, icp), 0);
+  assert_true(lumen_lmvd_supported(LUMEN_MODEL_2CXM, &g));
+  double lo[4], hi[4], st0[4];
+  lumen_model_defaults(LUMEN_MODEL_2CXM, st0, lo, hi);
+  int total = 0;
+  for (int variant = 0; variant < 5; ++variant) {
+    int geo = variant != 1, use_w = variant == 2, maxit = variant == 4 ? 3 : 200;
+    unsigned char fixed[4] = {0, 0, 0, 0};
+    if (variant == 3) fixed[2] = 1;
+    for (int c = 0; c < NCURVES; ++c) {
+      double p[4] = {0.05 + 0.45 * urand(), 0.1 + 0.4 * urand(), 0.02 + 0.08 * urand(), 0.2 + 1.3 * urand()};
+      lumen_model_eval_f64(LUMEN_MODEL_2CXM, &g, NULL, p, y[c], NULL, NULL);
+      for (int i = 0; i < n; ++i) y[c][i] += 0.005 * nrand();
+      for (int k = 0; k < 4; ++k) {
+        double v = fixed[k] ? p[k] : p[k] * exp(0.5 * nrand());
+        if (c % 17 == 3 && !fixed[k]) v = lo[k];
+        start[c][k] = fmin(fmax(v, lo[k]), hi[k]);
+      }
+      if (c % 29 == 5) y[c][n / 2] = NAN;
+    }
+    for (int j = 0; j < nw; ++j) {
+      static dio_state u;
+      memset(&u, 0, sizeof u);
+      u.n = n;
+      u.y = (const double (*)[NMAX])y;
+      u.start = (const double (*)[4])start;
+      lumen_lmvd_problem pr = {LUMEN_MODEL_2CXM, &g, use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, 0, geo};
+      lumen_lmvd_io io = {&u, dio_next, dio_start, dio_done};
+      size_t bytes = w[j] == 16 ? lumen_lmvd_work_bytes_d8(n, 4) : lumen_lmvd_work_bytes_d4(n, 4);
+      void *work = malloc(bytes);
+      assert_non_null(work);
+      if (w[j] == 16) lumen_lmvd_run_d8(&pr, &io, work);
+      else lumen_lmvd_run_d4(&pr, &io, work);
+      free(work);
+      static double work1[NMAX * 12 + 16];
+      int mismatch = 0, conv = 0;
+      for (int c = 0; c < NCURVES; ++c) {
+        assert_int_equal(u.seen[c], 1);
+        lumen_lm_problem_f64 sp = {LUMEN_MODEL_2CXM, &g, NULL, y[c], use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, geo};
+        double p[4];
+        memcpy(p, start[c], sizeof p);
+        double chi2;
+        int it;
+        lumen_fit_state st = lumen_lm_fit_f64(&sp, p, work1, &chi2, &it);
+        conv += st == LUMEN_FIT_CONVERGED;
+        int bad = st != u.state[c] || it != u.it[c];
+        if (isfinite(chi2) || isfinite(u.chi2[c])) bad |= !(fabs(chi2 - u.chi2[c]) <= 1e-9 * fabs(chi2));
+        for (int k = 0; k < 4; ++k) bad |= !(fabs(p[k] - u.p[c][k]) <= 1e-5 * fabs(p[k]) + 1e-300);
+        if (bad && mismatch++ < 5)
+          printf("  2cxm variant %d width %d curve %d: scalar state %d it %d chi2 %.12g; lanes state %d it %d chi2 %.12g\n",
+                 variant, w[j] / 2, c, (int)st, it, chi2, (int)u.state[c], u.it[c], u.chi2[c]);
+      }
+      printf("  2cxm double lanes variant %d (geodesic %d, weights %d, fixed vp %d, maxit %d), %d lanes: %d of %d "
+             "converged, mismatches %d\n", variant, geo, use_w, (int)fixed[2], maxit, w[j] / 2, conv, NCURVES, mismatch);
+      total += mismatch;
+    }
+  }
+  assert_int_equal(total, 0);
+}
+
 /* Through the API: tier cpu on Tofts curves with NaN, all-zero and regular curves, with R^2 and
    confidence intervals (the lane path completes these per curve). */
 static void test_api_states(void **state) {
@@ -271,7 +382,7 @@ static void test_api_states(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_lanes_match_scalar),
+    cmocka_unit_test(test_lanes_match_scalar), cmocka_unit_test(test_double_lanes_2cxm),
     cmocka_unit_test(test_api_states),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,7 +26,9 @@
      (float only) their closed-form linear starts computed on vectors first (Tofts, ETM: Murase;
      Patlak), with the results of lumen_linear_start_f32: ls and its return value ls_ret;
      ls_ret = -1 when there is no vector linear start (or problem.linear_start is 0): start()
-     computes its own.
+     computes its own. start() returns 1 when p is already the least-squares solution (a linear
+     model's exact closed form inside the box): the curve is then evaluated once and ends
+     converged with 0 iterations; else 0.
    done() hands back the result as lumen_lm_fit would: state, parameters, chi2 and iterations
      (y still holds the curve). */
 #define LUMEN_LMV_DECLARE(T, G, P)                                                                 \
@@ -44,7 +46,7 @@
   typedef struct P##_io {                                                                          \
     void *user;                                                                                    \
     int (*next)(void *user, int ticket, T *y, T *consts);                                          \
-    void (*start)(void *user, int ticket, const T *y, const T *ls, int ls_ret, T *p);             \
+    int (*start)(void *user, int ticket, const T *y, const T *ls, int ls_ret, T *p);              \
     void (*done)(void *user, int ticket, const T *y, lumen_fit_state state, const T *p,           \
                  double chi2, int iterations);                                                     \
   } P##_io;

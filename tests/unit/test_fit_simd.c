@@ -120,7 +120,7 @@ static int io_next(void *user, int tk, float *y, float *consts) {
 }
 
 /* the vector linear start must equal lumen_linear_start_f32; the fit then starts from the test's start */
-static void io_start(void *user, int tk, const float *y, const float *ls, int ls_ret, float *p) {
+static int io_start(void *user, int tk, const float *y, const float *ls, int ls_ret, float *p) {
   io_state *u = user;
   int c = u->ticket_curve[tk];
   assert_memory_equal(y, u->s->y[c], sizeof(float) * (size_t)u->s->n);
@@ -133,6 +133,7 @@ static void io_start(void *user, int tk, const float *y, const float *ls, int ls
     u->ls_mismatch += bad;
   }
   memcpy(p, u->s->start[c], sizeof(float) * (size_t)u->s->np);
+  return 0;
 }
 
 static void io_done(void *user, int tk, const float *y, lumen_fit_state st, const float *p, double chi2, int it) {
@@ -241,11 +242,12 @@ static int dio_next(void *user, int tk, double *y, double *consts) {
   consts[LUMEN_CONST_B1] = 1.0;
   return 1;
 }
-static void dio_start(void *user, int tk, const double *y, const double *ls, int ls_ret, double *p) {
+static int dio_start(void *user, int tk, const double *y, const double *ls, int ls_ret, double *p) {
   (void)y; (void)ls;
   dio_state *u = user;
   assert_int_equal(ls_ret, -1);
   memcpy(p, u->start[u->ticket_curve[tk]], sizeof(double) * 4);
+  return 0;
 }
 static void dio_done(void *user, int tk, const double *y, lumen_fit_state st, const double *p, double chi2, int it) {
   dio_state *u = user;

@@ -23,8 +23,8 @@ struct lumen_fitk_args {
   int64_t work_per_thread;
 };
 
-// Solver elements of one thread's workspace: y, f, ft, J, Jt.
-static inline int64_t lumen_fitk_work_elems(int n, int np) { return (int64_t)n * (3 + 2 * (int64_t)(np > 0 ? np : 1)) + 16; }
+// Solver elements of one thread's workspace: y, f, ft, J, Jt and the geodesic evaluation fv.
+static inline int64_t lumen_fitk_work_elems(int n, int np) { return (int64_t)n * (4 + 2 * (int64_t)(np > 0 ? np : 1)) + 16; }
 // Bytes of the grid block on the device.
 static inline size_t lumen_fitk_grid_bytes(int n, int f64) {
   return (size_t)n * 5 * (f64 ? sizeof(double) : sizeof(float)) + 16 + (size_t)n * sizeof(double);

@@ -6,6 +6,9 @@
 // only come from arithmetic order (nvcc contracts a*b+c into FMAs). Not on the GPU: arterial
 // delay fitting and AUC (the plan then selects the CPU tiers).
 //
+// 2CXM runs in double with geodesic acceleration and Patlak's interior closed form is taken as
+// its fit, as on the CPU tiers (lumen_fit_solves_f64, driver_impl.inc).
+//
 // Memory: the shared grid (t, dt, cp, its integral, weights) is staged into shared memory per
 // block when it fits; the per-curve constants (R10, B1) are read with the curve; each resident
 // thread has a workspace (y, f, J and the trial f, J) in global memory, reused over a grid-stride
@@ -129,6 +132,40 @@ __device__ int lm_solve(int m, const int *idx, double A0[LFIT_MAXP][LFIT_MAXP], 
   return 0;
 }
 
+// Geodesic acceleration of the LM step d (lm_impl.inc's lm_geodesic): 0 with d replaced by
+// v + a/2 (or unchanged when the model is not finite at p + h v), 1 when the correction is too large.
+template <int M, int NP, typename T>
+__device__ int lm_geodesic(const Problem<T> &pr, int m, const int *idx, const T *p, const T *f, const T *J, T *fv,
+                           double A0[LFIT_MAXP][LFIT_MAXP], double lambda, double dmax, double L[LFIT_MAXP][LFIT_MAXP],
+                           double *z, double *d) {
+  const int n = pr.g->n;
+  const double h = 0.1;
+  T ph[LFIT_MAXP];
+  for (int k = 0; k < NP; ++k) ph[k] = p[k];
+  for (int a = 0; a < m; ++a) ph[idx[a]] = (T)((double)p[idx[a]] + h * d[a]);
+  meval(M, pr.g, pr.consts, ph, fv, (T *)nullptr);
+  double gacc[LFIT_MAXP] = {0, 0, 0, 0};
+  for (int i = 0; i < n; ++i) {
+    double jv = 0.0;
+    for (int a = 0; a < m; ++a) jv += (double)J[(long)idx[a] * n + i] * d[a];
+    double fvv = (2.0 / h) * (((double)fv[i] - (double)f[i]) / h - jv);
+    if (!isfinite(fvv)) return 0;
+    double wi = pr.w ? (double)pr.w[i] : 1.0;
+    for (int a = 0; a < m; ++a) gacc[idx[a]] -= wi * (double)J[(long)idx[a] * n + i] * fvv;
+  }
+  double acc[LFIT_MAXP];
+  if (lm_solve(m, idx, A0, gacc, lambda, dmax, L, z, acc) != 0) return 0;
+  double nv = 0.0, na = 0.0;
+  for (int a = 0; a < m; ++a) {
+    double dk = A0[idx[a]][idx[a]];
+    nv += dk * d[a] * d[a];
+    na += dk * acc[a] * acc[a];
+  }
+  if (4.0 * na > 0.5625 * nv) return 1;
+  for (int a = 0; a < m; ++a) d[a] += 0.5 * acc[a];
+  return 0;
+}
+
 template <int M, int NP, typename T>
 __device__ lumen_fit_state lm_fit(const Problem<T> &pr, T *p, T *work, double *chi2_out, int *iterations_out) {
   const lumen_fitcu_problem &pb = *pr.pb;
@@ -136,6 +173,7 @@ __device__ lumen_fit_state lm_fit(const Problem<T> &pr, T *p, T *work, double *c
   const T *y = pr.y, *w = pr.w;
   T *f = work, *ft = work + n;
   T *J = work + 2 * (long)n, *Jt = J + (long)n * NP;
+  T *fv = Jt + (long)n * NP;  // geodesic acceleration (2CXM, as the CPU tiers)
   T pt[LFIT_MAXP];
   int nfree = 0;
   for (int k = 0; k < NP; ++k)
@@ -188,6 +226,14 @@ __device__ lumen_fit_state lm_fit(const Problem<T> &pr, T *p, T *work, double *c
       lambda *= 10.0;
       if (lambda > 1e20) {
         state = LUMEN_FIT_SINGULAR;
+        break;
+      }
+      continue;
+    }
+    if (M == LUMEN_MODEL_2CXM && lm_geodesic<M, NP, T>(pr, m, idx, p, f, J, fv, A0, lambda, dmax, L, z, d)) {
+      lambda *= 10.0;
+      if (lambda > 1e20) {
+        state = LUMEN_FIT_CONVERGED;
         break;
       }
       continue;
@@ -284,7 +330,7 @@ __device__ void fit_starts(const Problem<T> &pr, T *work, Att<T> &best, int *ite
   const lumen_fitcu_problem &pb = *pr.pb;
   T s[LFIT_MAXP], cfg[LFIT_MAXP];
   for (int k = 0; k < NP; ++k) s[k] = cfg[k] = (T)pb.start[k];
-  int used_linear = 0;
+  int used_linear = 0, exact = 0;
   if (pb.has_linear_start) {
     T ls[LFIT_MAXP];
     if (mlin(M, pr.g, pr.consts, pr.y, ls) == 0) {
@@ -294,8 +340,19 @@ __device__ void fit_starts(const Problem<T> &pr, T *work, Att<T> &best, int *ite
         for (int k = 0; k < NP; ++k)
           if (!pb.start_given[k] && !pb.fixed[k]) s[k] = clip<T>(pb, k, (double)ls[k]);
         used_linear = 1;
+        // Patlak's closed form strictly inside the box is the solution (driver_impl.inc's linear_exact)
+        exact = M == LUMEN_MODEL_PATLAK && !pr.w;
+        for (int k = 0; k < NP; ++k)
+          exact &= !pb.fixed[k] && !pb.start_given[k] && s[k] == ls[k] && (double)s[k] > pb.lo[k] &&
+                   (double)s[k] < pb.hi[k];
       }
     }
+  }
+  if (exact) {
+    for (int k = 0; k < NP; ++k) best.p[k] = s[k];
+    best.chi2 = lm_chi2<M, T>(pr, s, work);
+    best.state = isfinite(best.chi2) ? LUMEN_FIT_CONVERGED : LUMEN_FIT_NOT_FINITE;
+    return;
   }
   solve<M, NP, T>(pr, work, s, best, iters);
   Att<T> a;
@@ -313,7 +370,8 @@ __device__ void fit_starts(const Problem<T> &pr, T *work, Att<T> &best, int *ite
       if (better<T>(a, best)) best = a;
     }
   }
-  for (int j = 0; j < pb.n_extra_starts; ++j) {
+  const int extra = best.state != LUMEN_FIT_CONVERGED;  // 2CXM: further starts only after a failed fit
+  for (int j = 0; extra && j < pb.n_extra_starts; ++j) {
     T s2[LFIT_MAXP];
     for (int k = 0; k < NP; ++k) s2[k] = (T)pb.extra_starts[j][k];
     solve<M, NP, T>(pr, work, s2, a, iters);

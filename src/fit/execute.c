@@ -266,7 +266,7 @@ static void cuda_cpu_row(void *user, int64_t pos, lumen_fitcu_row *row) {
   const cuda_user *u = user;
   const exec_in *in = u->in;
   const lumen_fit_plan *pl = in->pl;
-  const int f64 = pl->opts.precision == LUMEN_FIT_FLOAT64;
+  const int f64 = lumen_fit_solves_f64(pl);
   long per = f64 ? ws_elems_acc64(pl) : ws_elems_acc32(pl);
   void *mem = calloc((size_t)per, f64 ? sizeof(double) : sizeof(float));
   lumen_fit_curve_out o;
@@ -322,7 +322,7 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   if (tier == LUMEN_FIT_TIER_CUDA) return run_tier_cuda(in, list, count, fail, base, span);
   const lumen_fit_plan *pl = in->pl;
   int kind = tier == LUMEN_FIT_TIER_STANDARD ? KIND_STD64
-                                             : (pl->opts.precision == LUMEN_FIT_FLOAT64 || pl->model == LUMEN_MODEL_2CXM ? KIND_ACC64 : KIND_ACC32);
+                                             : (lumen_fit_solves_f64(pl) ? KIND_ACC64 : KIND_ACC32);
   int nth = tier == LUMEN_FIT_TIER_CPU_SINGLE ? 1 : lumen_ctx_threads(in->ctx);
   if (nth < 1) nth = 1;
 #if !LUMEN_HAVE_OPENMP

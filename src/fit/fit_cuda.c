@@ -448,7 +448,7 @@ void lumen_fitcu_problem_from_plan(const lumen_fit_plan *pl, int want, lumen_fit
   pb->model = (int)pl->model;
   pb->n = pl->n;
   pb->np = pl->np;
-  pb->f64 = pl->opts.precision == LUMEN_FIT_FLOAT64;
+  pb->f64 = lumen_fit_solves_f64(pl);
   pb->conv = pl->g64.conv;
   pb->tr = pl->opts.tr;
   pb->r1 = pl->opts.r1;

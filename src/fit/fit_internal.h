@@ -46,6 +46,12 @@ struct lumen_fit_plan {
   char reason[LUMEN_FIT_REASON_MAX];
 };
 
+/* The precision the accelerated tiers (cpu, cpu_single, cuda) solve in: double when asked, and
+   always for 2CXM (float32 cannot resolve its flat valleys: docs/FITTING.md). */
+static inline int lumen_fit_solves_f64(const lumen_fit_plan *pl) {
+  return pl->opts.precision == LUMEN_FIT_FLOAT64 || pl->model == LUMEN_MODEL_2CXM;
+}
+
 /* 97.5 % quantile of Student's t with dof degrees of freedom (dof >= 1). */
 double lumen_fit_t975(int dof);
 

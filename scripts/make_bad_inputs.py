@@ -103,6 +103,14 @@ CASES = [
     ('raggedcurves.txt', 'curve table with rows of unequal length'),
     ('nulcurves.txt', 'curve table with a NUL byte'),
     ('hugenum.txt', 'times table whose 5th value is 1e999'),
+    ('inftimes.txt', 'times table whose 3rd value is inf'),
+    ('nanaif.txt', 'AIF table whose 6th value is nan'),
+    ('emptyfield.txt', 'times table with an empty field (0,,10)'),
+    ('wordcurves.txt', 'curve table with a word on line 2'),
+    ('hugecurves.txt', 'curve table with 1e999 on line 3'),
+    ('infcurves.txt', 'curve table with -inf on line 2'),
+    ('emptycurves.txt', 'curve table with only comments'),
+    ('badflip.txt', 'flip-angle file with a word'),
     ('trunc.png', 'PNG cut in the middle of IDAT'),
     ('badcrc.png', 'PNG with a wrong IHDR CRC'),
     ('hugepng.png', 'PNG whose IHDR claims 2000000 x 2000000 pixels'),
@@ -174,6 +182,15 @@ def main():
     open(p('raggedcurves.txt'), 'w').write('1 2 3\n4 5\n')
     open(p('nulcurves.txt'), 'wb').write(b'1 2 3\n4 \0 6\n')
     open(p('hugenum.txt'), 'w').write(''.join('%s\n' % ('1e999' if f == 4 else '%g' % (5.0 * f)) for f in range(NT)))
+    open(p('inftimes.txt'), 'w').write(''.join('%s\n' % ('inf' if f == 2 else '%g' % (5.0 * f)) for f in range(NT)))
+    open(p('nanaif.txt'), 'w').write(''.join('%s\n' % ('nan' if f == 5 else '%g' % parker_like(5.0 * f)) for f in range(NT)))
+    open(p('emptyfield.txt'), 'w').write('0,,10\n')
+    row = ' '.join('%g' % (0.1 * parker_like(5.0 * f)) for f in range(NT))
+    open(p('wordcurves.txt'), 'w').write(row + '\n' + row.replace(' ', ' oops ', 1) + '\n')
+    open(p('hugecurves.txt'), 'w').write(row + '\n' + row + '\n1e999' + row[row.index(' '):] + '\n')
+    open(p('infcurves.txt'), 'w').write(row + '\n-inf' + row[row.index(' '):] + '\n')
+    open(p('emptycurves.txt'), 'w').write('# no curves\n')
+    open(p('badflip.txt'), 'w').write('2\n10\nfifteen\n')
     # PNG cases
     good_png = png(8, 6)
     write(p('trunc.png'), good_png[:len(good_png) - 30], gz=False)

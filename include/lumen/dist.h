@@ -107,6 +107,77 @@ void lumen_dist_queue_close(lumen_dist_queue *q);
 int64_t lumen_dist_queue_peak_bytes(const lumen_dist_queue *q);
 void lumen_dist_queue_free(lumen_dist_queue *q);
 
+/* ------------------------------------------------------- devices for image batches */
+
+/* The workers of an image batch: one host thread per entry, each running its images on that
+   device ("cpu" or "cuda:N"). Built from a device list (docs/SCALE.md):
+     "cpu", "cuda", "cuda:N"   one worker;      "cuda:all"  one worker per usable CUDA device;
+     "A,B,..."                 one worker per entry, e.g. "cuda:0,cuda:1", "cpu,cpu" (two CPU
+                               workers), "cuda:all,cpu" (every GPU and a CPU worker).
+   cuda:all with no usable CUDA device becomes one CPU worker, with fell_back = 1 and the reason
+   (never an error). A named device that fails later falls back per image (the filter dispatch
+   reruns the op on the CPU and reports why). */
+#define LUMEN_DIST_MAX_DEVICES 64
+typedef struct lumen_dist_devices {
+  int n;                                  /* workers (>= 1) */
+  char name[LUMEN_DIST_MAX_DEVICES][16];  /* device of each worker: "cpu" or "cuda:N" */
+  int n_cpu;                              /* workers on the CPU */
+  int fell_back;                          /* cuda:all found no usable CUDA device */
+  char reason[256];                       /* why ("" when it did not fall back) */
+} lumen_dist_devices;
+
+/* Expands a device list given the number of usable CUDA devices (n_cuda <= 0: none; why says
+   why, may be NULL). Pure: no probing, so it is testable without a GPU. Errors name the entry
+   and the expected forms. */
+lumen_status lumen_dist_devices_expand(lumen_ctx *ctx, const char *text, int n_cuda, const char *why,
+                                       lumen_dist_devices *out);
+/* The same, probing CUDA (lumen_cuda_probe) only when the list holds "cuda:all". */
+lumen_status lumen_dist_devices_parse(lumen_ctx *ctx, const char *text, lumen_dist_devices *out);
+/* Writes "cpu", "cpu,cpu", "cuda:0,cuda:1"... into buf. */
+void lumen_dist_devices_format(const lumen_dist_devices *d, char *buf, size_t size);
+
+/* One GPU per MPI rank: the CUDA device that the rank with this node-local rank uses when the
+   node has n_cuda usable devices: local_rank mod n_cuda when n_cuda >= 2, -1 (keep the
+   default device) otherwise. backend: the fit backend request ("auto", "cuda", NULL = auto);
+   an explicit list ("cuda:1", "cuda:0,1", "cuda:all") or a CPU tier also gives -1. */
+int lumen_dist_rank_device(int local_rank, int n_cuda, const char *backend);
+
+/* ------------------------------------------------------- reader / devices / writer stages */
+
+/* The stages of an image batch. read (the reader thread, items in order) decodes item i into
+   *data and says how many bytes it holds until written (*bytes: input and result); compute (a
+   device worker) turns *data into the result in place; write (the writer, the calling thread,
+   items in input order; with overlap 0 the worker itself) writes and frees the result (also
+   when it fails); discard frees an item that will not be
+   written (after a failure). A callback's non-OK status fails that item (it reports its own
+   message). */
+typedef struct lumen_dist_stages {
+  void *user;
+  lumen_status (*read)(void *user, int64_t item, void **data, int64_t *bytes);
+  lumen_status (*compute)(void *user, int worker, const char *device, int64_t item, void **data);
+  lumen_status (*write)(void *user, int64_t item, void *data);
+  void (*discard)(void *user, void *data);
+} lumen_dist_stages;
+
+typedef struct lumen_dist_stage_stats {
+  double wall_s, read_s, compute_s, write_s; /* busy seconds of each stage (compute: all workers) */
+  int64_t peak_bytes;     /* largest sum of the bytes of the items in flight */
+  int64_t written;        /* items written */
+  int64_t failed_item;    /* the first (lowest) failed item, -1 when none */
+  int64_t per_worker[LUMEN_DIST_MAX_DEVICES]; /* items computed by each worker */
+} lumen_dist_stage_stats;
+
+/* Runs n items through the stages with one worker thread per device of devs.
+   overlap 1: a reader thread reads ahead while the workers compute and the writer writes, the
+   items in flight (read, not yet written) holding at most memory_limit bytes (0 = no limit;
+   one item always proceeds); overlap 0: each worker reads, computes and writes its item itself
+   (no read-ahead). Either way, an item that fails stops the batch like a serial run: the
+   items before it are written, none after it (overlap 0 with several workers: items after it
+   that were already running still finish); the status of the lowest failed item is returned. Outputs do not depend on the number of workers. stats may be NULL. */
+lumen_status lumen_dist_stages_run(lumen_ctx *ctx, const lumen_dist_devices *devs, int64_t n_items, int overlap,
+                                   int64_t memory_limit, const lumen_dist_stages *stages,
+                                   lumen_dist_stage_stats *stats);
+
 /* ---------------------------------------------------------------------------- subjects */
 
 #define LUMEN_DIST_MAX_ARGS 64

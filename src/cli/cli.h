@@ -2,6 +2,7 @@
 #ifndef LUMEN_CLI_H
 #define LUMEN_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include "lumen/lumen.h"
 
@@ -39,6 +40,10 @@ void lumen_cli_error(const char *command, const char *fmt, ...)
     ;
 /* Writes s as a JSON string literal (quotes and escapes included). */
 void lumen_cli_json_string(FILE *out, const char *s);
+/* A size in bytes: a number with an optional binary suffix K, M, G or T (also KiB, MB, ...):
+   "512M", "4G", "1.5GiB", "65536". Returns -1 when s is not such a size or does not fit int64_t.
+   Used by --memory-limit of lumen batch, dce, t1 and fit. */
+int64_t lumen_cli_parse_size(const char *s);
 /* A context whose log messages go to stderr (warnings and errors unless verbose). */
 lumen_ctx *lumen_cli_context(const char *command, int verbose);
 

@@ -1,5 +1,9 @@
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cli/cli.h"
 
 void lumen_cli_error(const char *command, const char *fmt, ...) {
@@ -44,4 +48,28 @@ lumen_ctx *lumen_cli_context(const char *command, int verbose) {
   /* Errors are printed by the command itself with context; the log carries warnings and more. */
   lumen_ctx_set_log(ctx, log_to_stderr, (void *)command, verbose ? LUMEN_LOG_DEBUG : LUMEN_LOG_WARNING);
   return ctx;
+}
+
+int64_t lumen_cli_parse_size(const char *s) {
+  /* plain decimal digits only: no sign, space, exponent, hex, "inf" or "nan" */
+  size_t digits = s ? strspn(s, "0123456789.") : 0;
+  if (digits == 0) return -1;
+  char *end;
+  double v = strtod(s, &end);
+  if (end != s + digits || !isfinite(v) || v < 0) return -1;
+  double scale = 1;
+  switch (*end) {
+    case 'k': case 'K': scale = 1024.0; ++end; break;
+    case 'm': case 'M': scale = 1024.0 * 1024; ++end; break;
+    case 'g': case 'G': scale = 1024.0 * 1024 * 1024; ++end; break;
+    case 't': case 'T': scale = 1024.0 * 1024 * 1024 * 1024; ++end; break;
+    default: break;
+  }
+  if (scale > 1 && *end == 'i') ++end;
+  if (*end == 'B' || *end == 'b') ++end;
+  if (*end) return -1;
+  v *= scale;
+  /* 2^63 is exactly representable: anything at or above it does not fit int64_t */
+  if (!(v < 9223372036854775808.0)) return -1;
+  return (int64_t)v;
 }

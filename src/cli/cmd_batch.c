@@ -413,21 +413,6 @@ static int write_description(lumen_ctx *ctx, const batch *b, const char *source)
   return ok;
 }
 
-static int64_t parse_size(const char *s) {
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || v < 0) return -1;
-  switch (*end) {
-    case 'k': case 'K': v *= 1024; ++end; break;
-    case 'm': case 'M': v *= 1024.0 * 1024; ++end; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; ++end; break;
-    default: break;
-  }
-  if (*end == 'i') ++end;
-  if (*end == 'B' || *end == 'b') ++end;
-  return *end ? -1 : (int64_t)v;
-}
-
 static void help(FILE *out) {
   fprintf(out,
     "usage: lumen batch dce|t1|filter|segment (--list FILE | --bids DIR) --out DERIV\n"
@@ -479,7 +464,7 @@ int lumen_cmd_batch(int argc, char **argv) {
       jobs = atoi(v);
       if (jobs < 1 || jobs > 1024) { lumen_cli_error(cmd, "--jobs: '%s' is not 1..1024", v); return LUMEN_EXIT_USAGE; }
     } else if (!strcmp(a, "--memory-limit")) {
-      b.mem_limit = parse_size(v);
+      b.mem_limit = lumen_cli_parse_size(v);
       if (b.mem_limit <= 0) { lumen_cli_error(cmd, "--memory-limit: '%s' is not a size (e.g. 512M, 4G)", v); return LUMEN_EXIT_USAGE; }
     } else if (!strcmp(a, "--shard")) {
       lumen_ctx *c2 = lumen_cli_context(cmd, 0);

@@ -4,11 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
 #include "cli/pipe_cli.h"
+#include "lumen/io.h"
 #endif
 
 #if LUMEN_HAVE_IO
@@ -55,11 +57,47 @@ static const char *const value_opts[] = {
   "baseline-start", "max-invalid-fraction", "injection-time", "tolerance", "max-iterations", "threads",
   "compress-level", "chunk", "flip-angles", "times", "bounds", "start", "conv", "precision", "fxr-fw", NULL};
 
-/* Parses argv into cfg (config file first, the command line overrides it). Returns -1 on
-   success, else an exit status; *help = 1 when --help was asked for. */
+/* One NIfTI input against the limit: the reader's own header check (dims x type against max_bytes,
+   no voxel read). Other problems of the file are left to the pipeline, which names its role. */
+static int nifti_within(lumen_ctx *ctx, const char *cmd, const char *role, const char *path, int64_t limit) {
+  if (!path || !*path) return 1;
+  lumen_nifti_read_opts o = {.keep_type = 0, .max_bytes = limit};
+  lumen_nifti_info info;
+  if (lumen_nifti_read_header(ctx, path, &o, &info) != LUMEN_ERR_OUT_OF_MEMORY) return 1;
+  lumen_cli_error(cmd, "--memory-limit: %s refused: %s", role, lumen_ctx_last_error(ctx));
+  return 0;
+}
+
+/* A text table (AIF file) against the limit: its size on disk. */
+static int table_within(const char *cmd, const char *role, const char *path, int64_t limit) {
+  struct stat st;
+  if (stat(path, &st) != 0 || (int64_t)st.st_size <= limit) return 1;
+  lumen_cli_error(cmd, "--memory-limit: %s refused: '%s' has %lld bytes, over the memory limit of %lld bytes", role,
+                  path, (long long)st.st_size, (long long)limit);
+  return 0;
+}
+
+int lumen_cli_pipe_check_memory(lumen_ctx *ctx, const char *cmd, const lumen_pipe_config *cfg, int64_t limit) {
+  if (limit <= 0) return -1;
+  int ok = nifti_within(ctx, cmd, "DCE series", cfg->dce, limit) &&
+           nifti_within(ctx, cmd, "T1 map", cfg->t1map, limit) && nifti_within(ctx, cmd, "mask", cfg->mask, limit) &&
+           nifti_within(ctx, cmd, "B1 map", cfg->b1, limit);
+  for (int i = 0; ok && i < cfg->n_vfa; ++i)
+    ok = nifti_within(ctx, cmd, cfg->dce ? "VFA series" : "input", cfg->vfa[i], limit);
+  const char *aif = cfg->aif ? cfg->aif : "";
+  if (ok && !strncmp(aif, "roi:", 4)) ok = nifti_within(ctx, cmd, "AIF ROI", aif + 4, limit);
+  if (ok && !strncmp(aif, "fitted:", 7)) ok = nifti_within(ctx, cmd, "AIF ROI", aif + 7, limit);
+  if (ok && !strncmp(aif, "file:", 5)) ok = table_within(cmd, "AIF file", aif + 5, limit);
+  return ok ? -1 : LUMEN_EXIT_FAILURE;
+}
+
+/* Parses argv into cfg (config file first, the command line overrides it), then checks the
+   inputs against --memory-limit (lumen_cli_pipe_check_memory). Returns -1 on success, else an
+   exit status; *help = 1 when --help was asked for. */
 int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, lumen_pipe_config *cfg, int *help,
                         int *verbose) {
   *help = 0;
+  int64_t memory_limit = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--config")) {
       if (i + 1 >= argc) { lumen_cli_error(cmd, "--config needs a FILE"); return LUMEN_EXIT_USAGE; }
@@ -82,6 +120,16 @@ int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, 
     if (!strcmp(a, "--save-conc")) { cfg->save_conc = 1; continue; }
     if (!strcmp(a, "--no-ci")) { cfg->write_ci = 0; continue; }
     if (!strcmp(a, "--no-report")) { cfg->report = 0; continue; }
+    if (!strcmp(a, "--memory-limit")) {
+      if (i + 1 >= argc) { lumen_cli_error(cmd, "--memory-limit needs a SIZE (e.g. 512M, 4G)"); return LUMEN_EXIT_USAGE; }
+      memory_limit = lumen_cli_parse_size(argv[++i]);
+      if (memory_limit <= 0) {
+        lumen_cli_error(cmd, "--memory-limit '%s': expected a size in bytes above 0 with an optional K, M, G or T "
+                        "suffix (e.g. 512M, 4G)", argv[i]);
+        return LUMEN_EXIT_USAGE;
+      }
+      continue;
+    }
     if (!strcmp(a, "--vfa") || !strcmp(a, "--in")) {
       int n = 0;
       while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
@@ -109,7 +157,7 @@ int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, 
     }
     ++i;
   }
-  return -1;
+  return lumen_cli_pipe_check_memory(ctx, cmd, cfg, memory_limit);
 }
 
 static progress_state g_progress;
@@ -151,7 +199,7 @@ static void help(FILE *out) {
     "                 [--aif NAME | --aif roi:FILE | --aif fitted:FILE | --aif file:FILE]\n"
     "                 [--models tofts,etofts,patlak,2cum,2cxm,fxr,auc] [--relaxivity R] [--hematocrit H]\n"
     "                 [--blood-t1 S] [--dt SECONDS] [--flip-angle DEG] [--tr S] [--baseline N]\n"
-    "                 [--backend B] [--config FILE] [--overwrite] [-q]\n\n"
+    "                 [--backend B] [--config FILE] [--memory-limit SIZE] [--overwrite] [-q]\n\n"
     "DCE-MRI from a 4-D NIfTI series to parameter maps, in ROCKETSHIP's stages:\n"
     "  A  signal -> concentration (SPGR; T1 map in s or ms, detected; baseline given or detected)\n"
     "  B  AIF: population with the bolus arrival from the data, ROI mean, fitted biexponential,\n"
@@ -192,6 +240,8 @@ static void help(FILE *out) {
     "  --resume              continue a killed run in the same --out from its last completed\n"
     "                        stage D chunk (checkpoints .PREFIX_model-M.ckpt; implies --overwrite)\n"
     "  --chunk N             voxels per stage D checkpoint chunk (default 65536)\n"
+    "  --memory-limit SIZE   refuse, before reading, any input whose voxel buffer needs more than\n"
+    "                        SIZE bytes (e.g. 512M, 4G; default min(16G, physical memory))\n"
     "  --shard K/N           fit only the K-th of N voxel ranges and write a part for 'lumen merge'\n"
     "                        (under mpirun -np N the ranks split the voxels; rank 0 writes)\n"
     "  -q                    no progress or summary;  -v  more messages\n");

@@ -30,6 +30,14 @@ static void imgcli_log(void *user, lumen_log_level level, const char *message) {
   fprintf(stderr, "%slumen %s: %s: %s\n", c->tty && !c->quiet ? "\r\033[K" : "", c->cmd, names[level], message);
 }
 
+lumen_ctx *lumen_imgcli_worker_context(lumen_imgcli *c, int threads) {
+  lumen_ctx *ctx = lumen_cli_context(c->cmd, c->verbose);
+  if (!ctx) return NULL;
+  lumen_ctx_set_log(ctx, imgcli_log, c, c->verbose ? LUMEN_LOG_DEBUG : LUMEN_LOG_WARNING);
+  if (threads > 0) lumen_ctx_set_threads(ctx, threads);
+  return ctx;
+}
+
 lumen_ctx *lumen_imgcli_context(lumen_imgcli *c) {
   c->ctx = lumen_cli_context(c->cmd, c->verbose);
   if (!c->ctx) return NULL;
@@ -85,12 +93,24 @@ int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i) {
     c->overwrite = 1;
   } else if (strcmp(a, "--device") == 0) {
     NEEDV();
-    lumen_device d;
-    if (lumen_device_parse(NULL, v, &d) != LUMEN_OK) {
-      lumen_cli_error(c->cmd, "--device is '%s', expected cpu, cuda or cuda:N", v);
+    lumen_dist_devices d; /* the syntax only: cuda:all is probed when the batch runs */
+    if (lumen_dist_devices_expand(NULL, v, 1, NULL, &d) != LUMEN_OK) {
+      lumen_cli_error(c->cmd,
+                      "--device is '%s', expected cpu, cuda or cuda:N, cuda:all, or a comma list of them "
+                      "(cpu,cpu = two CPU workers; cuda:0,cuda:1)",
+                      v);
       return -1;
     }
     c->device = v;
+  } else if (strcmp(a, "--memory-limit") == 0) {
+    NEEDV();
+    c->memory_limit = lumen_cli_parse_size(v);
+    if (c->memory_limit < 0) {
+      lumen_cli_error(c->cmd, "--memory-limit is '%s', expected a size such as 512M, 2G or 1000000 (bytes)", v);
+      return -1;
+    }
+  } else if (strcmp(a, "--no-overlap") == 0) {
+    c->no_overlap = 1;
   } else if (strcmp(a, "--precision") == 0) {
     NEEDV();
     lumen_precision p;
@@ -228,18 +248,22 @@ static int kind_of(const char *path) {  /* 1 PNG, 2 NIfTI, 0 unknown */
 }
 
 int lumen_imgcli_read(lumen_imgcli *c, const char *path, lumen_image **out) {
+  return lumen_imgcli_read_with(c, c->ctx, path, out);
+}
+
+int lumen_imgcli_read_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lumen_image **out) {
   lumen_status s;
   int k = kind_of(path);
   *out = NULL;
   if (k == 1) {
     lumen_png_read_opts o;
     memset(&o, 0, sizeof o);
-    s = lumen_png_read(c->ctx, path, &o, out, NULL);
+    s = lumen_png_read(ctx, path, &o, out, NULL);
   } else if (k == 2) {
     lumen_nifti_read_opts o;
     memset(&o, 0, sizeof o);
     lumen_nifti_info info;
-    s = lumen_nifti_read(c->ctx, path, &o, out, &info);
+    s = lumen_nifti_read(ctx, path, &o, out, &info);
     if (s == LUMEN_OK && lumen_image_ndim(*out) > 3) {
       lumen_cli_error(c->cmd, "%s: a %d-D image, expected a 2-D or 3-D image", path, lumen_image_ndim(*out));
       lumen_image_free(*out);
@@ -251,7 +275,7 @@ int lumen_imgcli_read(lumen_imgcli *c, const char *path, lumen_image **out) {
     return 0;
   }
   if (s != LUMEN_OK) {
-    lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
+    lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(ctx));
     return 0;
   }
   return 1;
@@ -279,13 +303,18 @@ int lumen_imgcli_check_out(lumen_imgcli *c, const char *path, int is3d) {
 /* Writes by extension. Masks (uint8 0/1): PNG 0/255, NIfTI uint8 0/1. png_bits: 8 or 16 for
    non-mask images (0 = by type). */
 int lumen_imgcli_write(lumen_imgcli *c, const char *path, const lumen_image *img, int is_mask, int png_bits) {
+  return lumen_imgcli_write_with(c, c->ctx, path, img, is_mask, png_bits);
+}
+
+int lumen_imgcli_write_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, const lumen_image *img, int is_mask,
+                            int png_bits) {
   lumen_status s;
   lumen_image *host = NULL, *scaled = NULL;
   const lumen_image *w = img;
   if (lumen_image_device(img).kind != LUMEN_DEVICE_CPU) {
-    s = lumen_image_to_device(c->ctx, img, lumen_device_cpu(), &host);
+    s = lumen_image_to_device(ctx, img, lumen_device_cpu(), &host);
     if (s != LUMEN_OK) {
-      lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
+      lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(ctx));
       return 0;
     }
     w = host;
@@ -297,7 +326,7 @@ int lumen_imgcli_write(lumen_imgcli *c, const char *path, const lumen_image *img
     o.bit_depth = png_bits;
     o.scaling = c->png_scale && strcmp(c->png_scale, "minmax") == 0 ? LUMEN_PNG_SCALE_MINMAX : LUMEN_PNG_SCALE_CLIP;
     if (is_mask) {
-      s = lumen_image_clone(c->ctx, w, &scaled);
+      s = lumen_image_clone(ctx, w, &scaled);
       if (s == LUMEN_OK) {
         uint8_t *p = lumen_image_data(scaled);
         for (int64_t i = 0; i < lumen_image_count(scaled); i++) p[i] = p[i] ? 255 : 0;
@@ -306,18 +335,18 @@ int lumen_imgcli_write(lumen_imgcli *c, const char *path, const lumen_image *img
       o.bit_depth = 8;
       o.scaling = LUMEN_PNG_SCALE_CLIP;
     }
-    s = lumen_png_write(c->ctx, path, w, &o);
+    s = lumen_png_write(ctx, path, w, &o);
   } else {
     lumen_nifti_write_opts o;
     memset(&o, 0, sizeof o);
     o.overwrite = c->overwrite;
     o.description = "lumen";
-    s = lumen_nifti_write(c->ctx, path, w, &o);
+    s = lumen_nifti_write(ctx, path, w, &o);
   }
   lumen_image_free(host);
   lumen_image_free(scaled);
   if (s != LUMEN_OK) {
-    lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
+    lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(ctx));
     return 0;
   }
   return 1;
@@ -339,12 +368,25 @@ void lumen_imgcli_progress(lumen_imgcli *c, int done, int total, const char *nam
 
 void lumen_imgcli_summary(lumen_imgcli *c, const char *what, int nimages, const lumen_filter_report *rep) {
   if (c->quiet) return;
-  char req[32] = "cpu", used[32] = "cpu";
+  char req[1200] = "cpu", used[1024] = "cpu";
   lumen_device_format(rep->requested, req, sizeof req);
   lumen_device_format(rep->used, used, sizeof used);
-  fprintf(stderr, "lumen %s: %s, %d image%s: device requested %s, used %s, %s%s%s, precision %s, %.3f s\n", c->cmd,
-          what, nimages, nimages == 1 ? "" : "s", req, used, rep->fell_back ? "fallback: " : "no fallback",
-          rep->fell_back ? rep->reason : "", "", lumen_precision_name(rep->precision), imgcli_now() - c->t0);
+  int fell_back = rep->fell_back;
+  const char *reason = rep->reason;
+  if (c->device && (c->devs.n > 1 || c->devs.fell_back || strchr(c->device, ',') || strstr(c->device, ":all"))) {
+    /* several workers (or cuda:all): the list as given, the workers, every device used */
+    char names[1024];
+    lumen_dist_devices_format(&c->devs, names, sizeof names);
+    snprintf(req, sizeof req, "%s (%d worker%s: %s)", c->device, c->devs.n, c->devs.n == 1 ? "" : "s", names);
+    if (c->used_list[0]) snprintf(used, sizeof used, "%s", c->used_list);
+    if (c->devs.fell_back) {
+      fell_back = 1;
+      reason = c->devs.reason;
+    }
+  }
+  fprintf(stderr, "lumen %s: %s, %d image%s: device requested %s, used %s, %s%s, precision %s, %.3f s\n", c->cmd,
+          what, nimages, nimages == 1 ? "" : "s", req, used, fell_back ? "fallback: " : "no fallback",
+          fell_back ? reason : "", lumen_precision_name(rep->precision), imgcli_now() - c->t0);
 }
 
 int lumen_imgcli_same_shape(lumen_imgcli *c, lumen_image **imgs, int n) {
@@ -407,7 +449,13 @@ static void filter_help(FILE *out) {
           "\n"
           "common options:\n"
           "  --device D        cpu, cuda or cuda:N (default: the context default, cpu); ops without a CUDA\n"
-          "                    kernel, or a failed device, rerun on the CPU and the summary says why\n"
+          "                    kernel, or a failed device, rerun on the CPU and the summary says why\n"          "                    several images: a list spreads them over the devices, one host thread\n"
+          "                    each, from one shared queue: cuda:all (every GPU; the CPU when there is\n"
+          "                    none, the summary says why), cuda:0,cuda:1, cpu,cpu (two CPU workers,\n"
+          "                    each with its share of the cores); outputs equal a single-device run\n"
+          "  --memory-limit SIZE  cap on the decoded images in flight (read ahead, computing, waiting\n"
+          "                    to be written), e.g. 512M, 2G (default: no cap; one image always runs)\n"
+          "  --no-overlap      no reader/writer threads: each worker reads, computes, writes in turn\n"
           "  --precision P     full (default), half or bfloat16: storage of float results (NIfTI files keep\n"
           "                    float32)\n"
           "  --threads N       CPU threads (0 = all cores)\n"
@@ -773,6 +821,27 @@ static lumen_status run_filter(lumen_ctx *ctx, const char *op, const fvals *f, l
   return LUMEN_ERR_INVALID_ARGUMENT;
 }
 
+/* one image of a batch (lumen_imgbatch_fn): the op on the worker's device */
+typedef struct filter_job {
+  const char *op;
+  const fvals *f;
+  int precision;
+} filter_job;
+
+static lumen_status filter_one(void *user, lumen_ctx *ctx, const char *device, lumen_filter_report *rep,
+                               const lumen_image *in, lumen_image **out, int *is_mask, int *png_bits, double *scalar) {
+  const filter_job *fj = user;
+  lumen_filter_exec ex;
+  lumen_filter_exec_init(&ex);
+  ex.device = device;
+  ex.precision = fj->precision;
+  ex.report = rep;
+  lumen_status s = run_filter(ctx, fj->op, fj->f, ex, in, out, is_mask, scalar);
+  *png_bits = lumen_image_dtype(in) == LUMEN_DTYPE_UINT16 ? 16 : 8;
+  if (s == LUMEN_OK && lumen_image_dtype(*out) == LUMEN_DTYPE_INT32) *png_bits = 16;
+  return s;
+}
+
 static int stats_ops(lumen_imgcli *c, const fvals *f, lumen_filter_exec ex) {
   lumen_stats_opts o;
   lumen_stats_opts_init(&o);
@@ -886,58 +955,18 @@ int lumen_cmd_filter(int argc, char **argv) {
   lumen_filter_exec_init(&ex);
   ex.device = c.device;
   ex.precision = c.precision;
-  if (stats) {
+  if (stats) { /* one image at a time, on the first device of a list */
+    if (c.device && lumen_dist_devices_parse(c.ctx, c.device, &c.devs) == LUMEN_OK) ex.device = c.devs.name[0];
     rc = stats_ops(&c, &f, ex);
     goto out;
   }
-  rc = LUMEN_EXIT_FAILURE;
-  /* read everything first: a batch must have one shape, and outputs are checked before any work */
-  lumen_image **imgs = calloc((size_t)c.njobs, sizeof *imgs);
-  if (!imgs) goto out;
-  int ok = 1;
-  for (int k = 0; k < c.njobs && ok; k++) ok = lumen_imgcli_read(&c, c.in[k], &imgs[k]);
-  if (ok) ok = lumen_imgcli_same_shape(&c, imgs, c.njobs);
-  for (int k = 0; k < c.njobs && ok; k++) ok = lumen_imgcli_check_out(&c, c.out[k], lumen_image_dim(imgs[k], 2) > 1);
-  lumen_filter_report total, rep;
-  memset(&total, 0, sizeof total);
-  ex.report = &rep;
-  if (ok) lumen_imgcli_progress(&c, 0, c.njobs, c.in[0]);
-  for (int k = 0; k < c.njobs && ok; k++) {
-    lumen_image *res = NULL;
-    int is_mask = 0;
-    double scalar = NAN;
-    memset(&rep, 0, sizeof rep);
-    lumen_status s = run_filter(c.ctx, c.op, &f, ex, imgs[k], &res, &is_mask, &scalar);
-    if (k == 0) total = rep;
-    total.used = rep.used;
-    if (rep.fell_back && !total.fell_back) {
-      total.fell_back = 1;
-      snprintf(total.reason, sizeof total.reason, "%s", rep.reason);
-    }
-    if (s != LUMEN_OK) {
-      if (s != LUMEN_ERR_INVALID_ARGUMENT || lumen_ctx_last_status(c.ctx) != LUMEN_OK)
-        lumen_cli_error(CMD, "%s: %s", c.in[k], lumen_ctx_last_error(c.ctx));
-      ok = 0;
-      rc = s == LUMEN_ERR_INVALID_ARGUMENT ? LUMEN_EXIT_USAGE : LUMEN_EXIT_FAILURE;
-      break;
-    }
-    int png_bits = lumen_image_dtype(imgs[k]) == LUMEN_DTYPE_UINT16 ? 16 : 8;
-    if (lumen_image_dtype(res) == LUMEN_DTYPE_INT32) png_bits = 16;
-    ok = lumen_imgcli_write(&c, c.out[k], res, is_mask, png_bits);
-    lumen_image_free(res);
-    if (ok && !isnan(scalar) && !c.quiet)
-      fprintf(stderr, "lumen filter: %s: %s %.10g\n", c.in[k], strcmp(c.op, "label") == 0 ? "labels" : "threshold",
-              scalar);
-    lumen_image_free(imgs[k]);
-    imgs[k] = NULL;
-    if (ok) lumen_imgcli_progress(&c, k + 1, c.njobs, c.out[k]);
+  /* headers first: a batch must have one shape, and outputs are checked before any work */
+  if (!lumen_imgbatch_check(&c)) {
+    rc = LUMEN_EXIT_FAILURE;
+    goto out;
   }
-  for (int k = 0; k < c.njobs; k++) lumen_image_free(imgs[k]);
-  free(imgs);
-  if (ok) {
-    lumen_imgcli_summary(&c, c.op, c.njobs, &total);
-    rc = LUMEN_EXIT_OK;
-  }
+  filter_job fj = {c.op, &f, c.precision};
+  rc = lumen_imgbatch_run(&c, filter_one, &fj, c.op, strcmp(c.op, "label") == 0 ? "labels" : "threshold");
 out:
   free(f.kernel);
   lumen_imgcli_free(&c);

@@ -8,9 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "lumen/aif.h"
+#include "lumen_build_config.h"
 
 #define CMD "fit"
+
+#if LUMEN_HAVE_IO
+#include "lumen/aif.h"
+#include "lumen/io.h"
 
 static void help(FILE *out) {
   fprintf(out,
@@ -24,7 +28,8 @@ static void help(FILE *out) {
           "        vfa, vfa-linear, vfa-2pt (need --flip-angles and --tr), ir (--ti, optional --tr),\n"
           "        sr (--times: recovery times)\n"
           "\n"
-          "inputs (FILE: numbers separated by newlines, commas or spaces; '#' starts a comment line):\n"
+          "inputs (FILE: a text table, numbers separated by newlines, commas, semicolons or spaces; '#'\n"
+          "starts a comment; values must be finite, except nan in --curves for a missing sample):\n"
           "  --curves FILE        one curve per line, as many values as there are times / angles\n"
           "  --times FILE         sample times, one per line (DCE, sr)\n"
           "  --time-unit s|min    unit of --times and --aif-delay (default s)\n"
@@ -58,6 +63,8 @@ static void help(FILE *out) {
           "  --out FILE.csv       write the CSV there (written to a temporary name, then renamed);\n"
           "                       default: standard output\n"
           "  -q                   no summary line on stderr;  -v: debug messages\n"
+          "  --memory-limit SIZE  refuse input files larger than SIZE bytes before reading them (e.g. 512M,\n"
+          "                       4G); default: curve files up to min(16G, physical memory), others 256M\n"
           "\n"
           "CSV columns: the parameters (Ktrans, ve, vp, Fp, Tp, tau, T1, M0 as the model has them),\n"
           "the derived values (kep, E, PS, vp of 2cum, R1, AUC...), delay (with --fit-delay), sse, r2,\n"
@@ -90,94 +97,106 @@ static int dlist_push(dlist *l, double x) {
   return 0;
 }
 
-/* Parses the numbers of one line (separators: comma, space, tab, semicolon). Returns the count,
-   or -1 with *bad pointing at the first token that is not a number. */
-static int parse_numbers(char *line, dlist *out, char **bad) {
-  int count = 0;
-  char *p = line;
-  for (;;) {
-    while (*p == ' ' || *p == '\t' || *p == ',' || *p == ';' || *p == '\r' || *p == '\n') p++;
-    if (!*p) break;
-    char *end;
-    errno = 0;
-    double x = strtod(p, &end);
-    if (end == p || (*end && !strchr(" \t,;\r\n", *end))) {
-      *bad = p;
-      return -1;
+/* The library's message without the function name it starts with. */
+static const char *table_error(lumen_ctx *ctx) {
+  const char *m = lumen_ctx_last_error(ctx);
+  const char *prefix = "lumen_read_table: ";
+  return strncmp(m, prefix, strlen(prefix)) == 0 ? m + strlen(prefix) : m;
+}
+
+/* Refuses a file larger than limit (> 0) before it is read: --memory-limit. */
+static int within_limit(const char *what, const char *path, int64_t limit) {
+  struct stat st;
+  if (limit <= 0 || stat(path, &st) != 0 || (int64_t)st.st_size <= limit) return 0;
+  lumen_cli_error(CMD, "--memory-limit: %s file '%s' has %lld bytes, over the memory limit of %lld bytes", what,
+                  path, (long long)st.st_size, (long long)limit);
+  return -1;
+}
+
+/* Every value of a table (rows of any length, read in order) into out; all must be finite.
+   path is the file, or NULL for an inline list given as arg. */
+static int table_values(const lumen_table *t, const char *what, const char *path, const char *arg, dlist *out) {
+  for (int64_t r = 0; r < t->rows; ++r)
+    for (int64_t c = 0; c < t->row_cols[r]; ++c) {
+      double v = t->values[r * t->cols + c];
+      if (!isfinite(v)) {
+        if (path)
+          lumen_cli_error(CMD, "%s file '%s' line %lld, value %lld: %g, expected a finite number", what, path,
+                          (long long)t->row_line[r], (long long)c + 1, v);
+        else
+          lumen_cli_error(CMD, "%s '%s': value %lld is %g, expected a finite number", what, arg, (long long)c + 1, v);
+        return -1;
+      }
+      if (out->n >= INT32_MAX / 2 || dlist_push(out, v)) {
+        lumen_cli_error(CMD, "%s '%s': out of memory or too many values", what, path ? path : arg);
+        return -1;
+      }
     }
-    if (dlist_push(out, x)) return -1;
-    count++;
-    p = end;
-  }
-  return count;
+  return 0;
 }
 
-static char *read_line(FILE *f, char **buf, size_t *cap) {
-  size_t len = 0;
-  if (!*buf) {
-    *cap = 4096;
-    *buf = malloc(*cap);
-    if (!*buf) return NULL;
-  }
-  for (;;) {
-    if (!fgets(*buf + len, (int)(*cap - len), f)) return len ? *buf : NULL;
-    len += strlen(*buf + len);
-    if (len > 0 && (*buf)[len - 1] == '\n') return *buf;
-    if (len + 1 >= *cap) {
-      char *nb = realloc(*buf, *cap * 2);
-      if (!nb) return NULL;
-      *buf = nb;
-      *cap *= 2;
-    }
-  }
-}
-
-static int is_blank_or_comment(const char *s) {
-  while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
-  return *s == 0 || *s == '#';
-}
-
-/* Reads every number of a file into out (all lines concatenated). */
-static int read_vector_file(const char *path, const char *what, dlist *out) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    lumen_cli_error(CMD, "cannot read %s file '%s': %s", what, path, strerror(errno));
+/* Reads every number of a file (lumen_read_table: numbers separated by newlines, commas,
+   semicolons or spaces, '#' comments) into out; each must be finite. */
+static int read_vector_file(lumen_ctx *ctx, const char *path, const char *what, int64_t limit, dlist *out) {
+  if (within_limit(what, path, limit)) return -1;
+  lumen_table_opts o = {.allow_ragged = 1, .allow_header = 0, .max_bytes = limit};
+  lumen_table t;
+  if (lumen_read_table(ctx, path, &o, &t) != LUMEN_OK) {
+    lumen_cli_error(CMD, "%s: %s", what, table_error(ctx));
     return -1;
   }
-  char *buf = NULL;
-  size_t cap = 0;
-  int lineno = 0, rc = 0;
-  while (read_line(f, &buf, &cap)) {
-    lineno++;
-    if (is_blank_or_comment(buf)) continue;
-    char *bad = NULL;
-    if (parse_numbers(buf, out, &bad) < 0) {
-      lumen_cli_error(CMD, "%s file '%s' line %d: '%.20s' is not a number", what, path, lineno, bad ? bad : "");
-      rc = -1;
-      break;
-    }
-  }
-  free(buf);
-  fclose(f);
-  if (rc == 0 && out->n == 0) {
-    lumen_cli_error(CMD, "%s file '%s' holds no numbers", what, path);
-    rc = -1;
-  }
+  int rc = table_values(&t, what, path, NULL, out);
+  lumen_table_clear(&t);
   return rc;
 }
 
 /* A FILE or an inline comma list. */
-static int read_list_arg(const char *arg, const char *what, dlist *out) {
+static int read_list_arg(lumen_ctx *ctx, const char *arg, const char *what, int64_t limit, dlist *out) {
   struct stat st;
-  if (stat(arg, &st) == 0) return read_vector_file(arg, what, out);
-  char *copy = strdup(arg);
-  char *bad = NULL;
-  int n = copy ? parse_numbers(copy, out, &bad) : -1;
-  free(copy);
-  if (n <= 0) {
-    lumen_cli_error(CMD, "%s '%s': expected a file or a comma-separated list of numbers", what, arg);
+  if (stat(arg, &st) == 0) return read_vector_file(ctx, arg, what, limit, out);
+  lumen_table_opts o = {.allow_ragged = 1, .allow_header = 0, .max_bytes = 0};
+  lumen_table t;
+  char name[64];
+  snprintf(name, sizeof name, "%s list", what);
+  if (lumen_parse_table(ctx, arg, strlen(arg), name, &o, &t) != LUMEN_OK) {
+    lumen_cli_error(CMD, "%s (expected a file or a comma-separated list of numbers)", lumen_ctx_last_error(ctx));
     return -1;
   }
+  int rc = table_values(&t, what, NULL, arg, out);
+  lumen_table_clear(&t);
+  return rc;
+}
+
+/* The curves: one per line, n finite-or-NaN values each (a NaN sample marks the curve invalid,
+   state 3); the table's values are taken over as *curves (rows x n). */
+static int read_curves(lumen_ctx *ctx, const char *path, int n, const char *per, int64_t limit, double **curves,
+                       int64_t *count) {
+  if (within_limit("--curves", path, limit)) return -1;
+  lumen_table_opts o = {.allow_ragged = 1, .allow_header = 0,
+                        .max_bytes = limit > 0 ? limit : lumen_io_default_max_bytes()};
+  lumen_table t;
+  if (lumen_read_table(ctx, path, &o, &t) != LUMEN_OK) {
+    lumen_cli_error(CMD, "--curves: %s", table_error(ctx));
+    return -1;
+  }
+  for (int64_t r = 0; r < t.rows; ++r)
+    if (t.row_cols[r] != n) {
+      lumen_cli_error(CMD, "--curves file '%s' line %lld has %lld values, expected %d (one per %s)", path,
+                      (long long)t.row_line[r], (long long)t.row_cols[r], n, per);
+      lumen_table_clear(&t);
+      return -1;
+    }
+  for (int64_t k = 0; k < t.rows * n; ++k)
+    if (isinf(t.values[k])) {
+      lumen_cli_error(CMD, "--curves file '%s' line %lld, value %lld: %g, expected a finite number or nan", path,
+                      (long long)t.row_line[k / n], (long long)(k % n) + 1, t.values[k]);
+      lumen_table_clear(&t);
+      return -1;
+    }
+  *curves = t.values;
+  *count = t.rows;
+  t.values = NULL;
+  lumen_table_clear(&t);
   return 0;
 }
 
@@ -222,6 +241,13 @@ static void list_params(lumen_model m, char *buf, size_t size) {
   }
 }
 
+/* Warnings (and debug messages with -v) to stderr; errors are printed once, by the command. */
+static void fit_log(void *user, lumen_log_level level, const char *message) {
+  static const char *const names[] = {"error", "warning", "info", "debug"};
+  (void)user;
+  if (level != LUMEN_LOG_ERROR) fprintf(stderr, "lumen %s: %s: %s\n", CMD, names[level], message);
+}
+
 #define MAX_PARAM_ARGS 16
 
 int lumen_cmd_fit(int argc, char **argv) {
@@ -231,6 +257,7 @@ int lumen_cmd_fit(int argc, char **argv) {
   int nstarts = 0, nbounds = 0, nfixes = 0;
   double auc_start = NAN, auc_window = NAN;
   double hct = LUMEN_AIF_DEFAULT_HCT, aif_delay = 0, tr = 0, r1 = 4.5, r10 = 1.0, tolerance = 1e-6;
+  int64_t mem_limit = 0;
   int max_iter = 200, fit_delay = 0, force_cpu = 0, quiet = 0, verbose = 0, threads = 0, have_tr = 0;
   const char *precision = "float32", *conv = "exact";
 
@@ -261,7 +288,7 @@ int lumen_cmd_fit(int argc, char **argv) {
                                          "--aif-delay", "--flip-angles", "--tr", "--ti", "--r1", "--r10",
                                          "--backend", "--tolerance", "--max-iterations", "--start", "--bounds",
                                          "--fix", "--out", "--precision", "--conv", "--threads",
-                                         "--auc-start", "--auc-window"};
+                                         "--auc-start", "--auc-window", "--memory-limit"};
     int known = 0;
     for (size_t k = 0; k < sizeof valued / sizeof valued[0]; ++k)
       if (strcmp(name, valued[k]) == 0) known = 1;
@@ -298,6 +325,14 @@ int lumen_cmd_fit(int argc, char **argv) {
     else if (strcmp(name, "--precision") == 0) precision = val;
     else if (strcmp(name, "--conv") == 0) conv = val;
     else if (strcmp(name, "--out") == 0) out_path = val;
+    else if (strcmp(name, "--memory-limit") == 0) {
+      mem_limit = lumen_cli_parse_size(val);
+      if (mem_limit <= 0) {
+        lumen_cli_error(CMD, "--memory-limit '%s': expected a size in bytes above 0 with an optional K, M, G or T "
+                        "suffix (e.g. 512M, 4G)", val);
+        bad = 1;
+      }
+    }
     else if (strcmp(name, "--start") == 0 || strcmp(name, "--bounds") == 0 || strcmp(name, "--fix") == 0) {
       int *cnt = name[2] == 's' ? &nstarts : name[2] == 'b' ? &nbounds : &nfixes;
       const char **arr = name[2] == 's' ? starts : name[2] == 'b' ? bounds : fixes;
@@ -361,12 +396,14 @@ int lumen_cmd_fit(int argc, char **argv) {
   int rc = LUMEN_EXIT_FAILURE;
   lumen_ctx *ctx = lumen_cli_context(CMD, verbose);
   if (!ctx) return LUMEN_EXIT_FAILURE;
+  lumen_ctx_set_log(ctx, fit_log, NULL, verbose ? LUMEN_LOG_DEBUG : LUMEN_LOG_WARNING);
   if (threads < 0 || lumen_ctx_set_threads(ctx, threads) != LUMEN_OK) {
     lumen_cli_error(CMD, "--threads %d: expected 0 (all cores) or a positive count", threads);
     lumen_ctx_destroy(ctx);
     return LUMEN_EXIT_USAGE;
   }
-  dlist x = {0}, aif = {0}, curves = {0};
+  dlist x = {0}, aif = {0};
+  double *curves = NULL;
   lumen_fit_plan *plan = NULL;
   double *params = NULL, *derived = NULL, *chi2 = NULL, *r2 = NULL, *cilo = NULL, *cihi = NULL, *delay = NULL;
   int32_t *state = NULL, *iters = NULL;
@@ -376,12 +413,12 @@ int lumen_cmd_fit(int argc, char **argv) {
 
   /* ---------------------------------------------------------------- sample grid */
   if (is_vfa) {
-    if (read_list_arg(fa_arg, "--flip-angles", &x)) goto done;
+    if (read_list_arg(ctx, fa_arg, "--flip-angles", mem_limit, &x)) goto done;
     for (int i = 0; i < x.n; ++i) x.v[i] *= 3.14159265358979323846 / 180.0;
   } else if (model == LUMEN_MODEL_IR) {
-    if (read_list_arg(ti_arg, "--ti", &x)) goto done;
+    if (read_list_arg(ctx, ti_arg, "--ti", mem_limit, &x)) goto done;
   } else {
-    if (read_vector_file(times_arg, "--times", &x)) goto done;
+    if (read_vector_file(ctx, times_arg, "--times", mem_limit, &x)) goto done;
     if (is_dce)
       for (int i = 0; i < x.n; ++i) x.v[i] *= tscale;
   }
@@ -417,7 +454,7 @@ int lumen_cmd_fit(int argc, char **argv) {
                              "fritz-hansen)", aif_arg);
         goto done;
       }
-      if (read_vector_file(aif_arg, "--aif", &aif)) goto done;
+      if (read_vector_file(ctx, aif_arg, "--aif", mem_limit, &aif)) goto done;
       if (aif.n != n) {
         lumen_cli_error(CMD, "--aif file '%s' holds %d values but --times has %d: expected one AIF value per time",
                         aif_arg, aif.n, n);
@@ -522,42 +559,10 @@ int lumen_cmd_fit(int argc, char **argv) {
   }
 
   /* ---------------------------------------------------------------- curves */
-  {
-    FILE *f = fopen(curves_path, "r");
-    if (!f) {
-      lumen_cli_error(CMD, "cannot read --curves file '%s': %s", curves_path, strerror(errno));
-      goto done;
-    }
-    char *buf = NULL;
-    size_t cap = 0;
-    int lineno = 0, bad = 0;
-    while (read_line(f, &buf, &cap)) {
-      lineno++;
-      if (is_blank_or_comment(buf)) continue;
-      char *badtok = NULL;
-      int cnt = parse_numbers(buf, &curves, &badtok);
-      if (cnt < 0) {
-        lumen_cli_error(CMD, "--curves file '%s' line %d: '%.20s' is not a number", curves_path, lineno,
-                        badtok ? badtok : "");
-        bad = 1;
-        break;
-      }
-      if (cnt != n) {
-        lumen_cli_error(CMD, "--curves file '%s' line %d has %d values, expected %d (one per %s)", curves_path,
-                        lineno, cnt, n, is_vfa ? "flip angle" : model == LUMEN_MODEL_IR ? "inversion time" : "time");
-        bad = 1;
-        break;
-      }
-    }
-    free(buf);
-    fclose(f);
-    if (bad) goto done;
-    if (curves.n == 0) {
-      lumen_cli_error(CMD, "--curves file '%s' holds no curves", curves_path);
-      goto done;
-    }
-  }
-  const int64_t nc = curves.n / n;
+  int64_t nc = 0;
+  if (read_curves(ctx, curves_path, n, is_vfa ? "flip angle" : model == LUMEN_MODEL_IR ? "inversion time" : "time",
+                  mem_limit, &curves, &nc))
+    goto done;
   const int np = lumen_model_param_count(model), nd = lumen_fit_derived_count(model);
   params = calloc((size_t)nc * (size_t)(np > 0 ? np : 1), sizeof(double));
   derived = calloc((size_t)nc * (size_t)(nd > 0 ? nd : 1), sizeof(double));
@@ -588,7 +593,7 @@ int lumen_cmd_fit(int argc, char **argv) {
   res.ci_lo = cilo;
   res.ci_hi = cihi;
   res.delay = delay;
-  if (lumen_fit_execute_f64(ctx, plan, nc, curves.v, consts, &res) != LUMEN_OK) {
+  if (lumen_fit_execute_f64(ctx, plan, nc, curves, consts, &res) != LUMEN_OK) {
     lumen_cli_error(CMD, "fitting failed: %s", lumen_ctx_last_error(ctx));
     goto done;
   }
@@ -666,7 +671,7 @@ done:
   free(tmp_path);
   free(x.v);
   free(aif.v);
-  free(curves.v);
+  free(curves);
   free(params);
   free(derived);
   free(cilo);
@@ -681,3 +686,11 @@ done:
   lumen_ctx_destroy(ctx);
   return rc;
 }
+#else
+int lumen_cmd_fit(int argc, char **argv) {
+  (void)argc; (void)argv;
+  lumen_cli_error(CMD, "this build has no I/O module (nifti_clib, cJSON), whose text table reader lumen fit uses: "
+                       "rebuild with them");
+  return LUMEN_EXIT_FAILURE;
+}
+#endif

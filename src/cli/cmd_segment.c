@@ -41,7 +41,13 @@ static void segment_help(FILE *out) {
           "\n"
           "common options:\n"
           "  --device D        cpu, cuda or cuda:N; steps without a CUDA kernel, or a failed device, run on\n"
-          "                    the CPU and the summary says why\n"
+          "                    the CPU and the summary says why\n"          "                    several images: a list spreads them over the devices, one host thread\n"
+          "                    each, from one shared queue: cuda:all (every GPU; the CPU when there is\n"
+          "                    none, the summary says why), cuda:0,cuda:1, cpu,cpu (two CPU workers,\n"
+          "                    each with its share of the cores); outputs equal a single-device run\n"
+          "  --memory-limit SIZE  cap on the decoded images in flight (read ahead, computing, waiting\n"
+          "                    to be written), e.g. 512M, 2G (default: no cap; one image always runs)\n"
+          "  --no-overlap      no reader/writer threads: each worker reads, computes, writes in turn\n"
           "  --precision P     full (default), half or bfloat16: storage of float intermediates and results\n"
           "  --threads N       CPU threads (0 = all cores)\n"
           "  --batch LIST      more 'IN OUT' pairs from a file (all inputs must have one shape)\n"
@@ -208,6 +214,35 @@ static int seg_opt(svals *v, lumen_segment_algo algo, int argc, char **argv, int
 #undef INT
 }
 
+/* one image of a batch (lumen_imgbatch_fn): a copy of the options with the worker's device */
+typedef struct seg_job {
+  lumen_segment_algo algo;
+  const void *opts;
+  const svals *v;
+  int precision;
+} seg_job;
+
+static lumen_status segment_one(void *user, lumen_ctx *ctx, const char *device, lumen_filter_report *rep,
+                                const lumen_image *in, lumen_image **out, int *is_mask, int *png_bits,
+                                double *scalar) {
+  const seg_job *sj = user;
+  svals local = *sj->v; /* every options struct starts with its lumen_filter_exec */
+  void *opts = (char *)&local + ((const char *)sj->opts - (const char *)sj->v);
+  lumen_filter_exec *ex = opts;
+  ex->device = device;
+  ex->precision = sj->precision;
+  ex->report = rep;
+  (void)scalar;
+  lumen_status s = lumen_segment_run(ctx, sj->algo, opts, in, out);
+  if (s != LUMEN_OK) return s;
+  const svals *v = sj->v;
+  *is_mask = lumen_image_dtype(*out) == LUMEN_DTYPE_UINT8 &&
+             !((sj->algo == LUMEN_SEGMENT_KMEANS && v->kmeans.output == LUMEN_CLUSTER_LABELS) ||
+               ((sj->algo == LUMEN_SEGMENT_FCM || sj->algo == LUMEN_SEGMENT_PFCM) && v->fcm.output == LUMEN_CLUSTER_LABELS));
+  *png_bits = lumen_image_dtype(in) == LUMEN_DTYPE_UINT16 && !*is_mask ? 16 : 8;
+  return LUMEN_OK;
+}
+
 int lumen_cmd_segment(int argc, char **argv) {
   lumen_imgcli c;
   memset(&c, 0, sizeof c);
@@ -285,62 +320,22 @@ int lumen_cmd_segment(int argc, char **argv) {
     case LUMEN_SEGMENT_WINDOW: opts = &v.window; break;
     default: opts = &v.bits; break;
   }
-  lumen_filter_exec *ex = opts;
-  lumen_filter_report rep, total;
-  ex->device = c.device;
-  ex->precision = c.precision;
-  ex->report = &rep;
-  memset(&total, 0, sizeof total);
-  rc = LUMEN_EXIT_FAILURE;
-  lumen_image **imgs = calloc((size_t)c.njobs, sizeof *imgs);
-  if (!imgs) goto out;
-  int ok = 1;
-  for (int k = 0; k < c.njobs && ok; k++) ok = lumen_imgcli_read(&c, c.in[k], &imgs[k]);
-  if (ok) ok = lumen_imgcli_same_shape(&c, imgs, c.njobs);
-  for (int k = 0; k < c.njobs && ok; k++) ok = lumen_imgcli_check_out(&c, c.out[k], lumen_image_dim(imgs[k], 2) > 1);
-  if (ok && v.nseeds && v.seed_dims != lumen_image_ndim(imgs[0])) {
-    lumen_cli_error(CMD, "--seed-point has %d coordinates, expected %d for %s", v.seed_dims, lumen_image_ndim(imgs[0]),
-                    c.in[0]);
-    ok = 0;
+  if (!lumen_imgbatch_check(&c)) {
+    rc = LUMEN_EXIT_FAILURE;
+    goto out;
   }
-  if (ok) lumen_imgcli_progress(&c, 0, c.njobs, c.in[0]);
-  for (int k = 0; k < c.njobs && ok; k++) {
-    lumen_image *res = NULL;
-    memset(&rep, 0, sizeof rep);
-    lumen_status s = lumen_segment_run(c.ctx, algo, opts, imgs[k], &res);
-    if (k == 0) total = rep;
-    total.used = rep.used;
-    if (rep.fell_back && !total.fell_back) {
-      total.fell_back = 1;
-      snprintf(total.reason, sizeof total.reason, "%s", rep.reason);
-    }
-    if (s != LUMEN_OK) {
-      lumen_cli_error(CMD, "%s: %s", c.in[k], lumen_ctx_last_error(c.ctx));
-      ok = 0;
-      rc = s == LUMEN_ERR_INVALID_ARGUMENT ? LUMEN_EXIT_USAGE : LUMEN_EXIT_FAILURE;
-      break;
-    }
-    int is_mask = lumen_image_dtype(res) == LUMEN_DTYPE_UINT8 &&
-                  !((algo == LUMEN_SEGMENT_KMEANS && v.kmeans.output == LUMEN_CLUSTER_LABELS) ||
-                    ((algo == LUMEN_SEGMENT_FCM || algo == LUMEN_SEGMENT_PFCM) && v.fcm.output == LUMEN_CLUSTER_LABELS));
-    int png_bits = lumen_image_dtype(imgs[k]) == LUMEN_DTYPE_UINT16 && !is_mask ? 16 : 8;
-    ok = lumen_imgcli_write(&c, c.out[k], res, is_mask, png_bits);
-    lumen_image_free(res);
-    lumen_image_free(imgs[k]);
-    imgs[k] = NULL;
-    if (ok) lumen_imgcli_progress(&c, k + 1, c.njobs, c.out[k]);
+  if (v.nseeds && v.seed_dims != c.ndim0) {
+    lumen_cli_error(CMD, "--seed-point has %d coordinates, expected %d for %s", v.seed_dims, c.ndim0, c.in[0]);
+    rc = LUMEN_EXIT_FAILURE;
+    goto out;
   }
-  for (int k = 0; k < c.njobs; k++) lumen_image_free(imgs[k]);
-  free(imgs);
-  if (ok) {
-    char what[64];
-    if (algo == LUMEN_SEGMENT_FEBDS)
-      snprintf(what, sizeof what, "febds (%s)", lumen_febds_method_name(v.febds.method));
-    else
-      snprintf(what, sizeof what, "%s", lumen_segment_algo_name(algo));
-    lumen_imgcli_summary(&c, what, c.njobs, &total);
-    rc = LUMEN_EXIT_OK;
-  }
+  char what[64];
+  if (algo == LUMEN_SEGMENT_FEBDS)
+    snprintf(what, sizeof what, "febds (%s)", lumen_febds_method_name(v.febds.method));
+  else
+    snprintf(what, sizeof what, "%s", lumen_segment_algo_name(algo));
+  seg_job sj = {algo, opts, &v, c.precision};
+  rc = lumen_imgbatch_run(&c, segment_one, &sj, what, "value");
 out:
   free(v.seeds);
   lumen_imgcli_free(&c);

@@ -9,7 +9,8 @@
 static void help(FILE *out) {
   fprintf(out,
     "usage: lumen t1 --method vfa|vfa-linear|vfa-2pt|ir|sr --in FILE... --out DIR [--b1 FILE] [--mask FILE]\n"
-    "                [--flip-angles DEG,...] [--times S,...] [--tr S] [--backend B] [--overwrite] [-q]\n\n"
+    "                [--flip-angles DEG,...] [--times S,...] [--tr S] [--backend B] [--memory-limit SIZE]\n"
+    "                [--overwrite] [-q]\n\n"
     "T1 maps. Inputs: one 3-D volume per flip angle / time, or one 4-D series. Flip angles from each\n"
     "input's sidecar (FlipAngle) or --flip-angles; TR from the sidecar or --tr; inversion times from\n"
     "InversionTime or --times; saturation-recovery times from --times (seconds).\n"
@@ -22,6 +23,8 @@ static void help(FILE *out) {
     "  --mask FILE     voxels to fit (> 0.5); default all\n"
     "  --backend B     as for 'lumen fit' (auto, accelerated, standard, cpu, ...); --force-cpu\n"
     "  --tolerance T, --max-iterations N, --bounds T1=LO:HI, --config FILE, --prefix P\n"
+    "  --memory-limit SIZE  refuse, before reading, any input whose voxel buffer needs more than SIZE\n"
+    "                  bytes (e.g. 512M, 4G; default min(16G, physical memory))\n"
     "  --overwrite     replace existing outputs;  --no-report;  -q quiet;  -v verbose\n");
 }
 

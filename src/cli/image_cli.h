@@ -1,17 +1,21 @@
-/* The image-command machinery shared by `lumen filter` and `lumen segment` (implemented in
-   cmd_filter.c): input/output pairs and --batch lists, reading and writing by extension, the
-   progress display and the summary line. */
+/* The image-command machinery shared by `lumen filter` and `lumen segment`: input/output pairs
+   and --batch lists, reading and writing by extension, the progress display and the summary
+   line (cmd_filter.c); the batch of images over several devices with overlapped reading and
+   writing (image_batch.c). */
 #ifndef LUMEN_CLI_IMAGE_CLI_H
 #define LUMEN_CLI_IMAGE_CLI_H
 
 #include "cli/cli.h"
+#include "lumen/dist.h"
 #include "lumen/io.h"
 
 typedef struct lumen_imgcli {
   const char *cmd;          /* "filter" or "segment" */
   const char *op;           /* op / algorithm name */
   int quiet, verbose, overwrite;
-  const char *device;       /* NULL = default */
+  const char *device;       /* --device as given: one device or a list (NULL = default cpu) */
+  int64_t memory_limit;     /* --memory-limit: bytes of decoded images in flight (0 = none) */
+  int no_overlap;           /* --no-overlap: each worker reads, computes, writes in turn */
   int precision;            /* LUMEN_FILTER_PRECISION_DEFAULT or a lumen_precision */
   int threads;
   const char *png_scale;    /* "clip" (default) or "minmax" for float outputs written as PNG */
@@ -24,6 +28,9 @@ typedef struct lumen_imgcli {
   lumen_ctx *ctx;
   double t0;
   int tty;
+  int ndim0;                /* ndim of the first input (lumen_imgbatch_check) */
+  lumen_dist_devices devs;  /* the workers (lumen_imgbatch_run) */
+  char used_list[1024];     /* devices that computed, in order of first use ("" = rep->used) */
 } lumen_imgcli;
 
 int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i);
@@ -38,5 +45,28 @@ int lumen_imgcli_number(const char *cmd, const char *opt, const char *text, doub
 int lumen_imgcli_int(const char *cmd, const char *opt, const char *text, int *out);
 int lumen_imgcli_same_shape(lumen_imgcli *c, lumen_image **imgs, int n);
 lumen_ctx *lumen_imgcli_context(lumen_imgcli *c);
+/* A further context with the command's log (for a reader, writer or device worker thread);
+   threads: CPU threads of its work (0 = all cores). */
+lumen_ctx *lumen_imgcli_worker_context(lumen_imgcli *c, int threads);
+int lumen_imgcli_read_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lumen_image **out);
+int lumen_imgcli_write_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, const lumen_image *img, int is_mask,
+                            int png_bits);
+
+/* ---- image_batch.c: a batch of images over the devices of --device */
+
+/* Runs the op on one image on device (NULL = the default) with the context of the worker; sets
+   whether the result is a mask, the PNG bit depth for it and an optional scalar (NaN = none). */
+typedef lumen_status (*lumen_imgbatch_fn)(void *user, lumen_ctx *ctx, const char *device, lumen_filter_report *rep,
+                                          const lumen_image *in, lumen_image **out, int *is_mask, int *png_bits,
+                                          double *scalar);
+/* Before any work: reads every input's header (PNG IHDR, NIfTI header) for the shape checks
+   (one shape per batch, 2-D or 3-D, a 3-D result not to PNG) and checks the outputs; sets
+   c->ndim0. Returns 1 when all is well (messages printed otherwise). */
+int lumen_imgbatch_check(lumen_imgcli *c);
+/* Runs the jobs: a reader thread reads ahead (under --memory-limit), one worker per device of
+   --device computes, the writer writes in input order (docs/SCALE.md); prints progress and the
+   summary (what, e.g. "gaussian"). scalar_name: how a scalar result is printed ("threshold").
+   Returns the exit status. */
+int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const char *what, const char *scalar_name);
 
 #endif

@@ -8,6 +8,12 @@
 
 int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, lumen_pipe_config *cfg, int *help,
                         int *verbose);
+/* With limit > 0: refuses, before anything is allocated or written, every NIfTI input of cfg
+   (series, T1 map, mask, B1, VFA/t1 inputs, AIF ROI) whose voxel buffer would need more than limit
+   bytes (from its header), and an AIF file larger than limit, with a message naming the file, the
+   bytes it needs and the limit. Returns -1 when all fit, else the exit status (1).
+   lumen_cli_pipe_args calls it with --memory-limit SIZE after parsing. */
+int lumen_cli_pipe_check_memory(lumen_ctx *ctx, const char *cmd, const lumen_pipe_config *cfg, int64_t limit);
 void lumen_cli_pipe_progress(lumen_ctx *ctx, int quiet);
 void lumen_cli_pipe_log(lumen_ctx *ctx, const char *cmd, int verbose, int quiet);
 void lumen_cli_pipe_print_summary(const char *cmd, const lumen_pipe_summary *s);

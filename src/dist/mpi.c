@@ -3,9 +3,45 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/internal.h"
+#include "fit/fit_internal.h"
+#include "lumen/device.h"
 #include "lumen/dist.h"
 #if LUMEN_HAVE_MPI
 #include <mpi.h>
+
+/* The rank's position on its node: Open MPI / MPICH / Slurm variables, else the world rank. */
+static int local_rank(int rank) {
+  const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"};
+  for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) {
+    const char *v = getenv(vars[k]);
+    char *end = NULL;
+    long x = v && v[0] ? strtol(v, &end, 10) : -1;
+    if (v && end && !*end && x >= 0 && x < 1000000) return (int)x;
+  }
+  return rank;
+}
+
+/* One GPU per rank: when the plan runs the CUDA tier on the default device (backend auto or
+   cuda) and the node has several devices, a copy of the plan whose device is local rank mod
+   count (the plan's arrays are shared, read-only); otherwise the plan itself. */
+static const lumen_fit_plan *rank_plan(lumen_ctx *ctx, const lumen_fit_plan *plan, int rank, lumen_fit_plan *copy) {
+  if (!plan || plan->norder < 1 || plan->order[0] != LUMEN_FIT_TIER_CUDA || plan->n_cuda_dev != 1 ||
+      plan->cuda_dev[0] != 0)
+    return plan;
+  static int n_cuda = -1; /* probed once per process */
+  if (n_cuda < 0) {
+    int c = 0;
+    if (lumen_cuda_probe(NULL, &c, NULL, 0) != LUMEN_OK) c = 0;
+    n_cuda = c;
+  }
+  int lr = local_rank(rank);
+  int dev = lumen_dist_rank_device(lr, n_cuda, plan->opts.backend);
+  if (dev < 0) return plan;
+  *copy = *plan;
+  copy->cuda_dev[0] = dev;
+  lumen_log(ctx, LUMEN_LOG_INFO, "MPI rank %d (node-local rank %d): cuda:%d of %d devices", rank, lr, dev, n_cuda);
+  return copy;
+}
 
 static int g_mpi_on;
 
@@ -77,7 +113,9 @@ lumen_status lumen_dist_mpi_fit(void *unused, lumen_ctx *ctx, const lumen_fit_pl
   }
   int64_t lo, hi;
   lumen_dist_range(n, rank, size, &lo, &hi);
-  lumen_status st = lumen_dist_fit_range(ctx, plan, model, n, nt, data, consts, res, lo, hi);
+  lumen_fit_plan copy;
+  const lumen_fit_plan *use = size > 1 ? rank_plan(ctx, plan, rank, &copy) : plan;
+  lumen_status st = lumen_dist_fit_range(ctx, use, model, n, nt, data, consts, res, lo, hi);
   if (!g_mpi_on || size == 1) return st;
   /* every rank takes part in the gathers even after a failure, then all agree on the status */
   int bad = st != LUMEN_OK, anybad = 0;

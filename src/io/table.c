@@ -80,6 +80,7 @@ static lumen_status split_line(lumen_ctx *ctx, const char *name, int64_t line_no
   }
 }
 
+/* 1: a number in *out; 0: not a number; -1: a number out of the range of a double (1e999). */
 static int parse_number(const token *tk, double *out) {
   if (tk->len == 0 || tk->len > TOKEN_MAX) return 0;
   char buf[TOKEN_MAX + 1];
@@ -89,7 +90,7 @@ static int parse_number(const token *tk, double *out) {
   errno = 0;
   double v = strtod(buf, &end);
   if (end != buf + tk->len) return 0;
-  if (errno == ERANGE && isinf(v)) return 0;  /* 1e999: out of range */
+  if (errno == ERANGE && isinf(v)) return -1;  /* 1e999: out of range */
   *out = v;
   return 1;
 }
@@ -133,7 +134,15 @@ lumen_status lumen_parse_table(lumen_ctx *ctx, const char *text, size_t length, 
     int64_t row_start = (int64_t)vals.n;
     for (size_t k = 0; k < tokens.n; k++) {
       double v;
-      if (!parse_number(&tk[k], &v)) {
+      int got = parse_number(&tk[k], &v);
+      if (got < 0) {
+        char shown[48];
+        show(shown, &tk[k]);
+        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%lld:%zu: '%s' is out of the range of a double (magnitude at most "
+                       "1.8e308)", name, (long long)line_no, tk[k].col, shown);
+        break;
+      }
+      if (!got) {
         if (header && lines.n == 0 && !names) {
           /* the first row is a header: every token becomes a column name */
           names = calloc(tokens.n, sizeof *names);

@@ -1,4 +1,4 @@
-/* Stage D checkpoints of lumen dce (docs/HARDENING.md "Resume"): the fit of each model runs in
+/* Stage D checkpoints of lumen dce (docs/RELIABILITY.md "Resume"): the fit of each model runs in
    chunks of cfg->chunk_voxels curves; every completed chunk is appended, with a checksum, to
    OUT/.PREFIX_model-MODEL.ckpt and fsynced. With cfg->resume the chunks already in that file
    (same inputs and options: a fingerprint of the curves, AIF, times and fit options) are loaded

@@ -385,7 +385,7 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   lumen_status st = parse_models(ctx, cfg->models, models, &nmodels);
   if (st != LUMEN_OK) return st;
   /* The run state is about 1.5 MB (output and input path tables): on the heap, so that a small
-     thread stack or an exhausted address space gives an error, not a crash (docs/HARDENING.md). */
+     thread stack or an exhausted address space gives an error, not a crash (docs/RELIABILITY.md). */
   pipe_run *runp = malloc(sizeof *runp);
   if (!runp) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of host memory for the run state");
 #define run (*runp)
@@ -628,7 +628,7 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
     pipe_sb_printf(&run.text, "stage B (AIF %s): %s; plasma peak %.4g mM; %.3f s\n", aif.method, aif.detail, pk, sum->seconds_b);
   }
   /* Stage A's maps are written only now, after stage B has read its inputs (AIF file, ROI), so
-     that a bad input leaves nothing under the final names (docs/HARDENING.md). */
+     that a bad input leaves nothing under the final names (docs/RELIABILITY.md). */
   if (st == LUMEN_OK) {
     double tw = pipe_now();
     ninv_map = malloc(sizeof(float) * (size_t)run.nvox);

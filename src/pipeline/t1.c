@@ -257,7 +257,7 @@ lumen_status lumen_pipeline_t1(lumen_ctx *ctx, const lumen_pipe_config *cfg, lum
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--method '%s': expected vfa, vfa-linear, vfa-2pt, ir or sr", mstr);
   if (cfg->n_vfa < 1) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no input: give --in FILE...");
   /* The run state is about 1.5 MB (output and input path tables): on the heap, so that a small
-     thread stack or an exhausted address space gives an error, not a crash (docs/HARDENING.md). */
+     thread stack or an exhausted address space gives an error, not a crash (docs/RELIABILITY.md). */
   pipe_run *runp = malloc(sizeof *runp);
   if (!runp) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of host memory for the run state");
 #define run (*runp)

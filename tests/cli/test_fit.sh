@@ -82,11 +82,11 @@ expect "missing --model" 2 "--model is required" "${base[@]}" --curves curves.tx
 expect "unknown model" 2 "unknown" --model toft "${base[@]}" --curves curves.txt
 expect "missing --curves" 2 "--curves FILE is required" --model tofts "${base[@]}"
 expect "missing AIF" 2 "needs --aif" --model tofts --times times.txt --curves curves.txt
-expect "nonexistent curves file" 1 "cannot read --curves file 'nope.txt'" --model tofts "${base[@]}" --curves nope.txt
+expect "nonexistent curves file" 1 "--curves: cannot open 'nope.txt': No such file" --model tofts "${base[@]}" --curves nope.txt
 { tofts 0.2 0.4; echo "0.1, 0.2, 0.3"; } > short.txt
 expect "curve with the wrong length" 1 "short.txt' line 2 has 3 values, expected 61" --model tofts "${base[@]}" --curves short.txt
 { tofts 0.2 0.4 | sed 's/, /, abc, /'; } > text.txt
-expect "non-numeric value" 1 "text.txt' line 1: 'abc" --model tofts "${base[@]}" --curves text.txt
+expect "non-numeric value" 1 "--curves: text.txt:1:[0-9]*: 'abc' is not a number" --model tofts "${base[@]}" --curves text.txt
 awk 'BEGIN { for (i = 0; i <= 60; i++) printf "%g\n", (i == 30 ? 174 : i * 6) }' > badtimes.txt
 expect "non-increasing times" 1 "increase" --model tofts --times badtimes.txt --aif aif.txt --curves curves.txt
 head -30 aif.txt > shortaif.txt

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash safety and --resume of lumen dce (docs/HARDENING.md): a run is killed after its k-th
+# Crash safety and --resume of lumen dce (docs/RELIABILITY.md): a run is killed after its k-th
 # stage D checkpoint chunk (the test hook LUMEN_TEST_ABORT_AFTER_CHUNK=k ends the process with
 # _exit, as SIGKILL would) for several k, and also with SIGKILL at increasing delays; what it
 # leaves under the final names must be complete files and no run log; `--resume` must then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resource faults during lumen dce (docs/HARDENING.md): disk full (an injected ENOSPC after N
+# Resource faults during lumen dce (docs/RELIABILITY.md): disk full (an injected ENOSPC after N
 # bytes, LUMEN_TEST_ENOSPC_AFTER, and a real 64 KiB tmpfs when this machine lets us mount one),
 # host memory exhausted (ulimit -v in the normal build; in the sanitizer build ASan's
 # max_allocation_size_mb with allocator_may_return_null, where LeakSanitizer also checks that

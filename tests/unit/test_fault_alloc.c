@@ -1,4 +1,4 @@
-/* Resource faults in the core (docs/HARDENING.md): image sizes that overflow or cannot be
+/* Resource faults in the core (docs/RELIABILITY.md): image sizes that overflow or cannot be
    allocated give LUMEN_ERR_OVERFLOW / LUMEN_ERR_OUT_OF_MEMORY with a message, the output pointer
    stays NULL, and the context stays usable (no leak: LeakSanitizer in the sanitizer build). */
 #include "test_support.h"

@@ -89,6 +89,9 @@ static void bad_tables(void **state) {
   assert_int_equal(parse(ctx, "1.5.2\n", NULL, &t), LUMEN_ERR_FORMAT);
   expect_msg(ctx, "'1.5.2' is not a number");
   assert_int_equal(parse(ctx, "1e999\n", NULL, &t), LUMEN_ERR_FORMAT);
+  expect_msg(ctx, "curve.txt:1:1: '1e999' is out of the range of a double");
+  assert_int_equal(parse(ctx, "1 2\n3 -1e400\n", NULL, &t), LUMEN_ERR_FORMAT);
+  expect_msg(ctx, "curve.txt:2:3: '-1e400' is out of the range of a double");
   assert_int_equal(parse(ctx, "# only comments\n\n", NULL, &t), LUMEN_ERR_FORMAT);
   expect_msg(ctx, "no numbers");
   assert_int_equal(parse(ctx, "", NULL, &t), LUMEN_ERR_FORMAT);

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Scale-out benchmark (issue 7, docs/SCALE.md): prints markdown tables of
+#   1. a 20-subject synthetic cohort through `lumen batch dce`: total read time and total compute
+#      time (sums of the subjects' run logs), wall time, and wall / max(read, compute per job)
+#      (target <= 1.15), peak memory (/usr/bin/time -v) against --memory-limit;
+#   2. one volume on the standard tier: `mpirun -np 1` vs `-np 2` (target >= 1.7x on 2 cores);
+#   3. an image batch (40 images 1024 x 1024, gaussian sigma 3): one worker vs `--device cpu,cpu`,
+#      with and without overlapped reading/writing.
+# usage: bash bench/bench_cohort.sh [BUILD_DIR] [--quick]     (about 2-4 minutes on 2 cores)
+# The phantom is `lumen dce-demo`'s (32 x 24 x 2, 80 frames) tiled along z to 32 x 24 x 8.
+# Never part of the tests: timings depend on the machine (state its load: the `uptime` lines).
+set -euo pipefail
+build="${1:-build}"
+quick=0
+[ "${2:-}" = "--quick" ] && quick=1
+here=$(cd "$(dirname "$0")" && pwd)
+bin="$(cd "$build" && pwd)/lumen"
+[ -x "$bin" ] || { echo "bench_cohort.sh: $bin not found; build first (cmake --build $build)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "bench_cohort.sh: python3 is needed" >&2; exit 1; }
+nsub=20; nimg=40
+[ $quick -eq 1 ] && { nsub=6; nimg=8; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+now() { date +%s.%N; }
+since() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$(now)"; }
+peak_mib() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$1"; }
+
+echo "machine: $(nproc) cores, $(uname -m); lumen: $("$bin" --version 2>/dev/null || echo '?')"
+echo "load before: $(uptime)"
+
+# ---------------------------------------------------------------- the phantom and the cohort
+"$bin" dce-demo --out demo -q >/dev/null 2>&1
+python3 - "$nsub" <<'PYEOF'
+import gzip, os, shutil, struct, sys
+def tile_z(src, dst, reps):
+    d = gzip.open(src).read()
+    dim = list(struct.unpack_from('<8h', d, 40)); bitpix = struct.unpack_from('<h', d, 72)[0]
+    off = int(struct.unpack_from('<f', d, 108)[0]); bpv = bitpix // 8
+    nx, ny, nz = dim[1], dim[2], dim[3]; nt = 1
+    for k in range(4, dim[0] + 1): nt *= dim[k]
+    slab = nx * ny * nz * bpv
+    body = b''.join(d[off + t * slab: off + (t + 1) * slab] * reps for t in range(nt))
+    hdr = bytearray(d[:off]); dim[3] = nz * reps; struct.pack_into('<8h', hdr, 40, *dim)
+    with gzip.open(dst, 'wb', compresslevel=1) as f: f.write(bytes(hdr) + body)
+os.makedirs('mid', exist_ok=True)
+for name in ('dce', 'T1w-map', 'mask'):
+    tile_z('demo/sub-demo_%s.nii.gz' % name, 'mid/%s.nii.gz' % name, 4)
+shutil.copy('demo/sub-demo_dce.json', 'mid/dce.json')
+for s in range(1, int(sys.argv[1]) + 1):
+    p = 'cohort/sub-%02d/perf' % s; os.makedirs(p)
+    for src, dst in (('dce.nii.gz', 'dce.nii.gz'), ('dce.json', 'dce.json'), ('T1w-map.nii.gz', 'T1map.nii.gz'), ('mask.nii.gz', 'mask.nii.gz')):
+        shutil.copy('mid/' + src, '%s/sub-%02d_%s' % (p, s, dst))
+PYEOF
+
+# sums of the subjects' run logs: read seconds and the rest (stages A..F and writing)
+sums() {
+  python3 - "$1" <<'PYEOF'
+import glob, json, sys
+r = c = 0.0
+for f in glob.glob(sys.argv[1] + '/**/*_runlog.json', recursive=True):
+    d = json.load(open(f)); rd = d['stages']['read']['seconds']; r += rd; c += d['total_seconds'] - rd
+print('%.2f %.2f' % (r, c))
+PYEOF
+}
+
+echo
+echo "### Cohort: $nsub subjects (32 x 24 x 8 voxels x 80 frames; tofts + etofts; --threads 1 per subject)"
+echo
+echo "| \`lumen batch dce\` | wall s | total read s | total compute s | wall / max(read, compute / jobs) | peak RSS MiB (largest process) |"
+echo "|---|---|---|---|---|---|"
+for cfg in "1|" "2|" "2|--memory-limit 64M"; do
+  jobs=${cfg%%|*}; extra=${cfg#*|}
+  rm -rf deriv
+  t0=$(now)
+  # shellcheck disable=SC2086
+  /usr/bin/time -v -o time.txt "$bin" batch dce --bids cohort --out deriv --jobs "$jobs" $extra -q \
+    -- --models tofts,etofts --threads 1 --no-report > batch.txt 2>&1 || { cat batch.txt; exit 1; }
+  wall=$(since "$t0")
+  read -r rs cs < <(sums deriv)
+  ratio=$(python3 -c "print('%.2f' % ($wall / max($rs, $cs / $jobs)))")
+  echo "| \`--jobs $jobs $extra\` | $wall | $rs | $cs | $ratio | $(peak_mib time.txt) |"
+done
+
+echo
+echo "### One volume (32 x 24 x 8, tofts + etofts), standard tier, --threads 1 per rank"
+echo
+echo "| run | wall s | speed-up |"
+echo "|---|---|---|"
+dce_args=(dce --dce mid/dce.nii.gz --t1map mid/T1w-map.nii.gz --mask mid/mask.nii.gz --models tofts,etofts
+          --backend standard --threads 1 --no-report -q --overwrite)
+t1=""
+for np in 1 2; do
+  best=""
+  for rep in 1 2; do
+    rm -rf "mpi$np"
+    t0=$(now)
+    mpirun -np "$np" "$bin" "${dce_args[@]}" --out "mpi$np" > mpi.txt 2>&1 || { cat mpi.txt; exit 1; }
+    w=$(since "$t0")
+    best=$(python3 -c "print(min(float('$w'), float('${best:-1e9}')))")
+  done
+  [ -z "$t1" ] && t1=$best
+  echo "| \`mpirun -np $np lumen dce --backend standard\` (best of 2) | $best | $(python3 -c "print('%.2fx' % ($t1 / $best))") |"
+done
+same=1
+for f in mpi1/*.nii.gz; do cmp -s "$f" "mpi2/$(basename "$f")" || same=0; done
+echo
+echo "MPI outputs byte-identical to one rank: $([ $same -eq 1 ] && echo yes || echo NO)"
+
+echo
+echo "### Image batch: $nimg images 1024 x 1024 float32 (.nii.gz in, .nii out): gaussian sigma 3, febds"
+echo
+python3 - "$nimg" <<'PYEOF'
+import array, gzip, os, random, struct, sys
+n = 1024; r = random.Random(7)
+vals = array.array('f', (r.random() * 1000.0 for _ in range(n * n)))
+hdr = bytearray(348); struct.pack_into('<i', hdr, 0, 348)
+struct.pack_into('<8h', hdr, 40, 2, n, n, 1, 1, 1, 1, 1); struct.pack_into('<hh', hdr, 70, 16, 32)
+struct.pack_into('<8f', hdr, 76, *[1] * 8); struct.pack_into('<f', hdr, 108, 352); hdr[344:348] = b'n+1\x00'
+os.makedirs('img', exist_ok=True)
+with gzip.open('img/i00.nii.gz', 'wb', compresslevel=1) as f: f.write(bytes(hdr) + b'\x00' * 4 + vals.tobytes())
+with open('list.txt', 'w') as L:
+    for k in range(int(sys.argv[1])):
+        if k: os.link('img/i00.nii.gz', 'img/i%02d.nii.gz' % k)
+        L.write('img/i%02d.nii.gz out/o%02d.nii\n' % (k, k))
+PYEOF
+echo "| command | wall s | stages (busy s; compute summed over workers) | peak RSS MiB |"
+echo "|---|---|---|---|"
+mkdir -p out
+for cfg in "filter gaussian --sigma 3|cpu|--no-overlap" "filter gaussian --sigma 3|cpu|" \
+           "filter gaussian --sigma 3|cpu,cpu|--no-overlap" "filter gaussian --sigma 3|cpu,cpu|" \
+           "filter gaussian --sigma 3|cpu,cpu|--memory-limit 24M" \
+           "segment febds|cpu|--no-overlap" "segment febds|cpu|" "segment febds|cpu,cpu|"; do
+  op=${cfg%%|*}; rest=${cfg#*|}; dev=${rest%%|*}; extra=${rest#*|}
+  t0=$(now)
+  # shellcheck disable=SC2086
+  /usr/bin/time -v -o time.txt "$bin" $op --batch list.txt --device "$dev" $extra --overwrite \
+    > /dev/null 2> img.txt || { cat img.txt; exit 1; }
+  wall=$(since "$t0")
+  stages=$(grep -o 'read [0-9.]* s, compute [0-9.]* s' img.txt || true)
+  wr=$(grep -o 'write [0-9.]* s' img.txt || true)
+  echo "| \`lumen $op --device $dev $extra\` | $wall | $stages, $wr | $(peak_mib time.txt) |"
+done
+echo
+echo "load after: $(uptime)"

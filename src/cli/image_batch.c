@@ -1,0 +1,276 @@
+/* A batch of images for `lumen filter` and `lumen segment` (image_cli.h): the headers are
+   checked before any work, then a reader thread reads ahead under --memory-limit, one worker
+   per device of --device (src/dist stages) runs the op, and the writer writes the results in
+   input order, so every output equals a single-device serial run (docs/SCALE.md). */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/image_cli.h"
+
+/* ------------------------------------------------------------------ headers before any work */
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  if (n < m) return 0;
+  for (size_t k = 0; k < m; k++) {
+    char a = s[n - m + k];
+    if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+    if (a != suffix[k]) return 0;
+  }
+  return 1;
+}
+
+/* PNG: the IHDR chunk that must come first. 1 when read. */
+static int png_dims(const char *path, int64_t dims[4]) {
+  static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  unsigned char h[24];
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t got = fread(h, 1, sizeof h, f);
+  fclose(f);
+  if (got != sizeof h || memcmp(h, sig, 8) != 0 || memcmp(h + 12, "IHDR", 4) != 0) return 0;
+  uint32_t w = (uint32_t)h[16] << 24 | (uint32_t)h[17] << 16 | (uint32_t)h[18] << 8 | h[19];
+  uint32_t ht = (uint32_t)h[20] << 24 | (uint32_t)h[21] << 16 | (uint32_t)h[22] << 8 | h[23];
+  if (w == 0 || ht == 0) return 0;
+  dims[0] = w;
+  dims[1] = ht;
+  dims[2] = dims[3] = 1;
+  return 1;
+}
+
+/* The shape of one input without its voxels; on any doubt the full read decides (and prints
+   its message when the file is unusable). */
+static int input_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4]) {
+  if (ends_with(path, ".png") && png_dims(path, dims)) {
+    *ndim = 2;
+    return 1;
+  }
+  if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) {
+    lumen_nifti_info info;
+    if (lumen_nifti_read_header(c->ctx, path, NULL, &info) != LUMEN_OK) {
+      lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
+      return 0;
+    }
+    if (info.ndim <= 3) {
+      *ndim = info.ndim;
+      for (int a = 0; a < 4; a++) dims[a] = a < info.ndim ? info.dims[a] : 1;
+      return 1;
+    }
+    /* 4-D: the full read reports it (or an unreadable file, which takes precedence) */
+  }
+  lumen_image *im = NULL;
+  if (!lumen_imgcli_read(c, path, &im)) return 0; /* unknown type, unreadable or 4-D: message printed */
+  *ndim = lumen_image_ndim(im);
+  for (int a = 0; a < 4; a++) dims[a] = lumen_image_dim(im, a);
+  lumen_image_free(im);
+  return 1;
+}
+
+int lumen_imgbatch_check(lumen_imgcli *c) {
+  int ndim0 = 0;
+  int64_t d0[4] = {1, 1, 1, 1};
+  for (int k = 0; k < c->njobs; k++) {
+    int nd = 0;
+    int64_t d[4] = {1, 1, 1, 1};
+    if (!input_shape(c, c->in[k], &nd, d)) return 0;
+    if (k == 0) {
+      ndim0 = nd;
+      memcpy(d0, d, sizeof d0);
+    } else {
+      int same = nd == ndim0;
+      for (int a = 0; a < 4 && same; a++) same = d[a] == d0[a];
+      if (!same) {
+        lumen_cli_error(c->cmd, "%s is %lldx%lldx%lld, expected the shape of %s (%lldx%lldx%lld): a batch needs one shape",
+                        c->in[k], (long long)d[0], (long long)d[1], (long long)d[2], c->in[0], (long long)d0[0],
+                        (long long)d0[1], (long long)d0[2]);
+        return 0;
+      }
+    }
+  }
+  for (int k = 0; k < c->njobs; k++)
+    if (!lumen_imgcli_check_out(c, c->out[k], d0[2] > 1)) return 0;
+  c->ndim0 = ndim0;
+  return 1;
+}
+
+/* ------------------------------------------------------------------ the stages */
+
+typedef struct job {
+  lumen_image *in, *res;
+  int is_mask, png_bits;
+  double scalar;
+} job;
+
+typedef struct batch {
+  lumen_imgcli *c;
+  lumen_imgbatch_fn fn;
+  void *user;
+  const char *scalar_name;
+  lumen_ctx *io_ctx[2];                     /* reader, writer (overlap); without overlap each
+                                               read and write has a context of its own */
+  lumen_ctx *wctx[LUMEN_DIST_MAX_DEVICES];  /* one per worker */
+  lumen_filter_report *reps;                /* per item */
+  unsigned char *ran;                       /* per item: the op ran (reps valid) */
+  int overlap;
+  pthread_mutex_t mu;                       /* progress and messages */
+  int done;
+} batch;
+
+static lumen_status st_read(void *user, int64_t i, void **data, int64_t *bytes) {
+  batch *b = user;
+  job *j = calloc(1, sizeof *j);
+  if (!j) return LUMEN_ERR_OUT_OF_MEMORY;
+  lumen_ctx *ctx = b->overlap ? b->io_ctx[0] : NULL;
+  lumen_ctx *own = NULL;
+  if (!ctx) ctx = own = lumen_imgcli_worker_context(b->c, 1);
+  int ok = ctx && lumen_imgcli_read_with(b->c, ctx, b->c->in[i], &j->in);
+  lumen_ctx_destroy(own);
+  if (!ok) {
+    free(j);
+    return LUMEN_ERR_IO;
+  }
+  /* in flight until written: the decoded input and the result (float32 or smaller) */
+  *bytes = lumen_image_nbytes(j->in) + 4 * lumen_image_count(j->in);
+  *data = j;
+  return LUMEN_OK;
+}
+
+static lumen_status st_compute(void *user, int worker, const char *device, int64_t i, void **data) {
+  batch *b = user;
+  job *j = *data;
+  lumen_ctx *ctx = b->wctx[worker];
+  lumen_ctx_clear_error(ctx);
+  j->scalar = NAN;
+  lumen_filter_report *rep = &b->reps[i];
+  memset(rep, 0, sizeof *rep);
+  lumen_status s = b->fn(b->user, ctx, b->c->device ? device : NULL, rep, j->in, &j->res, &j->is_mask, &j->png_bits,
+                         &j->scalar);
+  b->ran[i] = 1;
+  lumen_image_free(j->in);
+  j->in = NULL;
+  if (s != LUMEN_OK && (s != LUMEN_ERR_INVALID_ARGUMENT || lumen_ctx_last_status(ctx) != LUMEN_OK))
+    lumen_cli_error(b->c->cmd, "%s: %s", b->c->in[i], lumen_ctx_last_error(ctx));
+  return s;
+}
+
+static void st_discard(void *user, void *data) {
+  (void)user;
+  job *j = data;
+  if (!j) return;
+  lumen_image_free(j->in);
+  lumen_image_free(j->res);
+  free(j);
+}
+
+static lumen_status st_write(void *user, int64_t i, void *data) {
+  batch *b = user;
+  job *j = data;
+  lumen_ctx *ctx = b->overlap ? b->io_ctx[1] : NULL, *own = NULL;
+  if (!ctx) ctx = own = lumen_imgcli_worker_context(b->c, 1);
+  int ok = ctx && lumen_imgcli_write_with(b->c, ctx, b->c->out[i], j->res, j->is_mask, j->png_bits);
+  lumen_ctx_destroy(own);
+  pthread_mutex_lock(&b->mu);
+  if (ok && !isnan(j->scalar) && !b->c->quiet)
+    fprintf(stderr, "lumen %s: %s: %s %.10g\n", b->c->cmd, b->c->in[i], b->scalar_name, j->scalar);
+  if (ok) lumen_imgcli_progress(b->c, ++b->done, b->c->njobs, b->c->out[i]);
+  pthread_mutex_unlock(&b->mu);
+  st_discard(b, j);
+  return ok ? LUMEN_OK : LUMEN_ERR_IO;
+}
+
+/* the devices that computed, in order of the images */
+static void used_devices(batch *b, char *buf, size_t size) {
+  buf[0] = 0;
+  size_t len = 0;
+  for (int k = 0; k < b->c->njobs; k++) {
+    if (!b->ran[k]) continue;
+    char nm[32];
+    lumen_device_format(b->reps[k].used, nm, sizeof nm);
+    int seen = 0;
+    for (const char *p = buf; *p && !seen;) {
+      const char *comma = strchr(p, ',');
+      size_t l = comma ? (size_t)(comma - p) : strlen(p);
+      seen = l == strlen(nm) && strncmp(p, nm, l) == 0;
+      p = comma ? comma + 1 : p + l;
+    }
+    if (seen || len + strlen(nm) + 2 >= size) continue;
+    len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "," : "", nm);
+  }
+}
+
+int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const char *what, const char *scalar_name) {
+  batch b;
+  memset(&b, 0, sizeof b);
+  b.c = c;
+  b.fn = fn;
+  b.user = user;
+  b.scalar_name = scalar_name ? scalar_name : "value";
+  b.overlap = !c->no_overlap;
+  if (lumen_dist_devices_parse(c->ctx, c->device ? c->device : "cpu", &c->devs) != LUMEN_OK) {
+    lumen_cli_error(c->cmd, "--device: %s", lumen_ctx_last_error(c->ctx));
+    return LUMEN_EXIT_USAGE;
+  }
+  if (c->devs.fell_back && !c->quiet)
+    fprintf(stderr, "lumen %s: warning: %s\n", c->cmd, c->devs.reason);
+  /* CPU threads: --threads for each worker, else the cores shared among the CPU workers */
+  int threads = c->threads;
+  if (threads == 0 && c->devs.n_cpu > 1) {
+    threads = lumen_ctx_threads(c->ctx) / c->devs.n_cpu;
+    if (threads < 1) threads = 1;
+  }
+  int rc = LUMEN_EXIT_FAILURE;
+  b.reps = calloc((size_t)c->njobs, sizeof *b.reps);
+  b.ran = calloc((size_t)c->njobs, 1);
+  int ok = b.reps && b.ran;
+  for (int w = 0; w < c->devs.n && ok; w++) ok = (b.wctx[w] = lumen_imgcli_worker_context(c, threads)) != NULL;
+  for (int k = 0; k < 2 && ok; k++) ok = (b.io_ctx[k] = lumen_imgcli_worker_context(c, 1)) != NULL;
+  pthread_mutex_init(&b.mu, NULL);
+  lumen_dist_stage_stats stats;
+  memset(&stats, 0, sizeof stats);
+  lumen_status s = LUMEN_ERR_OUT_OF_MEMORY;
+  if (ok) {
+    lumen_dist_stages st = {&b, st_read, st_compute, st_write, st_discard};
+    lumen_imgcli_progress(c, 0, c->njobs, c->in[0]);
+    s = lumen_dist_stages_run(c->ctx, &c->devs, c->njobs, b.overlap, c->memory_limit, &st, &stats);
+  }
+  if (s == LUMEN_OK) {
+    lumen_filter_report total = b.reps[0];
+    total.used = b.reps[c->njobs - 1].used;
+    for (int k = 0; k < c->njobs && !total.fell_back; k++)
+      if (b.reps[k].fell_back) {
+        total.fell_back = 1;
+        snprintf(total.reason, sizeof total.reason, "%s", b.reps[k].reason);
+      }
+    used_devices(&b, c->used_list, sizeof c->used_list);
+    lumen_imgcli_summary(c, what, c->njobs, &total);
+    if (!c->quiet && (c->njobs > 1 || c->verbose)) {
+      char per[512] = "";
+      size_t len = 0;
+      for (int w = 0; w < c->devs.n && len + 24 < sizeof per; w++)
+        len += (size_t)snprintf(per + len, sizeof per - len, "%s%s %lld", w ? ", " : "", c->devs.name[w],
+                                (long long)stats.per_worker[w]);
+      char lim[48] = "no limit";
+      if (c->memory_limit > 0) snprintf(lim, sizeof lim, "limit %.2f MiB", (double)c->memory_limit / 1048576.0);
+      fprintf(stderr,
+              "lumen %s: stages%s: read %.3f s, compute %.3f s (images per worker: %s), write %.3f s, wall %.3f s; "
+              "peak %.2f MiB in flight (%s)\n",
+              c->cmd, b.overlap ? " (overlapped)" : " (no overlap)", stats.read_s, stats.compute_s, per, stats.write_s,
+              stats.wall_s, (double)stats.peak_bytes / 1048576.0, lim);
+    }
+    rc = LUMEN_EXIT_OK;
+  } else if (s == LUMEN_ERR_INVALID_ARGUMENT) {
+    rc = LUMEN_EXIT_USAGE;
+  } else if (!ok) {
+    lumen_cli_error(c->cmd, "out of memory starting the batch");
+  } else if (stats.failed_item < 0) {
+    lumen_cli_error(c->cmd, "%s", lumen_ctx_last_error(c->ctx));
+  }
+  pthread_mutex_destroy(&b.mu);
+  for (int w = 0; w < LUMEN_DIST_MAX_DEVICES; w++) lumen_ctx_destroy(b.wctx[w]);
+  for (int k = 0; k < 2; k++) lumen_ctx_destroy(b.io_ctx[k]);
+  free(b.reps);
+  free(b.ran);
+  return rc;
+}

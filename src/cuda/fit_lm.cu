@@ -377,14 +377,13 @@ __device__ void fit_starts(const Problem<T> &pr, T *work, Att<T> &best, int *ite
     solve<M, NP, T>(pr, work, s2, a, iters);
     if (better<T>(a, best)) best = a;
   }
-  if (pb.n_escape_starts > 0) {
-    int ob = rank_of(best.state) == 2 || on_bound<T>(pb, best, M == LUMEN_MODEL_2CXM ? 3 : NP);
-    for (int j = 0; ob && j < pb.n_escape_starts; ++j) {
-      T s2[LFIT_MAXP];
-      for (int k = 0; k < NP; ++k) s2[k] = (T)pb.escape_starts[j][k];
-      solve<M, NP, T>(pr, work, s2, a, iters);
-      if (better<T>(a, best)) best = a;
-    }
+  // escape starts, in order, until the best fit no longer fails or rests on a bound
+  const int nb = M == LUMEN_MODEL_2CXM ? 3 : NP;
+  for (int j = 0; j < pb.n_escape_starts && (rank_of(best.state) == 2 || on_bound<T>(pb, best, nb)); ++j) {
+    T s2[LFIT_MAXP];
+    for (int k = 0; k < NP; ++k) s2[k] = (T)pb.escape_starts[j][k];
+    solve<M, NP, T>(pr, work, s2, a, iters);
+    if (better<T>(a, best)) best = a;
   }
 }
 

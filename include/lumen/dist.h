@@ -141,6 +141,8 @@ void lumen_dist_devices_format(const lumen_dist_devices *d, char *buf, size_t si
    default device) otherwise. backend: the fit backend request ("auto", "cuda", NULL = auto);
    an explicit list ("cuda:1", "cuda:0,1", "cuda:all") or a CPU tier also gives -1. */
 int lumen_dist_rank_device(int local_rank, int n_cuda, const char *backend);
+/* The MPI rank's position on its node (Open MPI, MPICH, PMI or Slurm variables; else rank). */
+int lumen_dist_local_rank(int rank);
 
 /* ------------------------------------------------------- reader / devices / writer stages */
 

@@ -21,6 +21,7 @@
 #include "cli/cli.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
+#include "lumen/device.h"
 #include "lumen/dist.h"
 #include "lumen/io.h"
 #include "lumen/pipeline.h"
@@ -506,10 +507,23 @@ int lumen_cmd_batch(int argc, char **argv) {
   /* the children's environment: without the MPI launcher's variables */
   int ne2 = 0;
   while (environ[ne2]) ++ne2;
-  b.env = calloc((size_t)ne2 + 1, sizeof *b.env);
+  b.env = calloc((size_t)ne2 + 2, sizeof *b.env);
   if (!b.res || !b.env) { lumen_cli_error(cmd, "out of memory"); rc = LUMEN_EXIT_FAILURE; goto done; }
-  for (int i = 0, k = 0; i < ne2; ++i)
-    if (strncmp(environ[i], "OMPI_", 5) && strncmp(environ[i], "PMIX_", 5) && strncmp(environ[i], "PMI_", 4)) b.env[k++] = environ[i];
+  int kenv = 0;
+  for (int i = 0; i < ne2; ++i)
+    if (strncmp(environ[i], "OMPI_", 5) && strncmp(environ[i], "PMIX_", 5) && strncmp(environ[i], "PMI_", 4)) b.env[kenv++] = environ[i];
+  /* one GPU per rank: under MPI on a node with several GPUs, the rank's children see only GPU
+     (node-local rank mod count), unless the user chose with CUDA_VISIBLE_DEVICES */
+  static char visible[48];
+  if (b.size > 1 && !getenv("CUDA_VISIBLE_DEVICES")) {
+    int ncuda = 0;
+    if (lumen_cuda_probe(NULL, &ncuda, NULL, 0) != LUMEN_OK) ncuda = 0;
+    int dev = lumen_dist_rank_device(lumen_dist_local_rank(b.rank), ncuda, NULL);
+    if (dev >= 0) {
+      snprintf(visible, sizeof visible, "CUDA_VISIBLE_DEVICES=%d", dev);
+      b.env[kenv++] = visible;
+    }
+  }
   if (b.rank == 0 && (mkdir_p(b.out) != 0 || !write_description(ctx, &b, bids))) {
     lumen_cli_error(cmd, "cannot write %s/dataset_description.json", b.out);
     rc = LUMEN_EXIT_FAILURE;

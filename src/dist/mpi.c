@@ -10,7 +10,7 @@
 #include <mpi.h>
 
 /* The rank's position on its node: Open MPI / MPICH / Slurm variables, else the world rank. */
-static int local_rank(int rank) {
+int lumen_dist_local_rank(int rank) {
   const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"};
   for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) {
     const char *v = getenv(vars[k]);
@@ -34,7 +34,7 @@ static const lumen_fit_plan *rank_plan(lumen_ctx *ctx, const lumen_fit_plan *pla
     if (lumen_cuda_probe(NULL, &c, NULL, 0) != LUMEN_OK) c = 0;
     n_cuda = c;
   }
-  int lr = local_rank(rank);
+  int lr = lumen_dist_local_rank(rank);
   int dev = lumen_dist_rank_device(lr, n_cuda, plan->opts.backend);
   if (dev < 0) return plan;
   *copy = *plan;
@@ -147,6 +147,7 @@ lumen_status lumen_dist_mpi_fit(void *unused, lumen_ctx *ctx, const lumen_fit_pl
 }
 #else
 int lumen_dist_have_mpi(void) { return 0; }
+int lumen_dist_local_rank(int rank) { return rank; }
 lumen_status lumen_dist_mpi_init(int *argc, char ***argv, int *rank, int *size) {
   (void)argc; (void)argv;
   *rank = 0;

@@ -74,6 +74,15 @@ static void rank_device(void **state) {
   assert_int_equal(lumen_dist_rank_device(1, 2, "cuda:all"), -1);
   assert_int_equal(lumen_dist_rank_device(1, 2, "standard"), -1);
   assert_int_equal(lumen_dist_rank_device(-1, 2, "auto"), -1);
+  /* the node-local rank: the launcher's variable when built with MPI, else the rank itself */
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
+  assert_int_equal(lumen_dist_local_rank(9), lumen_dist_have_mpi() ? 3 : 9);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "x", 1);
+  unsetenv("MPI_LOCALRANKID");
+  unsetenv("PMI_LOCAL_RANK");
+  unsetenv("SLURM_LOCALID");
+  assert_int_equal(lumen_dist_local_rank(9), 9); /* unusable value: the world rank */
+  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
 }
 
 /* ------------------------------------------------------------------ the executor on filters */

@@ -69,4 +69,14 @@ int lumen_imgbatch_check(lumen_imgcli *c);
    Returns the exit status. */
 int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const char *what, const char *scalar_name);
 
+/* --help text of the options every image command shares (lumen filter, lumen segment) */
+#define LUMEN_IMAGE_CLI_BATCH_HELP                                                                    \
+  "                    several images: a list spreads them over the devices, one host thread\n"     \
+  "                    each, from one shared queue: cuda:all (every GPU; the CPU when there is\n"     \
+  "                    none, the summary says why), cuda:0,cuda:1, cpu,cpu (two CPU workers,\n"      \
+  "                    each with its share of the cores); outputs equal a single-device run\n"       \
+  "  --memory-limit SIZE  cap on the decoded images in flight (read ahead, computing, waiting\n"       \
+  "                    to be written), e.g. 512M, 2G (default: no cap; one image always runs)\n"     \
+  "  --no-overlap      no reader/writer threads: each worker reads, computes, writes in turn\n"
+
 #endif

@@ -203,14 +203,7 @@ static int lane_use_simd(const lumen_fit_plan *pl, int kind) {
 #define DPLAN_GRID(pl) (&(pl)->g32)
 #define DPLAN_W(pl) ((pl)->w32)
 #include "fit/lane_impl.inc"
-#undef DT
-#undef DF
-#undef LN
-#undef LV_PROB
-#undef LV_IOT
-#undef LV_RUN
-#undef DPLAN_GRID
-#undef DPLAN_W
+#include "fit/lane_undef.inc"
 
 #define DT double
 #define DF(x) x##_acc64
@@ -221,14 +214,7 @@ static int lane_use_simd(const lumen_fit_plan *pl, int kind) {
 #define DPLAN_GRID(pl) (&(pl)->g64)
 #define DPLAN_W(pl) ((pl)->w64)
 #include "fit/lane_impl.inc"
-#undef DT
-#undef DF
-#undef LN
-#undef LV_PROB
-#undef LV_IOT
-#undef LV_RUN
-#undef DPLAN_GRID
-#undef DPLAN_W
+#include "fit/lane_undef.inc"
 
 static double now_seconds(void) {
   struct timespec ts;

@@ -183,7 +183,8 @@ static void fit_one(const exec_in *in, int kind, void *ws, int64_t c, unsigned c
    (src/cpu/lm_simd.h): float32 (Tofts, ETM, Patlak, 2CUM, VFA, IR, SR) or double (2CXM), when the
    CPU has AVX2 or AVX-512: each thread fits curves W at a time, one per lane; curves are taken
    from a shared counter in small blocks (dynamic schedule). src/fit/lane_impl.inc, twice. */
-#define LANE_BLOCK 16
+#define LANE_BLOCK 256 /* curves a thread takes at once: large enough that two threads rarely write the
+                           same cache line of the result arrays */
 #define LANE_TICKETS (2 * LUMEN_LMV_MAX_WIDTH)
 #define LANE_DEFER_CAP 256 /* 2CXM curves whose further starts are batched at once (per thread) */
 

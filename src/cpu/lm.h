@@ -8,8 +8,8 @@
 #include "lumen/fit_state.h"
 #include "models/models_f32.h"
 #include "models/models_f64.h"
+#include "cpu/lm_chol.h" /* LUMEN_LM_MAX_PARAMS and the damped solve */
 
-#define LUMEN_LM_MAX_PARAMS 4
 
 /* Workspace of one thread for curves of n samples and np parameters: lumen_lm_work_size()
    elements of the solver type. */

@@ -14,6 +14,7 @@
 // thread has a workspace (y, f, J and the trial f, J) in global memory, reused over a grid-stride
 // loop so that its size depends on the device, not on the number of curves.
 #include <math.h>
+#include "cpu/lm_chol.h"  // the damped solve, shared with the CPU solvers
 #include "cuda/fit_kernel.cuh"
 
 namespace lfit {
@@ -104,40 +105,11 @@ __device__ void lm_normal(int n, const T *y, const T *f, const T *w, const T *J,
   }
 }
 
-__device__ int lm_solve(int m, const int *idx, double A0[LFIT_MAXP][LFIT_MAXP], const double *g, double lambda,
-                        double dmax, double L[LFIT_MAXP][LFIT_MAXP], double *z, double *d) {
-  for (int a = 0; a < m; ++a) {
-    for (int b = 0; b <= a; ++b) {
-      double s = A0[idx[a]][idx[b]];
-      if (a == b) s += lambda * A0[idx[a]][idx[a]] + (lambda > 0 ? lambda : 1.0) * 1e-12 * dmax;
-      for (int c = 0; c < b; ++c) s -= L[a][c] * L[b][c];
-      if (a == b) {
-        if (!(s > 1e-300)) return 1;
-        L[a][a] = sqrt(s);
-      } else {
-        L[a][b] = s / L[b][b];
-      }
-    }
-  }
-  for (int a = 0; a < m; ++a) {
-    double s = g[idx[a]];
-    for (int c = 0; c < a; ++c) s -= L[a][c] * z[c];
-    z[a] = s / L[a][a];
-  }
-  for (int a = m - 1; a >= 0; --a) {
-    double s = z[a];
-    for (int c = a + 1; c < m; ++c) s -= L[c][a] * d[c];
-    d[a] = s / L[a][a];
-  }
-  return 0;
-}
-
 // Geodesic acceleration of the LM step d (lm_impl.inc's lm_geodesic): 0 with d replaced by
 // v + a/2 (or unchanged when the model is not finite at p + h v), 1 when the correction is too large.
 template <int M, int NP, typename T>
 __device__ int lm_geodesic(const Problem<T> &pr, int m, const int *idx, const T *p, const T *f, const T *J, T *fv,
-                           double A0[LFIT_MAXP][LFIT_MAXP], double lambda, double dmax, double L[LFIT_MAXP][LFIT_MAXP],
-                           double *z, double *d) {
+                           double A0[LFIT_MAXP][LFIT_MAXP], double L[LFIT_MAXP][LFIT_MAXP], double *d) {
   const int n = pr.g->n;
   const double h = 0.1;
   T ph[LFIT_MAXP];
@@ -154,7 +126,7 @@ __device__ int lm_geodesic(const Problem<T> &pr, int m, const int *idx, const T 
     for (int a = 0; a < m; ++a) gacc[idx[a]] -= wi * (double)J[(long)idx[a] * n + i] * fvv;
   }
   double acc[LFIT_MAXP];
-  if (lm_solve(m, idx, A0, gacc, lambda, dmax, L, z, acc) != 0) return 0;
+  lumen_lm_subst(m, idx, L, gacc, acc);
   double nv = 0.0, na = 0.0;
   for (int a = 0; a < m; ++a) {
     double dk = A0[idx[a]][idx[a]];
@@ -220,8 +192,9 @@ __device__ lumen_fit_state lm_fit(const Problem<T> &pr, T *p, T *work, double *c
       state = LUMEN_FIT_SINGULAR;
       break;
     }
-    double L[LFIT_MAXP][LFIT_MAXP], z[LFIT_MAXP], d[LFIT_MAXP];
-    int ok = lm_solve(m, idx, A0, g, lambda, dmax, L, z, d) == 0;
+    double L[LFIT_MAXP][LFIT_MAXP], d[LFIT_MAXP];
+    int ok = lumen_lm_factor(m, idx, A0, lambda, dmax, L) == 0;
+    if (ok) lumen_lm_subst(m, idx, L, g, d);
     if (!ok) {
       lambda *= 10.0;
       if (lambda > 1e20) {
@@ -230,7 +203,7 @@ __device__ lumen_fit_state lm_fit(const Problem<T> &pr, T *p, T *work, double *c
       }
       continue;
     }
-    if (M == LUMEN_MODEL_2CXM && lm_geodesic<M, NP, T>(pr, m, idx, p, f, J, fv, A0, lambda, dmax, L, z, d)) {
+    if (M == LUMEN_MODEL_2CXM && lm_geodesic<M, NP, T>(pr, m, idx, p, f, J, fv, A0, L, d)) {
       lambda *= 10.0;
       if (lambda > 1e20) {
         state = LUMEN_FIT_CONVERGED;

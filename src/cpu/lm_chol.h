@@ -1,0 +1,48 @@
+/* The damped normal-equation solve of lumen's Levenberg-Marquardt, shared by the scalar solver
+   (lm_impl.inc), the lane-batched one (lm_simd_impl.inc) and the CUDA kernel (src/cuda/fit_lm.cu):
+   Cholesky factor of (A + lambda (diag A + 1e-12 dmax)) on the index set idx (m free parameters),
+   then the two substitutions. Split so that geodesic acceleration reuses the step's factor. */
+#ifndef LUMEN_CPU_LM_CHOL_H
+#define LUMEN_CPU_LM_CHOL_H
+
+#include <math.h>
+#include "models/hd.h"
+
+#define LUMEN_LM_MAX_PARAMS 4
+
+/* Factor into L; 1 when the damped matrix is not positive definite. */
+LUMEN_HD int lumen_lm_factor(int m, const int *idx, double A0[LUMEN_LM_MAX_PARAMS][LUMEN_LM_MAX_PARAMS],
+                             double lambda, double dmax, double L[LUMEN_LM_MAX_PARAMS][LUMEN_LM_MAX_PARAMS]) {
+  for (int a = 0; a < m; ++a) {
+    for (int b = 0; b <= a; ++b) {
+      double s = A0[idx[a]][idx[b]];
+      if (a == b) s += lambda * A0[idx[a]][idx[a]] + (lambda > 0 ? lambda : 1.0) * 1e-12 * dmax;
+      for (int c = 0; c < b; ++c) s -= L[a][c] * L[b][c];
+      if (a == b) {
+        if (!(s > 1e-300)) return 1;
+        L[a][a] = sqrt(s);
+      } else {
+        L[a][b] = s / L[b][b];
+      }
+    }
+  }
+  return 0;
+}
+
+/* Solves L L^T d = g[idx] (d: m entries, in the order of idx). */
+LUMEN_HD void lumen_lm_subst(int m, const int *idx, double L[LUMEN_LM_MAX_PARAMS][LUMEN_LM_MAX_PARAMS],
+                             const double *g, double *d) {
+  double z[LUMEN_LM_MAX_PARAMS];
+  for (int a = 0; a < m; ++a) {
+    double s = g[idx[a]];
+    for (int c = 0; c < a; ++c) s -= L[a][c] * z[c];
+    z[a] = s / L[a][a];
+  }
+  for (int a = m - 1; a >= 0; --a) {
+    double s = z[a];
+    for (int c = a + 1; c < m; ++c) s -= L[c][a] * d[c];
+    d[a] = s / L[a][a];
+  }
+}
+
+#endif

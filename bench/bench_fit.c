@@ -61,6 +61,8 @@ typedef struct bench_opts {
   lumen_model scaling_model;
   uint64_t seed;
   double budget;             /* seconds per measurement (a tier stops after the chunk that passes it) */
+  int64_t volume[4];         /* --volume NXxNYxNZxNT (0: none; default 256x256x32x80 when a tier is cuda) */
+  int volume_set;            /* --volume given */
 } bench_opts;
 
 static void usage(FILE *f) {
@@ -77,7 +79,9 @@ static void usage(FILE *f) {
           "  --standard-max N      standard tier: time at most N curves per row (default 20000)\n"
           "  --budget S            seconds per measurement: a slow tier stops after the chunk of curves\n"
           "                        that passes S and reports the curves it fitted (default 10)\n"
-          "  --seed N              random seed (default 1)\n");
+          "  --seed N              random seed (default 1)\n"
+          "  --volume DIMS|none    one Tofts volume NXxNYxNZxNT fitted in one call per tier (not standard),\n"
+          "                        host memory to host results (default 256x256x32x80 when a tier is cuda)\n");
 }
 
 static int parse_i64_list(const char *s, int64_t *out, int max) {
@@ -178,6 +182,23 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     } else if (v && !strcmp(a, "--budget")) {
       o->budget = atof(v);
       if (!(o->budget > 0)) return -1;
+      ++i;
+    } else if (v && !strcmp(a, "--volume")) {
+      o->volume_set = 1;
+      memset(o->volume, 0, sizeof o->volume);
+      if (strcmp(v, "none") != 0) {
+        long long d0, d1, d2, d3;
+        char extra;
+        if (sscanf(v, "%lldx%lldx%lldx%lld%c", &d0, &d1, &d2, &d3, &extra) != 4 || d0 < 1 || d1 < 1 || d2 < 1 ||
+            d3 < 2 || d3 > 4096 || d0 * d1 * d2 > ((int64_t)1 << 28)) {
+          fprintf(stderr, "bench_fit: --volume %s: expected NXxNYxNZxNT (e.g. 256x256x32x80) or none\n", v);
+          return -1;
+        }
+        o->volume[0] = d0;
+        o->volume[1] = d1;
+        o->volume[2] = d2;
+        o->volume[3] = d3;
+      }
       ++i;
     } else if (v && !strcmp(a, "--scaling-model")) {
       if (lumen_model_parse(v, &o->scaling_model) != LUMEN_OK) return -1;
@@ -355,6 +376,7 @@ typedef struct measure {
   double finite_frac;     /* curves with a finite result */
   double converged_frac;
   int64_t curves;
+  double kernel_s;        /* tier cuda: time the GPU ran the fitting kernels (lumen_fit_results.kernel_seconds) */
   double *param0;         /* curves: the reported Ktrans / T1 (for agreement), caller frees */
   char used[LUMEN_FIT_NAME_MAX];
   char why[160];
@@ -424,9 +446,28 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
     lumen_fit_plan_destroy(plan);
     return me;
   }
-  /* in chunks, so that a slow tier stops after about `budget` seconds */
+  /* in chunks, so that a slow tier stops after about `budget` seconds; tier cuda in one call after
+     an untimed warm-up call (CUDA context, module load), since every call opens the device */
   int64_t chunk = curves / 20;
   if (chunk < 1000) chunk = 1000;
+  if (!strncmp(tier, "cuda", 4)) {
+    chunk = curves;
+    lumen_fit_results warm;
+    memset(&warm, 0, sizeof warm);
+    warm.params = params;
+    warm.state = state;
+    s = lumen_fit_execute(ctx, plan, curves < 1024 ? curves : 1024, d->data, d->consts, &warm);
+    if (s != LUMEN_OK) {
+      snprintf(me.why, sizeof me.why, "warm-up: %s", lumen_ctx_last_error(ctx));
+      free(params);
+      free(state);
+      free(err);
+      free(me.param0);
+      me.param0 = NULL;
+      lumen_fit_plan_destroy(plan);
+      return me;
+    }
+  }
   int64_t done = 0;
   double secs = 0, cpu_secs = 0;
   s = LUMEN_OK;
@@ -441,6 +482,7 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
                           &res);
     secs += now_s() - t0;
     cpu_secs += cpu_s() - u0;
+    me.kernel_s += res.kernel_seconds;
     if (s == LUMEN_OK) snprintf(me.used, sizeof me.used, "%s", res.backend_used);
     done += nc;
   }
@@ -524,12 +566,52 @@ static void bench_rows(lumen_ctx *ctx, const bench_opts *bo, lumen_model m, int 
     } else if (std_idx == t) {
       snprintf(cmp, sizeof cmp, "1x (oracle)");
     }
+    char used[96];
+    snprintf(used, sizeof used, "%s", me->used);
+    if (me->kernel_s > 0) { /* the GPU's own rate beside the host-to-host rate */
+      char krate[32];
+      fmt_rate(krate, sizeof krate, (double)me->curves / me->kernel_s);
+      snprintf(used, sizeof used, "%s; kernel %s/s", me->used, krate);
+    }
     printf("| %s | %d | %lld | %s (%s) | %s | %s | %.2e | %.1f %% | %s |\n", lumen_model_name(m), d.n,
-           (long long)me->curves, bo->tiers[t], me->used, rate, crate, me->median_rel_err, 100.0 * me->converged_frac,
+           (long long)me->curves, bo->tiers[t], used, rate, crate, me->median_rel_err, 100.0 * me->converged_frac,
            cmp);
   }
   fflush(stdout);
   for (int t = 0; t < bo->n_tiers; ++t) free(ms[t].param0);
+  dataset_free(&d);
+}
+
+/* One DCE volume as `lumen dce` hands it to the engine: every voxel's curve in one execute call,
+   from host memory to host results (issue 5: 256x256x32x80 in <= 0.1 s on tier cuda). */
+static void bench_volume(lumen_ctx *ctx, const bench_opts *bo) {
+  const int64_t curves = bo->volume[0] * bo->volume[1] * bo->volume[2];
+  const int n = (int)bo->volume[3];
+  printf("\n## One volume, %lldx%lldx%lldx%d (%lld curves), tofts, one call from host memory to host results\n\n",
+         (long long)bo->volume[0], (long long)bo->volume[1], (long long)bo->volume[2], n, (long long)curves);
+  dataset d;
+  if (dataset_make(&d, LUMEN_MODEL_TOFTS, n, curves, bo->seed) != 0) {
+    printf("data generation failed (out of memory?)\n");
+    return;
+  }
+  printf("| tier (used) | wall s | kernel s | fits/s (host to host) | kernel fits/s | converged |\n");
+  printf("|---|---:|---:|---:|---:|---:|\n");
+  for (int t = 0; t < bo->n_tiers; ++t) {
+    if (is_standard(bo->tiers[t])) continue;
+    /* a budget larger than any run: one measurement of the whole volume */
+    measure me = run_tier(ctx, &d, bo->tiers[t], curves, 1e9);
+    if (!me.ok) {
+      printf("| %s | n/a (%s) | | | | |\n", bo->tiers[t], me.why);
+      continue;
+    }
+    char rate[32], krate[32] = "-";
+    fmt_rate(rate, sizeof rate, me.fits_per_s);
+    if (me.kernel_s > 0) fmt_rate(krate, sizeof krate, (double)curves / me.kernel_s);
+    printf("| %s (%s) | %.4f | %.4f | %s | %s | %.1f %% |\n", bo->tiers[t], me.used, (double)curves / me.fits_per_s,
+           me.kernel_s, rate, krate, 100.0 * me.converged_frac);
+    fflush(stdout);
+    free(me.param0);
+  }
   dataset_free(&d);
 }
 
@@ -576,6 +658,13 @@ int main(int argc, char **argv) {
     print_header();
     for (int k = 0; k < bo.n_points; ++k) bench_rows(ctx, &bo, bo.scaling_model, bo.points[k], bo.points_curves);
   }
+  int any_cuda = 0;
+  for (int t = 0; t < bo.n_tiers; ++t) any_cuda |= !strncmp(bo.tiers[t], "cuda", 4);
+  if (!bo.volume_set && any_cuda) {
+    const int64_t v[4] = {256, 256, 32, 80};
+    memcpy(bo.volume, v, sizeof v);
+  }
+  if (bo.volume[0] > 0) bench_volume(ctx, &bo);
   lumen_ctx_destroy(ctx);
   return 0;
 }

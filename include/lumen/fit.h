@@ -152,6 +152,8 @@ typedef struct lumen_fit_results {
   int64_t curves_per_tier[LUMEN_FIT_TIER_COUNT];  /* curves whose result came from each tier */
   int64_t state_counts[LUMEN_FIT_STATE_COUNT];
   double seconds;                            /* wall time of the execute call */
+  double kernel_seconds;  /* time the GPU ran the fitting kernels (tier cuda; summed over devices, a
+                             device's overlapping kernels counted once); 0 when no curve ran on a GPU */
 } lumen_fit_results;
 
 /* Fits n_curves curves of n samples each (row-major), float or double data.

@@ -80,6 +80,7 @@ class _FitResults(ctypes.Structure):
         ("curves_per_tier", c_int64 * _N_TIERS),
         ("state_counts", c_int64 * _N_STATES),
         ("seconds", c_double),
+        ("kernel_seconds", c_double),
     ]
 
 
@@ -285,12 +286,13 @@ class FitResult(object):
     chi2 (weighted sum of squared residuals); r2; iterations int32; ci_lo / ci_hi (n, P) 95 %
     confidence interval (None when confidence=False); derived (n, D) with derived_names;
     delay (n,) in minutes when fit_delay. Backend fields: backend_requested, backend_selected,
-    backend_used, reason; curves_per_tier and state_counts (dicts); seconds (C execute time).
+    backend_used, reason; curves_per_tier and state_counts (dicts); seconds (C execute time);
+    kernel_seconds (time the GPU ran the fitting kernels; 0 unless curves ran on tier cuda).
     Also a read-only mapping: res["params"], res["Ktrans"], dict(res)."""
 
     _keys = ("params", "states", "chi2", "r2", "iterations", "ci_lo", "ci_hi", "derived", "delay",
              "param_names", "derived_names", "model", "backend_requested", "backend_selected",
-             "backend_used", "reason", "curves_per_tier", "state_counts", "seconds")
+             "backend_used", "reason", "curves_per_tier", "state_counts", "seconds", "kernel_seconds")
 
     def keys(self):
         return list(self._keys)
@@ -546,6 +548,7 @@ class FitPlan(object):
         res.curves_per_tier = {name: int(r.curves_per_tier[i]) for i, name in enumerate(_lib.FIT_TIER_NAMES)}
         res.state_counts = {name: int(r.state_counts[i]) for i, name in enumerate(_lib.FIT_STATE_NAMES)}
         res.seconds = float(r.seconds)
+        res.kernel_seconds = float(r.kernel_seconds)
         return res
 
 

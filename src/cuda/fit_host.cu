@@ -33,6 +33,10 @@ struct Handle {
   void *h_data[2] = {nullptr, nullptr}, *h_consts[2] = {nullptr, nullptr};
   lumen_fitcu_row *h_rows[2] = {nullptr, nullptr};
   int64_t first[2] = {0, 0}, count[2] = {0, 0};
+  // kernel time: events around each launch, against a reference recorded at open
+  cudaEvent_t ev_ref = nullptr, ev_start[2] = {nullptr, nullptr}, ev_stop[2] = {nullptr, nullptr};
+  int timed[2] = {0, 0};
+  double busy_ms = 0.0, last_end_ms = 0.0;
 };
 
 lumen_status cuda_reason(cudaError_t e, const char *what, char *why, size_t why_size) {
@@ -111,6 +115,11 @@ void real_close(void *handle) {
       cudaStreamSynchronize(h->st[s]);
       cudaStreamDestroy(h->st[s]);
     }
+  for (int s = 0; s < 2; ++s) {
+    if (h->ev_start[s]) cudaEventDestroy(h->ev_start[s]);
+    if (h->ev_stop[s]) cudaEventDestroy(h->ev_stop[s]);
+  }
+  if (h->ev_ref) cudaEventDestroy(h->ev_ref);
   cudaGetLastError();
   if (h->prev_dev >= 0) cudaSetDevice(h->prev_dev);
   delete h;
@@ -184,6 +193,20 @@ lumen_status real_open(int dev, const lumen_fitcu_problem *pb, const lumen_fitcu
   if (e == cudaSuccess) e = cudaMemcpyAsync(h->gridmem, gbuf, gbytes, cudaMemcpyHostToDevice, h->st[0]);
   if (e == cudaSuccess) e = cudaStreamSynchronize(h->st[0]);
   free(gbuf);
+  if (e == cudaSuccess) {  // kernel timing is best effort: without events the time reads 0
+    bool ok = cudaEventCreate(&h->ev_ref) == cudaSuccess;
+    for (int s = 0; s < 2 && ok; ++s)
+      ok = cudaEventCreate(&h->ev_start[s]) == cudaSuccess && cudaEventCreate(&h->ev_stop[s]) == cudaSuccess;
+    ok = ok && cudaEventRecord(h->ev_ref, h->st[0]) == cudaSuccess;
+    if (!ok) {
+      for (int s = 0; s < 2; ++s) {
+        if (h->ev_start[s]) cudaEventDestroy(h->ev_start[s]);
+        if (h->ev_stop[s]) cudaEventDestroy(h->ev_stop[s]);
+        h->ev_start[s] = h->ev_stop[s] = nullptr;
+      }
+      cudaGetLastError();
+    }
+  }
   if (e != cudaSuccess) {
     st = cuda_reason(e, "grid upload", why, why_size);
     real_close(h);
@@ -298,17 +321,9 @@ lumen_status real_submit(void *handle, int slot, int64_t first, int64_t count, c
                               crow, cudaMemcpyDefault, s);
       }
     }
-  } else {  // host memory: gather into pinned staging, then one asynchronous copy
+  } else {  // host memory: gather into pinned staging (host threads), then one asynchronous copy
     unsigned char *hd = (unsigned char *)h->h_data[slot], *hc = (unsigned char *)h->h_consts[slot];
-    if (contiguous) {
-      memcpy(hd, src + (size_t)list[0] * row, (size_t)count * row);
-      if (csrc) memcpy(hc, csrc + (size_t)list[0] * crow, (size_t)count * crow);
-    } else {
-      for (int64_t i = 0; i < count; ++i) {
-        memcpy(hd + (size_t)i * row, src + (size_t)list[i] * row, row);
-        if (csrc) memcpy(hc + (size_t)i * crow, csrc + (size_t)list[i] * crow, crow);
-      }
-    }
+    lumen_fitcu_gather(in, first, count, hd, row, csrc ? hc : nullptr, crow);
     e = cudaMemcpyAsync(h->d_data[slot], hd, (size_t)count * row, cudaMemcpyHostToDevice, s);
     if (e == cudaSuccess && csrc) e = cudaMemcpyAsync(h->d_consts[slot], hc, (size_t)count * crow, cudaMemcpyHostToDevice, s);
   }
@@ -321,8 +336,10 @@ lumen_status real_submit(void *handle, int slot, int64_t first, int64_t count, c
   a.count = count;
   int64_t blocks = (count + kBlock - 1) / kBlock;
   if (blocks > h->blocks_max) blocks = h->blocks_max;
+  h->timed[slot] = h->ev_start[slot] && cudaEventRecord(h->ev_start[slot], s) == cudaSuccess;
   e = lumen_fitk_launch(&a, (int)blocks, kBlock, h->smem, s);
   if (e != cudaSuccess) return cuda_reason(e, "fitting kernel launch", why, why_size);
+  if (h->timed[slot]) h->timed[slot] = cudaEventRecord(h->ev_stop[slot], s) == cudaSuccess;
   e = cudaMemcpyAsync(h->h_rows[slot], h->d_rows[slot], (size_t)count * sizeof(lumen_fitcu_row),
                       cudaMemcpyDeviceToHost, s);
   if (e != cudaSuccess) return cuda_reason(e, "copy of the results", why, why_size);
@@ -337,12 +354,24 @@ lumen_status real_finish(void *handle, int slot, char *why, size_t why_size) {
   int64_t cnt = h->count[slot];
   h->count[slot] = 0;
   if (e != cudaSuccess) return cuda_reason(e, "fitting kernel", why, why_size);
-  for (int64_t i = 0; i < cnt; ++i) h->in->deliver(h->in->user, h->first[slot] + i, &h->h_rows[slot][i]);
+  if (h->timed[slot]) {  // the union of the kernels' intervals (slots overlap; starts come in order)
+    float a = 0.f, b = 0.f;
+    if (cudaEventElapsedTime(&a, h->ev_ref, h->ev_start[slot]) == cudaSuccess &&
+        cudaEventElapsedTime(&b, h->ev_ref, h->ev_stop[slot]) == cudaSuccess) {
+      double lo = a > h->last_end_ms ? (double)a : h->last_end_ms;
+      if ((double)b > lo) h->busy_ms += (double)b - lo;
+      if ((double)b > h->last_end_ms) h->last_end_ms = (double)b;
+    }
+    h->timed[slot] = 0;
+  }
+  lumen_fitcu_deliver(h->in, h->first[slot], cnt, h->h_rows[slot]);
   return LUMEN_OK;
 }
 
-const lumen_fitcu_ops real_ops = {real_count, real_supports, real_open,   real_bytes,
-                                  real_alloc, real_submit,   real_finish, real_close};
+double real_kernel_seconds(void *handle) { return ((const Handle *)handle)->busy_ms * 1e-3; }
+
+const lumen_fitcu_ops real_ops = {real_count,  real_supports, real_open,           real_bytes, real_alloc,
+                                  real_submit, real_finish,   real_kernel_seconds, real_close};
 
 }  // namespace
 

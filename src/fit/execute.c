@@ -290,7 +290,8 @@ static lumen_status run_tier_cuda(const exec_in *in, const int64_t *list, int64_
   lumen_fitcu_problem pb;
   lumen_fitcu_problem_from_plan(pl, in->want, &pb);
   cuda_user u = {in, list, fail};
-  lumen_fitcu_input ci = {in->data, in->data_f64, in->consts, list, count, cuda_deliver, cuda_cpu_row, &u};
+  lumen_fitcu_input ci = {in->data, in->data_f64, in->consts, list, count, cuda_deliver, cuda_cpu_row, &u,
+                          lumen_ctx_threads(in->ctx), &in->res->kernel_seconds};
   char note[LUMEN_FIT_REASON_MAX] = "";
   lumen_status st = lumen_fitcu_run(in->ctx, &pb, pl->cuda_dev, pl->n_cuda_dev, &ci, fail, note, sizeof note);
   if (note[0]) {
@@ -414,6 +415,7 @@ static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64
   snprintf(res->reason, sizeof res->reason, "%s", pl->reason);
   memset(res->curves_per_tier, 0, sizeof res->curves_per_tier);
   memset(res->state_counts, 0, sizeof res->state_counts);
+  res->kernel_seconds = 0.0;
   res->seconds = 0;
   if (n_curves == 0) {
     snprintf(res->backend_used, sizeof res->backend_used, "%s", pl->selected);

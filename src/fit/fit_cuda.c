@@ -7,8 +7,59 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "fit/fit_cuda.h"
 #include "fit/fit_internal.h"
+#include "lumen_build_config.h"
+
+/* ------------------------------------------------------------------ host work of a chunk */
+/* below this many curves one thread does it (a parallel region costs more than it saves) */
+#define HOST_PARALLEL_MIN 4096
+
+void lumen_fitcu_gather(const lumen_fitcu_input *in, int64_t first, int64_t count, void *dst, size_t row,
+                        void *cdst, size_t crow) {
+  const unsigned char *src = in->data, *csrc = in->consts;
+  unsigned char *d = dst, *cd = cdst;
+  const int64_t *list = in->list + first;
+  if (count <= 0) return;
+  if (list[count - 1] - list[0] == count - 1) { /* contiguous: block copies */
+    const int64_t c0 = list[0];
+    const int nth = in->threads > 1 && count >= HOST_PARALLEL_MIN ? in->threads : 1;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
+#endif
+    for (int b = 0; b < nth; ++b) {
+      int64_t lo = count * b / nth, hi = count * (b + 1) / nth;
+      memcpy(d + (size_t)lo * row, src + (size_t)(c0 + lo) * row, (size_t)(hi - lo) * row);
+      if (cd && csrc) memcpy(cd + (size_t)lo * crow, csrc + (size_t)(c0 + lo) * crow, (size_t)(hi - lo) * crow);
+    }
+    return;
+  }
+  const int nth = in->threads > 1 && count >= HOST_PARALLEL_MIN ? in->threads : 1;
+  (void)nth;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
+#endif
+  for (int64_t i = 0; i < count; ++i) {
+    memcpy(d + (size_t)i * row, src + (size_t)list[i] * row, row);
+    if (cd && csrc) memcpy(cd + (size_t)i * crow, csrc + (size_t)list[i] * crow, crow);
+  }
+}
+
+void lumen_fitcu_deliver(const lumen_fitcu_input *in, int64_t first, int64_t count, const lumen_fitcu_row *rows) {
+  const int nth = in->threads > 1 && count >= HOST_PARALLEL_MIN ? in->threads : 1;
+  (void)nth;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
+#endif
+  for (int64_t i = 0; i < count; ++i) in->deliver(in->user, first + i, &rows[i]);
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* ------------------------------------------------------------------ test hooks */
 static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -80,11 +131,16 @@ static int injected_kernel_failure(void) {
 }
 
 /* ------------------------------------------------------------------ the fake device */
+/* It stages the curves as a GPU would (lumen_fitcu_gather into its own buffers), computes each
+   row with the CPU solver from the caller's data, and reports the solver's time as kernel time. */
 typedef struct fake_handle {
   const lumen_fitcu_input *in;
+  size_t row, crow;          /* bytes of one curve / one curve's constants */
   int64_t chunk;
   int64_t first[2], count[2];
   lumen_fitcu_row *rows[2];
+  unsigned char *stage[2], *cstage[2];
+  double busy_s;
 } fake_handle;
 
 static int fake_device_count(char *why, size_t why_size) {
@@ -104,7 +160,6 @@ static int fake_supports(int dev, const lumen_fitcu_problem *pb, char *why, size
 static lumen_status fake_open(int dev, const lumen_fitcu_problem *pb, const lumen_fitcu_input *in, void **handle,
                               int64_t *free_bytes, char *why, size_t why_size) {
   (void)dev;
-  (void)pb;
   fake_handle *h = calloc(1, sizeof *h);
   if (!h || !in->cpu_row) {
     free(h);
@@ -112,14 +167,16 @@ static lumen_status fake_open(int dev, const lumen_fitcu_problem *pb, const lume
     return LUMEN_ERR_DEVICE;
   }
   h->in = in;
+  h->row = (size_t)pb->n * (in->data_f64 ? sizeof(double) : sizeof(float));
+  h->crow = in->consts ? LUMEN_FIT_NCONSTS * (in->data_f64 ? sizeof(double) : sizeof(float)) : 0;
   *free_bytes = fake_cfg.free_bytes > 0 ? fake_cfg.free_bytes : ((int64_t)1 << 30);
   *handle = h;
   return LUMEN_OK;
 }
 
 static void fake_bytes(void *handle, int64_t *per_curve, int64_t *fixed) {
-  (void)handle;
-  *per_curve = 2 * (int64_t)sizeof(lumen_fitcu_row);
+  const fake_handle *h = handle;
+  *per_curve = 2 * ((int64_t)sizeof(lumen_fitcu_row) + (int64_t)h->row + (int64_t)h->crow);
   *fixed = 4096;
 }
 
@@ -129,8 +186,12 @@ static lumen_status fake_alloc(void *handle, int64_t chunk, char *why, size_t wh
   (void)why_size;
   for (int s = 0; s < 2; ++s) {
     free(h->rows[s]);
+    free(h->stage[s]);
+    free(h->cstage[s]);
     h->rows[s] = calloc((size_t)chunk, sizeof(lumen_fitcu_row));
-    if (!h->rows[s]) {
+    h->stage[s] = malloc((size_t)chunk * h->row);
+    h->cstage[s] = h->crow ? malloc((size_t)chunk * h->crow) : NULL;
+    if (!h->rows[s] || !h->stage[s] || (h->crow && !h->cstage[s])) {
       snprintf(why, why_size, "fake device: out of host memory");
       return LUMEN_ERR_DEVICE_OUT_OF_MEMORY;
     }
@@ -145,7 +206,10 @@ static lumen_status fake_submit(void *handle, int slot, int64_t first, int64_t c
   (void)why_size;
   h->first[slot] = first;
   h->count[slot] = count;
+  lumen_fitcu_gather(h->in, first, count, h->stage[slot], h->row, h->cstage[slot], h->crow);
+  double t0 = mono_s();
   for (int64_t i = 0; i < count; ++i) h->in->cpu_row(h->in->user, first + i, &h->rows[slot][i]);
+  h->busy_s += mono_s() - t0;
   return LUMEN_OK;
 }
 
@@ -153,21 +217,27 @@ static lumen_status fake_finish(void *handle, int slot, char *why, size_t why_si
   fake_handle *h = handle;
   (void)why;
   (void)why_size;
-  for (int64_t i = 0; i < h->count[slot]; ++i) h->in->deliver(h->in->user, h->first[slot] + i, &h->rows[slot][i]);
+  lumen_fitcu_deliver(h->in, h->first[slot], h->count[slot], h->rows[slot]);
   h->count[slot] = 0;
   return LUMEN_OK;
 }
 
+static double fake_kernel_seconds(void *handle) { return ((const fake_handle *)handle)->busy_s; }
+
 static void fake_close(void *handle) {
   fake_handle *h = handle;
   if (!h) return;
-  free(h->rows[0]);
-  free(h->rows[1]);
+  for (int s = 0; s < 2; ++s) {
+    free(h->rows[s]);
+    free(h->stage[s]);
+    free(h->cstage[s]);
+  }
   free(h);
 }
 
-static const lumen_fitcu_ops fake_ops = {fake_device_count, fake_supports, fake_open, fake_bytes,
-                                         fake_alloc,        fake_submit,   fake_finish, fake_close};
+static const lumen_fitcu_ops fake_ops = {fake_device_count, fake_supports, fake_open,   fake_bytes,
+                                         fake_alloc,        fake_submit,   fake_finish, fake_kernel_seconds,
+                                         fake_close};
 
 static const lumen_fitcu_ops *current_ops(void) {
   pthread_mutex_lock(&hook_mu);
@@ -254,6 +324,7 @@ typedef struct run_shared {
   int64_t next;              /* next position to hand out */
   int64_t done;              /* curves delivered */
   int64_t chunk_cap;
+  double kernel_s;           /* summed over devices (under mu) */
   char *note;
   size_t note_size;
 } run_shared;
@@ -303,11 +374,15 @@ static void *device_worker(void *arg) {
   int64_t per = 0, fixed = 0;
   ops->bytes(h, &per, &fixed);
   if (per < 1) per = 1;
-  /* chunk: half the free memory, an even share of the work, within [MIN, MAX] and the cap */
+  /* chunk: half the free memory, within [MIN, MAX] and the cap, and about 1/8 of a device's share
+     of the work (at least PIPE_MIN curves): the host stages chunk k+1 and delivers chunk k-1 while
+     the kernel of chunk k runs, so several chunks per device keep both sides busy, and with several
+     devices they keep the shared queue balanced */
   int64_t budget = free_b / 2 - fixed;
   int64_t chunk = budget > 0 ? budget / per : LUMEN_FITCU_MIN_CHUNK;
-  int64_t share = (sh->in->count + dt->ndev - 1) / dt->ndev;
-  if (dt->ndev > 1) share = (share + 3) / 4; /* a few chunks per device keep the queue balanced */
+  const int64_t per_dev = (sh->in->count + dt->ndev - 1) / dt->ndev;
+  int64_t share = (per_dev + 7) / 8;
+  if (share < LUMEN_FITCU_PIPE_MIN) share = per_dev < LUMEN_FITCU_PIPE_MIN ? per_dev : LUMEN_FITCU_PIPE_MIN;
   if (chunk > share) chunk = share;
   if (chunk > LUMEN_FITCU_MAX_CHUNK) chunk = LUMEN_FITCU_MAX_CHUNK;
   if (sh->chunk_cap > 0 && chunk > sh->chunk_cap) chunk = sh->chunk_cap;
@@ -385,6 +460,10 @@ static void *device_worker(void *arg) {
     cnt[slot] = c0;
     slot ^= 1;
   }
+  double ks = ops->kernel_seconds(h);
+  pthread_mutex_lock(&sh->mu);
+  sh->kernel_s += ks;
+  pthread_mutex_unlock(&sh->mu);
   ops->close(h);
   return NULL;
 }
@@ -414,6 +493,11 @@ lumen_status lumen_fitcu_run(lumen_ctx *ctx, const lumen_fitcu_problem *pb, cons
   sh.chunk_cap = cap;
   sh.note = note;
   sh.note_size = note_size;
+  /* the host threads are shared out over the devices' threads */
+  lumen_fitcu_input local = *in;
+  local.threads = n > 1 ? in->threads / n : in->threads;
+  if (local.threads < 1) local.threads = 1;
+  sh.in = &local;
   pthread_mutex_init(&sh.mu, NULL);
   dev_thread dts[LUMEN_FITCU_MAX_DEVICES];
   pthread_t th[LUMEN_FITCU_MAX_DEVICES];
@@ -438,6 +522,7 @@ lumen_status lumen_fitcu_run(lumen_ctx *ctx, const lumen_fitcu_problem *pb, cons
     mark_failed(&sh, sh.next, in->count - sh.next);
     note_add(&sh, "; %d device(s) gave up: %lld curves left to the next tier", n, (long long)(in->count - sh.next));
   }
+  if (in->kernel_seconds) *in->kernel_seconds += sh.kernel_s;
   pthread_mutex_destroy(&sh.mu);
   return LUMEN_OK;
 }

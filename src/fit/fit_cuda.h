@@ -21,6 +21,7 @@ extern "C" {
 #define LUMEN_FITCU_MAX_DEVICES 16
 #define LUMEN_FITCU_MIN_CHUNK 32       /* smallest chunk before giving up to the next tier */
 #define LUMEN_FITCU_MAX_CHUNK (1 << 20)
+#define LUMEN_FITCU_PIPE_MIN (1 << 16)  /* smallest chunk the work is cut into for pipelining */
 
 /* Everything a device needs to fit the curves of one plan (a flat copy of the plan). */
 typedef struct lumen_fitcu_problem {
@@ -62,6 +63,8 @@ typedef struct lumen_fitcu_input {
   /* the fake test device computes a curve with this (the CPU solver, installed by execute.c) */
   void (*cpu_row)(void *user, int64_t pos, lumen_fitcu_row *row);
   void *user;
+  int threads;               /* host threads for staging and delivering rows (0 or 1: the device's thread) */
+  double *kernel_seconds;    /* out (may be NULL): time the fitting kernels ran, summed over devices */
 } lumen_fitcu_input;
 
 /* A device as the chunk loop sees it. Every call returns LUMEN_OK or a status with a reason. */
@@ -81,6 +84,8 @@ typedef struct lumen_fitcu_ops {
   lumen_status (*submit)(void *handle, int slot, int64_t first, int64_t count, char *why, size_t why_size);
   /* waits for slot and delivers its rows */
   lumen_status (*finish)(void *handle, int slot, char *why, size_t why_size);
+  /* seconds the device ran this handle's kernels so far (overlapping kernels counted once) */
+  double (*kernel_seconds)(void *handle);
   void (*close)(void *handle);
 } lumen_fitcu_ops;
 
@@ -90,6 +95,16 @@ const lumen_fitcu_ops *lumen_fitcu_real_ops(void);
 int lumen_fitcu_is_device_ptr(const void *p);
 /* Copies bytes from device memory to host memory (synchronous). */
 lumen_status lumen_fitcu_copy_to_host(void *dst, const void *src, size_t bytes);
+
+/* Host-side work of a chunk, shared by the real and the fake devices; parallel over in->threads
+   (OpenMP) so that one device's host thread keeps up with the GPU (a 256x256x32x80 volume is
+   0.67 GB of float32 curves and 2.1 million result rows). */
+/* Copies the curves (and constants, when cdst) at positions [first, first + count) into contiguous
+   rows of dst (row bytes each) and cdst (crow bytes each). */
+void lumen_fitcu_gather(const lumen_fitcu_input *in, int64_t first, int64_t count, void *dst, size_t row,
+                        void *cdst, size_t crow);
+/* Delivers rows[0..count) as positions first.. (in->deliver is safe for distinct positions). */
+void lumen_fitcu_deliver(const lumen_fitcu_input *in, int64_t first, int64_t count, const lumen_fitcu_row *rows);
 
 /* ---- used by src/fit (fit_cuda.c) */
 /* Fills pb from a plan (want: 1 = CIs, 2 = R^2). */

@@ -227,8 +227,9 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
     pipe_sb_printf(b, ", \"backend_reason\": ");
     pipe_sb_json_str(b, res.reason);
     pipe_sb_printf(b, ", \"voxels_fitted\": %lld, \"voxels_converged\": %lld, \"voxels_failed\": %lld, "
-                      "\"seconds\": %.4f, \"fits_per_s\": %.1f, \"curves_per_tier\": {",
-                   (long long)nlist, (long long)ms->converged, (long long)ms->failed, res.seconds, ms->fits_per_s);
+                      "\"seconds\": %.4f, \"kernel_seconds\": %.4f, \"fits_per_s\": %.1f, \"curves_per_tier\": {",
+                   (long long)nlist, (long long)ms->converged, (long long)ms->failed, res.seconds, res.kernel_seconds,
+                   ms->fits_per_s);
     for (int t = 0; t < LUMEN_FIT_TIER_COUNT; ++t)
       pipe_sb_printf(b, "%s\"%s\": %lld", t ? ", " : "", lumen_fit_tier_name((lumen_fit_tier)t), (long long)res.curves_per_tier[t]);
     pipe_sb_printf(b, "}, \"state_counts\": {");

@@ -167,8 +167,77 @@ static void test_halving(void **s) {
   assert_non_null(strstr(got.r.reason, "chunk halved from 256 to 64 curves"));
   assert_string_equal(got.r.backend_selected, "cuda");
   assert_equal_results(&got, &ref);
+  /* kernel time: the fake device reports its solver's time; tier cpu has no kernels */
+  assert_true(got.r.kernel_seconds > 0.0 && got.r.kernel_seconds <= got.r.seconds);
+  assert_true(ref.r.kernel_seconds == 0.0);
   out_free(&ref);
   out_free(&got);
+}
+
+/* the host side of a chunk (shared by real and fake devices): gathering curves and constants at
+   listed positions into contiguous staging rows, and delivering rows to their positions, on one
+   and on several threads, for contiguous and scattered lists */
+typedef struct deliver_log {
+  int64_t *seen;    /* per position: how many times delivered */
+  double *value;    /* per position: the row's chi2 */
+} deliver_log;
+
+static void log_deliver(void *user, int64_t pos, const lumen_fitcu_row *row) {
+  deliver_log *d = user;
+  d->seen[pos]++;
+  d->value[pos] = row->chi2;
+}
+
+static void test_host_staging(void **s) {
+  (void)s;
+  enum { NCUR = 9000, NS = 7, COUNT = 6000 };
+  float *data = malloc(sizeof(float) * NCUR * NS), *consts = malloc(sizeof(float) * NCUR * LUMEN_FIT_NCONSTS);
+  float *dst = malloc(sizeof(float) * COUNT * NS), *cdst = malloc(sizeof(float) * COUNT * LUMEN_FIT_NCONSTS);
+  int64_t *list = malloc(sizeof(int64_t) * (COUNT + 10));
+  lumen_fitcu_row *rows = calloc(COUNT, sizeof *rows);
+  deliver_log d = {calloc(COUNT + 10, sizeof(int64_t)), calloc(COUNT + 10, sizeof(double))};
+  assert_true(data && consts && dst && cdst && list && rows && d.seen && d.value);
+  for (int64_t i = 0; i < (int64_t)NCUR * NS; ++i) data[i] = (float)i;
+  for (int64_t i = 0; i < (int64_t)NCUR * LUMEN_FIT_NCONSTS; ++i) consts[i] = (float)(-i);
+  for (int scattered = 0; scattered < 2; ++scattered) {
+    for (int i = 0; i < COUNT + 10; ++i) list[i] = scattered ? (int64_t)((i * 7919) % NCUR) : (int64_t)(i + 1000);
+    for (int threads = 1; threads <= 3; threads += 2) {
+      lumen_fitcu_input in;
+      memset(&in, 0, sizeof in);
+      in.data = data;
+      in.consts = consts;
+      in.list = list;
+      in.count = COUNT + 10;
+      in.deliver = log_deliver;
+      in.user = &d;
+      in.threads = threads;
+      memset(dst, 0xff, sizeof(float) * COUNT * NS);
+      memset(cdst, 0xff, sizeof(float) * COUNT * LUMEN_FIT_NCONSTS);
+      /* positions [10, 10 + COUNT) */
+      lumen_fitcu_gather(&in, 10, COUNT, dst, NS * sizeof(float), cdst, LUMEN_FIT_NCONSTS * sizeof(float));
+      for (int i = 0; i < COUNT; ++i) {
+        int64_t c = list[10 + i];
+        for (int k = 0; k < NS; ++k) assert_true(dst[(size_t)i * NS + k] == (float)(c * NS + k));
+        for (int k = 0; k < LUMEN_FIT_NCONSTS; ++k)
+          assert_true(cdst[(size_t)i * LUMEN_FIT_NCONSTS + k] == (float)(-(c * LUMEN_FIT_NCONSTS + k)));
+      }
+      memset(d.seen, 0, sizeof(int64_t) * (COUNT + 10));
+      for (int i = 0; i < COUNT; ++i) rows[i].chi2 = 0.5 * i;
+      lumen_fitcu_deliver(&in, 10, COUNT, rows);
+      for (int64_t pos = 0; pos < COUNT + 10; ++pos) {
+        assert_int_equal(d.seen[pos], pos >= 10 ? 1 : 0);
+        if (pos >= 10) assert_true(d.value[pos] == 0.5 * (double)(pos - 10));
+      }
+    }
+  }
+  free(data);
+  free(consts);
+  free(dst);
+  free(cdst);
+  free(list);
+  free(rows);
+  free(d.seen);
+  free(d.value);
 }
 
 /* allocations above a size fail: halving down to the smallest chunk, then tier cpu reruns it all */
@@ -298,6 +367,7 @@ static void test_selection(void **s) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_halving, teardown),
+      cmocka_unit_test(test_host_staging),
       cmocka_unit_test_teardown(test_smallest_chunk_reruns_on_cpu, teardown),
       cmocka_unit_test_teardown(test_kernel_error, teardown),
       cmocka_unit_test_teardown(test_multi_device, teardown),

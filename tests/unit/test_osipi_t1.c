@@ -2,7 +2,9 @@
    DRO, 50 prostate). Nonlinear (vfa) must pass every voxel, linear (vfa-linear) every voxel but
    Pat5_voxel5_prostaat, on tiers cpu and standard. Tolerance on R1: 0.05 /s + 5 %.
    Units: brain and QIBA TR in s; QIBA reference R1 in /ms; prostate TR and T1 in ms (reference
-   "T1 nonlinear", no B1 correction). Skips (77) without the reference data. */
+   "T1 nonlinear", no B1 correction). Skips (77) without the reference data.
+   LUMEN_TEST_TIER=cuda checks tier cuda instead of cpu (where the model has a CUDA kernel; the
+   tier that ran is printed, and no voxel may fall through to another tier). */
 #include "test_support.h"
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +12,9 @@
 #include <string.h>
 
 typedef enum { BRAIN, QIBA, PROSTATE } t1_file;
+
+static const char *accel = "cpu"; /* LUMEN_TEST_TIER */
+static char ran_on[LUMEN_FIT_NAME_MAX];
 
 static int run_file(lumen_ctx *ctx, const char *rel, t1_file kind, lumen_model model, const char *tier,
                     double *max_err, int *count) {
@@ -46,6 +51,12 @@ static int run_file(lumen_ctx *ctx, const char *rel, t1_file kind, lumen_model m
     res.state = &state;
     res.derived = der;
     assert_int_equal(lumen_fit_execute_f64(ctx, plan, 1, s, NULL, &res), LUMEN_OK);
+    snprintf(ran_on, sizeof ran_on, "%s", res.backend_used);
+    if (strcmp(res.backend_used, res.backend_selected) != 0) {
+      fails++;
+      print_message("  %s [%s]: selected %s, used %s (%s)\n", tab->cells[r][0], tier, res.backend_selected,
+                    res.backend_used, res.reason);
+    }
     double r1 = der[0];
     double err = fabs(r1 - ref_r1);
     const char *label = tab->cells[r][0];
@@ -70,7 +81,7 @@ static int run_file(lumen_ctx *ctx, const char *rel, t1_file kind, lumen_model m
 }
 
 static void run_model(lumen_model model) {
-  static const char *const tiers[2] = {"cpu", "standard"};
+  const char *tiers[2] = {accel, "standard"};
   static const struct {
     const char *rel;
     t1_file kind;
@@ -90,8 +101,8 @@ static void run_model(lumen_model model) {
       }
       fails += r;
     }
-    print_message("OSIPI T1 %-10s %-8s %d voxels, max |R1 error| %.4g /s (expected failures excluded)\n",
-                  lumen_model_name(model), tiers[ti], count, max_err);
+    print_message("OSIPI T1 %-10s %-8s %d voxels, max |R1 error| %.4g /s (expected failures excluded), ran on %s\n",
+                  lumen_model_name(model), tiers[ti], count, max_err, ran_on);
     assert_int_equal(count, 171);
   }
   lumen_ctx_destroy(ctx);
@@ -108,6 +119,8 @@ int main(void) {
     return LUMEN_TEST_SKIP;
   }
   free(probe);
+  accel = lumen_test_accel_tier();
+  if (!lumen_test_tier_usable(accel)) return LUMEN_TEST_SKIP;
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_vfa_nonlinear), cmocka_unit_test(test_vfa_linear)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "lumen/device.h"
+#include "fit/fit_cuda.h"
 
 const char *lumen_test_refdata(void) {
   const char *dir = getenv("LUMEN_REFDATA");
@@ -38,6 +40,31 @@ lumen_ctx *lumen_test_ctx(void) {
   assert_int_equal(lumen_ctx_create(&ctx), LUMEN_OK);
   assert_non_null(ctx);
   return ctx;
+}
+
+const char *lumen_test_accel_tier(void) {
+  const char *t = getenv("LUMEN_TEST_TIER");
+  if (!t || !*t) return "cpu";
+  int ok = !strcmp(t, "cpu") || !strcmp(t, "cpu_single") || !strcmp(t, "cuda") || !strncmp(t, "cuda:", 5);
+  if (!ok) fprintf(stderr, "LUMEN_TEST_TIER=%s: expected cpu, cpu_single, cuda or cuda:N\n", t);
+  assert_true(ok);
+  return t;
+}
+
+int lumen_test_tier_usable(const char *tier) {
+  if (strncmp(tier, "cuda", 4) != 0) return 1;
+  if (getenv("LUMEN_TEST_FAKE_GPU")) { /* the test's own logic, on the fake device (CPU solver) */
+    lumen_fitcu_fake f;
+    memset(&f, 0, sizeof f);
+    f.devices = 1;
+    lumen_fitcu_test_set_fake(&f);
+    return 1;
+  }
+  int n = 0;
+  char why[256] = "";
+  if (lumen_cuda_probe(NULL, &n, why, sizeof why) == LUMEN_OK && n > 0) return 1;
+  fprintf(stderr, "tier %s: no usable CUDA device (%s)\n", tier, why);
+  return 0;
 }
 
 /* ---------------------------------------------------------------- OSIPI CSV files (array fields) */

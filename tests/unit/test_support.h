@@ -17,6 +17,12 @@ void lumen_test_assert_close(double a, double b, double atol, double rtol, const
 /* A fresh context (asserted non-NULL); free with lumen_ctx_destroy. */
 lumen_ctx *lumen_test_ctx(void);
 
+/* The accelerated tier a validation test checks against its references and the standard tier:
+   LUMEN_TEST_TIER (cpu, cpu_single, cuda, cuda:N; default cpu). A malformed value fails the test. */
+const char *lumen_test_accel_tier(void);
+/* 1 when the tier can run here; 0 (reason printed) for a cuda tier without a usable device. */
+int lumen_test_tier_usable(const char *tier);
+
 /* OSIPI reference CSVs: every array column is one field of space-separated numbers. */
 typedef struct {
   int ncols, nrows;

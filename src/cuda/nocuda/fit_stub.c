@@ -55,10 +55,15 @@ static lumen_status stub_finish(void *handle, int slot, char *why, size_t why_si
   return LUMEN_ERR_NOT_BUILT;
 }
 
+static double stub_kernel_seconds(void *handle) {
+  (void)handle;
+  return 0.0;
+}
+
 static void stub_close(void *handle) { (void)handle; }
 
-static const lumen_fitcu_ops stub_ops = {stub_count, stub_supports, stub_open,   stub_bytes,
-                                         stub_alloc, stub_submit,   stub_finish, stub_close};
+static const lumen_fitcu_ops stub_ops = {stub_count,  stub_supports, stub_open,           stub_bytes, stub_alloc,
+                                         stub_submit, stub_finish,   stub_kernel_seconds, stub_close};
 
 const lumen_fitcu_ops *lumen_fitcu_real_ops(void) { return &stub_ops; }
 

@@ -4,8 +4,10 @@
 #      time (sums of the subjects' run logs), wall time, and wall / max(read, compute per job)
 #      (target <= 1.15), peak memory (/usr/bin/time -v) against --memory-limit;
 #   2. one volume on the standard tier: `mpirun -np 1` vs `-np 2` (target >= 1.7x on 2 cores);
-#   3. an image batch (40 images 1024 x 1024, gaussian sigma 3): one worker vs `--device cpu,cpu`,
-#      with and without overlapped reading/writing.
+#   3. an image batch (40 images 1024 x 1024, gaussian sigma 3 and febds): one worker vs
+#      `--device cpu,cpu`, with and without overlapped reading/writing, under --memory-limit 16M,
+#      24M and 64M: the stage line's peak in flight, peak RSS against the baselines (no data; one
+#      image), and whether the outputs are byte-identical to the serial run.
 # usage: bash bench/bench_cohort.sh [BUILD_DIR] [--quick]     (about 2-4 minutes on 2 cores)
 # The phantom is `lumen dce-demo`'s (32 x 24 x 2, 80 frames) tiled along z: to 32 x 24 x 16 for
 # the cohort's subjects and to 32 x 24 x 64 for the MPI volume (large enough that starting the
@@ -129,14 +131,37 @@ with open('list.txt', 'w') as L:
         if k: os.link('img/i00.nii.gz', 'img/i%02d.nii.gz' % k)
         L.write('img/i%02d.nii.gz out/o%02d.nii\n' % (k, k))
 PYEOF
-echo "| command | wall s | stages (busy s; compute summed over workers) | peak RSS MiB |"
-echo "|---|---|---|---|"
-mkdir -p out
+# the baselines: the process without data (an 8 x 8 image: code, libraries, threads) and one
+# image of the batch through the same path; --memory-limit covers lumen's data buffers, so the
+# bar is peak RSS - the one-image baseline <= the limit
+python3 - <<'PYEOF'
+import struct
+hdr = bytearray(348); struct.pack_into('<i', hdr, 0, 348)
+struct.pack_into('<8h', hdr, 40, 2, 8, 8, 1, 1, 1, 1, 1); struct.pack_into('<hh', hdr, 70, 16, 32)
+struct.pack_into('<8f', hdr, 76, *[1] * 8); struct.pack_into('<f', hdr, 108, 352); hdr[344:348] = b'n+1\x00'
+open('tiny.nii', 'wb').write(bytes(hdr) + b'\x00' * 4 + struct.pack('<64f', *range(64)))
+PYEOF
+echo "img/i00.nii.gz out/one.nii" > one.txt
+mkdir -p out ref
+/usr/bin/time -v -o time.txt "$bin" filter gaussian --sigma 3 tiny.nii out/tiny.nii --overwrite -q
+base0=$(peak_mib time.txt)
+/usr/bin/time -v -o time.txt "$bin" filter gaussian --sigma 3 --batch one.txt --device cpu --overwrite -q
+base1=$(peak_mib time.txt)
+/usr/bin/time -v -o time.txt "$bin" segment febds --batch one.txt --device cpu --overwrite -q
+base1f=$(peak_mib time.txt)
+echo "Baselines (peak RSS MiB): no data (8 x 8 image) $base0; one image: gaussian $base1, febds $base1f."
+echo
+echo "| command | wall s | stages (busy s; compute summed over workers) | peak in flight (stage line) | peak RSS MiB | RSS - one-image baseline | outputs = serial |"
+echo "|---|---|---|---|---|---|---|"
 for cfg in "filter gaussian --sigma 3|cpu|--no-overlap" "filter gaussian --sigma 3|cpu|" \
            "filter gaussian --sigma 3|cpu,cpu|--no-overlap" "filter gaussian --sigma 3|cpu,cpu|" \
-           "filter gaussian --sigma 3|cpu,cpu|--memory-limit 24M" \
-           "segment febds|cpu|--no-overlap" "segment febds|cpu|" "segment febds|cpu,cpu|"; do
+           "filter gaussian --sigma 3|cpu|--memory-limit 16M" "filter gaussian --sigma 3|cpu,cpu|--memory-limit 16M" \
+           "filter gaussian --sigma 3|cpu|--memory-limit 24M" "filter gaussian --sigma 3|cpu,cpu|--memory-limit 24M" \
+           "filter gaussian --sigma 3|cpu|--memory-limit 64M" "filter gaussian --sigma 3|cpu,cpu|--memory-limit 64M" \
+           "segment febds|cpu|--no-overlap" "segment febds|cpu|" "segment febds|cpu,cpu|" \
+           "segment febds|cpu,cpu|--memory-limit 24M" "segment febds|cpu,cpu|--memory-limit 64M"; do
   op=${cfg%%|*}; rest=${cfg#*|}; dev=${rest%%|*}; extra=${rest#*|}
+  rm -f out/o*.nii
   t0=$(now)
   # shellcheck disable=SC2086
   /usr/bin/time -v -o time.txt "$bin" $op --batch list.txt --device "$dev" $extra --overwrite \
@@ -144,7 +169,16 @@ for cfg in "filter gaussian --sigma 3|cpu|--no-overlap" "filter gaussian --sigma
   wall=$(since "$t0")
   stages=$(grep -o 'read [0-9.]* s, compute [0-9.]* s' img.txt || true)
   wr=$(grep -o 'write [0-9.]* s' img.txt || true)
-  echo "| \`lumen $op --device $dev $extra\` | $wall | $stages, $wr | $(peak_mib time.txt) |"
+  flight=$(grep -o 'peak [0-9.]* MiB in flight' img.txt | grep -o '[0-9.]*' || true)
+  over=$(grep -q 'over it' img.txt && echo " (over: one image alone)" || true)
+  rss=$(peak_mib time.txt)
+  b=$base1; case "$op" in segment*) b=$base1f;; esac
+  # the first row of each op (serial, one worker) is the reference for the others
+  key=$(echo "$op" | tr -c 'a-z' '_')
+  same=yes
+  if [ ! -d "ref/$key" ]; then mkdir -p "ref/$key"; cp out/o*.nii "ref/$key/"; same="(reference)"
+  else for f in ref/"$key"/o*.nii; do cmp -s "$f" "out/$(basename "$f")" || same=NO; done; fi
+  echo "| \`lumen $op --device $dev $extra\` | $wall | $stages, $wr | $flight MiB$over | $rss | $((rss - b)) | $same |"
 done
 echo
 echo "load after: $(uptime)"

@@ -103,6 +103,8 @@ typedef struct lumen_dist_queue lumen_dist_queue;
 lumen_status lumen_dist_queue_create(lumen_ctx *ctx, int64_t max_items, int64_t max_bytes, lumen_dist_queue **out);
 void lumen_dist_queue_push(lumen_dist_queue *q, void *item, int64_t bytes);
 void *lumen_dist_queue_pop(lumen_dist_queue *q, int64_t *bytes);
+/* The same without waiting: NULL when the queue is empty right now (open or closed). */
+void *lumen_dist_queue_try_pop(lumen_dist_queue *q, int64_t *bytes);
 void lumen_dist_queue_close(lumen_dist_queue *q);
 int64_t lumen_dist_queue_peak_bytes(const lumen_dist_queue *q);
 void lumen_dist_queue_free(lumen_dist_queue *q);
@@ -147,35 +149,69 @@ int lumen_dist_local_rank(int rank);
 /* ------------------------------------------------------- reader / devices / writer stages */
 
 /* The stages of an image batch. read (the reader thread, items in order) decodes item i into
-   *data and says how many bytes it holds until written (*bytes: input and result); compute (a
-   device worker) turns *data into the result in place; write (the writer, the calling thread,
-   items in input order; with overlap 0 the worker itself) writes and frees the result (also
-   when it fails); discard frees an item that will not be
-   written (after a failure). A callback's non-OK status fails that item (it reports its own
-   message). */
+   *data and says how many bytes it holds until written (*bytes: everything the item holds:
+   input, result and the op's scratch); compute (a device worker) turns *data into the result in
+   place; write (the writer, the calling thread, items in input order; with overlap 0 the worker
+   itself) writes and frees the result (also when it fails); discard frees an item that will not
+   be written (after a failure). A callback's non-OK status fails that item (it reports its own
+   message).
+
+   Optional, overlap 1 only: a worker may pipeline its items (a CUDA worker: pinned staging
+   buffers and its own streams, so that the upload of item k+1 and the download of item k-1
+   overlap the op of item k). open (the worker, before its first item) returns nonzero to
+   pipeline and sets *reserved, bytes the worker holds for the whole run (pinned buffers),
+   charged against the memory limit until close. A pipelining worker then calls, per item:
+   begin(slot) when it takes the item (start moving the input to the device; slot 0/1
+   alternates per begin: the input staging buffer), compute, end(slot) after a successful
+   compute (start moving the result back; slot 0/1 alternates per end: the output staging
+   buffer), finish(slot) when the result is needed (wait for it; *data becomes the host result).
+   It holds at most three items: k+1 begun, k computing, k-1 ended and not finished; begin(k+1)
+   comes before compute(k), end(k-1) before compute(k), finish(k-1) after compute(k), and an
+   item is finished before the worker waits for the queue. An input slot is reused by the
+   begin two begins later, an output slot by the end after the previous one's finish. discard
+   may get an item that was begun and not finished (it must wait for its transfers). */
 typedef struct lumen_dist_stages {
   void *user;
   lumen_status (*read)(void *user, int64_t item, void **data, int64_t *bytes);
   lumen_status (*compute)(void *user, int worker, const char *device, int64_t item, void **data);
   lumen_status (*write)(void *user, int64_t item, void *data);
   void (*discard)(void *user, void *data);
+  int (*open)(void *user, int worker, const char *device, int64_t *reserved);
+  lumen_status (*begin)(void *user, int worker, int64_t item, int slot, void **data);
+  lumen_status (*end)(void *user, int worker, int64_t item, int slot, void **data);
+  lumen_status (*finish)(void *user, int worker, int64_t item, int slot, void **data);
+  void (*close)(void *user, int worker);
 } lumen_dist_stages;
 
 typedef struct lumen_dist_stage_stats {
   double wall_s, read_s, compute_s, write_s; /* busy seconds of each stage (compute: all workers) */
-  int64_t peak_bytes;     /* largest sum of the bytes of the items in flight */
+  int64_t peak_bytes;     /* largest sum of the bytes of the items in flight and the reserves */
+  int64_t reserved_bytes; /* bytes the workers reserved (pinned staging buffers), summed */
+  int64_t item_bytes;     /* the largest charge of one item */
+  int over_limit;         /* 1: an item ran although the limit was exceeded (one item, or the
+                             reserves and one item, above the limit: one item always proceeds) */
   int64_t written;        /* items written */
   int64_t failed_item;    /* the first (lowest) failed item, -1 when none */
   int64_t per_worker[LUMEN_DIST_MAX_DEVICES]; /* items computed by each worker */
+  int pipelined;          /* workers that pipelined their items (open returned nonzero) */
 } lumen_dist_stage_stats;
 
+/* Bytes an image op ("filter" / "segment" and the op or algorithm name, e.g. "gaussian",
+   "febds") holds while it runs on the CPU besides its input and its float32 result: scratch
+   buffers, estimated per op from the voxel count and the CPU threads (src/dist/charge.c; an
+   unknown op: 4 float32 images). A non-float32 input adds its float32 copy (the caller's). */
+int64_t lumen_dist_op_scratch(const char *cmd, const char *op, int64_t count, int threads);
+
 /* Runs n items through the stages with one worker thread per device of devs.
-   overlap 1: a reader thread reads ahead while the workers compute and the writer writes, the
-   items in flight (read, not yet written) holding at most memory_limit bytes (0 = no limit;
-   one item always proceeds); overlap 0: each worker reads, computes and writes its item itself
-   (no read-ahead). Either way, an item that fails stops the batch like a serial run: the
-   items before it are written, none after it (overlap 0 with several workers: items after it
-   that were already running still finish); the status of the lowest failed item is returned. Outputs do not depend on the number of workers. stats may be NULL. */
+   overlap 1: a reader thread reads ahead while the workers compute and the writer writes;
+   overlap 0: each worker reads, computes and writes its item itself (no read-ahead). Either
+   way the items in flight (read, not yet written: their bytes from read) and the workers'
+   reserves hold at most memory_limit bytes (0 = no limit): a new item is read only when its
+   charge (that of the item before it) fits, and one item always proceeds. An item that fails
+   stops the batch like a serial run: the items before it are written, none after it (overlap
+   0 with several workers: items after it that were already running still finish); the status
+   of the lowest failed item is returned. Outputs do not depend on the number of workers nor on
+   pipelining. stats may be NULL. */
 lumen_status lumen_dist_stages_run(lumen_ctx *ctx, const lumen_dist_devices *devs, int64_t n_items, int overlap,
                                    int64_t memory_limit, const lumen_dist_stages *stages,
                                    lumen_dist_stage_stats *stats);

@@ -1,13 +1,22 @@
 /* A batch of images for `lumen filter` and `lumen segment` (image_cli.h): the headers are
    checked before any work, then a reader thread reads ahead under --memory-limit, one worker
    per device of --device (src/dist stages) runs the op, and the writer writes the results in
-   input order, so every output equals a single-device serial run (docs/SCALE.md). */
+   input order, so every output equals a single-device serial run (docs/SCALE.md). An image is
+   charged against --memory-limit for its input, its result and the op's scratch; a CUDA worker
+   pipelines its images through pinned double buffers (src/dist/xfer.h), charged too. */
+#if defined(__linux__)
+#define _DEFAULT_SOURCE 1 /* mallopt */
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/image_cli.h"
+#include "dist/xfer.h"
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 /* ------------------------------------------------------------------ headers before any work */
 
@@ -92,6 +101,7 @@ int lumen_imgbatch_check(lumen_imgcli *c) {
   for (int k = 0; k < c->njobs; k++)
     if (!lumen_imgcli_check_out(c, c->out[k], d0[2] > 1)) return 0;
   c->ndim0 = ndim0;
+  c->count0 = d0[0] * d0[1] * d0[2] * d0[3];
   return 1;
 }
 
@@ -101,6 +111,11 @@ typedef struct job {
   lumen_image *in, *res;
   int is_mask, png_bits;
   double scalar;
+  /* on a pipelining CUDA worker: in wraps dev_in, uploaded through input slot in_slot; res is
+     being downloaded when downloading is set */
+  lumen_dist_xfer *x;
+  void *dev_in;
+  int in_slot, downloading;
 } job;
 
 typedef struct batch {
@@ -114,6 +129,8 @@ typedef struct batch {
   lumen_filter_report *reps;                /* per item */
   unsigned char *ran;                       /* per item: the op ran (reps valid) */
   int overlap;
+  int64_t scratch;                          /* the op's scratch per image (estimate) */
+  lumen_dist_xfer *xfer[LUMEN_DIST_MAX_DEVICES]; /* pinned staging of each CUDA worker */
   pthread_mutex_t mu;                       /* progress and messages */
   int done;
 } batch;
@@ -131,8 +148,10 @@ static lumen_status st_read(void *user, int64_t i, void **data, int64_t *bytes) 
     free(j);
     return LUMEN_ERR_IO;
   }
-  /* in flight until written: the decoded input and the result (float32 or smaller) */
-  *bytes = lumen_image_nbytes(j->in) + 4 * lumen_image_count(j->in);
+  /* in flight until written: the decoded input, the result (float32 or smaller) and, while
+     the op runs, its scratch */
+  int64_t f32 = 4 * lumen_image_count(j->in);
+  *bytes = lumen_image_nbytes(j->in) + f32 + b->scratch + (lumen_image_dtype(j->in) != LUMEN_DTYPE_FLOAT32 ? f32 : 0);
   *data = j;
   return LUMEN_OK;
 }
@@ -145,11 +164,14 @@ static lumen_status st_compute(void *user, int worker, const char *device, int64
   j->scalar = NAN;
   lumen_filter_report *rep = &b->reps[i];
   memset(rep, 0, sizeof *rep);
-  lumen_status s = b->fn(b->user, ctx, b->c->device ? device : NULL, rep, j->in, &j->res, &j->is_mask, &j->png_bits,
-                         &j->scalar);
+  lumen_status s = j->dev_in ? lumen_dist_xfer_ready(ctx, j->x, j->in_slot) : LUMEN_OK;
+  if (s == LUMEN_OK)
+    s = b->fn(b->user, ctx, b->c->device ? device : NULL, rep, j->in, &j->res, &j->is_mask, &j->png_bits, &j->scalar);
   b->ran[i] = 1;
   lumen_image_free(j->in);
   j->in = NULL;
+  lumen_dist_xfer_release(j->x, j->dev_in); /* after the op's kernels (stream-ordered) */
+  j->dev_in = NULL;
   if (s != LUMEN_OK && (s != LUMEN_ERR_INVALID_ARGUMENT || lumen_ctx_last_status(ctx) != LUMEN_OK))
     lumen_cli_error(b->c->cmd, "%s: %s", b->c->in[i], lumen_ctx_last_error(ctx));
   return s;
@@ -159,9 +181,112 @@ static void st_discard(void *user, void *data) {
   (void)user;
   job *j = data;
   if (!j) return;
+  lumen_dist_xfer_abandon(j->x, j->in_slot, j->dev_in); /* begun, never computed */
   lumen_image_free(j->in);
   lumen_image_free(j->res);
   free(j);
+}
+
+/* ---- a CUDA worker pipelines its images (lumen_dist_stages' open / begin / end / finish) */
+
+static int st_open(void *user, int worker, const char *device, int64_t *reserved) {
+  batch *b = user;
+  lumen_device dev;
+  *reserved = 0;
+  if (!b->c->device || lumen_device_parse(NULL, device, &dev) != LUMEN_OK || dev.kind != LUMEN_DEVICE_CUDA) return 0;
+  /* a slot holds a float32 input or result; larger inputs are staged by the op as before */
+  size_t cap = (size_t)(4 * b->c->count0);
+  lumen_ctx *ctx = b->wctx[worker];
+  if (lumen_dist_xfer_open(ctx, lumen_dist_xfer_cuda(), dev.index, cap, cap, &b->xfer[worker]) != LUMEN_OK) {
+    lumen_log(ctx, LUMEN_LOG_INFO, "%s: no pinned double buffers (%s): images copied on the default stream",
+              device, lumen_ctx_last_error(ctx));
+    lumen_ctx_clear_error(ctx);
+    return 0;
+  }
+  *reserved = lumen_dist_xfer_pinned(b->xfer[worker]);
+  return 1;
+}
+
+static void st_close(void *user, int worker) {
+  batch *b = user;
+  lumen_dist_xfer_close(b->xfer[worker]);
+  b->xfer[worker] = NULL;
+}
+
+static void same_geometry(lumen_image *dst, const lumen_image *src) {
+  double sp[LUMEN_IMAGE_MAX_DIMS], aff[16];
+  int nd = lumen_image_ndim(dst);
+  if (lumen_image_get_spacing(src, sp, nd) == LUMEN_OK) lumen_image_set_spacing(NULL, dst, sp, nd);
+  if (lumen_image_get_affine(src, aff) == LUMEN_OK) lumen_image_set_affine(NULL, dst, aff);
+}
+
+/* a new image of src's shape, type and geometry on device, wrapping data or allocating */
+static lumen_status like(lumen_ctx *ctx, const lumen_image *src, void *data, lumen_device device, lumen_image **out) {
+  int64_t dims[LUMEN_IMAGE_MAX_DIMS];
+  int nd = lumen_image_ndim(src);
+  for (int a = 0; a < nd; a++) dims[a] = lumen_image_dim(src, a);
+  lumen_status s = data ? lumen_image_wrap(ctx, data, nd, dims, lumen_image_dtype(src), device, out)
+                        : lumen_image_create(ctx, nd, dims, lumen_image_dtype(src), device, 0, out);
+  if (s == LUMEN_OK) same_geometry(*out, src);
+  return s;
+}
+
+static lumen_status st_begin(void *user, int worker, int64_t i, int slot, void **data) {
+  batch *b = user;
+  job *j = *data;
+  (void)i;
+  lumen_ctx *ctx = b->wctx[worker];
+  lumen_dist_xfer *x = b->xfer[worker];
+  void *dev = NULL;
+  lumen_status s = lumen_dist_xfer_upload(ctx, x, slot, lumen_image_const_data(j->in),
+                                          (size_t)lumen_image_nbytes(j->in), &dev);
+  if (s != LUMEN_OK || !dev) return s; /* !dev: the op stages the host image itself */
+  lumen_device d = {LUMEN_DEVICE_CUDA, 0};
+  (void)lumen_device_parse(NULL, b->c->devs.name[worker], &d);
+  lumen_image *wrapped = NULL;
+  s = like(ctx, j->in, dev, d, &wrapped);
+  j->x = x;
+  j->dev_in = dev;
+  j->in_slot = slot;
+  if (s != LUMEN_OK) return s; /* discard abandons dev_in */
+  lumen_image_free(j->in); /* the host copy is no longer needed: a CPU rerun copies dev_in back */
+  j->in = wrapped;
+  return LUMEN_OK;
+}
+
+static lumen_status st_end(void *user, int worker, int64_t i, int slot, void **data) {
+  batch *b = user;
+  job *j = *data;
+  (void)i;
+  if (!j->res || lumen_image_device(j->res).kind != LUMEN_DEVICE_CUDA) return LUMEN_OK; /* ran on the CPU */
+  int queued = 0;
+  lumen_status s = lumen_dist_xfer_download(b->wctx[worker], b->xfer[worker], slot, lumen_image_const_data(j->res),
+                                            (size_t)lumen_image_nbytes(j->res), &queued);
+  j->x = b->xfer[worker];
+  j->downloading = queued;
+  return s;
+}
+
+static lumen_status st_finish(void *user, int worker, int64_t i, int slot, void **data) {
+  batch *b = user;
+  job *j = *data;
+  if (!j->downloading) return LUMEN_OK; /* on the host, or the writer copies it */
+  lumen_ctx *ctx = b->wctx[worker];
+  lumen_image *host = NULL;
+  lumen_status s = like(ctx, j->res, NULL, lumen_device_cpu(), &host);
+  /* waits for the download in any case: res is freed after it */
+  lumen_status w = lumen_dist_xfer_collect(ctx, j->x, slot, host ? lumen_image_data(host) : NULL,
+                                           host ? (size_t)lumen_image_nbytes(host) : 0);
+  j->downloading = 0;
+  if (s == LUMEN_OK) s = w;
+  if (s != LUMEN_OK) {
+    lumen_image_free(host);
+    lumen_cli_error(b->c->cmd, "%s: %s", b->c->in[i], lumen_ctx_last_error(ctx));
+    return s;
+  }
+  lumen_image_free(j->res);
+  j->res = host;
+  return LUMEN_OK;
 }
 
 static lumen_status st_write(void *user, int64_t i, void *data) {
@@ -200,7 +325,25 @@ static void used_devices(batch *b, char *buf, size_t size) {
   }
 }
 
+/* The peak resident set of this process (VmHWM), bytes; 0 when unknown. */
+static int64_t peak_rss(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
+  fclose(f);
+  return (int64_t)kb * 1024;
+}
+
 int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const char *what, const char *scalar_name) {
+#if defined(__GLIBC__)
+  /* Freed image buffers go back to the system at once: a fixed mmap threshold stops glibc from
+     raising it after the first large free and then keeping later 4 MB buffers in its arenas,
+     so the resident memory follows the buffers --memory-limit charges (docs/SCALE.md). */
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+#endif
   batch b;
   memset(&b, 0, sizeof b);
   b.c = c;
@@ -224,6 +367,7 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
   b.reps = calloc((size_t)c->njobs, sizeof *b.reps);
   b.ran = calloc((size_t)c->njobs, 1);
   int ok = b.reps && b.ran;
+  b.scratch = lumen_dist_op_scratch(c->cmd, c->op, c->count0, threads > 0 ? threads : lumen_ctx_threads(c->ctx));
   for (int w = 0; w < c->devs.n && ok; w++) ok = (b.wctx[w] = lumen_imgcli_worker_context(c, threads)) != NULL;
   for (int k = 0; k < 2 && ok; k++) ok = (b.io_ctx[k] = lumen_imgcli_worker_context(c, 1)) != NULL;
   pthread_mutex_init(&b.mu, NULL);
@@ -231,7 +375,8 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
   memset(&stats, 0, sizeof stats);
   lumen_status s = LUMEN_ERR_OUT_OF_MEMORY;
   if (ok) {
-    lumen_dist_stages st = {&b, st_read, st_compute, st_write, st_discard};
+    lumen_dist_stages st = {&b,      st_read,  st_compute, st_write, st_discard, st_open,
+                            st_begin, st_end,   st_finish,  st_close};
     lumen_imgcli_progress(c, 0, c->njobs, c->in[0]);
     s = lumen_dist_stages_run(c->ctx, &c->devs, c->njobs, b.overlap, c->memory_limit, &st, &stats);
   }
@@ -251,13 +396,23 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
       for (int w = 0; w < c->devs.n && len + 24 < sizeof per; w++)
         len += (size_t)snprintf(per + len, sizeof per - len, "%s%s %lld", w ? ", " : "", c->devs.name[w],
                                 (long long)stats.per_worker[w]);
-      char lim[48] = "no limit";
-      if (c->memory_limit > 0) snprintf(lim, sizeof lim, "limit %.2f MiB", (double)c->memory_limit / 1048576.0);
+      char lim[160] = "no limit";
+      if (c->memory_limit > 0) {
+        int n = snprintf(lim, sizeof lim, "limit %.2f MiB", (double)c->memory_limit / 1048576.0);
+        if (stats.over_limit && n > 0 && (size_t)n < sizeof lim)
+          snprintf(lim + n, sizeof lim - (size_t)n, "; over it: one image needs %.2f MiB%s, it ran alone",
+                   (double)stats.item_bytes / 1048576.0, stats.reserved_bytes ? " besides the pinned buffers" : "");
+      }
+      char pinned[64] = "";
+      if (stats.reserved_bytes > 0)
+        snprintf(pinned, sizeof pinned, ", %.2f MiB of it pinned (%d worker%s)", (double)stats.reserved_bytes / 1048576.0,
+                 stats.pipelined, stats.pipelined == 1 ? "" : "s");
       fprintf(stderr,
               "lumen %s: stages%s: read %.3f s, compute %.3f s (images per worker: %s), write %.3f s, wall %.3f s; "
-              "peak %.2f MiB in flight (%s)\n",
+              "peak %.2f MiB in flight%s (%s; %.2f MiB per image); peak RSS %.2f MiB\n",
               c->cmd, b.overlap ? " (overlapped)" : " (no overlap)", stats.read_s, stats.compute_s, per, stats.write_s,
-              stats.wall_s, (double)stats.peak_bytes / 1048576.0, lim);
+              stats.wall_s, (double)stats.peak_bytes / 1048576.0, pinned, lim, (double)stats.item_bytes / 1048576.0,
+              (double)peak_rss() / 1048576.0);
     }
     rc = LUMEN_EXIT_OK;
   } else if (s == LUMEN_ERR_INVALID_ARGUMENT) {

@@ -14,7 +14,7 @@ typedef struct lumen_imgcli {
   const char *op;           /* op / algorithm name */
   int quiet, verbose, overwrite;
   const char *device;       /* --device as given: one device or a list (NULL = default cpu) */
-  int64_t memory_limit;     /* --memory-limit: bytes of decoded images in flight (0 = none) */
+  int64_t memory_limit;     /* --memory-limit: bytes the images in flight hold (0 = none) */
   int no_overlap;           /* --no-overlap: each worker reads, computes, writes in turn */
   int precision;            /* LUMEN_FILTER_PRECISION_DEFAULT or a lumen_precision */
   int threads;
@@ -29,6 +29,7 @@ typedef struct lumen_imgcli {
   double t0;
   int tty;
   int ndim0;                /* ndim of the first input (lumen_imgbatch_check) */
+  int64_t count0;           /* its number of voxels (one shape per batch) */
   lumen_dist_devices devs;  /* the workers (lumen_imgbatch_run) */
   char used_list[1024];     /* devices that computed, in order of first use ("" = rep->used) */
 } lumen_imgcli;
@@ -75,8 +76,9 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
   "                    each, from one shared queue: cuda:all (every GPU; the CPU when there is\n"     \
   "                    none, the summary says why), cuda:0,cuda:1, cpu,cpu (two CPU workers,\n"      \
   "                    each with its share of the cores); outputs equal a single-device run\n"       \
-  "  --memory-limit SIZE  cap on the decoded images in flight (read ahead, computing, waiting\n"       \
-  "                    to be written), e.g. 512M, 2G (default: no cap; one image always runs)\n"     \
+  "  --memory-limit SIZE  cap on the memory of the images in flight (read ahead, computing,\n"         \
+  "                    waiting to be written: input, result, the op's scratch, pinned buffers),\n"  \
+  "                    e.g. 512M, 2G (default: no cap; one image always runs)\n"                     \
   "  --no-overlap      no reader/writer threads: each worker reads, computes, writes in turn\n"
 
 #endif

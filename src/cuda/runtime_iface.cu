@@ -3,7 +3,9 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
+#include <new>
 #include "core/cuda_iface.h"
+#include "filter/xfer_iface.h"
 
 static lumen_status fail_cuda(lumen_ctx *ctx, cudaError_t err, const char *what) {
   lumen_status s = LUMEN_ERR_DEVICE;
@@ -144,6 +146,133 @@ extern "C" lumen_status lumen_cudai_release_cache(lumen_ctx *ctx, int index) {
   if (err != cudaSuccess) {
     cudaGetLastError();
     return fail_cuda(ctx, err, "CUDA cache release");
+  }
+  return LUMEN_OK;
+}
+
+// ---------------------------------------------------------------- batch transfers (xfer_iface.h)
+// One per device worker of an image batch: uploads and downloads on two non-blocking streams
+// (no implicit synchronisation with the legacy default stream the filter kernels use), ordered
+// against the kernels with events only, so the copy engines work while the kernels run.
+struct lumen_cudai_xfer {
+  int device;
+  cudaStream_t up, down;
+  cudaEvent_t up_done[2], down_done[2], op_done[2];
+};
+
+#define XFER_SCOPE(ctx, x, what)                         \
+  int prev_dev_ = -1;                                    \
+  cudaGetDevice(&prev_dev_);                             \
+  cudaError_t xerr_ = cudaSetDevice((x)->device);        \
+  if (xerr_ != cudaSuccess) return fail_cuda(ctx, xerr_, what);
+#define XFER_END(ctx, err, what)                                              \
+  if (prev_dev_ >= 0) cudaSetDevice(prev_dev_);                               \
+  if ((err) != cudaSuccess) {                                                 \
+    cudaGetLastError();                                                       \
+    return fail_cuda(ctx, err, what);                                         \
+  }                                                                           \
+  return LUMEN_OK
+
+extern "C" void lumen_cudai_xfer_destroy(lumen_cudai_xfer *x) {
+  if (!x) return;
+  int previous = -1;
+  cudaGetDevice(&previous);
+  if (cudaSetDevice(x->device) == cudaSuccess) {
+    if (x->up) cudaStreamSynchronize(x->up);
+    if (x->down) cudaStreamSynchronize(x->down);
+    for (int s = 0; s < 2; s++) {
+      if (x->up_done[s]) cudaEventDestroy(x->up_done[s]);
+      if (x->down_done[s]) cudaEventDestroy(x->down_done[s]);
+      if (x->op_done[s]) cudaEventDestroy(x->op_done[s]);
+    }
+    if (x->up) cudaStreamDestroy(x->up);
+    if (x->down) cudaStreamDestroy(x->down);
+  }
+  cudaGetLastError();
+  if (previous >= 0) cudaSetDevice(previous);
+  delete x;
+}
+
+extern "C" lumen_status lumen_cudai_xfer_create(lumen_ctx *ctx, int device, lumen_cudai_xfer **out) {
+  *out = NULL;
+  lumen_cudai_xfer *x = new (std::nothrow) lumen_cudai_xfer();
+  if (!x) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "CUDA transfer streams: out of host memory");
+  x->device = device;
+  int previous = -1;
+  cudaGetDevice(&previous);
+  cudaError_t err = cudaSetDevice(device);
+  if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&x->up, cudaStreamNonBlocking);
+  if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&x->down, cudaStreamNonBlocking);
+  for (int s = 0; s < 2 && err == cudaSuccess; s++) {
+    err = cudaEventCreateWithFlags(&x->up_done[s], cudaEventDisableTiming);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&x->down_done[s], cudaEventDisableTiming);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&x->op_done[s], cudaEventDisableTiming);
+  }
+  if (previous >= 0) cudaSetDevice(previous);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    lumen_cudai_xfer_destroy(x);
+    return fail_cuda(ctx, err, "CUDA transfer streams");
+  }
+  *out = x;
+  return LUMEN_OK;
+}
+
+extern "C" lumen_status lumen_cudai_xfer_alloc(lumen_ctx *ctx, lumen_cudai_xfer *x, size_t bytes, void **dev) {
+  *dev = NULL;
+  XFER_SCOPE(ctx, x, "CUDA allocation");
+  cudaError_t err = cudaMallocAsync(dev, bytes ? bytes : 1, x->up);
+  if (err != cudaSuccess) *dev = NULL;
+  XFER_END(ctx, err, "CUDA allocation (batch input)");
+}
+
+extern "C" void lumen_cudai_xfer_free(lumen_cudai_xfer *x, void *dev) {
+  if (!x || !dev) return;
+  int previous = -1;
+  cudaGetDevice(&previous);
+  if (cudaSetDevice(x->device) == cudaSuccess) cudaFreeAsync(dev, 0);
+  cudaGetLastError();
+  if (previous >= 0) cudaSetDevice(previous);
+}
+
+extern "C" lumen_status lumen_cudai_xfer_h2d(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot, void *dev,
+                                             const void *pinned, size_t bytes) {
+  XFER_SCOPE(ctx, x, "CUDA upload");
+  cudaError_t err = cudaMemcpyAsync(dev, pinned, bytes, cudaMemcpyHostToDevice, x->up);
+  if (err == cudaSuccess) err = cudaEventRecord(x->up_done[slot & 1], x->up);
+  XFER_END(ctx, err, "CUDA upload");
+}
+
+extern "C" lumen_status lumen_cudai_xfer_wait_h2d(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot) {
+  cudaError_t err = cudaEventSynchronize(x->up_done[slot & 1]);  // never recorded: returns at once
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return fail_cuda(ctx, err, "CUDA upload wait");
+  }
+  return LUMEN_OK;
+}
+
+extern "C" lumen_status lumen_cudai_xfer_before_op(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot) {
+  XFER_SCOPE(ctx, x, "CUDA stream wait");
+  cudaError_t err = cudaStreamWaitEvent(0, x->up_done[slot & 1], 0);
+  XFER_END(ctx, err, "CUDA stream wait");
+}
+
+extern "C" lumen_status lumen_cudai_xfer_d2h(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot, void *pinned,
+                                             const void *dev, size_t bytes) {
+  XFER_SCOPE(ctx, x, "CUDA download");
+  cudaError_t err = cudaEventRecord(x->op_done[slot & 1], 0);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(x->down, x->op_done[slot & 1], 0);
+  if (err == cudaSuccess) err = cudaMemcpyAsync(pinned, dev, bytes, cudaMemcpyDeviceToHost, x->down);
+  if (err == cudaSuccess) err = cudaEventRecord(x->down_done[slot & 1], x->down);
+  XFER_END(ctx, err, "CUDA download");
+}
+
+extern "C" lumen_status lumen_cudai_xfer_wait_d2h(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot) {
+  cudaError_t err = cudaEventSynchronize(x->down_done[slot & 1]);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return fail_cuda(ctx, err, "CUDA download wait");
   }
   return LUMEN_OK;
 }

@@ -107,9 +107,9 @@ void lumen_dist_queue_push(lumen_dist_queue *q, void *item, int64_t bytes) {
   pthread_mutex_unlock(&q->mu);
 }
 
-void *lumen_dist_queue_pop(lumen_dist_queue *q, int64_t *bytes) {
+static void *pop_locked(lumen_dist_queue *q, int wait, int64_t *bytes) {
   pthread_mutex_lock(&q->mu);
-  while (!q->head && !q->closed) pthread_cond_wait(&q->not_empty, &q->mu);
+  while (wait && !q->head && !q->closed) pthread_cond_wait(&q->not_empty, &q->mu);
   void *item = NULL;
   int64_t b = 0;
   if (q->head) {
@@ -126,6 +126,10 @@ void *lumen_dist_queue_pop(lumen_dist_queue *q, int64_t *bytes) {
   if (bytes) *bytes = b;
   return item;
 }
+
+void *lumen_dist_queue_pop(lumen_dist_queue *q, int64_t *bytes) { return pop_locked(q, 1, bytes); }
+
+void *lumen_dist_queue_try_pop(lumen_dist_queue *q, int64_t *bytes) { return pop_locked(q, 0, bytes); }
 
 void lumen_dist_queue_close(lumen_dist_queue *q) {
   pthread_mutex_lock(&q->mu);

@@ -197,7 +197,7 @@ static lumen_status g_run(gbatch *g, const char *devices, int overlap, int64_t l
   }
   atomic_store(&g->alive, 0);
   atomic_store(&g->max_alive, 0);
-  lumen_dist_stages stages = {g, g_read, g_compute, g_write, g_discard};
+  lumen_dist_stages stages = {.user = g, .read = g_read, .compute = g_compute, .write = g_write, .discard = g_discard};
   lumen_status s = lumen_dist_stages_run(ctx, &d, NIMG, overlap, limit, &stages, st);
   lumen_ctx_destroy(ctx);
   assert_int_equal(atomic_load(&g->alive), 0); /* everything read was written or discarded */
@@ -295,7 +295,7 @@ static void memory_limit_caps_in_flight(void **state) {
   lumen_ctx *ctx = lumen_test_ctx();
   lumen_dist_devices d;
   memset(&d, 0, sizeof d);
-  lumen_dist_stages none = {NULL, NULL, NULL, NULL, NULL};
+  lumen_dist_stages none = {.user = NULL};
   assert_int_equal(lumen_dist_stages_run(ctx, &d, 1, 1, 0, &none, NULL), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_dist_devices_expand(ctx, "cpu", 0, NULL, &d), LUMEN_OK);
   assert_int_equal(lumen_dist_stages_run(ctx, &d, 1, 1, 0, &none, NULL), LUMEN_ERR_INVALID_ARGUMENT);

@@ -172,6 +172,14 @@ void lumen_gamma_opts_init(lumen_gamma_opts *opts);
 lumen_status lumen_filter_gamma(lumen_ctx *ctx, const lumen_image *in, const lumen_gamma_opts *opts,
                                 lumen_image **out);
 
+typedef struct lumen_abs_opts {
+  lumen_filter_exec exec;
+} lumen_abs_opts;
+void lumen_abs_opts_init(lumen_abs_opts *opts);
+/* Absolute value |x| (float output in the storage precision; NaN stays NaN). FEBDS takes it of
+   the enhanced image before the median, on the algorithm's device. */
+lumen_status lumen_filter_abs(lumen_ctx *ctx, const lumen_image *in, const lumen_abs_opts *opts, lumen_image **out);
+
 typedef struct lumen_contrast_opts {
   lumen_filter_exec exec;
   double contrast;         /* default 0 */

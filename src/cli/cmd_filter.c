@@ -409,7 +409,7 @@ int lumen_imgcli_same_shape(lumen_imgcli *c, lumen_image **imgs, int n) {
 #define CMD "filter"
 
 static const char *const filter_ops[] = {
-  "gaussian", "dog", "log", "median", "gamma", "contrast", "convolve", "bandpass", "otsu", "sauvola",
+  "gaussian", "dog", "log", "median", "gamma", "abs", "contrast", "convolve", "bandpass", "otsu", "sauvola",
   "local_variance", "variance_binarize", "erode", "dilate", "open", "close", "tophat", "fill_holes", "label",
   "largest_component", "entropy", "mutual_information", "variance"};
 #define N_FILTER_OPS ((int)(sizeof filter_ops / sizeof filter_ops[0]))
@@ -431,6 +431,7 @@ static void filter_help(FILE *out) {
           "  log               Laplacian of Gaussian: --sigma S (2) --mode (reflect) --discrete (reference form)\n"
           "  median            --size N (3, odd) --mode (reflect) --cval\n"
           "  gamma             --gamma G (1) --max-value M (4095)\n"
+          "  abs               absolute value |x|\n"
           "  contrast          --contrast C (0) --brightness B (0) --bins N (0 = 255 or 4095 by range)\n"
           "  convolve          --kernel V,V,... (required) --kernel-dims NX[,NY[,NZ]] --mode (reflect) --correlate\n"
           "  bandpass          Butterworth: --d0 D (21) --width W (32) --order N (3)\n"
@@ -704,6 +705,12 @@ static lumen_status run_filter(lumen_ctx *ctx, const char *op, const fvals *f, l
     if (f->has_gamma) o.gamma = f->gamma;
     if (f->has_max) o.max_value = f->max_value;
     return lumen_filter_gamma(ctx, in, &o, out);
+  }
+  if (strcmp(op, "abs") == 0) {
+    lumen_abs_opts o;
+    lumen_abs_opts_init(&o);
+    o.exec = ex;
+    return lumen_filter_abs(ctx, in, &o, out);
   }
   if (strcmp(op, "contrast") == 0) {
     lumen_contrast_opts o;

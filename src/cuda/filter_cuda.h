@@ -4,7 +4,7 @@
  * there with alloc_dtype == out_dtype (float32, float16 or bfloat16 for float outputs; uint8 masks).
  * A device failure returns LUMEN_ERR_DEVICE / LUMEN_ERR_DEVICE_OUT_OF_MEMORY (the dispatcher reruns
  * the op on the CPU); a case a kernel does not cover returns LUMEN_ERR_NOT_BUILT with the reason
- * (also a CPU rerun). Hole filling, labelling and the largest component have no CUDA kernel.
+ * (also a CPU rerun). Labelling and the largest component have no CUDA kernel.
  * docs/GPU.md describes the kernels, their tolerances against the CPU path and their limits. */
 #ifndef LUMEN_CUDA_FILTER_CUDA_H
 #define LUMEN_CUDA_FILTER_CUDA_H
@@ -22,6 +22,7 @@ lumen_status lf_cuda_convolve(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cuda_median(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cuda_morphology(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cuda_gamma(lumen_ctx *ctx, lf_call *call);
+lumen_status lf_cuda_abs(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cuda_contrast(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cuda_otsu(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cuda_sauvola(lumen_ctx *ctx, lf_call *call);
@@ -31,6 +32,7 @@ lumen_status lf_cuda_entropy(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cuda_mutual_information(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cuda_variance(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cuda_bandpass(lumen_ctx *ctx, lf_call *call);
+lumen_status lf_cuda_fill_holes(lumen_ctx *ctx, lf_call *call);
 
 #ifdef __cplusplus
 }

@@ -184,6 +184,10 @@ __global__ void k_gamma_o(const float *in, int64_t n, float m, float g, Out *out
   }
 }
 template <class Out>
+__global__ void k_abs_o(const float *in, int64_t n, Out *out) {
+  for (int64_t i = gtid(); i < n; i += gstride()) st(out, i, fabsf(in[i]));
+}
+template <class Out>
 __global__ void k_contrast_o(const float *in, int64_t n, double contrast, double brightness, double bins,
                              const float *mm, Out *out) {
   if (bins <= 0) bins = mm[1] <= 255.0f ? 255.0 : 4095.0;
@@ -208,6 +212,17 @@ extern "C" lumen_status lf_cuda_gamma(lumen_ctx *ctx, lf_call *call) {
   LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
   DISPATCH_OUT(call->out, k_gamma_o, grid_for(n), 256, x, n, (float)o->max_value, (float)o->gamma);
   return launched(ctx, fn, "gamma kernel");
+}
+
+extern "C" lumen_status lf_cuda_abs(lumen_ctx *ctx, lf_call *call) {
+  static const char fn[] = "lumen_filter_abs (cuda)";
+  LFC_ENTER(ctx, call, fn);
+  const int64_t n = call->geom.total;
+  const float *x;
+  scratch<float> xin;
+  LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
+  DISPATCH_OUT(call->out, k_abs_o, grid_for(n), 256, x, n);
+  return launched(ctx, fn, "abs kernel");
 }
 
 extern "C" lumen_status lf_cuda_contrast(lumen_ctx *ctx, lf_call *call) {

@@ -43,6 +43,12 @@ void lumen_median_opts_init(lumen_median_opts *o) {
   o->mode = LUMEN_BOUNDARY_REFLECT;
 }
 
+void lumen_abs_opts_init(lumen_abs_opts *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  lumen_filter_exec_init(&o->exec);
+}
+
 void lumen_gamma_opts_init(lumen_gamma_opts *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
@@ -370,6 +376,22 @@ lumen_status lumen_filter_gamma(lumen_ctx *ctx, const lumen_image *in, const lum
                 opts->max_value);
   lf_call c;
   init_call(&c, LF_OP_GAMMA, opts, in);
+  if ((s = lf_geom_make(ctx, fn, in, 0, &c.geom)) != LUMEN_OK) return s;
+  return lf_dispatch(ctx, &c, &opts->exec, out);
+}
+
+lumen_status lumen_filter_abs(lumen_ctx *ctx, const lumen_image *in, const lumen_abs_opts *opts, lumen_image **out) {
+  static const char fn[] = "lumen_filter_abs";
+  if (out) *out = NULL;
+  lumen_status s = check_io(ctx, fn, in, out);
+  if (s != LUMEN_OK) return s;
+  lumen_abs_opts def;
+  if (!opts) {
+    lumen_abs_opts_init(&def);
+    opts = &def;
+  }
+  lf_call c;
+  init_call(&c, LF_OP_ABS, opts, in);
   if ((s = lf_geom_make(ctx, fn, in, 0, &c.geom)) != LUMEN_OK) return s;
   return lf_dispatch(ctx, &c, &opts->exec, out);
 }

@@ -91,6 +91,16 @@ __attribute__((target("avx512f,avx512dq"))) static void gamma_avx512(const float
 }
 #undef GAMMA_BODY
 
+lumen_status lf_cpu_abs(lumen_ctx *ctx, lf_call *call) {
+  (void)ctx;
+  const float *in = call->in_f32[0];
+  float *out = lumen_image_data(call->out);
+  const int64_t n = call->geom.total;
+#pragma omp parallel for schedule(static) num_threads(call->threads)
+  for (int64_t i = 0; i < n; i++) out[i] = fabsf(in[i]);
+  return LUMEN_OK;
+}
+
 lumen_status lf_cpu_gamma(lumen_ctx *ctx, lf_call *call) {
   (void)ctx;
   const lumen_gamma_opts *o = call->opts;

@@ -30,13 +30,15 @@ static const lf_op op_table[LF_OP_COUNT] = {
   [LF_OP_LOCAL_VARIANCE] = {"local_variance", lf_cpu_local_variance, LF_CUDA(lf_cuda_local_variance)},
   [LF_OP_VARIANCE_BINARIZE] = {"variance_binarize", lf_cpu_variance_binarize, LF_CUDA(lf_cuda_variance_binarize)},
   [LF_OP_MORPHOLOGY] = {"morphology", lf_cpu_morphology, LF_CUDA(lf_cuda_morphology)},
-  /* region ops stay on the CPU (sequential flood fills; a CUDA request reruns there with a reason) */
-  [LF_OP_FILL_HOLES] = {"fill_holes", lf_cpu_fill_holes, LF_CUDA(NULL)},
+  /* hole filling on the device by monotone sweeps to a fixpoint (filter_region.cu); labelling and the
+     largest component stay on the CPU (a CUDA request reruns there with a reason) */
+  [LF_OP_FILL_HOLES] = {"fill_holes", lf_cpu_fill_holes, LF_CUDA(lf_cuda_fill_holes)},
   [LF_OP_LABEL] = {"label", lf_cpu_label, LF_CUDA(NULL)},
   [LF_OP_LARGEST_COMPONENT] = {"largest_component", lf_cpu_largest_component, LF_CUDA(NULL)},
   [LF_OP_ENTROPY] = {"entropy", lf_cpu_entropy, LF_CUDA(lf_cuda_entropy)},
   [LF_OP_MUTUAL_INFORMATION] = {"mutual_information", lf_cpu_mutual_information, LF_CUDA(lf_cuda_mutual_information)},
   [LF_OP_VARIANCE] = {"variance", lf_cpu_variance, LF_CUDA(lf_cuda_variance)},
+  [LF_OP_ABS] = {"abs", lf_cpu_abs, LF_CUDA(lf_cuda_abs)},
 };
 
 static lf_impl test_hooks[LF_OP_COUNT];

@@ -43,6 +43,7 @@ typedef enum lf_op_id {
   LF_OP_ENTROPY,
   LF_OP_MUTUAL_INFORMATION,
   LF_OP_VARIANCE,
+  LF_OP_ABS,
   LF_OP_COUNT
 } lf_op_id;
 
@@ -150,6 +151,7 @@ lumen_status lf_cpu_dog(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cpu_laplace(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cpu_median(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cpu_gamma(lumen_ctx *ctx, lf_call *call);
+lumen_status lf_cpu_abs(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cpu_contrast(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cpu_convolve(lumen_ctx *ctx, lf_call *call);
 lumen_status lf_cpu_bandpass(lumen_ctx *ctx, lf_call *call);

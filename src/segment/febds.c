@@ -71,15 +71,6 @@ static lumen_status check_image(lumen_ctx *ctx, const char *fn, const lumen_imag
   return LUMEN_OK;
 }
 
-/* Absolute value of an owned float32 host image, in place. */
-static void abs_inplace(lumen_image *img, int threads) {
-  float *p = lumen_image_data(img);
-  int64_t n = lumen_image_count(img);
-  (void)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t i = 0; i < n; i++) p[i] = fabsf(p[i]);
-}
-
 /* A 2-D image extended by pad pixels on every side with whole-sample symmetry (MIRROR), as a
    float32 host image, so that the periodic FFT sees no step between opposite borders. */
 static lumen_status pad_mirror(lumen_ctx *ctx, const lumen_image *in, int pad, lumen_image **out) {
@@ -171,11 +162,17 @@ static lumen_status febds_one(lumen_ctx *ctx, seg_run *run, const void *vopts, c
     }
   }
   if (s != LUMEN_OK) return s;
-  /* 2. absolute value (host) */
-  s = seg_own_f32(ctx, &a);
-  if (s != LUMEN_OK) goto done;
-  seg_host_step(ctx, run, "abs");
-  abs_inplace(a, lumen_ctx_threads(ctx));
+  /* 2. absolute value */
+  {
+    lumen_abs_opts d;
+    lumen_abs_opts_init(&d);
+    d.exec = run->step;
+    STEP(lumen_filter_abs(ctx, a, &d, &b));
+    lumen_image_free(a);
+    a = b;
+    b = NULL;
+    if (s != LUMEN_OK) goto done;
+  }
   /* 3. median */
   {
     lumen_median_opts d;

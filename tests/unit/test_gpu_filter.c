@@ -17,6 +17,7 @@ static void dog_log_conv(void **state) { (void)state; run_group("dog_log_conv");
 static void rank(void **state) { (void)state; run_group("rank"); }
 static void point_threshold(void **state) { (void)state; run_group("point_threshold"); }
 static void fallback_memory(void **state) { (void)state; run_group("fallback_memory"); }
+static void region(void **state) { (void)state; run_group("region"); }
 
 int main(void) {
   lumen_ctx *ctx = NULL;
@@ -31,7 +32,7 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gaussian),        cmocka_unit_test(dog_log_conv),    cmocka_unit_test(rank),
-      cmocka_unit_test(point_threshold), cmocka_unit_test(fallback_memory),
+      cmocka_unit_test(point_threshold), cmocka_unit_test(fallback_memory), cmocka_unit_test(region),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

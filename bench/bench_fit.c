@@ -457,20 +457,10 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
     warm.params = params;
     warm.state = state;
     s = lumen_fit_execute(ctx, plan, curves < 1024 ? curves : 1024, d->data, d->consts, &warm);
-    if (s != LUMEN_OK) {
-      snprintf(me.why, sizeof me.why, "warm-up: %s", lumen_ctx_last_error(ctx));
-      free(params);
-      free(state);
-      free(err);
-      free(me.param0);
-      me.param0 = NULL;
-      lumen_fit_plan_destroy(plan);
-      return me;
-    }
+    if (s != LUMEN_OK) snprintf(me.why, sizeof me.why, "warm-up: %s", lumen_ctx_last_error(ctx));
   }
   int64_t done = 0;
   double secs = 0, cpu_secs = 0;
-  s = LUMEN_OK;
   while (done < curves && s == LUMEN_OK && (done == 0 || secs < budget)) {
     int64_t nc = curves - done < chunk ? curves - done : chunk;
     lumen_fit_results res;
@@ -488,7 +478,7 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   }
   curves = me.curves = done;
   if (s != LUMEN_OK) {
-    snprintf(me.why, sizeof me.why, "execute: %s", lumen_ctx_last_error(ctx));
+    if (!me.why[0]) snprintf(me.why, sizeof me.why, "execute: %s", lumen_ctx_last_error(ctx));
   } else {
     me.ok = 1;
     me.fits_per_s = (double)curves / secs;
@@ -602,6 +592,7 @@ static void bench_volume(lumen_ctx *ctx, const bench_opts *bo) {
     measure me = run_tier(ctx, &d, bo->tiers[t], curves, 1e9);
     if (!me.ok) {
       printf("| %s | n/a (%s) | | | | |\n", bo->tiers[t], me.why);
+      free(me.param0);
       continue;
     }
     char rate[32], krate[32] = "-";

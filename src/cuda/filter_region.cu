@@ -55,6 +55,19 @@ __global__ void k_fill_init(const T *__restrict__ in, uint8_t *__restrict__ m, l
   }
 }
 
+// One voxel of a sweep: a foreground voxel stops "reached", a reached one starts it, and an
+// unreached background voxel under it becomes reached.
+__device__ __forceinline__ void pass_reached(uint8_t *m, int64_t i, uint8_t v, bool &carry, bool &any) {
+  if (v == 1) {
+    carry = false;
+  } else if (v == 0) {
+    carry = true;
+  } else if (carry) {
+    m[i] = 0;
+    any = true;
+  }
+}
+
 // One thread per line along an axis: the line starts at `first` and steps by `stride` for `len`
 // voxels. Forward and backward, "reached" (0) passes along runs of 2 until a foreground voxel.
 __device__ void sweep_line(uint8_t *m, int64_t first, int64_t stride, int64_t len, int *changed) {
@@ -66,16 +79,8 @@ __device__ void sweep_line(uint8_t *m, int64_t first, int64_t stride, int64_t le
     for (int j = 0; j < kTile; ++j)
       if (j < cnt) v[j] = m[first + (k0 + j) * stride];
 #pragma unroll
-    for (int j = 0; j < kTile; ++j) {
-      if (j >= cnt) break;
-      if (v[j] == 1) carry = false;
-      else if (v[j] == 0) carry = true;
-      else if (carry) {
-        v[j] = 0;
-        m[first + (k0 + j) * stride] = 0;
-        any = true;
-      }
-    }
+    for (int j = 0; j < kTile; ++j)
+      if (j < cnt) pass_reached(m, first + (k0 + j) * stride, v[j], carry, any);
   }
   carry = false;
   for (int64_t k1 = len; k1 > 0; k1 -= kTile) {
@@ -85,16 +90,8 @@ __device__ void sweep_line(uint8_t *m, int64_t first, int64_t stride, int64_t le
     for (int j = 0; j < kTile; ++j)
       if (j < cnt) v[j] = m[first + (k0 + j) * stride];
 #pragma unroll
-    for (int j = kTile - 1; j >= 0; --j) {
-      if (j >= cnt) continue;
-      if (v[j] == 1) carry = false;
-      else if (v[j] == 0) carry = true;
-      else if (carry) {
-        v[j] = 0;
-        m[first + (k0 + j) * stride] = 0;
-        any = true;
-      }
-    }
+    for (int j = kTile - 1; j >= 0; --j)
+      if (j < cnt) pass_reached(m, first + (k0 + j) * stride, v[j], carry, any);
   }
   if (any) *changed = 1;
 }

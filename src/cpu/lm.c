@@ -1,4 +1,5 @@
-/* Instantiates the accelerated Levenberg-Marquardt solver (lm_impl.inc) for float and double. */
+/* Instantiates the accelerated Levenberg-Marquardt solver (lm_impl.inc) for float and double; the
+   CUDA kernels (src/cuda/fit_lm.cu) compile the same file per model. */
 #include <math.h>
 #include "cpu/lm.h"
 

@@ -1,6 +1,7 @@
 /* lumen's accelerated solver for one curve: Levenberg-Marquardt with box constraints, written
    once (src/cpu/lm_impl.inc) and instantiated for float and double on top of the model math of
-   src/models/. The fit plan (src/fit/) chooses starts, restarts, delays and tiers; this file only
+   src/models/ (the CUDA kernels of src/cuda/fit_lm.cu compile the same source). The fit plan
+   (src/fit/) chooses starts, restarts, delays and tiers; this file only
    solves. No allocation, no global state: thread-safe with one workspace per thread. */
 #ifndef LUMEN_CPU_LM_H
 #define LUMEN_CPU_LM_H

@@ -7,31 +7,13 @@
 #include "cpu/lm.h"
 #include "cpu/lm_simd.h"
 #include "fit/curve_fit.h"
+#include "fit/curve_out.h"
 #include "fit/fit_cuda.h"
 #include "fit/fit_internal.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_OPENMP
 #include <omp.h>
 #endif
-
-typedef struct lumen_fit_curve_out {
-  double p[LUMEN_FIT_MAX_PARAMS];  /* fit parameters */
-  double ci_lo[LUMEN_FIT_MAX_PARAMS], ci_hi[LUMEN_FIT_MAX_PARAMS];  /* public parameters */
-  double derived[LUMEN_FIT_MAX_DERIVED];  /* AUC only (others are computed from p) */
-  double chi2, r2, delay;
-  int iterations;
-  lumen_fit_state state;
-  lumen_status status;
-} lumen_fit_curve_out;
-
-static void lumen_fit_curve_out_clear(lumen_fit_curve_out *o) {
-  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) o->p[k] = o->ci_lo[k] = o->ci_hi[k] = NAN;
-  for (int k = 0; k < LUMEN_FIT_MAX_DERIVED; ++k) o->derived[k] = NAN;
-  o->chi2 = o->r2 = o->delay = NAN;
-  o->iterations = 0;
-  o->state = LUMEN_FIT_NOT_FITTED;
-  o->status = LUMEN_OK;
-}
 
 #define DT float
 #define DM(x) x##_f32

@@ -2,9 +2,7 @@
 # lumen backends: the table, the JSON form, help, and usage errors, on any machine.
 set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
-fail=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+. "$(dirname "$0")/lib.sh"
 
 out=$("$bin" backends); rc=$?
 check "backends exits 0 here" "[ $rc -eq 0 ]"

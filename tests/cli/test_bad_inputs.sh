@@ -7,10 +7,8 @@ set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 here=$(cd "$(dirname "$0")" && pwd)
 command -v python3 > /dev/null || { echo "python3 not found: skipped"; exit 77; }
-fail=0
-tmp=$(mktemp -d); trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
+. "$(dirname "$0")/lib.sh"
 python3 "$here/../../scripts/make_bad_inputs.py" . || { echo "FAIL: make_bad_inputs.py"; exit 1; }
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
 n=0
 # case NAME REGEX OUTPUT -- lumen args: non-zero exit, stderr matches REGEX, OUTPUT (a folder or
 # a file) holds no file afterwards

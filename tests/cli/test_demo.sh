@@ -3,9 +3,7 @@
 # the backend line per model, and runs quickly.
 set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
-fail=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+. "$(dirname "$0")/lib.sh"
 
 start=$(date +%s)
 "$bin" demo curves > out.txt 2> err.txt; rc=$?

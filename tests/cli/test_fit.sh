@@ -5,9 +5,7 @@
 # exact under lumen's default convolution (exact for a piecewise-linear AIF).
 set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
-fail=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+. "$(dirname "$0")/lib.sh"
 
 awk 'BEGIN { for (i = 0; i <= 60; i++) printf "%g\n", i * 6 }' > times.txt      # seconds
 awk 'BEGIN { for (i = 0; i <= 60; i++) printf "%.12g\n", i * 0.1 }' > aif.txt    # cp = t (min)

@@ -5,9 +5,7 @@
 set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
-fail=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+. "$(dirname "$0")/lib.sh"
 
 python3 - <<'PYEOF'
 import struct, zlib

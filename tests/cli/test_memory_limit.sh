@@ -9,8 +9,7 @@ set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 here=$(cd "$(dirname "$0")" && pwd)
 command -v python3 > /dev/null || { echo "python3 not found: skipped"; exit 77; }
-fail=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
+. "$(dirname "$0")/lib.sh"
 python3 "$here/../../scripts/make_bad_inputs.py" . > /dev/null || { echo "FAIL: make_bad_inputs.py"; exit 1; }
 n=0
 # run NAME WANT_RC REGEX OUTPUT -- lumen args: exit status WANT_RC, stderr matches REGEX; for a

@@ -12,10 +12,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_va
 export OMPI_MCA_rmaps_base_oversubscribe=1
 # Open MPI's own allocations are not lumen's: no leak report under the sanitizer build
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
-fail=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
+. "$(dirname "$0")/lib.sh"
 export TMPDIR="$tmp"
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
 same() {
   local r=0 n=0
   for f in "$1"/*.nii.gz "$1"/*.tsv "$1"/*.json; do

@@ -10,10 +10,8 @@ set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 here=$(cd "$(dirname "$0")" && pwd)
 command -v python3 > /dev/null || { echo "python3 not found: skipped"; exit 77; }
-fail=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
+. "$(dirname "$0")/lib.sh"
 python3 "$here/../../scripts/make_bad_inputs.py" . > /dev/null || { echo "FAIL: make_bad_inputs.py"; exit 1; }
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
 # 32 voxels, chunks of 8: 4 chunks per model, 8 for two models
 args=(dce --dce good_dce.nii.gz --t1map good_t1.nii.gz --models tofts,etofts --chunk 8)
 

@@ -10,12 +10,11 @@ set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 here=$(cd "$(dirname "$0")" && pwd)
 command -v python3 > /dev/null || { echo "python3 not found: skipped"; exit 77; }
-fail=0
-tmp=$(mktemp -d); mnt=""
+. "$here/lib.sh"
+mnt=""
 cleanup() { [ -n "$mnt" ] && umount "$mnt" 2> /dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT; cd "$tmp" || exit 1
+trap cleanup EXIT  # also unmounts the tmpfs of the disk-full case
 python3 "$here/../../scripts/make_bad_inputs.py" . > /dev/null || { echo "FAIL: make_bad_inputs.py"; exit 1; }
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
 args=(dce --dce good_dce.nii.gz --t1map good_t1.nii.gz --models tofts --chunk 8 -q)
 whole() { # whole DIR: no run log, no temporary file, every final file complete
   local dir=$1 f

@@ -6,9 +6,7 @@ bin=${LUMEN_BIN:?LUMEN_BIN not set}
 py=$(command -v python3 || true)
 [ -n "$py" ] || { echo "python3 not found: skipped"; exit 77; }
 "$bin" segment --help >/dev/null 2>&1 || { echo "lumen built without the segment command"; exit 1; }
-fail=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+. "$(dirname "$0")/lib.sh"
 
 cat > img.py <<'PYEOF'
 import gzip, math, random, struct, sys, zlib

@@ -4,9 +4,7 @@
 # Input: the pipeline's synthetic phantom (lumen dce-demo).
 set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
-fail=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; cd "$tmp" || exit 1
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+. "$(dirname "$0")/lib.sh"
 same() {  # same DIR1 DIR2: every map, sidecar (not the run log) and table of DIR1 equal in DIR2
   local r=0 n=0
   for f in "$1"/*.nii.gz "$1"/*.tsv "$1"/*.json; do

@@ -77,14 +77,6 @@ static lumen_image *make_image(lumen_ctx *ctx) {
   return im;
 }
 
-static void assert_same(const lumen_image *a, const lumen_image *b) {
-  assert_non_null(a);
-  assert_non_null(b);
-  assert_int_equal(lumen_image_dtype(a), lumen_image_dtype(b));
-  assert_true(lumen_image_nbytes(a) == lumen_image_nbytes(b));
-  assert_memory_equal(lumen_image_const_data(a), lumen_image_const_data(b), (size_t)lumen_image_nbytes(a));
-}
-
 /* FEBDS (default method): out of device memory at device call k, for every k of the run (k = 0:
    the first): equal masks, and the report says what happened. A run without failure first
    counts the calls and gives the same mask. */
@@ -113,7 +105,7 @@ static void febds_oom_at_each_step(void **state) {
   assert_int_equal(st, LUMEN_OK);
   const int steps = g_calls;
   assert_true(steps >= 3);
-  assert_same(cpu, dev);
+  lumen_test_assert_images_equal(cpu, dev);
   lumen_image_free(dev);
 
   int oom_reported = 0;
@@ -142,7 +134,7 @@ static void febds_oom_at_each_step(void **state) {
     assert_int_equal(rep.used.kind, LUMEN_DEVICE_CPU);
     assert_int_equal(rep.requested.kind, LUMEN_DEVICE_CUDA);
     assert_int_equal(lumen_ctx_last_status(ctx), LUMEN_OK);
-    assert_same(cpu, dev);
+    lumen_test_assert_images_equal(cpu, dev);
     lumen_image_free(dev);
   }
   assert_true(oom_reported >= 1); /* at least the failure at the first device call */
@@ -176,7 +168,7 @@ static void batch_oom(void **state) {
     lumen_image *dev = NULL;
     memset(&rep, 0, sizeof rep);
     assert_int_equal(lumen_filter_gaussian_batch(ctx, vol, &g, &dev), LUMEN_OK);
-    assert_same(cpu, dev);
+    lumen_test_assert_images_equal(cpu, dev);
     if (g_calls > k) {  /* the device was asked and failed */
       assert_int_equal(rep.fell_back, 1);
       assert_int_equal(rep.device_status, LUMEN_ERR_DEVICE_OUT_OF_MEMORY);

@@ -29,14 +29,6 @@ static lumen_image *make_image(lumen_ctx *ctx, int nz) {
   return im;
 }
 
-static void assert_same(const lumen_image *a, const lumen_image *b) {
-  assert_non_null(a);
-  assert_non_null(b);
-  assert_int_equal(lumen_image_dtype(a), lumen_image_dtype(b));
-  assert_true(lumen_image_nbytes(a) == lumen_image_nbytes(b));
-  assert_memory_equal(lumen_image_const_data(a), lumen_image_const_data(b), (size_t)lumen_image_nbytes(a));
-}
-
 /* ------------------------------------------------------------------ fallback */
 
 static int hook_calls;
@@ -94,7 +86,7 @@ static void injected_oom_reruns_on_cpu(void **state) {
   hook_calls = 0;
   assert_int_equal(lumen_filter_gaussian(ctx, in, &g, &fb), LUMEN_OK);
   assert_int_equal(hook_calls, 1);
-  assert_same(cpu, fb);
+  lumen_test_assert_images_equal(cpu, fb);
   assert_int_equal(rep.fell_back, 1);
   assert_int_equal(rep.device_status, LUMEN_ERR_DEVICE_OUT_OF_MEMORY);
   assert_int_equal(rep.requested.kind, LUMEN_DEVICE_CUDA);
@@ -118,7 +110,7 @@ static void injected_oom_reruns_on_cpu(void **state) {
   assert_int_equal(lumen_filter_median(ctx, in, &m, &fb), LUMEN_OK);
   assert_int_equal(hook_calls, 1);
   assert_true(rep.fell_back == 1 && !strcmp(rep.op, "median"));
-  assert_same(cpu, fb);
+  lumen_test_assert_images_equal(cpu, fb);
   lumen_image_free(cpu);
   lumen_image_free(fb);
 
@@ -130,7 +122,7 @@ static void injected_oom_reruns_on_cpu(void **state) {
   mo.exec.report = &rep;
   assert_int_equal(lumen_filter_morphology(ctx, in, &mo, &fb), LUMEN_OK);
   assert_true(rep.fell_back == 1 && !strcmp(rep.op, "morphology"));
-  assert_same(cpu, fb);
+  lumen_test_assert_images_equal(cpu, fb);
   lumen_image_free(cpu);
   lumen_image_free(fb);
 
@@ -142,7 +134,7 @@ static void injected_oom_reruns_on_cpu(void **state) {
   ot.exec.report = &rep;
   assert_int_equal(lumen_filter_otsu(ctx, in, &ot, &t2, &fb), LUMEN_OK);
   assert_true(t1 == t2 && rep.fell_back == 1);
-  assert_same(cpu, fb);
+  lumen_test_assert_images_equal(cpu, fb);
   lumen_image_free(cpu);
 
   lumen_region_opts ro;
@@ -154,7 +146,7 @@ static void injected_oom_reruns_on_cpu(void **state) {
   ro.exec.report = &rep;
   assert_int_equal(lumen_filter_label(ctx, fb, &ro, &lab, &c2), LUMEN_OK);
   assert_true(c1 == c2 && c1 > 0 && rep.fell_back == 1);
-  assert_same(cpu, lab);
+  lumen_test_assert_images_equal(cpu, lab);
   lumen_image_free(cpu);
   lumen_image_free(lab);
   lumen_image_free(fb);
@@ -182,7 +174,7 @@ static void injected_oom_reruns_on_cpu(void **state) {
   assert_int_equal(lumen_image_dtype(fb), LUMEN_DTYPE_FLOAT16);
   g.exec.device = "cpu";
   assert_int_equal(lumen_filter_gaussian(ctx, in, &g, &cpu), LUMEN_OK);
-  assert_same(cpu, fb);
+  lumen_test_assert_images_equal(cpu, fb);
   lumen_image_free(cpu);
   lumen_image_free(fb);
 
@@ -220,7 +212,7 @@ static void no_kernel_falls_back_with_reason(void **state) {
   d.exec.device = NULL;
   assert_int_equal(lumen_filter_dog(ctx, in, &d, &ref), LUMEN_OK);
   assert_int_equal(rep.fell_back, 0);
-  assert_same(ref, out);
+  lumen_test_assert_images_equal(ref, out);
   lumen_image_free(out);
   lumen_image_free(ref);
   /* the context default device is used when nothing else says where */
@@ -280,7 +272,7 @@ static void precision_is_honoured(void **state) {
   assert_int_equal(lumen_ctx_set_default_precision(ctx, LUMEN_PRECISION_HALF), LUMEN_OK);
   g.exec.precision = LUMEN_FILTER_PRECISION_DEFAULT;
   assert_int_equal(lumen_filter_gaussian(ctx, in, &g, &def), LUMEN_OK);
-  assert_same(half, def);
+  lumen_test_assert_images_equal(half, def);
   lumen_image_free(def);
   /* a half-precision input is read as float32, and non-float outputs keep their type */
   lumen_median_opts m;
@@ -327,7 +319,7 @@ static void integer_inputs(void **state) {
   lumen_image *a = NULL, *b = NULL;
   assert_int_equal(lumen_filter_median(ctx, u, &m, &a), LUMEN_OK);
   assert_int_equal(lumen_filter_median(ctx, f, &m, &b), LUMEN_OK);
-  assert_same(a, b);
+  lumen_test_assert_images_equal(a, b);
   lumen_image_free(a);
   lumen_image_free(b);
   lumen_gamma_opts gm;
@@ -444,7 +436,7 @@ static void simd_matches_generic(void **state) {
   }
   unsetenv("LUMEN_FILTER_NO_SIMD");
   for (int i = 0; i < 4; i++) {
-    assert_same(a[i], b[i]);
+    lumen_test_assert_images_equal(a[i], b[i]);
     lumen_image_free(a[i]);
     lumen_image_free(b[i]);
   }

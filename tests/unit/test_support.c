@@ -35,6 +35,14 @@ void lumen_test_assert_close(double a, double b, double atol, double rtol, const
   }
 }
 
+void lumen_test_assert_images_equal(const lumen_image *a, const lumen_image *b) {
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_int_equal(lumen_image_dtype(a), lumen_image_dtype(b));
+  assert_true(lumen_image_nbytes(a) == lumen_image_nbytes(b));
+  assert_memory_equal(lumen_image_const_data(a), lumen_image_const_data(b), (size_t)lumen_image_nbytes(a));
+}
+
 lumen_ctx *lumen_test_ctx(void) {
   lumen_ctx *ctx = NULL;
   assert_int_equal(lumen_ctx_create(&ctx), LUMEN_OK);

@@ -14,6 +14,8 @@ const char *lumen_test_refdata(void);
 char *lumen_test_refdata_path(const char *relative);
 /* Asserts |a - b| <= atol + rtol |b| with a readable message. */
 void lumen_test_assert_close(double a, double b, double atol, double rtol, const char *what);
+/* Asserts two images (non-NULL) have the same dtype, size and bytes. */
+void lumen_test_assert_images_equal(const lumen_image *a, const lumen_image *b);
 /* A fresh context (asserted non-NULL); free with lumen_ctx_destroy. */
 lumen_ctx *lumen_test_ctx(void);
 

@@ -33,6 +33,7 @@ static volatile int shim_skipped_;
 #define assert_null(p) assert_true((p) == NULL)
 #define assert_string_equal(a, b) assert_true(strcmp((a), (b)) == 0)
 #define assert_string_not_equal(a, b) assert_true(strcmp((a), (b)) != 0)
+#define assert_memory_equal(a, b, n) assert_true(memcmp((a), (b), (n)) == 0)
 
 struct CMUnitTest {
   const char *name;

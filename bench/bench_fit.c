@@ -487,7 +487,7 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
     for (int64_t c = 0; c < curves; ++c) {
       double v = params[c * np];  /* public parameter 0: Ktrans, or T1 */
       me.param0[c] = v;
-      if (state[c] == LUMEN_FIT_CONVERGED) ++nc;
+      if (state[c] == LUMEN_FIT_CONVERGED || state[c] == LUMEN_FIT_AT_BOUND) ++nc; /* at_bound: converged, on a bound */
       if (isfinite(v)) err[nf++] = fabs(v - d->truth[c]) / d->truth[c];
     }
     me.median_rel_err = median_inplace(err, nf);

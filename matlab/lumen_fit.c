@@ -21,12 +21,14 @@
                       ROCKETSHIP's Gpufit call); vfa*: flip angles in radians; ir / sr: times in s.
    options            optional struct: backend ('auto', 'cuda', 'cpu', 'cpu_single', 'standard',
                       ROCKETSHIP aliases), conv ('exact' | 'trapezoid'), precision ('float32' |
-                      'float64'), tr (s), r1, threads, linear_start (0/1).
+                      'float64'), bounds_preset ('physical' (default) | 'rocketship': the default
+                      bounds where constraints give NaN), tr (s), r1, threads, linear_start (0/1).
 
    parameters         n_params x n_fits double (public order: lumen_model_param_name; numeric
                       2CXM id: E, ve, vp, Fp); states 1 x n_fits int32 (0 converged, 1 max
                       iterations, 2 singular, 3 invalid input, 4 start out of bounds, 5 not finite,
-                      6 not fitted); chi_squares 1 x n_fits double; n_iterations 1 x n_fits int32;
+                      6 not fitted, 7 at bound: converged with a free parameter on one of its bounds,
+                      values kept); chi_squares 1 x n_fits double; n_iterations 1 x n_fits int32;
                       time: seconds spent in lumen_fit_execute.
 
    Errors are raised with identifiers: lumen:invalidArgument for arguments the MEX rejects,
@@ -233,6 +235,11 @@ void mexFunction(int nlhs, mxArray *plhs[], int nrhs, const mxArray *prhs[]) {
         if (!strcmp(s, lumen_fit_precision_name(LUMEN_FIT_FLOAT32))) o.precision = LUMEN_FIT_FLOAT32;
         else if (!strcmp(s, lumen_fit_precision_name(LUMEN_FIT_FLOAT64))) o.precision = LUMEN_FIT_FLOAT64;
         else fail_arg("options.precision '%s': expected 'float32' or 'float64'", s);
+      } else if (!strcmp(fn, "bounds_preset")) {
+        char s[32];
+        get_string(v, s, sizeof s, "options.bounds_preset");
+        if (lumen_fit_bounds_preset_parse(g_ctx, s, &o.bounds_preset) != LUMEN_OK)
+          fail_arg("options.bounds_preset '%s': expected 'physical' or 'rocketship'", s);
       } else if (!strcmp(fn, "tr")) {
         o.tr = scalar(v, "options.tr");
       } else if (!strcmp(fn, "r1")) {
@@ -243,7 +250,7 @@ void mexFunction(int nlhs, mxArray *plhs[], int nrhs, const mxArray *prhs[]) {
         lumen_status st = lumen_ctx_set_threads(g_ctx, (int)scalar(v, "options.threads"));
         if (st != LUMEN_OK) fail_lumen(st);
       } else {
-        fail_arg("options.%s is unknown (backend, conv, precision, tr, r1, linear_start, threads)", fn);
+        fail_arg("options.%s is unknown (backend, conv, precision, bounds_preset, tr, r1, linear_start, threads)", fn);
       }
     }
   }

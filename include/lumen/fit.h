@@ -67,6 +67,11 @@ lumen_status lumen_fit_backend_parse(lumen_ctx *ctx, const char *request, int ro
                                      char *canonical, size_t canonical_size);
 const char *lumen_fit_precision_name(lumen_fit_precision p);  /* "float32", "float64" */
 const char *lumen_fit_conv_name(lumen_fit_conv c);            /* "exact", "trapezoid" */
+/* "physical", "rocketship" (lumen_fit_bounds_preset, include/lumen/models.h); "unknown" otherwise. */
+const char *lumen_fit_bounds_preset_name(lumen_fit_bounds_preset preset);
+/* Parses a preset name (case-insensitive); LUMEN_ERR_INVALID_ARGUMENT with a message naming the
+   choices otherwise. */
+lumen_status lumen_fit_bounds_preset_parse(lumen_ctx *ctx, const char *name, lumen_fit_bounds_preset *out);
 
 /* Number and names of the FIT parameters (== public ones except 2cxm: "E" first). */
 int lumen_fit_param_count(lumen_model model);
@@ -84,12 +89,14 @@ typedef struct lumen_fit_options {
   double tolerance;              /* converged when a (moderately damped) step changes chi2 by less
                                     than tol chi2 (or the rounding floor); 1e-6. See docs/FITTING.md */
   int max_iterations;            /* 200 */
-  /* Per fit parameter; NaN (the default) = the model's default (lumen_model_defaults).
-     An explicit start overrides the closed-form linear start for that parameter. */
+  /* Per fit parameter; NaN (the default) = the model's default in bounds_preset
+     (lumen_model_param_defaults_preset). An explicit start overrides the closed-form linear
+     start for that parameter; an explicit lo / hi overrides the preset's. */
   double start[LUMEN_FIT_MAX_PARAMS];
   double lo[LUMEN_FIT_MAX_PARAMS];
   double hi[LUMEN_FIT_MAX_PARAMS];
   unsigned char fixed[LUMEN_FIT_MAX_PARAMS];  /* 1 = held at its start value */
+  lumen_fit_bounds_preset bounds_preset;      /* default LUMEN_FIT_BOUNDS_PHYSICAL */
   const double *weights;         /* n weights (1/sigma^2) shared by all curves, or NULL (all 1);
                                     copied by lumen_fit_plan_create */
   lumen_fit_precision precision; /* accelerated tiers: float32 (default) or float64 */
@@ -116,8 +123,11 @@ typedef struct lumen_fit_plan lumen_fit_plan;
 /* Creates a plan for n samples at x (see the units above; strictly increasing for DCE, IR and
    SR grids) and, for DCE models, the plasma AIF cp at the same times (NULL otherwise).
    Checks the options (bounds lo <= hi, starts inside the bounds, tolerance > 0, ...) and fails
-   with LUMEN_ERR_INVALID_ARGUMENT and a message naming the offending value. Selects the
-   backend tier (see lumen_fit_plan_backend). */
+   with LUMEN_ERR_INVALID_ARGUMENT and a message naming the offending value. Also refuses values
+   in a likely wrong unit, naming the mistake: vfa family flip angles x outside (0, pi] (degrees
+   given for radians), a vfa family TR outside [0.5e-3, 0.1] s (milliseconds given for seconds),
+   an fxr relaxivity r1 outside [1, 50] 1/(mM s). Selects the backend tier (see
+   lumen_fit_plan_backend). */
 lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts, int n, const double *x,
                                    const double *cp, lumen_fit_plan **out);
 void lumen_fit_plan_destroy(lumen_fit_plan *plan);  /* NULL is allowed */
@@ -128,6 +138,9 @@ lumen_model lumen_fit_plan_model(const lumen_fit_plan *plan);
 const char *lumen_fit_plan_backend_requested(const lumen_fit_plan *plan);
 const char *lumen_fit_plan_backend_selected(const lumen_fit_plan *plan);
 const char *lumen_fit_plan_backend_reason(const lumen_fit_plan *plan);
+/* The effective start value and bounds of fit parameter k (the options' overrides, else the
+   bounds preset's defaults); any pointer may be NULL. LUMEN_ERR_INVALID_ARGUMENT for a bad k. */
+lumen_status lumen_fit_plan_param_bounds(const lumen_fit_plan *plan, int k, double *start, double *lo, double *hi);
 
 #define LUMEN_FIT_NAME_MAX 64
 #define LUMEN_FIT_REASON_MAX 512
@@ -144,6 +157,9 @@ typedef struct lumen_fit_results {
   double *ci_lo;        /* n_curves x np: 95 % confidence interval, public parameters */
   double *ci_hi;
   double *delay;        /* n_curves, fitted arterial delay in minutes (NaN unless fit_delay) */
+  int32_t *bound_mask;  /* n_curves: bit 2k = fit parameter k rests on its lower bound, bit 2k+1 =
+                           on its upper bound (fixed parameters and closed-form models: never);
+                           0 for curves without parameter values */
   /* Filled by lumen_fit_execute: */
   char backend_requested[LUMEN_FIT_NAME_MAX];
   char backend_selected[LUMEN_FIT_NAME_MAX];
@@ -151,6 +167,9 @@ typedef struct lumen_fit_results {
   char reason[LUMEN_FIT_REASON_MAX];
   int64_t curves_per_tier[LUMEN_FIT_TIER_COUNT];  /* curves whose result came from each tier */
   int64_t state_counts[LUMEN_FIT_STATE_COUNT];
+  /* curves whose final fit has values (converged, at_bound, max_iterations) with fit parameter k
+     on its lower / upper bound (the bits of bound_mask, counted even when bound_mask is NULL) */
+  int64_t at_lower[LUMEN_FIT_MAX_PARAMS], at_upper[LUMEN_FIT_MAX_PARAMS];
   double seconds;                            /* wall time of the execute call */
   double kernel_seconds;  /* time the GPU ran the fitting kernels (tier cuda; summed over devices, a
                              device's overlapping kernels counted once); 0 when no curve ran on a GPU */

@@ -173,7 +173,11 @@ lumen_status lumen_json_write(lumen_ctx *ctx, const lumen_json *json, const char
 /* Acquisition values of a BIDS sidecar. Absent values are NaN / 0 frames. */
 typedef struct lumen_acquisition {
   double flip_angle_deg;      /* FlipAngle (degrees) */
-  double repetition_time_s;   /* RepetitionTime (s) */
+  double repetition_time_s;   /* TR (s): RepetitionTimeExcitation when present (dcm2niix writes the
+                                 excitation TR there for 4-D series), else RepetitionTime */
+  double volume_time_s;       /* RepetitionTime (s) when RepetitionTimeExcitation is also present:
+                                 dcm2niix's time per volume of a 4-D series; else NaN */
+  const char *repetition_time_key; /* "RepetitionTimeExcitation", "RepetitionTime" or NULL (static) */
   double echo_time_s;         /* EchoTime (s; the first one when an array) */
   double inversion_time_s;    /* InversionTime (s) */
   int64_t n_frame_times;      /* frame start times, seconds as stored (not shifted to 0): */
@@ -186,7 +190,9 @@ typedef struct lumen_acquisition {
 lumen_status lumen_sidecar_path(lumen_ctx *ctx, const char *nifti_path, char *buf, size_t size);
 /* Reads a sidecar file into acq (overwritten: clear a used one first); json_out (may be NULL)
    receives the whole object for other keys.
-   A value of the wrong type (e.g. "FlipAngle": "30") is LUMEN_ERR_FORMAT naming the key. */
+   A value of the wrong type (e.g. "FlipAngle": "30") is LUMEN_ERR_FORMAT naming the key; so is a
+   FlipAngle, RepetitionTime or RepetitionTimeExcitation that is not finite or not > 0 (1e999 reads
+   as inf), and an EchoTime or InversionTime that is not finite. */
 lumen_status lumen_sidecar_read(lumen_ctx *ctx, const char *json_path, lumen_acquisition *acq,
                                 lumen_json **json_out);
 /* Reads the sidecar next to a NIfTI file when there is one: *found = 0 (acq all absent, LUMEN_OK)

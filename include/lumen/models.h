@@ -36,10 +36,24 @@ int lumen_model_param_count(lumen_model model);
 /* Name ("Ktrans") and unit ("1/min") of parameter i; NULL when out of range. */
 const char *lumen_model_param_name(lumen_model model, int i);
 const char *lumen_model_param_unit(lumen_model model, int i);
-/* Default start value and bounds of public parameter i (ROCKETSHIP's, in the units above; any
-   pointer may be NULL). LUMEN_ERR_INVALID_ARGUMENT for an unknown model or index. */
+/* The default bounds of the fit parameters come in presets (docs/MODELS.md has the table);
+   a per-parameter lo/hi given in lumen_fit_options always wins over the preset. */
+typedef enum lumen_fit_bounds_preset {
+  LUMEN_FIT_BOUNDS_PHYSICAL = 0,  /* "physical" (default): Ktrans [0, 5] /min, ve [1e-4, 1],
+                                     vp [0, 1], ...: every physically possible value */
+  LUMEN_FIT_BOUNDS_ROCKETSHIP,    /* "rocketship": ROCKETSHIP's (Ktrans [1e-7, 2], ve [0.02, 1],
+                                     vp [0.001, 1], ...), to reproduce its numbers */
+  LUMEN_FIT_BOUNDS_PRESET_COUNT
+} lumen_fit_bounds_preset;
+
+/* Default start value and bounds of public parameter i in the physical preset (in the units
+   above; any pointer may be NULL). LUMEN_ERR_INVALID_ARGUMENT for an unknown model or index. */
 lumen_status lumen_model_param_defaults(lumen_model model, int i, double *start, double *lo,
                                         double *hi);
+/* The same in a bounds preset (starts are the same in every preset).
+   LUMEN_ERR_INVALID_ARGUMENT for an unknown model, index or preset. */
+lumen_status lumen_model_param_defaults_preset(lumen_model model, int i, lumen_fit_bounds_preset preset,
+                                               double *start, double *lo, double *hi);
 
 #ifdef __cplusplus
 }

@@ -54,6 +54,7 @@ typedef struct lumen_pipe_config {
   char *select;                    /* per-voxel model selection: NULL/"none" or "aic" */
   char *method;                    /* t1: vfa, vfa-linear, vfa-2pt, ir, sr */
   char *config_path;               /* recorded in the run log */
+  char *command_line;              /* the whole command line, recorded in the run log (may be NULL) */
   lumen_pipe_input_type input_type;
   /* acquisition (NaN = from the sidecar) */
   double flip_angle_deg;           /* DCE flip angle */
@@ -71,6 +72,8 @@ typedef struct lumen_pipe_config {
   double max_invalid_fraction;     /* voxels with more flagged samples are not fitted; 0.1 */
   double injection_time_s;         /* NaN = detected bolus arrival */
   /* stage D */
+  lumen_fit_bounds_preset bounds_preset; /* default bounds: physical (default) or rocketship */
+  int allow_failures;              /* 1: more than half the voxels failing is not an error (exit 0) */
   double tolerance;                /* 1e-6 */
   int max_iterations;              /* 200 */
   int force_cpu;
@@ -107,6 +110,17 @@ lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const
    dce_preferences.txt format). Keys it does not understand are logged as warnings. Values set in
    the file are overridden by later lumen_pipe_config_set calls (command line after file). */
 lumen_status lumen_pipe_config_read(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *path);
+/* Checks the plausibility of the acquisition values in cfg where a unit is easily confused (a TR
+   in ms given as seconds, a flip angle in radians, a frame interval in ms, a relaxivity per ms,
+   a T1 or blood T1 in ms, a hematocrit in percent): LUMEN_ERR_INVALID_ARGUMENT with a message
+   naming the option, the value, the expected range and the likely mistake. command: "dce" or "t1"
+   (t1 --method ir/sr allows TRs up to 30 s). The pipelines call it first; front ends call it
+   after parsing to report a usage error. Values read from sidecars and headers get the same
+   checks inside the pipelines (as data errors naming the file and the field). */
+lumen_status lumen_pipe_config_check(lumen_ctx *ctx, const lumen_pipe_config *cfg, const char *command);
+/* Records the command line (argv[0..argc), shell-quoted, space-separated) for the run log. */
+lumen_status lumen_pipe_config_set_command_line(lumen_ctx *ctx, lumen_pipe_config *cfg, int argc,
+                                                const char *const *argv);
 
 /* Per-model stage D summary (also in the run log). */
 typedef struct lumen_pipe_model_summary {
@@ -116,6 +130,7 @@ typedef struct lumen_pipe_model_summary {
   char backend_used[LUMEN_FIT_NAME_MAX];
   char backend_reason[LUMEN_FIT_REASON_MAX];
   int64_t fitted, converged, failed;
+  int64_t at_bound;                /* converged on a bound (values kept, state at_bound) */
   double seconds, fits_per_s;
 } lumen_pipe_model_summary;
 
@@ -128,7 +143,13 @@ typedef struct lumen_pipe_summary {
   int n_models;
   lumen_pipe_model_summary models[LUMEN_MODEL_COUNT];
   char aif_method[128];
+  int aif_fallback;                /* 1: --aif auto found no usable vessel and used a population AIF */
   int n_outputs;
+  /* 1 when more than half of the fitted voxels of a model (or of the T1 fit) failed: the maps
+     are written, but a front end must not report success unless cfg->allow_failures (the CLI
+     exits with 3); unreliable_why says which model and how many. */
+  int unreliable;
+  char unreliable_why[512];
 } lumen_pipe_summary;
 
 /* Runs `lumen dce` (stages A, B, D, outputs, run log, report). summary may be NULL. */

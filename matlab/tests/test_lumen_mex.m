@@ -129,6 +129,18 @@ function test_lumen_mex()
   p = lumen_fit(sig, [], 'vfa', [], [], [], [], [], fa, struct('tr', 0.005));
   check('vfa: T1 1.2 s, M0 1000', abs(p(1) - 1.2) < 1e-4 * 1.2 && abs(p(2) - 1000) < 1e-4 * 1000);
 
+  % ---- bounds presets and the at_bound state (7): ve 0.01 is below ROCKETSHIP's 0.02
+  small = tofts(0.1, 0.01);
+  [p, s] = lumen_fit(small, [], 'tofts', [], [], [], [], [], ui, struct('bounds_preset', 'rocketship'));
+  check('rocketship preset: ve pinned at 0.02, state at_bound (7), values kept', ...
+        s == 7 && abs(p(2) - 0.02) < 1e-7 && all(isfinite(p)));
+  [p, s] = lumen_fit(small, [], 'tofts', [], [], [], [], [], ui);
+  check('physical preset (default): ve 0.01 recovered, converged', s == 0 && abs(p(2) - 0.01) < 1e-5);
+  expect_error('unknown bounds preset', 'lumen:invalidArgument', 'bounds_preset', ...
+               @() lumen_fit(data, [], 'tofts', [], [], [], [], [], ui, struct('bounds_preset', 'gpufit')));
+  expect_error('flip angles in degrees (C message)', 'lumen:invalid_argument', 'degrees?', ...
+               @() lumen_fit(sig, [], 'vfa', [], [], [], [], [], [2 5 10 15 20 30]', struct('tr', 0.005)));
+
   % ---- errors with identifiers
   expect_error('int32 data', 'lumen:invalidArgument', 'single or double', ...
                @() lumen_fit(int32(data), [], 'tofts', [], [], [], [], [], ui));

@@ -16,7 +16,7 @@ Enum values (models, states, tiers, statuses) are read from the library. See doc
 from ._lib import (LumenError, LumenInvalidArgument, LumenDeviceError, LumenMemoryError,
                    library_path, library_source, version, build_info)
 from ._fit import (FitPlan, FitResult, fit, models, model_info, fit_states, fit_tiers,
-                   population_aif, parse_backend, CONST_R10, CONST_B1)
+                   bounds_presets, population_aif, parse_backend, CONST_R10, CONST_B1)
 from ._device import (cuda_available, cuda_probe, cuda_built, backends, devices, memory_stats,
                       DeviceContext, gpu_safe)
 from ._image import (gaussian, dog, gaussian_laplace, median, morphology, otsu, fill_holes, label,
@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 __all__ = ["LumenError", "LumenInvalidArgument", "LumenDeviceError", "LumenMemoryError",
            "library_path", "library_source", "version", "build_info", "statuses",
            "FitPlan", "FitResult", "fit", "models", "model_info", "fit_states", "fit_tiers",
-           "population_aif", "parse_backend", "CONST_R10", "CONST_B1",
+           "bounds_presets", "population_aif", "parse_backend", "CONST_R10", "CONST_B1",
            "cuda_available", "cuda_probe", "cuda_built", "backends", "devices", "memory_stats",
            "DeviceContext", "gpu_safe",
            "gaussian", "dog", "gaussian_laplace", "median", "morphology", "otsu", "fill_holes", "label",

@@ -12,7 +12,7 @@ from . import _lib
 from ._lib import lib, check, context, cstr, pystr, P, c_double, c_int, c_int32, c_int64, c_void_p
 
 __all__ = ["FitPlan", "FitResult", "fit", "models", "model_info", "fit_states", "fit_tiers",
-           "population_aif", "parse_backend"]
+           "bounds_presets", "population_aif", "parse_backend"]
 
 # Array sizes of lumen_fit_options / lumen_fit_results (macros in fit.h, not enum values; the
 # layout is checked against lumen_fit_options_init's defaults at import, see _check_layout).
@@ -35,6 +35,7 @@ class _FitOptions(ctypes.Structure):
         ("lo", c_double * _MAX_PARAMS),
         ("hi", c_double * _MAX_PARAMS),
         ("fixed", ctypes.c_ubyte * _MAX_PARAMS),
+        ("bounds_preset", c_int),
         ("weights", P(c_double)),
         ("precision", c_int),
         ("conv", c_int),
@@ -73,12 +74,15 @@ class _FitResults(ctypes.Structure):
         ("ci_lo", P(c_double)),
         ("ci_hi", P(c_double)),
         ("delay", P(c_double)),
+        ("bound_mask", P(c_int32)),
         ("backend_requested", ctypes.c_char * _NAME_MAX),
         ("backend_selected", ctypes.c_char * _NAME_MAX),
         ("backend_used", ctypes.c_char * _NAME_MAX),
         ("reason", ctypes.c_char * _REASON_MAX),
         ("curves_per_tier", c_int64 * _N_TIERS),
         ("state_counts", c_int64 * _N_STATES),
+        ("at_lower", c_int64 * _MAX_PARAMS),
+        ("at_upper", c_int64 * _MAX_PARAMS),
         ("seconds", c_double),
         ("kernel_seconds", c_double),
     ]
@@ -117,7 +121,8 @@ def _check_layout():
     lib.lumen_model_parse(b"tofts", ctypes.byref(tofts))
     ok = (o.model == tofts.value and o.tolerance == 1e-6 and o.max_iterations == 200
           and all(math.isnan(v) for v in o.start) and all(math.isnan(v) for v in o.hi)
-          and not any(o.fixed) and not o.weights and o.linear_start == 1 and o.confidence == 1
+          and not any(o.fixed) and o.bounds_preset == _lib.FIT_BOUNDS_PRESET_NAMES.index("physical")
+          and not o.weights and o.linear_start == 1 and o.confidence == 1
           and o.n_starts == 4 and o.delay_lo == 0.0 and o.delay_hi == 0.5 and o.r1 == 4.5
           and o.auc_window == 1.5 and math.isnan(o.auc_t0))
     if not ok:
@@ -147,6 +152,11 @@ def fit_tiers():
     return list(_lib.FIT_TIER_NAMES)
 
 
+def bounds_presets():
+    """Names of the default-bounds presets ("physical", the default, and "rocketship")."""
+    return list(_lib.FIT_BOUNDS_PRESET_NAMES)
+
+
 def _model_id(model):
     if isinstance(model, (int, np.integer)) and not isinstance(model, bool):
         if 0 <= int(model) < len(models()):
@@ -162,14 +172,16 @@ def _model_id(model):
     return m.value
 
 
-def model_info(model):
-    """Parameters (public and fit order), units, defaults and derived values of a model."""
+def model_info(model, bounds_preset="physical"):
+    """Parameters (public and fit order), units, defaults (start and bounds in bounds_preset)
+    and derived values of a model."""
     m = _model_id(model)
+    preset = _enum_index(bounds_preset, lib.lumen_fit_bounds_preset_name, "bounds_preset")
     n = lib.lumen_model_param_count(m)
     params = []
     for k in range(n):
         s, lo, hi = c_double(), c_double(), c_double()
-        lib.lumen_model_param_defaults(m, k, ctypes.byref(s), ctypes.byref(lo), ctypes.byref(hi))
+        lib.lumen_model_param_defaults_preset(m, k, preset, ctypes.byref(s), ctypes.byref(lo), ctypes.byref(hi))
         params.append({"name": pystr(lib.lumen_model_param_name(m, k)),
                        "unit": pystr(lib.lumen_model_param_unit(m, k)),
                        "start": s.value, "lo": lo.value, "hi": hi.value})
@@ -178,6 +190,7 @@ def model_info(model):
     return {
         "model": pystr(lib.lumen_model_name(m)),
         "id": m,
+        "bounds_preset": _lib.FIT_BOUNDS_PRESET_NAMES[preset],
         "params": params,
         "fit_params": [pystr(lib.lumen_fit_param_name(m, k)) for k in range(nf)],
         "derived": [{"name": pystr(lib.lumen_fit_derived_name(m, k)),
@@ -285,14 +298,19 @@ class FitResult(object):
     params (n, P) public parameters in param_names order; states int32 (fit_states() names them);
     chi2 (weighted sum of squared residuals); r2; iterations int32; ci_lo / ci_hi (n, P) 95 %
     confidence interval (None when confidence=False); derived (n, D) with derived_names;
-    delay (n,) in minutes when fit_delay. Backend fields: backend_requested, backend_selected,
-    backend_used, reason; curves_per_tier and state_counts (dicts); seconds (C execute time);
-    kernel_seconds (time the GPU ran the fitting kernels; 0 unless curves ran on tier cuda).
+    delay (n,) in minutes when fit_delay; bound_mask int32 (bit 2k: fit parameter k on its lower
+    bound, 2k + 1: on its upper bound; at_bound() decodes it). A state "at_bound" is a converged
+    fit with a free parameter on a bound: its values are kept. Backend fields: backend_requested,
+    backend_selected, backend_used, reason; curves_per_tier and state_counts (dicts); at_lower and
+    at_upper (dicts by fit parameter name: curves with that parameter on its lower / upper bound);
+    seconds (C execute time); kernel_seconds (time the GPU ran the fitting kernels; 0 unless curves
+    ran on tier cuda).
     Also a read-only mapping: res["params"], res["Ktrans"], dict(res)."""
 
     _keys = ("params", "states", "chi2", "r2", "iterations", "ci_lo", "ci_hi", "derived", "delay",
-             "param_names", "derived_names", "model", "backend_requested", "backend_selected",
-             "backend_used", "reason", "curves_per_tier", "state_counts", "seconds", "kernel_seconds")
+             "bound_mask", "param_names", "fit_param_names", "derived_names", "model", "bounds_preset",
+             "backend_requested", "backend_selected", "backend_used", "reason", "curves_per_tier",
+             "state_counts", "at_lower", "at_upper", "seconds", "kernel_seconds")
 
     def keys(self):
         return list(self._keys)
@@ -322,6 +340,18 @@ class FitResult(object):
     def chi_squares(self):
         return self.chi2
 
+    @property
+    def has_values(self):
+        """Boolean (n,): curves with parameter values (converged, at_bound, max_iterations)."""
+        with_values = [i for i in range(len(_lib.FIT_STATE_NAMES)) if lib.lumen_fit_state_has_values(i)]
+        return np.isin(self.states, with_values)
+
+    def at_bound(self, curve):
+        """The fit parameters of one curve that rest on a bound: {name: "lower" | "upper"}."""
+        m = int(self.bound_mask[curve])
+        return {name: side for k, name in enumerate(self.fit_param_names)
+                for b, side in ((0, "lower"), (1, "upper")) if (m >> (2 * k + b)) & 1}
+
     def as_dict(self):
         return {k: getattr(self, k) for k in self._keys}
 
@@ -341,7 +371,8 @@ class FitResult(object):
 class FitPlan(object):
     """A lumen_fit_plan: model, sample grid, AIF and options fixed once; execute() fits batches.
 
-    FitPlan(model, times, aif=None, *, starts=None, bounds=None, fixed=None, weights=None,
+    FitPlan(model, times, aif=None, *, starts=None, bounds=None, bounds_preset="physical",
+            fixed=None, weights=None,
             tolerance=None, max_iterations=None, backend="auto", precision=None, conv=None,
             linear_start=True, confidence=True, n_starts=None, fit_delay=False,
             rocketship_names=False, force_cpu=False, tr=None, r1=None, auc_window=None,
@@ -352,11 +383,16 @@ class FitPlan(object):
     concentration (mM) at the times, or a population AIF name ("parker", ...; then hematocrit
     and aif_delay apply). starts / bounds / fixed: by FIT parameter name (dict) or position
     (sequence); bounds are (lo, hi) pairs, None or NaN = the model's default, +-inf = unbounded;
-    a 'delay' entry in bounds sets the delay bounds (minutes). fixed: {name: value} holds a
-    parameter at value, or a sequence of flags holds parameters at their starts.
+    a 'delay' entry in bounds sets the delay bounds (minutes). bounds_preset: the default bounds,
+    "physical" (Ktrans [0, 5] /min, ve [1e-4, 1], vp [0, 1], ...) or "rocketship"
+    (ROCKETSHIP's: Ktrans [1e-7, 2], ve [0.02, 1], vp [0.001, 1], ...); bounds override it.
+    fixed: {name: value} holds a parameter at value, or a sequence of flags holds parameters at
+    their starts. Values in a likely wrong unit raise ValueError naming it (flip angles above pi:
+    degrees?; a vfa tr outside 0.0005..0.1 s: ms?; an fxr r1 outside 1..50 1/(mM s)).
     """
 
-    def __init__(self, model, times, aif=None, *, starts=None, bounds=None, fixed=None, weights=None,
+    def __init__(self, model, times, aif=None, *, starts=None, bounds=None, bounds_preset="physical",
+                 fixed=None, weights=None,
                  tolerance=None, max_iterations=None, backend="auto", precision=None, conv=None,
                  linear_start=True, confidence=True, n_starts=None, fit_delay=False,
                  rocketship_names=False, force_cpu=False, tr=None, r1=None, auc_window=None,
@@ -387,6 +423,9 @@ class FitPlan(object):
                 raise TypeError("max_iterations: expected an integer, got %r" % (max_iterations,))
             o.max_iterations = int(max_iterations)
         names = self.fit_param_names
+        o.bounds_preset = _enum_index(bounds_preset if bounds_preset is not None else "physical",
+                                      lib.lumen_fit_bounds_preset_name, "bounds_preset")
+        self.bounds_preset = _lib.FIT_BOUNDS_PRESET_NAMES[o.bounds_preset]
         for k, v in _items(starts, names, "starts"):
             if v is not None:
                 o.start[k] = float(v)
@@ -521,6 +560,9 @@ class FitPlan(object):
         res.ci_lo = np.empty((nc, npub), dtype=np.float64) if self.confidence else None
         res.ci_hi = np.empty((nc, npub), dtype=np.float64) if self.confidence else None
         res.delay = np.empty(nc, dtype=np.float64) if self.fit_delay else None
+        res.bound_mask = np.empty(nc, dtype=np.int32)
+        res.fit_param_names = list(self.fit_param_names)
+        res.bounds_preset = self.bounds_preset
         box = _FitResultsBox()
         r = box.r
         pd = P(c_double)
@@ -535,6 +577,7 @@ class FitPlan(object):
             r.ci_hi = res.ci_hi.ctypes.data_as(pd)
         if self.fit_delay:
             r.delay = res.delay.ctypes.data_as(pd)
+        r.bound_mask = res.bound_mask.ctypes.data_as(P(c_int32))
         ctx = context()
         self._apply_threads(ctx)
         fn = lib.lumen_fit_execute if dt == np.float32 else lib.lumen_fit_execute_f64
@@ -547,6 +590,8 @@ class FitPlan(object):
         res.reason = pystr(r.reason)
         res.curves_per_tier = {name: int(r.curves_per_tier[i]) for i, name in enumerate(_lib.FIT_TIER_NAMES)}
         res.state_counts = {name: int(r.state_counts[i]) for i, name in enumerate(_lib.FIT_STATE_NAMES)}
+        res.at_lower = {name: int(r.at_lower[k]) for k, name in enumerate(self.fit_param_names)}
+        res.at_upper = {name: int(r.at_upper[k]) for k, name in enumerate(self.fit_param_names)}
         res.seconds = float(r.seconds)
         res.kernel_seconds = float(r.kernel_seconds)
         return res
@@ -600,8 +645,8 @@ def fit(model, data, times, aif=None, *, consts=None, r10=None, b1=None, **optio
 
     lumen.fit("tofts", conc, t_min, aif=cp)                      # DCE: times in minutes, cp in mM
     lumen.fit("vfa", signal, np.deg2rad([2, 5, 10, 15]), tr=0.005)  # T1: flip angles in radians
-    Options are FitPlan's (starts, bounds, fixed, weights, tolerance, max_iterations, backend,
-    precision, conv, fit_delay, ...). Errors raise lumen.LumenError (ValueError for invalid
+    Options are FitPlan's (starts, bounds, bounds_preset="physical" or "rocketship", fixed,
+    weights, tolerance, max_iterations, backend, precision, conv, fit_delay, ...). Errors raise lumen.LumenError (ValueError for invalid
     arguments) carrying the C library's message."""
     with FitPlan(model, times, aif, **options) as plan:
         return plan.execute(data, consts=consts, r10=r10, b1=b1)

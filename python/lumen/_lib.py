@@ -147,7 +147,10 @@ _proto("lumen_model_param_count", c_int, c_int)
 _proto("lumen_model_param_name", c_char_p, c_int, c_int)
 _proto("lumen_model_param_unit", c_char_p, c_int, c_int)
 _proto("lumen_model_param_defaults", c_int, c_int, c_int, P(c_double), P(c_double), P(c_double))
+_proto("lumen_model_param_defaults_preset", c_int, c_int, c_int, c_int, P(c_double), P(c_double), P(c_double))
 _proto("lumen_fit_state_name", c_char_p, c_int)
+_proto("lumen_fit_state_has_values", c_int, c_int)
+_proto("lumen_fit_bounds_preset_name", c_char_p, c_int)
 _proto("lumen_fit_tier_name", c_char_p, c_int)
 _proto("lumen_fit_backend_parse", c_int, c_void_p, c_char_p, c_int, c_char_p, c_size_t)
 _proto("lumen_fit_precision_name", c_char_p, c_int)
@@ -199,6 +202,7 @@ def enum_names(fn, limit=256):
 STATUS_NAMES = enum_names(lib.lumen_status_name)
 FIT_STATE_NAMES = enum_names(lib.lumen_fit_state_name)
 FIT_TIER_NAMES = enum_names(lib.lumen_fit_tier_name)
+FIT_BOUNDS_PRESET_NAMES = enum_names(lib.lumen_fit_bounds_preset_name)
 CHECK_STATUS_NAMES = enum_names(lib.lumen_check_status_name)
 
 

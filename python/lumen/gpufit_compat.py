@@ -25,7 +25,9 @@ lumen.fit("2cum" / "vfa") for them. Differences from Gpufit, all documented in d
 - fits sharing initial parameters, constraints, weights and user_info are fitted by one lumen
   plan; lumen's bounds and starts are per plan, so distinct rows make one plan each;
 - states are lumen's (fit_states()): 0 converged, 1 max iterations, 2 singular as in Gpufit,
-  then lumen's own (invalid input, start out of bounds, not finite, not fitted);
+  then lumen's own (invalid input, start out of bounds, not finite, not fitted); lumen's
+  at_bound (converged with a parameter on one of its constraints, values kept) is reported as
+  0 converged, as Gpufit reports such fits;
 - only the LSE estimator exists; FREE constraint sides are unbounded.
 Extra keyword arguments: backend ("auto", "cuda", "cpu", "standard", ROCKETSHIP aliases),
 conv, precision ("float32" / "float64").
@@ -40,6 +42,9 @@ from ._lib import LumenError
 
 __all__ = ["ModelID", "EstimatorID", "ConstraintType", "Status", "FitState", "fit", "fit_constrained",
            "cuda_available", "get_last_error", "fit_state_name", "GpufitCompatError"]
+
+
+_AT_BOUND = _fit.fit_states().index("at_bound")
 
 
 class GpufitCompatError(RuntimeError):
@@ -247,7 +252,7 @@ def fit_constrained(data, weights, model_id, initial_parameters, constraints=Non
                 p[:, 0] = res["E"]
             sel = slice(None) if idx is None else idx
             parameters[sel] = p
-            states[sel] = res.states
+            states[sel] = np.where(res.states == _AT_BOUND, 0, res.states)  # Gpufit: converged
             chi_squares[sel] = res.chi2
             number_iterations[sel] = res.iterations
     except LumenError as exc:

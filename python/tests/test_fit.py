@@ -281,3 +281,48 @@ def test_per_curve_problems_are_states_not_errors():
     assert res.states[0] == 0
     assert res.state_names[1] == "invalid_input"
     assert np.all(np.isnan(res.params[1]))
+
+
+# ---------------------------------------------------------------------------- bounds presets, at_bound, units
+
+
+def test_bounds_presets_and_at_bound():
+    assert lumen.bounds_presets() == ["physical", "rocketship"]
+    assert "at_bound" in lumen.fit_states()
+    box = lambda info: {p["name"]: (p["lo"], p["hi"]) for p in info["params"]}
+    assert box(lumen.model_info("etofts")) == {"Ktrans": (0.0, 5.0), "ve": (1e-4, 1.0), "vp": (0.0, 1.0)}
+    assert box(lumen.model_info("etofts", bounds_preset="rocketship")) == {
+        "Ktrans": (1e-7, 2.0), "ve": (0.02, 1.0), "vp": (0.001, 1.0)}
+    data = np.array([tofts(0.1, 0.01), tofts(0.2, 0.4)])
+    # ROCKETSHIP's ve >= 0.02 pins the first curve: at_bound, its values kept
+    res = lumen.fit("tofts", data, T, aif=CP, bounds_preset="rocketship")
+    assert res.bounds_preset == "rocketship"
+    assert res.state_names == ["at_bound", "converged"]
+    assert res.params[0, 1] == pytest.approx(0.02, abs=1e-7)
+    assert np.all(np.isfinite(res.params)) and np.all(np.isfinite(res.chi2)) and np.all(np.isfinite(res.ci_lo))
+    assert res.has_values.tolist() == [True, True]
+    assert res.bound_mask.tolist() == [4, 0]
+    assert res.at_bound(0) == {"ve": "lower"} and res.at_bound(1) == {}
+    assert res.at_lower == {"Ktrans": 0, "ve": 1} and res.at_upper == {"Ktrans": 0, "ve": 0}
+    assert res.state_counts["at_bound"] == 1
+    # the physical default recovers it; an explicit bound overrides the preset
+    res = lumen.fit("tofts", data, T, aif=CP)
+    assert res.bounds_preset == "physical" and res.state_names == ["converged", "converged"]
+    np.testing.assert_allclose(res.params, [[0.1, 0.01], [0.2, 0.4]], rtol=1e-3)
+    res = lumen.fit("tofts", data, T, aif=CP, bounds_preset="rocketship", bounds={"ve": (0.001, None)})
+    assert res.state_names == ["converged", "converged"]
+    np.testing.assert_allclose(res.params[0], [0.1, 0.01], rtol=1e-3)
+    with pytest.raises(ValueError, match="bounds_preset 'gpufit'"):
+        lumen.fit("tofts", data, T, aif=CP, bounds_preset="gpufit")
+
+
+def test_units_are_checked():
+    s = np.ones((1, 4))
+    with pytest.raises(lumen.LumenInvalidArgument,
+                       match=r"flip angle x\[1\] = 6 is above pi: flip angles are in radians; "
+                             r"degrees\? 6 deg = 0.105 rad"):
+        lumen.fit("vfa", s, [3, 6, 9, 15])
+    with pytest.raises(ValueError, match=r"tr 5 s is not an SPGR TR \(expected 0.0005..0.1 s\); in ms\? give 0.005"):
+        lumen.fit("vfa-linear", s, np.deg2rad([3, 6, 9, 15]), tr=5)
+    with pytest.raises(ValueError, match=r"r1 270 is not a gadolinium relaxivity .*in 1/\(mM min\)\? give 4.5"):
+        lumen.fit("fxr", np.ones((1, T.size)), T, aif=CP, r1=270)

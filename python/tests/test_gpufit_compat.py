@@ -98,3 +98,17 @@ def test_compat_errors():
                            user_info=user_info)
     assert "constraints" in gf.get_last_error()
     assert gf.cuda_available() == lumen.cuda_available()
+
+
+def test_fit_on_a_constraint_is_converged_as_in_gpufit():
+    # ve 0.01 below the constraint 0.02: lumen's state at_bound, reported as Gpufit's 0 converged
+    data = trapz_tofts(0.1, 0.01)[None, :].astype(np.float32)
+    constraints = np.array([[0, 2, 0.02, 1]], dtype=np.float32)
+    types = np.array([gf.ConstraintType.LOWER_UPPER] * 2, dtype=np.int32)
+    user_info = np.concatenate([TX, CP]).astype(np.float32)
+    p, states, _, _, _ = gf.fit_constrained(data, None, gf.ModelID.TOFTS, np.array([[0.01, 0.1]], np.float32),
+                                            constraints, types, user_info=user_info, max_number_iterations=200)
+    assert states[0] == gf.FitState.CONVERGED
+    assert p[0, 1] == pytest.approx(0.02, abs=1e-7)
+    res = lumen.fit("tofts", data, TX, aif=CP, conv="trapezoid", starts=[0.01, 0.1], bounds=[(0, 2), (0.02, 1)])
+    assert res.state_names == ["at_bound"] and res.at_bound(0) == {"ve": "lower"}

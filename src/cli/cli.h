@@ -30,7 +30,9 @@ int lumen_cmd_merge(int argc, char **argv);
 int lumen_cli_dce_dist(int argc, char **argv, int *rc);
 
 /* Exit statuses shared by every command. */
-enum { LUMEN_EXIT_OK = 0, LUMEN_EXIT_FAILURE = 1, LUMEN_EXIT_USAGE = 2 };
+/* Exit statuses shared by every command: 0 success, 1 input or data error, 2 usage error, 3 results
+   unreliable (dce/t1: more than half the fitted voxels failed; --allow-failures turns it into 0). */
+enum { LUMEN_EXIT_OK = 0, LUMEN_EXIT_FAILURE = 1, LUMEN_EXIT_USAGE = 2, LUMEN_EXIT_UNRELIABLE = 3 };
 
 /* Prints "lumen <command>: message" to stderr. */
 void lumen_cli_error(const char *command, const char *fmt, ...)

@@ -55,7 +55,8 @@ static const char *const value_opts[] = {
   "dce", "out", "t1map", "mask", "b1", "aif", "prefix", "models", "backend", "select", "method",
   "input-type", "flip-angle", "tr", "dt", "relaxivity", "hematocrit", "blood-t1", "t1", "baseline",
   "baseline-start", "max-invalid-fraction", "injection-time", "tolerance", "max-iterations", "threads",
-  "compress-level", "chunk", "flip-angles", "times", "bounds", "start", "conv", "precision", "fxr-fw", NULL};
+  "compress-level", "chunk", "flip-angles", "times", "bounds", "start", "conv", "precision", "fxr-fw",
+  "bounds-preset", NULL};
 
 /* One NIfTI input against the limit: the reader's own header check (dims x type against max_bytes,
    no voxel read). Other problems of the file are left to the pipeline, which names its role. */
@@ -116,6 +117,7 @@ int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, 
     if (!strcmp(a, "--overwrite")) { cfg->overwrite = 1; continue; }
     if (!strcmp(a, "--resume")) { cfg->resume = 1; cfg->overwrite = 1; continue; }
     if (!strcmp(a, "--force-cpu")) { cfg->force_cpu = 1; continue; }
+    if (!strcmp(a, "--allow-failures")) { cfg->allow_failures = 1; continue; }
     if (!strcmp(a, "--fit-delay")) { cfg->fit_delay = 1; continue; }
     if (!strcmp(a, "--save-conc")) { cfg->save_conc = 1; continue; }
     if (!strcmp(a, "--no-ci")) { cfg->write_ci = 0; continue; }
@@ -157,6 +159,21 @@ int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, 
     }
     ++i;
   }
+  /* implausible values (a TR in ms, a flip angle in radians...) are usage errors, reported before
+     any file is read or written */
+  if (lumen_pipe_config_check(ctx, cfg, cmd) != LUMEN_OK) {
+    lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
+    return LUMEN_EXIT_USAGE;
+  }
+  /* the run log records the command line as typed, "lumen" first */
+  const char *line[256];
+  int n = 0;
+  line[n++] = "lumen";
+  for (int i = 0; i < argc && n < 256; ++i) line[n++] = argv[i];
+  if (lumen_pipe_config_set_command_line(ctx, cfg, n, line) != LUMEN_OK) {
+    lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
+    return LUMEN_EXIT_FAILURE;
+  }
   return lumen_cli_pipe_check_memory(ctx, cmd, cfg, memory_limit);
 }
 
@@ -179,15 +196,26 @@ int lumen_cli_pipe_run(lumen_ctx *ctx, const char *cmd, const lumen_pipe_config 
     return LUMEN_EXIT_FAILURE;
   }
   if (!cfg->quiet) lumen_cli_pipe_print_summary(cmd, &sum);
+  if (sum.unreliable && !cfg->allow_failures) {
+    lumen_cli_error(cmd, "results unreliable: %s; the maps and the run log (results \"unreliable\") are written, "
+                    "exit status %d; give --allow-failures to accept them with status 0",
+                    sum.unreliable_why, LUMEN_EXIT_UNRELIABLE);
+    return LUMEN_EXIT_UNRELIABLE;
+  }
   return LUMEN_EXIT_OK;
 }
 
 void lumen_cli_pipe_print_summary(const char *cmd, const lumen_pipe_summary *s) {
+  if (s->aif_method[0])
+    fprintf(stderr, "lumen %s: AIF used: %s%s\n", cmd, s->aif_method,
+            s->aif_fallback ? " (FALLBACK: --aif auto found no usable vessel; see the warning above)" : "");
   for (int m = 0; m < s->n_models; ++m) {
     const lumen_pipe_model_summary *ms = &s->models[m];
-    fprintf(stderr, "lumen %s: %s: backend requested %s, selected %s, used %s (%s); %lld voxels, %lld converged, %lld failed, %.0f fits/s\n",
+    fprintf(stderr, "lumen %s: %s: backend requested %s, selected %s, used %s (%s); %lld voxels, %lld converged, "
+                    "%lld at a bound, %lld failed, %.0f fits/s\n",
             cmd, lumen_model_name(ms->model), ms->backend_requested, ms->backend_selected, ms->backend_used,
-            ms->backend_reason, (long long)ms->fitted, (long long)ms->converged, (long long)ms->failed, ms->fits_per_s);
+            ms->backend_reason, (long long)ms->fitted, (long long)ms->converged, (long long)ms->at_bound,
+            (long long)ms->failed, ms->fits_per_s);
   }
   fprintf(stderr, "lumen %s: %d files written; run log %s%s%s; %.2f s\n", cmd, s->n_outputs, s->runlog,
           s->report[0] ? ", report " : "", s->report, s->seconds_total);
@@ -231,6 +259,9 @@ static void help(FILE *out) {
     "  --backend B           auto (default), accelerated, standard, cuda, cpu, cpu_single, or a\n"
     "                        ROCKETSHIP name;  --force-cpu  (auto -> standard)\n"
     "  --tolerance T (1e-6), --max-iterations N (200), --bounds NAME=LO:HI,..., --start NAME=V,...\n"
+    "  --bounds-preset P     default bounds: physical (default: Ktrans 0..5 /min, ve 1e-4..1, vp 0..1)\n"
+    "                        or rocketship (Ktrans 1e-7..2, ve 0.02..1, vp 0.001..1; pins ve < 0.02)\n"
+    "  --allow-failures      exit 0 even when more than half the voxels fail (default: exit 3)\n"
     "  --conv exact|trapezoid, --precision float32|float64, --fit-delay, --no-ci\n"
     "run:\n"
     "  --out DIR             output folder (created);  --prefix P  (default BIDS sub-/ses- or 'lumen')\n"
@@ -244,7 +275,12 @@ static void help(FILE *out) {
     "                        SIZE bytes (e.g. 512M, 4G; default min(16G, physical memory))\n"
     "  --shard K/N           fit only the K-th of N voxel ranges and write a part for 'lumen merge'\n"
     "                        (under mpirun -np N the ranks split the voxels; rank 0 writes)\n"
-    "  -q                    no progress or summary;  -v  more messages\n");
+    "  -q                    no progress or summary;  -v  more messages\n\n"
+    "Values in a likely wrong unit are refused before anything is written: --tr outside\n"
+    "0.0005..0.1 s, --flip-angle outside 1..90 deg, --dt outside 0.01..600 s, --relaxivity outside\n"
+    "1..50 /mM/s, --t1/--blood-t1 outside 0.05..10 s (sidecar and header values too).\n"
+    "exit status: 0 success, 1 input or data error, 2 usage error, 3 results unreliable (more than\n"
+    "half the fitted voxels failed; maps and run log are written).\n");
 }
 
 int lumen_cmd_dce(int argc, char **argv) {

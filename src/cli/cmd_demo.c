@@ -20,7 +20,8 @@ static void help(FILE *out) {
           "Ktrans / ve (/ vp) values, Parker population AIF (hematocrit 0.42, bolus at 0.5 min),\n"
           "5 s frames, 80 time points, small deterministic Gaussian noise (SD 0.002 mM), N noisy\n"
           "copies of every truth (default 200). Models: tofts, etofts, patlak.\n\n"
-          "Prints one row per truth (true values, median fitted values, converged count), then per\n"
+          "Prints one row per truth (true values, median fitted values, converged count, fits at a\n"
+          "bound included), then per\n"
           "model the backend requested / selected / used with the reason, and fits per second.\n\n"
           "options:\n"
           "  --replicates N  noisy curves per truth (default 200)\n"
@@ -49,6 +50,9 @@ static double median(double *v, int n) {
   qsort(v, (size_t)m, sizeof(double), cmp_double);
   return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
 }
+
+/* a converged fit (at_bound included: its values are the fit inside the box) */
+static int fit_converged(int32_t state) { return state == LUMEN_FIT_CONVERGED || state == LUMEN_FIT_AT_BOUND; }
 
 static int run_model(lumen_ctx *ctx, lumen_model model, const char *backend, int reps, const double *t,
                      const double *cp) {
@@ -120,12 +124,12 @@ static int run_model(lumen_ctx *ctx, lumen_model model, const char *backend, int
         else printf(" %9s", "-");
       }
       int conv = 0;
-      for (int r = 0; r < reps; ++r) conv += state[(size_t)k * reps + r] == LUMEN_FIT_CONVERGED;
+      for (int r = 0; r < reps; ++r) conv += fit_converged(state[(size_t)k * reps + r]);
       for (int j = 0; j < 3; ++j) {
         if (j < np) {
           for (int r = 0; r < reps; ++r) {
             size_t c = (size_t)k * reps + r;
-            col[r] = state[c] == LUMEN_FIT_CONVERGED ? params[c * (size_t)np + j] : NAN;
+            col[r] = fit_converged(state[c]) ? params[c * (size_t)np + j] : NAN;
           }
           printf(" %9.4f", median(col, reps));
         } else {

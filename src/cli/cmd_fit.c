@@ -56,6 +56,9 @@ static void help(FILE *out) {
           "  --max-iterations N   (default 200)\n"
           "  --start NAME=V       start value of a parameter (repeatable); 2cxm fits E = Ktrans/Fp\n"
           "  --bounds NAME=LO:HI  bounds of a parameter (repeatable); 'delay' sets the delay bounds (min)\n"
+          "  --bounds-preset P    default bounds: physical (default: Ktrans [0, 5] /min, ve [1e-4, 1],\n"
+          "                       vp [0, 1], ...) or rocketship (ROCKETSHIP's: Ktrans [1e-7, 2], ve\n"
+          "                       [0.02, 1], vp [0.001, 1], ...); --bounds overrides either\n"
           "  --fix NAME=V         hold a parameter at V\n"
           "  --threads N          CPU threads (default 0 = all cores)\n"
           "\n"
@@ -68,8 +71,10 @@ static void help(FILE *out) {
           "\n"
           "CSV columns: the parameters (Ktrans, ve, vp, Fp, Tp, tau, T1, M0 as the model has them),\n"
           "the derived values (kep, E, PS, vp of 2cum, R1, AUC...), delay (with --fit-delay), sse, r2,\n"
-          "state (0 = converged, 1 max_iterations, 2 singular, 3 invalid_input, 5 not_finite),\n"
-          "iterations, then NAME_cilo, NAME_cihi (95 %% confidence interval) per parameter.\n"
+          "state (0 = converged, 1 max_iterations, 2 singular, 3 invalid_input, 5 not_finite,\n"
+          "7 at_bound: converged with a parameter on a bound, values kept; the summary line counts\n"
+          "the curves per parameter and bound), iterations, then NAME_cilo, NAME_cihi (95 %%\n"
+          "confidence interval) per parameter.\n"
           "Units: rates (Ktrans, kep, Fp, PS) in 1/min, Tp, tau and delay in min, T1 in s, R1 in 1/s.\n"
           "\n"
           "A summary line with the backend requested / selected / used and fits per second goes to\n"
@@ -259,7 +264,7 @@ int lumen_cmd_fit(int argc, char **argv) {
   double hct = LUMEN_AIF_DEFAULT_HCT, aif_delay = 0, tr = 0, r1 = 4.5, r10 = 1.0, tolerance = 1e-6;
   int64_t mem_limit = 0;
   int max_iter = 200, fit_delay = 0, force_cpu = 0, quiet = 0, verbose = 0, threads = 0, have_tr = 0;
-  const char *precision = "float32", *conv = "exact";
+  const char *precision = "float32", *conv = "exact", *bounds_preset = "physical";
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -288,7 +293,8 @@ int lumen_cmd_fit(int argc, char **argv) {
                                          "--aif-delay", "--flip-angles", "--tr", "--ti", "--r1", "--r10",
                                          "--backend", "--tolerance", "--max-iterations", "--start", "--bounds",
                                          "--fix", "--out", "--precision", "--conv", "--threads",
-                                         "--auc-start", "--auc-window", "--memory-limit"};
+                                         "--auc-start", "--auc-window", "--memory-limit",
+                                         "--bounds-preset"};
     int known = 0;
     for (size_t k = 0; k < sizeof valued / sizeof valued[0]; ++k)
       if (strcmp(name, valued[k]) == 0) known = 1;
@@ -324,6 +330,7 @@ int lumen_cmd_fit(int argc, char **argv) {
     else if (strcmp(name, "--threads") == 0) bad = parse_int(name, val, &threads);
     else if (strcmp(name, "--precision") == 0) precision = val;
     else if (strcmp(name, "--conv") == 0) conv = val;
+    else if (strcmp(name, "--bounds-preset") == 0) bounds_preset = val;
     else if (strcmp(name, "--out") == 0) out_path = val;
     else if (strcmp(name, "--memory-limit") == 0) {
       mem_limit = lumen_cli_parse_size(val);
@@ -490,6 +497,11 @@ int lumen_cmd_fit(int argc, char **argv) {
     rc = LUMEN_EXIT_USAGE;
     goto done;
   }
+  if (lumen_fit_bounds_preset_parse(ctx, bounds_preset, &o.bounds_preset) != LUMEN_OK) {
+    lumen_cli_error(CMD, "--bounds-preset: %s", lumen_ctx_last_error(ctx));
+    rc = LUMEN_EXIT_USAGE;
+    goto done;
+  }
   char plist[256];
   list_params(model, plist, sizeof plist);
   for (int j = 0; j < nstarts + nfixes; ++j) {
@@ -653,13 +665,22 @@ int lumen_cmd_fit(int argc, char **argv) {
     fflush(stdout);
   }
   if (!quiet) {
-    int64_t others = nc - res.state_counts[LUMEN_FIT_CONVERGED];
+    const int64_t conv_n = res.state_counts[LUMEN_FIT_CONVERGED], at_n = res.state_counts[LUMEN_FIT_AT_BOUND];
+    char bounds_note[256] = "";
+    for (int k = 0; k < np; ++k)
+      for (int side = 0; side < 2; ++side) {
+        int64_t cnt = side ? res.at_upper[k] : res.at_lower[k];
+        size_t len = strlen(bounds_note);
+        if (cnt > 0 && len + 1 < sizeof bounds_note)
+          snprintf(bounds_note + len, sizeof bounds_note - len, "%s%s %s %lld", len ? ", " : ": ",
+                   lumen_fit_param_name(model, k), side ? "upper" : "lower", (long long)cnt);
+      }
     fprintf(stderr,
             "lumen fit: %s, %lld curves x %d samples: backend requested %s, selected %s, used %s (%s); "
-            "%lld converged, %lld not; %.3f s, %.0f fits/s\n",
+            "%lld converged, %lld at a bound (%s preset%s), %lld not; %.3f s, %.0f fits/s\n",
             lumen_model_name(model), (long long)nc, n, res.backend_requested, res.backend_selected, res.backend_used,
-            res.reason, (long long)res.state_counts[LUMEN_FIT_CONVERGED], (long long)others, res.seconds,
-            res.seconds > 0 ? (double)nc / res.seconds : 0.0);
+            res.reason, (long long)conv_n, (long long)at_n, lumen_fit_bounds_preset_name(o.bounds_preset), bounds_note,
+            (long long)(nc - conv_n - at_n), res.seconds, res.seconds > 0 ? (double)nc / res.seconds : 0.0);
   }
   rc = LUMEN_EXIT_OK;
 

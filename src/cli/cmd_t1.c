@@ -19,13 +19,21 @@ static void help(FILE *out) {
     "options:\n"
     "  --method M      vfa (nonlinear SPGR, default), vfa-linear (DESPOT1), vfa-2pt (first and last\n"
     "                  angle), ir (magnitude inversion recovery), sr (saturation recovery)\n"
+    "acquisition (default: each input's JSON sidecar):\n"
+    "  --flip-angles DEG,...  one flip angle per input volume, degrees (1..90)\n"
+    "  --tr S          repetition time in seconds (vfa: 0.0005..0.1; sidecar RepetitionTimeExcitation,\n"
+    "                  else RepetitionTime)\n"
+    "  --times S,...   ir: inversion times, sr: recovery times, seconds (<= 30)\n"
     "  --b1 FILE       flip-angle scale map (fraction or percent, detected)\n"
     "  --mask FILE     voxels to fit (> 0.5); default all\n"
     "  --backend B     as for 'lumen fit' (auto, accelerated, standard, cpu, ...); --force-cpu\n"
     "  --tolerance T, --max-iterations N, --bounds T1=LO:HI, --config FILE, --prefix P\n"
+    "  --bounds-preset physical|rocketship (default physical);  --allow-failures (exit 0, not 3)\n"
     "  --memory-limit SIZE  refuse, before reading, any input whose voxel buffer needs more than SIZE\n"
     "                  bytes (e.g. 512M, 4G; default min(16G, physical memory))\n"
-    "  --overwrite     replace existing outputs;  --no-report;  -q quiet;  -v verbose\n");
+    "  --overwrite     replace existing outputs;  --no-report;  -q quiet;  -v verbose\n\n"
+    "exit status: 0 success, 1 input or data error, 2 usage error (also a value in a likely wrong\n"
+    "unit, e.g. --tr 5), 3 results unreliable (more than half the voxels failed).\n");
 }
 
 int lumen_cmd_t1(int argc, char **argv) {

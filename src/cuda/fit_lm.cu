@@ -200,6 +200,7 @@ __global__ void __launch_bounds__(128) fit_kernel(const lumen_fitk_args a) {
     r.r2 = o.r2;
     r.iterations = o.iterations;
     r.state = o.state;
+    r.bound_mask = o.bound_mask;
     a.rows[c] = r;
   }
 }

@@ -134,12 +134,18 @@ lumen_status lumen_dist_mpi_fit(void *unused, lumen_ctx *ctx, const lumen_fit_pl
   rc |= gather_rows(res->delay, sizeof(double), n, rank, size);
   rc |= gather_rows(res->state, sizeof(int32_t), n, rank, size);
   rc |= gather_rows(res->iterations, sizeof(int32_t), n, rank, size);
-  int64_t cnt[LUMEN_FIT_TIER_COUNT + LUMEN_FIT_STATE_COUNT], tot[LUMEN_FIT_TIER_COUNT + LUMEN_FIT_STATE_COUNT];
+  /* counts: curves per tier, per state, at the lower / upper bound per fit parameter */
+  enum { NT = LUMEN_FIT_TIER_COUNT, NS = LUMEN_FIT_STATE_COUNT, NB = LUMEN_FIT_MAX_PARAMS, NC = NT + NS + 2 * NB };
+  int64_t cnt[NC], tot[NC];
   memcpy(cnt, res->curves_per_tier, sizeof res->curves_per_tier);
-  memcpy(cnt + LUMEN_FIT_TIER_COUNT, res->state_counts, sizeof res->state_counts);
-  rc |= MPI_Allreduce(cnt, tot, LUMEN_FIT_TIER_COUNT + LUMEN_FIT_STATE_COUNT, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  memcpy(cnt + NT, res->state_counts, sizeof res->state_counts);
+  memcpy(cnt + NT + NS, res->at_lower, sizeof res->at_lower);
+  memcpy(cnt + NT + NS + NB, res->at_upper, sizeof res->at_upper);
+  rc |= MPI_Allreduce(cnt, tot, NC, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   memcpy(res->curves_per_tier, tot, sizeof res->curves_per_tier);
-  memcpy(res->state_counts, tot + LUMEN_FIT_TIER_COUNT, sizeof res->state_counts);
+  memcpy(res->state_counts, tot + NT, sizeof res->state_counts);
+  memcpy(res->at_lower, tot + NT + NS, sizeof res->at_lower);
+  memcpy(res->at_upper, tot + NT + NS + NB, sizeof res->at_upper);
   double sec = res->seconds;
   rc |= MPI_Allreduce(&sec, &res->seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   if (rc != MPI_SUCCESS) return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "MPI: gathering stage D results failed");

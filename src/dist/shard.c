@@ -37,6 +37,8 @@ static void copy_meta(lumen_fit_results *dst, const lumen_fit_results *src) {
   memcpy(dst->reason, src->reason, sizeof dst->reason);
   memcpy(dst->curves_per_tier, src->curves_per_tier, sizeof dst->curves_per_tier);
   memcpy(dst->state_counts, src->state_counts, sizeof dst->state_counts);
+  memcpy(dst->at_lower, src->at_lower, sizeof dst->at_lower);
+  memcpy(dst->at_upper, src->at_upper, sizeof dst->at_upper);
   dst->seconds = src->seconds;
 }
 
@@ -67,6 +69,8 @@ lumen_status lumen_dist_fit_range(lumen_ctx *ctx, const lumen_fit_plan *plan, lu
     snprintf(res->reason, sizeof res->reason, "empty shard");
     memset(res->curves_per_tier, 0, sizeof res->curves_per_tier);
     memset(res->state_counts, 0, sizeof res->state_counts);
+    memset(res->at_lower, 0, sizeof res->at_lower);
+    memset(res->at_upper, 0, sizeof res->at_upper);
     res->seconds = 0;
     return LUMEN_OK;
   }
@@ -94,6 +98,7 @@ typedef struct part_rec {
   char breq[LUMEN_FIT_NAME_MAX], bsel[LUMEN_FIT_NAME_MAX], bused[LUMEN_FIT_NAME_MAX];
   char reason[LUMEN_FIT_REASON_MAX];
   int64_t tiers[LUMEN_FIT_TIER_COUNT], states[LUMEN_FIT_STATE_COUNT];
+  int64_t at_lower[LUMEN_FIT_MAX_PARAMS], at_upper[LUMEN_FIT_MAX_PARAMS];
   double seconds;
   double *params, *derived, *chi2, *r2, *ci_lo, *ci_hi, *delay;
   int32_t *state;
@@ -159,6 +164,8 @@ lumen_status lumen_dist_part_fit(void *user, lumen_ctx *ctx, const lumen_fit_pla
   memcpy(r->reason, res->reason, sizeof r->reason);
   memcpy(r->tiers, res->curves_per_tier, sizeof r->tiers);
   memcpy(r->states, res->state_counts, sizeof r->states);
+  memcpy(r->at_lower, res->at_lower, sizeof r->at_lower);
+  memcpy(r->at_upper, res->at_upper, sizeof r->at_upper);
   r->seconds = res->seconds;
   int64_t c = hi - lo;
   r->params = dup_range(res->params, sizeof(double) * (size_t)r->np, lo, c);
@@ -175,8 +182,9 @@ lumen_status lumen_dist_part_fit(void *user, lumen_ctx *ctx, const lumen_fit_pla
   return LUMEN_OK;
 }
 
-/* file: "LUMENPART1\n", int32 k, n, str cwd, int32 argc, str argv..., int32 nrec, records */
-static const char MAGIC[12] = "LUMENPART1\n";
+/* file: "LUMENPART2\n", int32 k, n, str cwd, int32 argc, str argv..., int32 nrec, records
+   (2: the at_bound state and the per-parameter bound counts) */
+static const char MAGIC[12] = "LUMENPART2\n";
 
 static int w_str(FILE *f, const char *s) {
   int32_t len = (int32_t)strlen(s);
@@ -342,6 +350,8 @@ lumen_status lumen_dist_merge_fit(void *user, lumen_ctx *ctx, const lumen_fit_pl
   int64_t next = 0;
   memset(res->curves_per_tier, 0, sizeof res->curves_per_tier);
   memset(res->state_counts, 0, sizeof res->state_counts);
+  memset(res->at_lower, 0, sizeof res->at_lower);
+  memset(res->at_upper, 0, sizeof res->at_upper);
   res->seconds = 0;
   for (int k = 0; k < m->n; ++k) {
     const lumen_dist_part *p = m->by_index[k];
@@ -368,6 +378,10 @@ lumen_status lumen_dist_merge_fit(void *user, lumen_ctx *ctx, const lumen_fit_pl
     if (res->iterations) for (int64_t i = r->lo; i < r->hi; ++i) res->iterations[i] = 0;
     for (int t = 0; t < LUMEN_FIT_TIER_COUNT; ++t) res->curves_per_tier[t] += r->tiers[t];
     for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s) res->state_counts[s] += r->states[s];
+    for (int j = 0; j < LUMEN_FIT_MAX_PARAMS; ++j) {
+      res->at_lower[j] += r->at_lower[j];
+      res->at_upper[j] += r->at_upper[j];
+    }
     res->seconds += r->seconds;
     if (!have_meta && c > 0) {
       memcpy(res->backend_requested, r->breq, sizeof res->backend_requested);

@@ -13,6 +13,7 @@ typedef struct lumen_fit_curve_out {
   double derived[LUMEN_FIT_MAX_DERIVED];  /* AUC only (others are computed from p) */
   double chi2, r2, delay;
   int iterations;
+  int bound_mask;  /* lumen_fit_results.bound_mask */
   lumen_fit_state state;
   lumen_status status;
 } lumen_fit_curve_out;
@@ -22,6 +23,7 @@ LUMEN_HD void lumen_fit_curve_out_clear(lumen_fit_curve_out *o) {
   for (int k = 0; k < LUMEN_FIT_MAX_DERIVED; ++k) o->derived[k] = NAN;
   o->chi2 = o->r2 = o->delay = NAN;
   o->iterations = 0;
+  o->bound_mask = 0;
   o->state = LUMEN_FIT_NOT_FITTED;
   o->status = LUMEN_OK;
 }

@@ -57,7 +57,7 @@
 static void store(const lumen_fit_plan *pl, lumen_fit_results *res, int64_t c, const lumen_fit_curve_out *o) {
   const int np = pl->np, nd = pl->nd;
   const lumen_model m = pl->model;
-  int ok = (o->state == LUMEN_FIT_CONVERGED || o->state == LUMEN_FIT_MAX_ITERATIONS);
+  int ok = lumen_fit_state_has_values(o->state);
   double pub[LUMEN_FIT_MAX_PARAMS], der[LUMEN_FIT_MAX_DERIVED];
   for (int k = 0; k < LUMEN_FIT_MAX_DERIVED; ++k) der[k] = NAN;
   for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) pub[k] = NAN;
@@ -82,13 +82,14 @@ static void store(const lumen_fit_plan *pl, lumen_fit_results *res, int64_t c, c
   if (res->ci_hi)
     for (int k = 0; k < np; ++k) res->ci_hi[c * np + k] = ok ? o->ci_hi[k] : NAN;
   if (res->delay) res->delay[c] = ok && pl->opts.fit_delay ? o->delay : NAN;
+  res->bound_mask[c] = ok ? (int32_t)o->bound_mask : 0; /* execute_impl always provides it */
 }
 
 /* Whether a curve's result should be tried again on the next tier. */
 static int needs_fallthrough(const lumen_fit_plan *pl, const lumen_fit_curve_out *o) {
   if (o->status != LUMEN_OK) return 1;
   if (o->state == LUMEN_FIT_NOT_FINITE || o->state == LUMEN_FIT_SINGULAR) return 1;
-  if (o->state == LUMEN_FIT_CONVERGED || o->state == LUMEN_FIT_MAX_ITERATIONS)
+  if (lumen_fit_state_has_values(o->state))
     for (int k = 0; k < pl->np; ++k)
       if (!isfinite(o->p[k])) return 1;
   return 0;
@@ -225,6 +226,7 @@ static void cuda_deliver(void *user, int64_t pos, const lumen_fitcu_row *row) {
   o.chi2 = row->chi2;
   o.r2 = row->r2;
   o.iterations = row->iterations;
+  o.bound_mask = row->bound_mask;
   o.state = (lumen_fit_state)row->state;
   store(u->in->pl, u->in->res, u->list[pos], &o);
   u->fail[pos] = (unsigned char)needs_fallthrough(u->in->pl, &o);
@@ -263,6 +265,7 @@ static void cuda_cpu_row(void *user, int64_t pos, lumen_fitcu_row *row) {
   row->chi2 = o.chi2;
   row->r2 = o.r2;
   row->iterations = o.iterations;
+  row->bound_mask = o.bound_mask;
   row->state = mem ? (int32_t)o.state : (int32_t)LUMEN_FIT_NOT_FINITE;
 }
 
@@ -377,11 +380,9 @@ static void strcat_bounded(char *dst, size_t size, const char *src) {
   snprintf(dst + len, size - len, "%s", src);
 }
 
-static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64_t n_curves, const void *data,
-                                 int data_f64, const void *consts, lumen_fit_results *res) {
-  LUMEN_REQUIRE_NOT_NULL(ctx, pl);
-  LUMEN_REQUIRE_NOT_NULL(ctx, res);
-  LUMEN_REQUIRE(ctx, n_curves >= 0, "lumen_fit_execute: n_curves is %lld, expected >= 0", (long long)n_curves);
+/* execute_impl with res->bound_mask set (n_curves entries). */
+static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int64_t n_curves, const void *data,
+                                  int data_f64, const void *consts, lumen_fit_results *res) {
   LUMEN_REQUIRE(ctx, n_curves == 0 || data != NULL, "lumen_fit_execute: data is NULL");
   LUMEN_REQUIRE(ctx, n_curves == 0 || res->state != NULL, "lumen_fit_execute: results.state is NULL (required)");
   LUMEN_REQUIRE(ctx, n_curves == 0 || pl->np == 0 || res->params != NULL,
@@ -397,6 +398,8 @@ static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64
   snprintf(res->reason, sizeof res->reason, "%s", pl->reason);
   memset(res->curves_per_tier, 0, sizeof res->curves_per_tier);
   memset(res->state_counts, 0, sizeof res->state_counts);
+  memset(res->at_lower, 0, sizeof res->at_lower);
+  memset(res->at_upper, 0, sizeof res->at_upper);
   res->kernel_seconds = 0.0;
   res->seconds = 0;
   if (n_curves == 0) {
@@ -464,10 +467,32 @@ static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64
   for (int64_t c = 0; c < n_curves; ++c) {
     int s = res->state[c];
     if (s >= 0 && s < LUMEN_FIT_STATE_COUNT) res->state_counts[s]++;
+    for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) {
+      res->at_lower[k] += (res->bound_mask[c] >> (2 * k)) & 1;
+      res->at_upper[k] += (res->bound_mask[c] >> (2 * k + 1)) & 1;
+    }
   }
   res->seconds = now_seconds() - t0;
   if (st != LUMEN_OK) return st;
   return LUMEN_OK;
+}
+
+static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64_t n_curves, const void *data,
+                                 int data_f64, const void *consts, lumen_fit_results *res) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, pl);
+  LUMEN_REQUIRE_NOT_NULL(ctx, res);
+  LUMEN_REQUIRE(ctx, n_curves >= 0, "lumen_fit_execute: n_curves is %lld, expected >= 0", (long long)n_curves);
+  /* the tiers store every curve's bound mask: in the caller's array, or in one of ours for the counts */
+  int32_t *own_mask = NULL;
+  int32_t *user_mask = res->bound_mask;
+  if (!user_mask && n_curves > 0 && !(own_mask = malloc((size_t)n_curves * sizeof *own_mask)))
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_fit_execute: out of memory for %lld curves",
+                      (long long)n_curves);
+  if (own_mask) res->bound_mask = own_mask;
+  lumen_status st = execute_tiers(ctx, pl, n_curves, data, data_f64, consts, res);
+  res->bound_mask = user_mask;
+  free(own_mask);
+  return st;
 }
 
 lumen_status lumen_fit_execute(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves, const float *data,

@@ -49,6 +49,7 @@ typedef struct lumen_fitcu_row {
   double ci_lo[LUMEN_FIT_MAX_PARAMS], ci_hi[LUMEN_FIT_MAX_PARAMS];
   double chi2, r2;
   int32_t iterations, state;
+  int32_t bound_mask;        /* lumen_fit_results.bound_mask */
 } lumen_fitcu_row;
 
 /* The input of one execute call: curves list[pos] for pos in [0, count). */

@@ -15,8 +15,13 @@ const char *lumen_fit_state_name(lumen_fit_state state) {
     case LUMEN_FIT_START_OUT_OF_BOUNDS: return "start_out_of_bounds";
     case LUMEN_FIT_NOT_FINITE: return "not_finite";
     case LUMEN_FIT_NOT_FITTED: return "not_fitted";
+    case LUMEN_FIT_AT_BOUND: return "at_bound";
     default: return "unknown";
   }
+}
+
+int lumen_fit_state_has_values(lumen_fit_state state) {
+  return state == LUMEN_FIT_CONVERGED || state == LUMEN_FIT_AT_BOUND || state == LUMEN_FIT_MAX_ITERATIONS;
 }
 
 const char *lumen_fit_tier_name(lumen_fit_tier tier) {
@@ -45,6 +50,25 @@ const char *lumen_fit_conv_name(lumen_fit_conv c) {
   }
 }
 
+const char *lumen_fit_bounds_preset_name(lumen_fit_bounds_preset preset) {
+  switch (preset) {
+    case LUMEN_FIT_BOUNDS_PHYSICAL: return "physical";
+    case LUMEN_FIT_BOUNDS_ROCKETSHIP: return "rocketship";
+    default: return "unknown";
+  }
+}
+
+lumen_status lumen_fit_bounds_preset_parse(lumen_ctx *ctx, const char *name, lumen_fit_bounds_preset *out) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, out);
+  for (int p = 0; name && p < LUMEN_FIT_BOUNDS_PRESET_COUNT; ++p)
+    if (strcasecmp(name, lumen_fit_bounds_preset_name((lumen_fit_bounds_preset)p)) == 0) {
+      *out = (lumen_fit_bounds_preset)p;
+      return LUMEN_OK;
+    }
+  return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "bounds preset '%s' is unknown: expected physical or rocketship",
+                    name ? name : "(null)");
+}
+
 void lumen_fit_options_init(lumen_fit_options *opts) {
   if (!opts) return;
   memset(opts, 0, sizeof *opts);
@@ -57,6 +81,7 @@ void lumen_fit_options_init(lumen_fit_options *opts) {
     opts->hi[k] = NAN;
     opts->fixed[k] = 0;
   }
+  opts->bounds_preset = LUMEN_FIT_BOUNDS_PHYSICAL;
   opts->weights = NULL;
   opts->precision = LUMEN_FIT_FLOAT32;
   opts->conv = LUMEN_FIT_CONV_EXACT;

@@ -64,17 +64,22 @@ const char *lumen_model_param_unit(lumen_model model, int i) {
   return (d && i >= 0 && i < d->np) ? d->units[i] : NULL;
 }
 
-lumen_status lumen_model_param_defaults(lumen_model model, int i, double *start, double *lo,
-                                        double *hi) {
+lumen_status lumen_model_param_defaults_preset(lumen_model model, int i, lumen_fit_bounds_preset preset,
+                                               double *start, double *lo, double *hi) {
   const model_def *d = find(model);
-  if (!d || i < 0 || i >= d->np) return LUMEN_ERR_INVALID_ARGUMENT;
+  if (!d || i < 0 || i >= d->np || (int)preset < 0 || preset >= LUMEN_FIT_BOUNDS_PRESET_COUNT)
+    return LUMEN_ERR_INVALID_ARGUMENT;
   double s[LUMEN_MODEL_MAX_PARAMS], l[LUMEN_MODEL_MAX_PARAMS], h[LUMEN_MODEL_MAX_PARAMS];
-  lumen_model_defaults(model, s, l, h);
-  if (model == LUMEN_MODEL_2CXM && i == 0) {  /* public Ktrans; the solver fits E instead */
-    s[0] = 2e-4; l[0] = 1e-7; h[0] = 2.0;
-  }
+  lumen_model_defaults_preset(model, (int)preset, s, l, h);
+  if (model == LUMEN_MODEL_2CXM && i == 0)  /* public Ktrans (the solver fits E): Tofts' Ktrans */
+    lumen_model_defaults_preset(LUMEN_MODEL_TOFTS, (int)preset, s, l, h);
   if (start) *start = s[i];
   if (lo) *lo = l[i];
   if (hi) *hi = h[i];
   return LUMEN_OK;
+}
+
+lumen_status lumen_model_param_defaults(lumen_model model, int i, double *start, double *lo,
+                                        double *hi) {
+  return lumen_model_param_defaults_preset(model, i, LUMEN_FIT_BOUNDS_PHYSICAL, start, lo, hi);
 }

@@ -179,6 +179,55 @@ static void make_extra_starts(lumen_fit_plan *pl) {
   }
 }
 
+/* ------------------------------------------------------------------ unit plausibility */
+/* Values that are only plausible in another unit are refused with the likely mistake named:
+   flip angles are radians, TR seconds, the relaxivity 1/(mM s). */
+#define VFA_TR_MIN 0.5e-3 /* s: SPGR repetition times lie in [0.5, 100] ms */
+#define VFA_TR_MAX 0.1
+#define FXR_R1_MIN 1.0    /* 1/(mM s): gadolinium relaxivities lie in [1, 50] */
+#define FXR_R1_MAX 50.0
+
+static lumen_status check_flip_angles(lumen_ctx *ctx, const char *mname, int n, const double *x) {
+  const double pi = 3.14159265358979323846;
+  for (int i = 0; i < n; ++i) {
+    if (x[i] > pi)
+      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                        "%s: flip angle x[%d] = %g is above pi: flip angles are in radians; degrees? %g deg = %.3g rad",
+                        mname, i, x[i], x[i], x[i] * pi / 180.0);
+    if (!(x[i] > 0))
+      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                        "%s: flip angle x[%d] = %g is not above 0: flip angles are in radians, in (0, pi]", mname, i,
+                        x[i]);
+  }
+  return LUMEN_OK;
+}
+
+static lumen_status check_tr_unit(lumen_ctx *ctx, const char *mname, double tr) {
+  if (tr > VFA_TR_MAX)
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "%s: tr %g s is not an SPGR TR (expected %g..%g s); in ms? give %g", mname, tr, VFA_TR_MIN,
+                      VFA_TR_MAX, tr / 1000.0);
+  if (tr < VFA_TR_MIN)
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "%s: tr %g s is not an SPGR TR (expected %g..%g s); in minutes? give %g", mname, tr, VFA_TR_MIN,
+                      VFA_TR_MAX, tr * 60.0);
+  return LUMEN_OK;
+}
+
+static lumen_status check_r1_unit(lumen_ctx *ctx, double r1) {
+  if (r1 > FXR_R1_MAX)
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "fxr: relaxivity r1 %g is not a gadolinium relaxivity in 1/(mM s) (expected %g..%g, typically "
+                      "4.5); in 1/(mM min)? give %g; in 1/(M s)? give %g",
+                      r1, FXR_R1_MIN, FXR_R1_MAX, r1 / 60.0, r1 / 1000.0);
+  if (r1 < FXR_R1_MIN)
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "fxr: relaxivity r1 %g is not a gadolinium relaxivity in 1/(mM s) (expected %g..%g, typically "
+                      "4.5); in 1/(mM ms)? give %g",
+                      r1, FXR_R1_MIN, FXR_R1_MAX, r1 * 1000.0);
+  return LUMEN_OK;
+}
+
 /* ------------------------------------------------------------------ create / destroy */
 lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts, int n, const double *x,
                                    const double *cp, lumen_fit_plan **out) {
@@ -226,15 +275,25 @@ lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts
                   "fit options: delay bounds [%g, %g] min, expected finite lo <= hi", opts->delay_lo,
                   opts->delay_hi);
   }
-  if (m == LUMEN_MODEL_VFA || m == LUMEN_MODEL_VFA_LINEAR || m == LUMEN_MODEL_VFA_2PT)
+  LUMEN_REQUIRE(ctx, (int)opts->bounds_preset >= 0 && opts->bounds_preset < LUMEN_FIT_BOUNDS_PRESET_COUNT,
+                "fit options: bounds preset %d unknown (physical or rocketship)", (int)opts->bounds_preset);
+  if (m == LUMEN_MODEL_VFA || m == LUMEN_MODEL_VFA_LINEAR || m == LUMEN_MODEL_VFA_2PT) {
+    lumen_status su = check_flip_angles(ctx, mname, n, x);
+    if (su != LUMEN_OK) return su;
     LUMEN_REQUIRE(ctx, isfinite(opts->tr) && opts->tr > 0,
                   "fit options (%s): TR %g s, expected a positive repetition time in seconds", mname, opts->tr);
+    su = check_tr_unit(ctx, mname, opts->tr);
+    if (su != LUMEN_OK) return su;
+  }
   if (m == LUMEN_MODEL_IR)
     LUMEN_REQUIRE(ctx, isfinite(opts->tr) && opts->tr >= 0,
                   "fit options (ir): TR %g s, expected >= 0 seconds (0 = long TR)", opts->tr);
-  if (m == LUMEN_MODEL_FXR)
+  if (m == LUMEN_MODEL_FXR) {
     LUMEN_REQUIRE(ctx, isfinite(opts->r1) && opts->r1 > 0,
                   "fit options (fxr): relaxivity r1 %g, expected > 0 1/(mM s)", opts->r1);
+    lumen_status su = check_r1_unit(ctx, opts->r1);
+    if (su != LUMEN_OK) return su;
+  }
   if (m == LUMEN_MODEL_AUC)
     LUMEN_REQUIRE(ctx, isfinite(opts->auc_window) && opts->auc_window > 0,
                   "fit options (auc): window %g min, expected > 0", opts->auc_window);
@@ -259,7 +318,7 @@ lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts
 
   /* bounds and starts, fit-parameter space */
   double ds[LUMEN_FIT_MAX_PARAMS] = {0}, dl[LUMEN_FIT_MAX_PARAMS] = {0}, dh[LUMEN_FIT_MAX_PARAMS] = {0};
-  lumen_model_defaults(m, ds, dl, dh);
+  lumen_model_defaults_preset(m, (int)opts->bounds_preset, ds, dl, dh);
   lumen_status st = LUMEN_OK;
   for (int k = 0; k < np && st == LUMEN_OK; ++k) {
     const char *pn = lumen_fit_param_name(m, k);

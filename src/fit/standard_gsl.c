@@ -70,7 +70,9 @@
      constant), START_OUT_OF_BOUNDS (start NaN or outside [lo, hi]), NOT_FINITE (the model or
      chi2 is NaN/Inf at the start or at the end, or GSL failed), SINGULAR (see above),
      MAX_ITERATIONS (last iterate reported, with its chi2, R^2 and CIs), CONVERGED. Every other
-     state gives NaN parameters, chi2, R^2 and CIs.
+     state gives NaN parameters, chi2, R^2 and CIs. (AT_BOUND is not this function's: the shared
+     driver, src/fit/driver_impl.inc, reports a converged fit with a free parameter on a bound so,
+     for every tier alike.)
    - Closed-form models (vfa-linear, vfa-2pt): the result is the closed-form estimate
      (lumen_linear_start_f64), state CONVERGED with 0 iterations (SINGULAR when it fails), with
      chi2, R^2 and CIs from the SPGR model at that estimate; bounds and fixed flags do not apply.

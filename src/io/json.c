@@ -350,6 +350,8 @@ void lumen_acquisition_clear(lumen_acquisition *acq) {
   acq->frame_times_key = NULL;
   acq->flip_angle_deg = NAN;
   acq->repetition_time_s = NAN;
+  acq->volume_time_s = NAN;
+  acq->repetition_time_key = NULL;
   acq->echo_time_s = NAN;
   acq->inversion_time_s = NAN;
 }
@@ -371,19 +373,21 @@ static double parse_clock(const char *s) {
   return part[0] * 3600.0 + part[1] * 60.0 + sec;
 }
 
-static lumen_status first_number(lumen_ctx *ctx, const lumen_json *j, const char *key, double *out) {
+/* A number (or the first of an array of numbers) into *out; *out untouched when the key is absent.
+   expected: what a valid value is ("a positive angle in degrees"); with positive, values <= 0 are
+   refused too. Non-finite values (1e999 parses as inf) are always refused. */
+static lumen_status sidecar_number(lumen_ctx *ctx, const lumen_json *j, const char *key, int positive,
+                                   const char *expected, double *out) {
   const cJSON *item = cJSON_GetObjectItemCaseSensitive(j->root, key);
   if (!item) return LUMEN_OK;
-  if (cJSON_IsArray(item) && cJSON_GetArraySize(item) > 0) {
-    const cJSON *e = cJSON_GetArrayItem(item, 0);
-    if (cJSON_IsNumber(e)) {
-      *out = e->valuedouble;
-      return LUMEN_OK;
-    }
-  }
+  if (cJSON_IsArray(item) && cJSON_GetArraySize(item) > 0 && cJSON_IsNumber(cJSON_GetArrayItem(item, 0)))
+    item = cJSON_GetArrayItem(item, 0);
   if (!cJSON_IsNumber(item))
-    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: key \"%s\" is not a number", j->name, key);
-  *out = item->valuedouble;
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: key \"%s\" is not a number (expected %s)", j->name, key, expected);
+  double v = item->valuedouble;
+  if (!isfinite(v) || (positive && !(v > 0)))
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: %s is %g: expected %s", j->name, key, v, expected);
+  *out = v;
   return LUMEN_OK;
 }
 
@@ -423,11 +427,31 @@ static lumen_status read_frame_times(lumen_ctx *ctx, const lumen_json *j, lumen_
   return LUMEN_OK;
 }
 
+/* dcm2niix stores a 4-D series' time per volume in RepetitionTime and the excitation TR in
+   RepetitionTimeExcitation: the latter is the TR of the signal equation when present. */
+static lumen_status read_tr(lumen_ctx *ctx, const lumen_json *j, lumen_acquisition *acq) {
+  static const char *const rte = "RepetitionTimeExcitation", *const rt = "RepetitionTime";
+  double excitation = NAN, plain = NAN;
+  lumen_status s = sidecar_number(ctx, j, rte, 1, "a positive excitation TR in seconds", &excitation);
+  if (s == LUMEN_OK) s = sidecar_number(ctx, j, rt, 1, "a positive TR in seconds", &plain);
+  if (s != LUMEN_OK) return s;
+  if (!isnan(excitation)) {
+    acq->repetition_time_s = excitation;
+    acq->volume_time_s = plain;
+    acq->repetition_time_key = rte;
+  } else if (!isnan(plain)) {
+    acq->repetition_time_s = plain;
+    acq->repetition_time_key = rt;
+  }
+  return LUMEN_OK;
+}
+
 static lumen_status acq_from_json(lumen_ctx *ctx, const lumen_json *j, lumen_acquisition *acq) {
-  lumen_status s = first_number(ctx, j, "FlipAngle", &acq->flip_angle_deg);
-  if (s == LUMEN_OK) s = first_number(ctx, j, "RepetitionTime", &acq->repetition_time_s);
-  if (s == LUMEN_OK) s = first_number(ctx, j, "EchoTime", &acq->echo_time_s);
-  if (s == LUMEN_OK) s = first_number(ctx, j, "InversionTime", &acq->inversion_time_s);
+  lumen_status s = sidecar_number(ctx, j, "FlipAngle", 1, "a positive angle in degrees", &acq->flip_angle_deg);
+  if (s == LUMEN_OK) s = read_tr(ctx, j, acq);
+  if (s == LUMEN_OK) s = sidecar_number(ctx, j, "EchoTime", 0, "a finite time in seconds", &acq->echo_time_s);
+  if (s == LUMEN_OK)
+    s = sidecar_number(ctx, j, "InversionTime", 0, "a finite time in seconds", &acq->inversion_time_s);
   if (s == LUMEN_OK) s = read_frame_times(ctx, j, acq);
   return s;
 }

@@ -26,8 +26,8 @@
    include/lumen/models.h for every model except 2CXM, where the fit vector is
    (E, ve, vp, Fp) with E = Ktrans / Fp in [0, 1) (a box, always a valid model, and better
    conditioned; public Ktrans = E Fp). Convert with lumen_model_to_public_fXX() and
-   lumen_model_from_public_fXX(). Defaults and bounds (lumen_model_defaults) are given for
-   the fit parameters, in the units above.
+   lumen_model_from_public_fXX(). Defaults and bounds (lumen_model_defaults_preset) are given
+   for the fit parameters, in the units above.
 
      model       fit parameters          consts used
      tofts       Ktrans ve               -
@@ -128,55 +128,77 @@ LUMEN_HD long lumen_model_work_size(lumen_model m, int n) {
   return 0;
 }
 
-/* Default start values and box bounds of the fit parameters (ROCKETSHIP's, units above).
-   Any pointer may be NULL. Returns np, or -1 for an unknown model.
+/* Default start values and box bounds of the fit parameters in a bounds preset (preset: a
+   lumen_fit_bounds_preset, include/lumen/models.h; units above). The one table of them: a row per
+   fit parameter with its start, then [lo, hi] in the physical preset (the default), then [lo, hi]
+   in ROCKETSHIP's. Any pointer may be NULL. Returns np, or -1 for an unknown model or preset.
    Notes: M0 has no data-free start (1 here; use the linear start); 2CXM's E start 0.1 in
-   [0, 0.999]; 2CUM's Tp lower bound 0 is ROCKETSHIP's: the model evaluates Tp < 1e-9 min as
-   1e-9 min. T1 bounds (0, 10 s] are taken as [1e-4, 10] s. */
-LUMEN_HD int lumen_model_defaults(lumen_model m, double *start, double *lo, double *hi) {
+   [0, 0.999]; 2CXM's vp stays above 0 (the exchange rates divide by it; 2CXM's ve at 1e-4 is the
+   Tofts floor); 2CUM's Tp lower bound 0 is ROCKETSHIP's: the model evaluates Tp < 1e-9 min as
+   1e-9 min. T1 bounds (0, 10 s] are taken as [1e-4, 10] s. Ktrans = 0 (kep = 0) and vp = 0 are
+   valid points of the Tofts-family models (the convolution weights take k = 0). */
+LUMEN_HD int lumen_model_defaults_preset(lumen_model m, int preset, double *start, double *lo, double *hi) {
   double s[4] = {0, 0, 0, 0}, l[4] = {0, 0, 0, 0}, h[4] = {0, 0, 0, 0};
-  int np = lumen_model_np(m);
+  const int np = lumen_model_np(m);
+  const int rs = preset == LUMEN_FIT_BOUNDS_ROCKETSHIP;
+  if (preset < 0 || preset >= LUMEN_FIT_BOUNDS_PRESET_COUNT) return -1;
+  /* fit parameter k: start, physical [plo, phi], ROCKETSHIP [rlo, rhi] */
+#define LUMEN_DEF_(k, st, plo, phi, rlo, rhi) (s[k] = (st), l[k] = rs ? (rlo) : (plo), h[k] = rs ? (rhi) : (phi))
+#define LUMEN_DEF_KTRANS_(k) LUMEN_DEF_(k, 2e-4, 0.0, 5.0, 1e-7, 2.0)   /* Ktrans, 1/min */
+#define LUMEN_DEF_VE_(k) LUMEN_DEF_(k, 0.2, 1e-4, 1.0, 0.02, 1.0)       /* ve */
+#define LUMEN_DEF_VP_(k) LUMEN_DEF_(k, 0.02, 0.0, 1.0, 0.001, 1.0)      /* vp */
+#define LUMEN_DEF_FP_(k) LUMEN_DEF_(k, 0.35, 1e-4, 20.0, 1e-4, 20.0)    /* Fp, 1/min */
   switch (m) {
     case LUMEN_MODEL_TOFTS:
     case LUMEN_MODEL_ETOFTS:
-      s[0] = 2e-4; l[0] = 1e-7; h[0] = 2.0;      /* Ktrans */
-      s[1] = 0.2;  l[1] = 0.02; h[1] = 1.0;      /* ve */
-      s[2] = 0.02; l[2] = 0.001; h[2] = 1.0;     /* vp (etofts) */
+      LUMEN_DEF_KTRANS_(0);
+      LUMEN_DEF_VE_(1);
+      LUMEN_DEF_VP_(2);                                    /* etofts */
       break;
     case LUMEN_MODEL_PATLAK:
-      s[0] = 2e-4; l[0] = 1e-7; h[0] = 2.0;      /* Ktrans */
-      s[1] = 0.02; l[1] = 0.001; h[1] = 1.0;     /* vp */
+      LUMEN_DEF_KTRANS_(0);
+      LUMEN_DEF_VP_(1);
       break;
     case LUMEN_MODEL_2CUM:
-      s[0] = 2e-4; l[0] = 1e-7; h[0] = 2.0;      /* Ktrans */
-      s[1] = 0.35; l[1] = 1e-4; h[1] = 20.0;     /* Fp */
-      s[2] = 0.12; l[2] = 0.0;  h[2] = 1.5;      /* Tp, min */
+      LUMEN_DEF_KTRANS_(0);
+      LUMEN_DEF_FP_(1);
+      LUMEN_DEF_(2, 0.12, 0.0, 10.0, 0.0, 1.5);            /* Tp, min */
       break;
     case LUMEN_MODEL_2CXM:
-      s[0] = 0.1;  l[0] = 0.0;  h[0] = 0.999;    /* E = Ktrans / Fp */
-      s[1] = 0.15; l[1] = 0.05; h[1] = 1.0;      /* ve */
-      s[2] = 0.02; l[2] = 0.001; h[2] = 1.0;     /* vp */
-      s[3] = 0.35; l[3] = 1e-4; h[3] = 20.0;     /* Fp */
+      LUMEN_DEF_(0, 0.1, 0.0, 0.999, 0.0, 0.999);          /* E = Ktrans / Fp */
+      LUMEN_DEF_(1, 0.15, 1e-4, 1.0, 0.05, 1.0);           /* ve */
+      LUMEN_DEF_(2, 0.02, 0.001, 1.0, 0.001, 1.0);         /* vp */
+      LUMEN_DEF_FP_(3);
       break;
     case LUMEN_MODEL_FXR:
-      s[0] = 2e-4; l[0] = 1e-7; h[0] = 2.0;      /* Ktrans */
-      s[1] = 0.2;  l[1] = 0.02; h[1] = 1.0;      /* ve */
-      s[2] = 0.01; l[2] = 0.0;  h[2] = 100.0;    /* tau, min */
+      LUMEN_DEF_KTRANS_(0);
+      LUMEN_DEF_VE_(1);
+      LUMEN_DEF_(2, 0.01, 0.0, 100.0, 0.0, 100.0);         /* tau, min */
       break;
     case LUMEN_MODEL_VFA: case LUMEN_MODEL_VFA_LINEAR: case LUMEN_MODEL_VFA_2PT:
     case LUMEN_MODEL_IR: case LUMEN_MODEL_SR:
-      s[0] = 1.0; l[0] = 1e-4; h[0] = 10.0;      /* T1, s */
-      s[1] = 1.0; l[1] = 0.0;  h[1] = 1e30;      /* M0 */
+      LUMEN_DEF_(0, 1.0, 1e-4, 10.0, 1e-4, 10.0);          /* T1, s */
+      LUMEN_DEF_(1, 1.0, 0.0, 1e30, 0.0, 1e30);            /* M0 */
       break;
     default:
       return np;
   }
+#undef LUMEN_DEF_
+#undef LUMEN_DEF_KTRANS_
+#undef LUMEN_DEF_VE_
+#undef LUMEN_DEF_VP_
+#undef LUMEN_DEF_FP_
   for (int k = 0; k < np; ++k) {
     if (start) start[k] = s[k];
     if (lo) lo[k] = l[k];
     if (hi) hi[k] = h[k];
   }
   return np;
+}
+
+/* lumen_model_defaults_preset in the physical (default) preset. */
+LUMEN_HD int lumen_model_defaults(lumen_model m, double *start, double *lo, double *hi) {
+  return lumen_model_defaults_preset(m, LUMEN_FIT_BOUNDS_PHYSICAL, start, lo, hi);
 }
 
 #endif

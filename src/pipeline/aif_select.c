@@ -206,9 +206,14 @@ static int cmp_desc_score(const void *a, const void *b) {
   return (x[0] < y[0]) - (x[0] > y[0]);
 }
 
-/* Candidates: voxels with a baseline above 10 % of the 99th percentile (no background), the
-   those with a peak enhancement (peak - baseline) of at least half the 99th percentile, of those
-   the earlier half by time to peak, at most max(8, min(200, n/20)) by enhancement. Returns the count (0 when none). */
+/* The search covers every voxel of the image (the fitting mask limits the fit, not the search).
+   Candidates: voxels whose baseline is a stable positive signal (every baseline sample > 0 and
+   its SD at most 25 % of its mean: this excludes background noise, and test patterns such as
+   QIBA's marker band, whose samples jump between 0 and full scale), with a baseline above 10 %
+   of the median of those stable baselines (no background); of those the voxels with a
+   peak enhancement (peak - baseline) of at least half the 99th percentile, of those the earlier
+   half by time to peak, at most max(8, min(200, n/20)) by enhancement. Returns the count (0 when
+   none). docs/PIPELINES.md states the same rule. */
 static int64_t detect_vessels(const pipe_stage_b_in *in, int64_t b0, int64_t b1, int64_t **out) {
   const int64_t nv = in->nvox, nt = in->nt;
   double *s0 = malloc(sizeof(double) * (size_t)nv);
@@ -218,12 +223,21 @@ static int64_t detect_vessels(const pipe_stage_b_in *in, int64_t b0, int64_t b1,
   *out = NULL;
   int64_t result = 0;
   if (!s0 || !en || !ttp || !tmp) goto done;
-  for (int64_t v = 0; v < nv; ++v) s0[v] = 0, en[v] = -INFINITY, ttp[v] = 0;
+  for (int64_t v = 0; v < nv; ++v) s0[v] = 0, en[v] = -INFINITY, ttp[v] = 0, tmp[v] = 0;
   for (int64_t i = b0; i < b1; ++i) {
     const float *f = in->sig + i * nv;
-    for (int64_t v = 0; v < nv; ++v) s0[v] += f[v];
+    for (int64_t v = 0; v < nv; ++v) {
+      s0[v] += f[v];
+      tmp[v] += (double)f[v] * f[v];
+      if (!(f[v] > 0)) ttp[v] = -1; /* a baseline sample <= 0 or NaN: not a tissue signal */
+    }
   }
-  for (int64_t v = 0; v < nv; ++v) s0[v] /= (double)(b1 - b0);
+  for (int64_t v = 0; v < nv; ++v) {
+    s0[v] /= (double)(b1 - b0);
+    double var = tmp[v] / (double)(b1 - b0) - s0[v] * s0[v];
+    if (ttp[v] < 0 || !(var <= 0.0625 * s0[v] * s0[v])) s0[v] = NAN; /* unstable: SD > 25 % of the mean */
+    ttp[v] = 0;
+  }
   for (int64_t i = b1; i < nt; ++i) {
     const float *f = in->sig + i * nv;
     for (int64_t v = 0; v < nv; ++v)
@@ -232,10 +246,13 @@ static int64_t detect_vessels(const pipe_stage_b_in *in, int64_t b0, int64_t b1,
   int64_t m = 0;
   for (int64_t v = 0; v < nv; ++v) if (isfinite(s0[v]) && s0[v] > 0) tmp[m++] = s0[v];
   if (m < 3) goto done;
-  double s99 = pipe_percentile(tmp, m, 99);
+  /* the median, not a high percentile: bright structures that do not enhance (fat, QIBA's
+     marker band at full scale) must not lift the threshold above blood, whose longer T1 gives it
+     a lower baseline than tissue on T1-weighted SPGR */
+  double s50 = pipe_median(tmp, m);
   m = 0;
   for (int64_t v = 0; v < nv; ++v) {
-    if (!(isfinite(s0[v]) && s0[v] > 0.1 * s99 && isfinite(en[v]))) { en[v] = NAN; continue; }
+    if (!(isfinite(s0[v]) && s0[v] > 0.1 * s50 && isfinite(en[v]))) { en[v] = NAN; continue; }
     /* Absolute, not relative, enhancement: ranking by (peak - S0)/S0 selects voxels whose
        baseline is low by noise, which lowers M0 and inflates the whole AIF (by ~10 % on the
        demo phantom); the difference carries the baseline noise with weight 1/sqrt(frames). */
@@ -287,7 +304,7 @@ static lumen_status write_aif(pipe_run *run, const pipe_stage_b_in *in, pipe_aif
   pipe_sb_printf(&b, "# lumen %s AIF: %s\n# %s\ntime_s\ttime_min\tCb_mM\tCp_mM\n", lumen_version(), aif->method,
                  aif->detail);
   for (int64_t i = 0; i < in->nt; ++i)
-    pipe_sb_printf(&b, "%.6g\t%.6g\t%.6g\t%.6g\n", in->t_min[i] * 60, in->t_min[i], aif->cb[i], aif->cp[i]);
+    pipe_sb_printf(&b, "%.9g\t%.9g\t%.9g\t%.9g\n", in->t_min[i] * 60, in->t_min[i], aif->cb[i], aif->cp[i]);
   if (b.oom) { pipe_sb_free(&b); return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory"); }
   char name[300];
   snprintf(name, sizeof name, "%s_aif.tsv", run->prefix);
@@ -365,7 +382,9 @@ lumen_status pipe_stage_b(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *ai
                "blood T1 %g s, Cp = Cb/(1 - %g); passed: peak >= 3x tissue peak, peaks before tissue, washout",
                (long long)used, cfg->blood_t1_s, hct);
     } else {
-      lumen_log(ctx, LUMEN_LOG_INFO, "AIF auto: %s; using the Parker population AIF", fallback);
+      pipe_warn(run, "AIF auto: no usable vessel (%s); using the Parker population AIF instead: give --aif roi:FILE "
+                     "with a vessel mask, or --aif parker to choose it", fallback);
+      aif->fallback = 1;
       spec = "parker";
     }
   }
@@ -424,40 +443,12 @@ lumen_status pipe_stage_b(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *ai
                (long long)used, path, cfg->blood_t1_s, hct);
   } else if (!strncmp(spec, "file:", 5)) {
     const char *path = spec + 5;
-    lumen_table tab;
-    memset(&tab, 0, sizeof tab);
-    lumen_table_opts to = {0};
-    to.allow_header = 1;
-    st = lumen_read_table(ctx, path, &to, &tab);
+    char how[512];
+    st = pipe_aif_read_file(ctx, path, nt, in->t_min, hct, aif->cp, aif->cb, how, sizeof how);
     if (st != LUMEN_OK) return st;
     pipe_record_input(run, "AIF file", path);
-    if (tab.cols == 1) {
-      if (tab.rows != nt) st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF file '%s': %lld values, the series has %lld frames (one column: one plasma value per frame; two columns: time s, plasma mM)", path, (long long)tab.rows, (long long)nt);
-      else for (int64_t i = 0; i < nt; ++i) aif->cp[i] = tab.values[i];
-    } else if (tab.cols >= 2) {
-      for (int64_t r = 1; r < tab.rows && st == LUMEN_OK; ++r)
-        if (!(tab.values[r * tab.cols] > tab.values[(r - 1) * tab.cols]))
-          st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF file '%s': line %lld: times must increase", path, (long long)tab.row_line[r]);
-      for (int64_t i = 0; i < nt && st == LUMEN_OK; ++i) {
-        double ts = (in->t_min[i] - in->t_min[0]) * 60;
-        int64_t r = 0;
-        while (r + 1 < tab.rows && tab.values[(r + 1) * tab.cols] <= ts) ++r;
-        double t0 = tab.values[r * tab.cols], c0 = tab.values[r * tab.cols + 1];
-        if (ts <= t0 || r + 1 >= tab.rows) aif->cp[i] = ts < t0 ? tab.values[1] : c0;
-        else {
-          double t1 = tab.values[(r + 1) * tab.cols], c1 = tab.values[(r + 1) * tab.cols + 1];
-          aif->cp[i] = c0 + (c1 - c0) * (ts - t0) / (t1 - t0);
-        }
-      }
-    } else st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF file '%s': no columns", path);
-    lumen_table_clear(&tab);
-    if (st != LUMEN_OK) return st;
-    for (int64_t i = 0; i < nt; ++i) {
-      if (!isfinite(aif->cp[i])) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF file '%s': value %lld is not finite", path, (long long)i);
-      aif->cb[i] = aif->cp[i] * (1 - hct);
-    }
     snprintf(aif->method, sizeof aif->method, "file");
-    snprintf(aif->detail, sizeof aif->detail, "plasma concentration from '%s' (time in s from the first frame, linear interpolation)", path);
+    snprintf(aif->detail, sizeof aif->detail, "%s", how);
   } else {
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "--aif '%s': expected auto, parker, georgiou, weinmann, fritz-hansen, roi:FILE, fitted:FILE or file:FILE",

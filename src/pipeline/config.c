@@ -23,6 +23,8 @@ void lumen_pipe_config_init(lumen_pipe_config *cfg) {
   cfg->baseline_start = -1;
   cfg->max_invalid_fraction = 0.1;
   cfg->injection_time_s = NAN;
+  cfg->bounds_preset = LUMEN_FIT_BOUNDS_PHYSICAL;
+  cfg->allow_failures = 0;
   cfg->tolerance = 1e-6;
   cfg->max_iterations = 200;
   cfg->conv = LUMEN_FIT_CONV_EXACT;
@@ -38,7 +40,8 @@ void lumen_pipe_config_init(lumen_pipe_config *cfg) {
 void lumen_pipe_config_clear(lumen_pipe_config *cfg) {
   if (!cfg) return;
   char **strs[] = {&cfg->dce, &cfg->out, &cfg->t1map, &cfg->mask, &cfg->b1, &cfg->aif, &cfg->prefix,
-                   &cfg->models, &cfg->backend, &cfg->select, &cfg->method, &cfg->config_path};
+                   &cfg->models, &cfg->backend, &cfg->select, &cfg->method, &cfg->config_path,
+                   &cfg->command_line};
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; ++i) { free(*strs[i]); *strs[i] = NULL; }
   for (int i = 0; i < cfg->n_vfa; ++i) { free(cfg->vfa[i]); cfg->vfa[i] = NULL; }
   cfg->n_vfa = 0;
@@ -64,6 +67,16 @@ static lumen_status num(lumen_ctx *ctx, const char *where, const char *key, cons
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s = %g is outside [%g, %g]", where, key, d, lo, hi);
   *out = d;
   return LUMEN_OK;
+}
+
+/* A parsed value whose unit is easily confused, checked where it was set (plausible.c), so that the
+   message names the option or the config file line: "cfg.txt:3: hematocrit = 45: ...". */
+static lumen_status plausible(lumen_ctx *ctx, const char *where, const char *key,
+                              lumen_status (*check)(lumen_ctx *, const char *, double), double v) {
+  char src[LUMEN_PIPE_PATH_MAX + 64];
+  if (!strncmp(where, "--", 2) || !strcmp(where, key)) snprintf(src, sizeof src, "%s", where);
+  else snprintf(src, sizeof src, "%s: %s", where, key);
+  return check(ctx, src, v);
 }
 
 static lumen_status boolean(lumen_ctx *ctx, const char *where, const char *key, const char *v, int *out) {
@@ -196,6 +209,14 @@ lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const
   lumen_status st = LUMEN_OK;
 #define STR(name, field) if (!strcmp(key, name)) return set_str(ctx, &cfg->field, value)
 #define NUM(name, field, lo, hi) if (!strcmp(key, name)) { st = num(ctx, where, name, value, lo, hi, &d); if (st == LUMEN_OK) cfg->field = d; return st; }
+  /* a number whose unit is easily confused: syntax first, then plausibility (plausible.c) */
+#define UNUM(name, field, check)                                      \
+  if (!strcmp(key, name)) {                                            \
+    st = num(ctx, where, name, value, 0, 1e9, &d);                     \
+    if (st == LUMEN_OK) st = plausible(ctx, where, name, check, d);    \
+    if (st == LUMEN_OK) cfg->field = d;                                \
+    return st;                                                         \
+  }
 #define INT(name, field, lo, hi) if (!strcmp(key, name)) { st = num(ctx, where, name, value, lo, hi, &d); if (st == LUMEN_OK) { if (d != floor(d)) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s = %g is not an integer", where, name, d); cfg->field = (int)d; } return st; }
 #define BOOL(name, field) if (!strcmp(key, name)) return boolean(ctx, where, name, value, &cfg->field)
   STR("dce", dce);
@@ -227,15 +248,17 @@ lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const
     else return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: input-type = '%s': expected signal or concentration", where, value);
     return LUMEN_OK;
   }
-  NUM("flip_angle", flip_angle_deg, 1e-3, 179.9);
-  NUM("tr", tr_s, 1e-6, 100);
-  NUM("dt", dt_s, 1e-6, 1e5);
-  NUM("relaxivity", relaxivity, 1e-6, 1e3);
-  NUM("r1", relaxivity, 1e-6, 1e3);
-  NUM("hematocrit", hematocrit, 0, 0.99);
-  NUM("hct", hematocrit, 0, 0.99);
-  NUM("blood_t1", blood_t1_s, 1e-3, 20);
-  NUM("t1", t1_default_s, 1e-3, 20);
+  UNUM("flip_angle", flip_angle_deg, pipe_check_flip);
+  /* TR: the SPGR range depends on the command (t1 --method ir allows seconds): the upper limit of
+     any TR here, the SPGR range in lumen_pipe_config_check */
+  UNUM("tr", tr_s, pipe_check_tr_any);
+  UNUM("dt", dt_s, pipe_check_dt);
+  UNUM("relaxivity", relaxivity, pipe_check_relaxivity);
+  UNUM("r1", relaxivity, pipe_check_relaxivity);
+  UNUM("hematocrit", hematocrit, pipe_check_hematocrit);
+  UNUM("hct", hematocrit, pipe_check_hematocrit);
+  UNUM("blood_t1", blood_t1_s, pipe_check_t1);
+  UNUM("t1", t1_default_s, pipe_check_t1);
   INT("baseline", baseline, 1, 1e6);
   INT("baseline_start", baseline_start, 0, 1e6);
   NUM("max_invalid_fraction", max_invalid_fraction, 0, 1);
@@ -245,6 +268,18 @@ lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const
   INT("max_iterations", max_iterations, 1, 1e7);
   INT("gpu_max_n_iterations", max_iterations, 1, 1e7);
   BOOL("force_cpu", force_cpu);
+  BOOL("allow_failures", allow_failures);
+  if (!strcmp(key, "bounds_preset")) {
+    lumen_fit_bounds_preset p;
+    st = lumen_fit_bounds_preset_parse(ctx, value, &p);
+    if (st != LUMEN_OK) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(ctx));
+      return lumen_fail(ctx, st, "%s: %s", where, msg);
+    }
+    cfg->bounds_preset = p;
+    return LUMEN_OK;
+  }
   BOOL("fit_delay", fit_delay);
   BOOL("overwrite", overwrite);
   BOOL("quiet", quiet);
@@ -260,8 +295,20 @@ lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const
     return st;
   }
   NUM("fxr_fw", fxr_fw, 0.01, 1);
-  if (!strcmp(key, "flip_angles")) return num_list(ctx, where, key, value, cfg->flip_angles_deg, LUMEN_PIPE_MAX_FILES, &cfg->n_flip_angles);
-  if (!strcmp(key, "times")) return num_list(ctx, where, key, value, cfg->times_s, 64, &cfg->n_times);
+  if (!strcmp(key, "flip_angles") || !strcmp(key, "times")) {
+    const int flips = key[0] == 'f';
+    double *dst = flips ? cfg->flip_angles_deg : cfg->times_s;
+    int *n_out = flips ? &cfg->n_flip_angles : &cfg->n_times;
+    st = num_list(ctx, where, key, value, dst, flips ? LUMEN_PIPE_MAX_FILES : 64, n_out);
+    for (int i = 0; st == LUMEN_OK && i < *n_out; ++i) {
+      char src[LUMEN_PIPE_PATH_MAX + 64]; /* "--times value 2", "cfg.txt:4: times value 2" */
+      if (!strncmp(where, "--", 2)) snprintf(src, sizeof src, "%s value %d", where, i + 1);
+      else snprintf(src, sizeof src, "%s: %s value %d", where, key, i + 1);
+      st = (flips ? pipe_check_flip : pipe_check_time)(ctx, src, dst[i]);
+    }
+    if (st != LUMEN_OK) *n_out = 0;
+    return st;
+  }
   if (!strcmp(key, "bounds")) return set_bounds(ctx, cfg, where, value, 0);
   if (!strcmp(key, "start")) return set_bounds(ctx, cfg, where, value, 1);
   if (!strcmp(key, "conv")) {
@@ -297,6 +344,7 @@ lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const
   st = rocketship_param_key(ctx, cfg, key_in, value, where, known);
 #undef STR
 #undef NUM
+#undef UNUM
 #undef INT
 #undef BOOL
   return st;
@@ -352,5 +400,40 @@ lumen_status lumen_pipe_config_read(lumen_ctx *ctx, lumen_pipe_config *cfg, cons
   }
   fclose(f);
   if (st == LUMEN_OK) st = set_str(ctx, &cfg->config_path, path);
+  return st;
+}
+
+/* One argument quoted for a POSIX shell when it holds anything but [A-Za-z0-9_./:=,+@%-]. */
+static void quote_arg(pipe_sb *b, const char *a) {
+  int plain = *a != '\0';
+  for (const char *p = a; *p; ++p)
+    if (!(isalnum((unsigned char)*p) || strchr("_./:=,+@%-", *p))) plain = 0;
+  if (plain) {
+    pipe_sb_printf(b, "%s", a);
+    return;
+  }
+  pipe_sb_printf(b, "'");
+  for (const char *p = a; *p; ++p) {
+    if (*p == '\'') pipe_sb_printf(b, "'\\''");
+    else pipe_sb_printf(b, "%c", *p);
+  }
+  pipe_sb_printf(b, "'");
+}
+
+lumen_status lumen_pipe_config_set_command_line(lumen_ctx *ctx, lumen_pipe_config *cfg, int argc,
+                                                const char *const *argv) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
+  LUMEN_REQUIRE(ctx, argc >= 0 && (argc == 0 || argv), "lumen_pipe_config_set_command_line: argv is NULL");
+  pipe_sb b = {0};
+  for (int i = 0; i < argc; ++i) {
+    if (i) pipe_sb_printf(&b, " ");
+    quote_arg(&b, argv[i] ? argv[i] : "");
+  }
+  if (b.oom) {
+    pipe_sb_free(&b);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "config: out of memory");
+  }
+  lumen_status st = set_str(ctx, &cfg->command_line, b.s ? b.s : "");
+  pipe_sb_free(&b);
   return st;
 }

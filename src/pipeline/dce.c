@@ -121,6 +121,7 @@ static void map_name(char *buf, size_t size, const char *prefix, const char *mod
 typedef struct model_out {
   float *aic, *ktrans, *ve, *vp;
   int32_t *state;
+  int json_first;  /* the first member of the run log's "models" object */
 } model_out;
 
 static lumen_status fit_model(pipe_run *run, lumen_model model, const float *conc, const int64_t *list, int64_t nlist,
@@ -141,6 +142,7 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
   o.precision = cfg->precision;
   o.r1 = r1;
   o.confidence = cfg->write_ci;
+  o.bounds_preset = cfg->bounds_preset;
   if (!strncmp(o.backend, "rocketship:", 11)) o.rocketship_names = 0;
   if (model == LUMEN_MODEL_AUC) o.auc_t0 = NAN;
   int npf = lumen_fit_param_count(model);
@@ -208,7 +210,8 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
     snprintf(ms->backend_reason, sizeof ms->backend_reason, "%s", res.reason);
     ms->fitted = nlist;
     ms->converged = res.state_counts[LUMEN_FIT_CONVERGED];
-    ms->failed = nlist - ms->converged;
+    ms->at_bound = res.state_counts[LUMEN_FIT_AT_BOUND];
+    ms->failed = nlist - ms->converged - ms->at_bound;
     ms->seconds = res.seconds;
     ms->fits_per_s = res.seconds > 0 ? (double)nlist / res.seconds : 0;
     lumen_log(ctx, LUMEN_LOG_INFO, "%s: %lld voxels, backend requested %s, selected %s, used %s (%s); %.2f s, %.0f fits/s",
@@ -216,7 +219,7 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
               res.seconds, ms->fits_per_s);
     /* JSON summary */
     pipe_sb *b = &run->stages;
-    pipe_sb_printf(b, "%s\n\t\t\t\t", run->sum && run->sum->n_models ? "," : "");
+    pipe_sb_printf(b, "%s\n\t\t\t\t", mo->json_first ? "" : ",");
     pipe_sb_json_str(b, mname);
     pipe_sb_printf(b, ": {\"backend_requested\": ");
     pipe_sb_json_str(b, res.backend_requested);
@@ -226,32 +229,30 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
     pipe_sb_json_str(b, res.backend_used);
     pipe_sb_printf(b, ", \"backend_reason\": ");
     pipe_sb_json_str(b, res.reason);
-    pipe_sb_printf(b, ", \"voxels_fitted\": %lld, \"voxels_converged\": %lld, \"voxels_failed\": %lld, "
-                      "\"seconds\": %.4f, \"kernel_seconds\": %.4f, \"fits_per_s\": %.1f, \"curves_per_tier\": {",
-                   (long long)nlist, (long long)ms->converged, (long long)ms->failed, res.seconds, res.kernel_seconds,
-                   ms->fits_per_s);
+    pipe_sb_printf(b, ", \"voxels_fitted\": %lld, \"voxels_converged\": %lld, \"voxels_at_bound\": %lld, "
+                      "\"voxels_failed\": %lld, \"seconds\": %.4f, \"kernel_seconds\": %.4f, \"fits_per_s\": %.1f, "
+                      "\"curves_per_tier\": {",
+                   (long long)nlist, (long long)ms->converged, (long long)ms->at_bound, (long long)ms->failed, res.seconds,
+                   res.kernel_seconds, ms->fits_per_s);
     for (int t = 0; t < LUMEN_FIT_TIER_COUNT; ++t)
       pipe_sb_printf(b, "%s\"%s\": %lld", t ? ", " : "", lumen_fit_tier_name((lumen_fit_tier)t), (long long)res.curves_per_tier[t]);
     pipe_sb_printf(b, "}, \"state_counts\": {");
     for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s)
       pipe_sb_printf(b, "%s\"%s\": %lld", s ? ", " : "", lumen_fit_state_name((lumen_fit_state)s), (long long)res.state_counts[s]);
-    pipe_sb_printf(b, "}, \"options\": {\"tolerance\": %g, \"max_iterations\": %d, \"conv\": \"%s\", \"precision\": \"%s\", \"fit_delay\": %d, \"bounds\": {",
-                   o.tolerance, o.max_iterations, lumen_fit_conv_name(o.conv), lumen_fit_precision_name(o.precision), o.fit_delay);
-    for (int k = 0; k < npf; ++k) {
-      double s0, lo, hi;
-      s0 = o.start[k]; lo = o.lo[k]; hi = o.hi[k];
-      pipe_sb_printf(b, "%s\"%s\": [", k ? ", " : "", lumen_fit_param_name(model, k));
-      pipe_sb_json_num(b, lo);
-      pipe_sb_printf(b, ", ");
-      pipe_sb_json_num(b, hi);
-      pipe_sb_printf(b, ", ");
-      pipe_sb_json_num(b, s0);
-      pipe_sb_printf(b, "]");
-    }
+    char bound_text[512];
+    pipe_sb_printf(b, "}");
+    pipe_at_bound_json(b, bound_text, sizeof bound_text, model, &res);
+    pipe_sb_printf(b, ", \"options\": {\"tolerance\": %g, \"max_iterations\": %d, \"conv\": \"%s\", \"precision\": \"%s\", "
+                      "\"fit_delay\": %d, \"bounds_preset\": \"%s\", \"bounds\": {",
+                   o.tolerance, o.max_iterations, lumen_fit_conv_name(o.conv), lumen_fit_precision_name(o.precision), o.fit_delay,
+                   lumen_fit_bounds_preset_name(o.bounds_preset));
+    pipe_bounds_json(b, plan, model);
     pipe_sb_printf(b, "}}}");
-    pipe_sb_printf(&run->text, "stage D %-7s %lld voxels: %lld converged, %lld failed; backend requested %s, selected %s, used %s (%s); %.3f s, %.0f fits/s\n",
-                   mname, (long long)nlist, (long long)ms->converged, (long long)ms->failed, res.backend_requested,
-                   res.backend_selected, res.backend_used, res.reason, res.seconds, ms->fits_per_s);
+    pipe_sb_printf(&run->text, "stage D %-7s %lld voxels: %lld converged, %lld at a bound%s, %lld failed; backend requested %s, selected %s, used %s (%s); %.3f s, %.0f fits/s\n",
+                   mname, (long long)nlist, (long long)ms->converged, (long long)ms->at_bound, bound_text,
+                   (long long)ms->failed, res.backend_requested, res.backend_selected, res.backend_used, res.reason,
+                   res.seconds, ms->fits_per_s);
+    pipe_judge_model(run, mname, nlist, ms->at_bound, ms->failed, bound_text);
   }
   /* maps */
   double tw = pipe_now();
@@ -322,8 +323,9 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
     if (mo->state)
       for (int64_t v = 0; v < run->nvox; ++v) mo->state[v] = (int32_t)map[v];
     map_name(name, sizeof name, run->prefix, mname, "state");
-    st = pipe_write_map(run, name, map, "state", "", mname, bu,
-                        "0 converged 1 max_iterations 2 singular 3 invalid_input 4 start_out_of_bounds 5 not_finite 6 not_fitted", 1);
+    char legend[256];
+    pipe_state_legend(legend, sizeof legend);
+    st = pipe_write_map(run, name, map, "state", "", mname, bu, legend, 1);
   }
 #undef SCATTER
   *write_s += pipe_now() - tw;
@@ -356,11 +358,18 @@ static lumen_status frame_times(pipe_run *run, const lumen_nifti_info *info, con
         return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT, "DCE series '%s': sidecar %s is not increasing at frame %lld (give --dt)",
                           cfg->dce, acq->frame_times_key, (long long)i);
     }
+    char src[LUMEN_PIPE_PATH_MAX + 64];
+    snprintf(src, sizeof src, "DCE series '%s' sidecar %s (mean frame interval)", cfg->dce, acq->frame_times_key);
+    lumen_status st = pipe_check_dt(run->ctx, src, t_min[nt - 1] * 60.0 / (double)(nt - 1));
+    if (st != LUMEN_OK) return st;
     snprintf(how, how_size, "sidecar %s", acq->frame_times_key);
     return LUMEN_OK;
   }
   double dt = info->time_step_s;
-  if (isfinite(acq->repetition_time_s) && fabs(dt - acq->repetition_time_s) < 1e-9 * fmax(1.0, dt))
+  /* dcm2niix writes RepetitionTime into pixdim[4]; for a 4-D series with RepetitionTimeExcitation
+     that RepetitionTime is the volume time (acq->volume_time_s), so pixdim[4] is the frame interval */
+  const int volume_time = isfinite(acq->volume_time_s) && fabs(dt - acq->volume_time_s) < 1e-9 * fmax(1.0, dt);
+  if (!volume_time && isfinite(acq->repetition_time_s) && fabs(dt - acq->repetition_time_s) < 1e-9 * fmax(1.0, dt))
     return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "DCE series '%s': the header's frame interval pixdim[4] = %g s equals the RepetitionTime "
                       "(dcm2niix writes the TR there); give the frame interval with --dt SECONDS",
@@ -370,8 +379,13 @@ static lumen_status frame_times(pipe_run *run, const lumen_nifti_info *info, con
                       "DCE series '%s': no frame interval (pixdim[4] is %g, no FrameTimesStart/AcquisitionTime list in "
                       "the sidecar); give --dt SECONDS",
                       cfg->dce, dt);
+  char src[LUMEN_PIPE_PATH_MAX + 64];
+  snprintf(src, sizeof src, "DCE series '%s' header pixdim[4] (frame interval)", cfg->dce);
+  lumen_status st = pipe_check_dt(run->ctx, src, dt);
+  if (st != LUMEN_OK) return st;
   for (int64_t i = 0; i < nt; ++i) t_min[i] = (double)i * dt / 60.0;
-  snprintf(how, how_size, "header pixdim[4] = %g s", dt);
+  snprintf(how, how_size, "header pixdim[4] = %g s%s", dt,
+           volume_time ? " (= the sidecar's RepetitionTime, dcm2niix's volume time; TR from RepetitionTimeExcitation)" : "");
   return LUMEN_OK;
 }
 
@@ -383,7 +397,9 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   if (!cfg->dce) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no DCE series: give --dce FILE");
   lumen_model models[LUMEN_MODEL_COUNT];
   int nmodels = 0;
-  lumen_status st = parse_models(ctx, cfg->models, models, &nmodels);
+  lumen_status st = lumen_pipe_config_check(ctx, cfg, "dce");
+  if (st != LUMEN_OK) return st;
+  st = parse_models(ctx, cfg->models, models, &nmodels);
   if (st != LUMEN_OK) return st;
   /* The run state is about 1.5 MB (output and input path tables): on the heap, so that a small
      thread stack or an exhausted address space gives an error, not a crash (docs/RELIABILITY.md). */
@@ -455,6 +471,20 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
                       "'relaxivity = R' in a config file, or ContrastAgentRelaxivity in '%s'",
                       cfg->dce, sc);
     if (!(r1 > 0)) r1 = 4.5; /* concentration input: only FXR uses it */
+    /* values from the sidecar get the checks the options got (lumen_pipe_config_check) */
+    char src[LUMEN_PIPE_PATH_MAX + 64];
+    if (st == LUMEN_OK && signal && !isfinite(cfg->flip_angle_deg)) {
+      snprintf(src, sizeof src, "sidecar '%s' FlipAngle", sc);
+      st = pipe_check_flip(ctx, src, fa_deg);
+    }
+    if (st == LUMEN_OK && signal && !isfinite(cfg->tr_s)) {
+      snprintf(src, sizeof src, "sidecar '%s' %s", sc, acq.repetition_time_key ? acq.repetition_time_key : "RepetitionTime");
+      st = pipe_check_tr(ctx, src, tr, 1);
+    }
+    if (st == LUMEN_OK && signal && !isfinite(cfg->relaxivity)) {
+      snprintf(src, sizeof src, "sidecar '%s' ContrastAgentRelaxivity", sc);
+      st = pipe_check_relaxivity(ctx, src, r1);
+    }
   }
   if (st == LUMEN_OK) {
     t_min = malloc(sizeof(double) * (size_t)nt);
@@ -581,7 +611,9 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   sum->seconds_a = pipe_now() - ta;
   if (st == LUMEN_OK) {
     pipe_sb *b = &run.stages;
-    pipe_sb_printf(b, "\n\t\t\"read\": {\"seconds\": %.4f, \"frames\": %lld, \"frame_times\": ", sum->seconds_read, (long long)nt);
+    /* `dce --vfa` has written the T1 stage before: members are separated by commas */
+    pipe_sb_printf(b, "%s\n\t\t\"read\": {\"seconds\": %.4f, \"frames\": %lld, \"frame_times\": ", b->n ? "," : "",
+                   sum->seconds_read, (long long)nt);
     pipe_sb_json_str(b, how_t);
     pipe_sb_printf(b, ", \"duration_min\": %.6g},\n\t\t\"A\": {\"name\": \"signal to concentration\", \"seconds\": %.4f, \"input_type\": \"%s\", ",
                    t_min[nt - 1], sum->seconds_a, signal ? "signal" : "concentration");
@@ -617,6 +649,7 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   dce = NULL;
   if (st == LUMEN_OK) {
     snprintf(sum->aif_method, sizeof sum->aif_method, "%s", aif.method);
+    sum->aif_fallback = aif.fallback;
     double pk = 0;
     for (int64_t i = 0; i < nt; ++i) pk = fmax(pk, aif.cp[i]);
     pipe_sb *b = &run.stages;
@@ -683,6 +716,7 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
         if (!mo[m].aic || !mo[m].ktrans || !mo[m].ve || !mo[m].vp) { st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory"); break; }
         for (int64_t v = 0; v < run.nvox; ++v) mo[m].ktrans[v] = mo[m].ve[v] = mo[m].vp[v] = NAN;
       }
+      mo[m].json_first = m == 0;
       st = fit_model(&run, models[m], conc, list, nlist, nt, t_min, aif.cp, t10,
                      isfinite(cfg->t1_default_s) ? cfg->t1_default_s : 1.0, b1, r1, &sum->models[sum->n_models], &mo[m],
                      &write_s);
@@ -697,6 +731,13 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
       float *best = malloc(sizeof(float) * (size_t)run.nvox), *bk = malloc(sizeof(float) * (size_t)run.nvox);
       float *bve = malloc(sizeof(float) * (size_t)run.nvox), *bvp = malloc(sizeof(float) * (size_t)run.nvox);
       int64_t counts[LUMEN_MODEL_COUNT] = {0};
+      char bu[256] = ""; /* the backends of the models chosen from, "tofts:cpu,etofts:cpu" */
+      for (int m = 0, n = 0; m < sum->n_models; ++m) {
+        const lumen_pipe_model_summary *ms = &sum->models[m];
+        if (ms->model > LUMEN_MODEL_AUC) continue; /* the T1 fit of --vfa */
+        size_t l = strlen(bu);
+        snprintf(bu + l, sizeof bu - l, "%s%s:%s", n++ ? "," : "", lumen_model_name(ms->model), ms->backend_used);
+      }
       if (!best || !bk || !bve || !bvp) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
       for (int64_t v = 0; st == LUMEN_OK && v < run.nvox; ++v) {
         int bm = -1;
@@ -711,20 +752,20 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
       char name[300];
       if (st == LUMEN_OK) {
         map_name(name, sizeof name, run.prefix, "best", "model");
-        st = pipe_write_map(&run, name, best, "model", "", "best", "",
+        st = pipe_write_map(&run, name, best, "model", "1", "best", bu,
                             "model chosen by AIC: 0 tofts 1 etofts 2 patlak 3 2cum 4 2cxm 5 fxr", 1);
       }
       if (st == LUMEN_OK) {
         map_name(name, sizeof name, run.prefix, "best", "Ktrans");
-        st = pipe_write_map(&run, name, bk, "Ktrans", "1/min", "best", "", "Ktrans of the model chosen by AIC", 1);
+        st = pipe_write_map(&run, name, bk, "Ktrans", "1/min", "best", bu, "Ktrans of the model chosen by AIC", 1);
       }
       if (st == LUMEN_OK) {
         map_name(name, sizeof name, run.prefix, "best", "ve");
-        st = pipe_write_map(&run, name, bve, "ve", "", "best", "", "ve of the model chosen by AIC (NaN: no ve)", 1);
+        st = pipe_write_map(&run, name, bve, "ve", "1", "best", bu, "ve of the model chosen by AIC (NaN: no ve)", 1);
       }
       if (st == LUMEN_OK) {
         map_name(name, sizeof name, run.prefix, "best", "vp");
-        st = pipe_write_map(&run, name, bvp, "vp", "", "best", "", "vp of the model chosen by AIC (0 for Tofts)", 1);
+        st = pipe_write_map(&run, name, bvp, "vp", "1", "best", bu, "vp of the model chosen by AIC (0 for Tofts)", 1);
       }
       if (st == LUMEN_OK) {
         pipe_sb_printf(&run.stages, ", \"selection\": {\"criterion\": \"aic\", \"voxels_per_model\": {");

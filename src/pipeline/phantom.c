@@ -187,11 +187,14 @@ lumen_status lumen_pipeline_demo(lumen_ctx *ctx, const char *out_dir, int overwr
                     med[0][1], med[0][2], med[1][0], med[1][1]);
           }
       for (int m = 0; m < sum.n_models; ++m)
-        fprintf(out, "# %s: backend requested %s, selected %s, used %s (%s); %lld voxels, %lld converged, %.0f fits/s\n",
+        fprintf(out, "# %s: backend requested %s, selected %s, used %s (%s); %lld voxels, %lld converged, %lld at a "
+                     "bound, %lld failed, %.0f fits/s\n",
                 lumen_model_name(sum.models[m].model), sum.models[m].backend_requested, sum.models[m].backend_selected,
                 sum.models[m].backend_used, sum.models[m].backend_reason, (long long)sum.models[m].fitted,
-                (long long)sum.models[m].converged, sum.models[m].fits_per_s);
-      fprintf(out, "(medians over each 6x6 patch; Tofts ignores vp, so it is biased where vp is large)\n");
+                (long long)sum.models[m].converged, (long long)sum.models[m].at_bound, (long long)sum.models[m].failed,
+                sum.models[m].fits_per_s);
+      fprintf(out, "(medians over each 6x6 patch; Tofts ignores vp, so it is biased where vp is large: where the\n"
+                   " data want Ktrans above the 5 /min bound the estimate is the bound, state at_bound)\n");
       fprintf(out, "report: %s\nrun log: %s\n", sum.report, sum.runlog);
     }
     for (int m = 0; m < 2; ++m) for (int k = 0; k < 3; ++k) free(maps[m][k]);

@@ -70,6 +70,8 @@ typedef struct pipe_run {
   pipe_sb stages;          /* JSON members of "stages" (without braces) */
   pipe_sb text;            /* readable summary lines */
   pipe_sb aif_json;        /* AIF curve summary for the report */
+  pipe_sb warnings;        /* the run's warnings as JSON strings, comma-separated (run log, report) */
+  int n_warnings;
   char aif_png[320];
   char aif_caption[512];
   double t_start;
@@ -95,6 +97,19 @@ void pipe_record_output(pipe_run *run, const char *name);
 lumen_status pipe_check_overwrite(pipe_run *run, const char *name);
 lumen_status pipe_write_text_file(pipe_run *run, const char *name, const char *text);
 void pipe_run_free(pipe_run *run);
+/* A warning of the run: logged (LUMEN_LOG_WARNING) and listed in the run log and the report. */
+void pipe_warn(pipe_run *run, const char *fmt, ...) LUMEN_PRINTF(2, 3);
+/* "0 converged 1 max_iterations ... 7 at_bound": the state maps' description. */
+void pipe_state_legend(char *buf, size_t size);
+/* Appends `, "at_bound": {"PARAM": {"lower": n, "upper": m}, ...}` (fit parameters) to b and
+   writes a readable summary of the parameters on a bound into text (" (ve lower 30)", or ""). */
+void pipe_at_bound_json(pipe_sb *b, char *text, size_t size, lumen_model model, const lumen_fit_results *res);
+/* Appends `"PARAM": [lo, hi, start], ...` for every fit parameter: the plan's effective values. */
+void pipe_bounds_json(pipe_sb *b, const lumen_fit_plan *plan, lumen_model model);
+/* Judges one fitted model (or the T1 fit): a warning for voxels on a bound; more than half the
+   voxels failing marks the run's results unreliable (summary) with a warning. */
+void pipe_judge_model(pipe_run *run, const char *what, int64_t fitted, int64_t at_bound, int64_t failed,
+                      const char *bound_text);
 
 /* run log + report */
 lumen_status pipe_write_runlog(pipe_run *run);
@@ -106,6 +121,18 @@ lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *
 lumen_status pipe_render_plot(pipe_run *run, const char *name, int n, const double *x, const double *y1,
                               const double *y2);
 lumen_status pipe_render_hist(pipe_run *run, const float *data, pipe_output *o);
+
+/* plausibility of values whose unit is easily confused (plausible.c): LUMEN_ERR_INVALID_ARGUMENT
+   naming source ("--tr", "sidecar 'x.json' RepetitionTime"), the value and the likely mistake;
+   NaN (not given) passes. spgr: an SPGR TR (0.5..100 ms), else up to 30 s (inversion recovery). */
+lumen_status pipe_check_tr(lumen_ctx *ctx, const char *source, double tr, int spgr);
+lumen_status pipe_check_tr_any(lumen_ctx *ctx, const char *source, double tr); /* spgr = 0 */
+lumen_status pipe_check_flip(lumen_ctx *ctx, const char *source, double deg);
+lumen_status pipe_check_dt(lumen_ctx *ctx, const char *source, double dt);
+lumen_status pipe_check_relaxivity(lumen_ctx *ctx, const char *source, double r1);
+lumen_status pipe_check_t1(lumen_ctx *ctx, const char *source, double t1);
+lumen_status pipe_check_hematocrit(lumen_ctx *ctx, const char *source, double hct);
+lumen_status pipe_check_time(lumen_ctx *ctx, const char *source, double t); /* ir/sr times, s */
 
 /* stage A */
 typedef struct pipe_spgr {
@@ -125,7 +152,19 @@ void pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *lis
 lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *files, int nfiles,
                          int write_maps, float **t1_out);
 
-#endif
+/* ---- BEGIN aif_file.c: `--aif file:PATH` tables (issue 14 item 7) */
+/* Reads an AIF table for nt frames at t_min (minutes; times in the file are seconds, or minutes
+   in a time_min column, from the FIRST frame: t_min[0] may be nonzero). Fills cp (plasma, mM) and
+   cb (whole blood, mM): cb = cp (1 - hct) for a plasma column, cp = cb / (1 - hct) for a blood
+   column; detail (may be NULL) receives one line saying what was read. Layouts: one column = one
+   plasma value per frame; two columns without header = time s, plasma mM; a header names the
+   columns (lumen's own {prefix}_aif.tsv reads back its Cp_mM column); see aif_file.c. Linear
+   interpolation; a frame more than one frame interval outside the samples is refused. Errors:
+   LUMEN_ERR_INVALID_ARGUMENT naming the file (and the line or the columns), LUMEN_ERR_FORMAT /
+   LUMEN_ERR_IO from the table reader. Does not record the input in a run log. */
+lumen_status pipe_aif_read_file(lumen_ctx *ctx, const char *path, int64_t nt, const double *t_min, double hct,
+                                double *cp, double *cb, char *detail, size_t detail_size);
+/* ---- END aif_file.c */
 
 /* stage B */
 typedef struct pipe_aif {
@@ -137,6 +176,7 @@ typedef struct pipe_aif {
   int64_t arrival;
   double biexp[6];
   int64_t n_voxels;        /* ROI / detected voxels */
+  int fallback;            /* 1: --aif auto fell back to a population AIF (a warning of the run) */
 } pipe_aif;
 typedef struct pipe_stage_b_in {
   const float *sig;        /* the series (nvox x nt), voxel fastest */
@@ -154,3 +194,5 @@ void pipe_aif_free(pipe_aif *aif);
 lumen_status pipe_setup_run(lumen_ctx *ctx, const lumen_pipe_config *cfg, pipe_run *run, const char *command,
                             const char *prefix_src, lumen_pipe_summary *sum);
 void pipe_set_geometry(pipe_run *run, const lumen_image *im, const lumen_nifti_info *info);
+
+#endif

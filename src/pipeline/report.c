@@ -207,7 +207,26 @@ lumen_status pipe_write_report(pipe_run *run) {
   pipe_sb_printf(&b, "</code>. Run log: <a href=\"%s_runlog.json\">%s_runlog.json</a>, "
                      "<a href=\"%s_runlog.txt\">%s_runlog.txt</a>.</p>\n",
                  run->prefix, run->prefix, run->prefix, run->prefix);
-  pipe_sb_printf(&b, "<h2>Stage summaries</h2>\n<pre>");
+  if (run->sum && run->sum->unreliable) {
+    pipe_sb_printf(&b, "<p style=\"background:#fdd;border:2px solid #c00;padding:.5em\"><b>Results unreliable:</b> ");
+    html_esc(&b, run->sum->unreliable_why);
+    pipe_sb_printf(&b, "</p>\n");
+  }
+  if (run->n_warnings && run->text.s) { /* pipe_warn's lines, at the top where a reader starts */
+    pipe_sb_printf(&b, "<h2>Warnings</h2>\n<ul style=\"background:#fff4d6;padding:.5em 2em\">\n");
+    for (const char *p = strstr(run->text.s, "WARNING: "); p; p = strstr(p, "WARNING: ")) {
+      p += 9;
+      const char *e = strchr(p, '\n');
+      size_t n = e ? (size_t)(e - p) : strlen(p);
+      char line[1100];
+      snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line - 1 ? n : sizeof line - 1), p);
+      pipe_sb_printf(&b, "<li>");
+      html_esc(&b, line);
+      pipe_sb_printf(&b, "</li>\n");
+    }
+    pipe_sb_printf(&b, "</ul>\n");
+  }
+  pipe_sb_printf(&b, "<h2>Stage summaries</h2>\n<pre style=\"white-space:pre-wrap\">");
   if (run->text.s) html_esc(&b, run->text.s);
   pipe_sb_printf(&b, "</pre>\n");
   if (run->aif_png[0]) {

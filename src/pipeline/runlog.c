@@ -59,6 +59,8 @@ static void config_json(pipe_sb *b, const lumen_pipe_config *c) {
   kv_num(b, "fit_delay", c->fit_delay, &f);
   kv_str(b, "conv", lumen_fit_conv_name(c->conv), &f);
   kv_str(b, "precision", lumen_fit_precision_name(c->precision), &f);
+  kv_str(b, "bounds_preset", lumen_fit_bounds_preset_name(c->bounds_preset), &f);
+  kv_num(b, "allow_failures", c->allow_failures, &f);
   kv_num(b, "fxr_fw", c->fxr_fw, &f);
   kv_num(b, "ci", c->write_ci, &f);
   kv_num(b, "overwrite", c->overwrite, &f);
@@ -100,7 +102,13 @@ lumen_status pipe_write_runlog(pipe_run *run) {
   pipe_sb_json_str(&b, lumen_version());
   pipe_sb_printf(&b, ", \"build\": ");
   pipe_sb_json_str(&b, lumen_build_info());
-  pipe_sb_printf(&b, "},\n\t\"command\": \"%s\",\n\t\"finished\": \"%s\",\n\t\"prefix\": ", run->command, stamp);
+  pipe_sb_printf(&b, "},\n\t\"command\": \"%s\",\n\t\"command_line\": ", run->command);
+  if (run->cfg->command_line) pipe_sb_json_str(&b, run->cfg->command_line);
+  else pipe_sb_printf(&b, "null");
+  pipe_sb_printf(&b, ",\n\t\"finished\": \"%s\",\n\t\"results\": ", stamp);
+  pipe_sb_json_str(&b, run->sum && run->sum->unreliable ? "unreliable" : "ok");
+  pipe_sb_printf(&b, ",\n\t\"warnings\": [%s%s%s],\n\t\"prefix\": ", run->n_warnings ? "\n\t\t" : "",
+                 run->warnings.s ? run->warnings.s : "", run->n_warnings ? "\n\t" : "");
   pipe_sb_json_str(&b, run->prefix);
   pipe_sb_printf(&b, ",\n\t\"checksum_algorithm\": \"FNV-1a 64-bit over the file bytes, 16 hex digits\",\n\t\"config\": ");
   config_json(&b, run->cfg);
@@ -135,8 +143,11 @@ lumen_status pipe_write_runlog(pipe_run *run) {
   if (run->sum) snprintf(run->sum->runlog, sizeof run->sum->runlog, "%s", path);
   /* readable form */
   pipe_sb t = {0};
-  pipe_sb_printf(&t, "lumen %s run log (lumen %s), finished %s\nprefix %s, output folder %s\n\n", run->command,
+  pipe_sb_printf(&t, "lumen %s run log (lumen %s), finished %s\nprefix %s, output folder %s\n", run->command,
                  lumen_version(), stamp, run->prefix, run->out);
+  if (run->cfg->command_line) pipe_sb_printf(&t, "command line: %s\n", run->cfg->command_line);
+  if (run->sum && run->sum->unreliable) pipe_sb_printf(&t, "RESULTS UNRELIABLE: %s\n", run->sum->unreliable_why);
+  pipe_sb_printf(&t, "\n");
   pipe_sb_printf(&t, "inputs (FNV-1a 64 checksums):\n");
   for (int i = 0; i < run->n_inputs; ++i)
     pipe_sb_printf(&t, "  %-10s %s  %s\n", run->inputs[i].role, run->inputs[i].checksum, run->inputs[i].path);

@@ -46,7 +46,15 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
     int found = 0;
     st = lumen_sidecar_read_for(ctx, files[f], &acq, NULL, &found);
     if (st != LUMEN_OK) break;
-    if (!isfinite(tr)) tr = acq.repetition_time_s;
+    if (!isfinite(cfg->tr_s) && isfinite(acq.repetition_time_s)) {
+      /* every input's sidecar TR is checked; the first one is used */
+      char sc[LUMEN_PIPE_PATH_MAX], src[LUMEN_PIPE_PATH_MAX + 64];
+      lumen_sidecar_path(ctx, files[f], sc, sizeof sc);
+      snprintf(src, sizeof src, "sidecar '%s' %s", sc, acq.repetition_time_key ? acq.repetition_time_key : "RepetitionTime");
+      st = pipe_check_tr(ctx, src, acq.repetition_time_s, vfa);
+      if (st != LUMEN_OK) { lumen_acquisition_clear(&acq); break; }
+      if (!isfinite(tr)) tr = acq.repetition_time_s;
+    }
     for (int64_t j = 0; j < frames_per[f] && st == LUMEN_OK; ++j) {
       if (n >= 64) { st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "T1: more than 64 input volumes"); break; }
       double v = NAN;
@@ -54,6 +62,13 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
         if (n < ngiven) v = gv[n];
       } else if (frames_per[f] == 1) {
         v = vfa ? acq.flip_angle_deg : method == LUMEN_MODEL_IR ? acq.inversion_time_s : NAN;
+        if (vfa && isfinite(v)) {
+          char sc[LUMEN_PIPE_PATH_MAX], src[LUMEN_PIPE_PATH_MAX + 64];
+          lumen_sidecar_path(ctx, files[f], sc, sizeof sc);
+          snprintf(src, sizeof src, "sidecar '%s' FlipAngle", sc);
+          st = pipe_check_flip(ctx, src, v);
+          if (st != LUMEN_OK) break;
+        }
       }
       if (!isfinite(v)) {
         char sc[LUMEN_PIPE_PATH_MAX];
@@ -125,6 +140,7 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
   o.force_cpu = cfg->force_cpu;
   o.precision = cfg->precision;
   o.tr = isfinite(tr) ? tr : 0;
+  o.bounds_preset = cfg->bounds_preset;
   for (int k = 0; k < lumen_fit_param_count(method) && k < LUMEN_FIT_MAX_PARAMS; ++k) {
     if (!isnan(cfg->start[method][k])) o.start[k] = cfg->start[method][k];
     if (!isnan(cfg->lo[method][k])) o.lo[k] = cfg->lo[method][k];
@@ -170,7 +186,9 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
     if (!t1 || !map) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "T1: out of memory");
   }
   if (st == LUMEN_OK) {
-    int64_t conv = res.state_counts[LUMEN_FIT_CONVERGED];
+    int64_t conv = res.state_counts[LUMEN_FIT_CONVERGED], atb = res.state_counts[LUMEN_FIT_AT_BOUND];
+    int64_t failed = nl - conv - atb;
+    char bound_text[512];
     double fps = res.seconds > 0 ? (double)nl / res.seconds : 0;
     pipe_sb *b = &run->stages;
     pipe_sb_printf(b, "%s\n\t\t\"T1\": {\"method\": \"%s\", \"volumes\": %d, \"x\": [", run->stages.n ? "," : "", mname, n);
@@ -185,11 +203,20 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
     pipe_sb_json_str(b, res.backend_used);
     pipe_sb_printf(b, ", \"backend_reason\": ");
     pipe_sb_json_str(b, res.reason);
-    pipe_sb_printf(b, ", \"voxels_fitted\": %lld, \"voxels_converged\": %lld, \"voxels_failed\": %lld, \"seconds\": %.4f, \"fits_per_s\": %.1f}",
-                   (long long)nl, (long long)conv, (long long)(nl - conv), tf, fps);
-    pipe_sb_printf(&run->text, "T1 (%s, %d volumes): %lld voxels, %lld converged, %lld failed; backend requested %s, selected %s, used %s (%s); %.3f s, %.0f fits/s\n",
-                   mname, n, (long long)nl, (long long)conv, (long long)(nl - conv), res.backend_requested,
-                   res.backend_selected, res.backend_used, res.reason, tf, fps);
+    pipe_sb_printf(b, ", \"voxels_fitted\": %lld, \"voxels_converged\": %lld, \"voxels_at_bound\": %lld, "
+                      "\"voxels_failed\": %lld, \"seconds\": %.4f, \"fits_per_s\": %.1f, \"state_counts\": {",
+                   (long long)nl, (long long)conv, (long long)atb, (long long)failed, tf, fps);
+    for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s)
+      pipe_sb_printf(b, "%s\"%s\": %lld", s ? ", " : "", lumen_fit_state_name((lumen_fit_state)s), (long long)res.state_counts[s]);
+    pipe_sb_printf(b, "}");
+    pipe_at_bound_json(b, bound_text, sizeof bound_text, method, &res);
+    pipe_sb_printf(b, ", \"bounds_preset\": \"%s\", \"bounds\": {", lumen_fit_bounds_preset_name(o.bounds_preset));
+    pipe_bounds_json(b, plan, method);
+    pipe_sb_printf(b, "}, \"tolerance\": %g, \"max_iterations\": %d}", o.tolerance, o.max_iterations);
+    pipe_sb_printf(&run->text, "T1 (%s, %d volumes): %lld voxels, %lld converged, %lld at a bound%s, %lld failed; backend requested %s, selected %s, used %s (%s); %.3f s, %.0f fits/s\n",
+                   mname, n, (long long)nl, (long long)conv, (long long)atb, bound_text, (long long)failed,
+                   res.backend_requested, res.backend_selected, res.backend_used, res.reason, tf, fps);
+    pipe_judge_model(run, "T1", nl, atb, failed, bound_text);
     lumen_log(ctx, LUMEN_LOG_INFO, "T1 %s: backend requested %s, selected %s, used %s (%s)", mname, res.backend_requested,
               res.backend_selected, res.backend_used, res.reason);
     if (run->sum && run->sum->n_models < LUMEN_MODEL_COUNT) {
@@ -199,7 +226,7 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
       snprintf(ms->backend_selected, sizeof ms->backend_selected, "%s", res.backend_selected);
       snprintf(ms->backend_used, sizeof ms->backend_used, "%s", res.backend_used);
       snprintf(ms->backend_reason, sizeof ms->backend_reason, "%s", res.reason);
-      ms->fitted = nl; ms->converged = conv; ms->failed = nl - conv; ms->seconds = tf; ms->fits_per_s = fps;
+      ms->fitted = nl; ms->converged = conv; ms->at_bound = atb; ms->failed = failed; ms->seconds = tf; ms->fits_per_s = fps;
     }
     for (int64_t v = 0; v < run->nvox; ++v) t1[v] = NAN;
     for (int64_t k = 0; k < nl; ++k) t1[list[k]] = (float)res.params[k * np + 0];
@@ -234,8 +261,9 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
       for (int64_t v = 0; v < run->nvox; ++v) map[v] = LUMEN_FIT_NOT_FITTED;
       for (int64_t k = 0; k < nl; ++k) map[list[k]] = (float)res.state[k];
       snprintf(name, sizeof name, "%s_model-%s_param-state.nii.gz", run->prefix, mname);
-      st = pipe_write_map(run, name, map, "state", "", mname, bu,
-                          "0 converged 1 max_iterations 2 singular 3 invalid_input 4 start_out_of_bounds 5 not_finite 6 not_fitted", 1);
+      char legend[256];
+      pipe_state_legend(legend, sizeof legend);
+      st = pipe_write_map(run, name, map, "state", "", mname, bu, legend, 1);
     }
 #undef SCAT
   }
@@ -251,6 +279,8 @@ lumen_status lumen_pipeline_t1(lumen_ctx *ctx, const lumen_pipe_config *cfg, lum
   lumen_pipe_summary dummy;
   if (!sum) sum = &dummy;
   memset(sum, 0, sizeof *sum);
+  lumen_status st0 = lumen_pipe_config_check(ctx, cfg, "t1");
+  if (st0 != LUMEN_OK) return st0;
   lumen_model method;
   const char *mstr = cfg->method ? cfg->method : "vfa";
   if (lumen_model_parse(mstr, &method) != LUMEN_OK || method < LUMEN_MODEL_VFA)

@@ -373,4 +373,81 @@ void pipe_run_free(pipe_run *run) {
   pipe_sb_free(&run->stages);
   pipe_sb_free(&run->text);
   pipe_sb_free(&run->aif_json);
+  pipe_sb_free(&run->warnings);
+}
+
+void pipe_warn(pipe_run *run, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  lumen_log(run->ctx, LUMEN_LOG_WARNING, "%s", msg);
+  pipe_sb_printf(&run->warnings, "%s\n\t\t", run->n_warnings ? "," : "");
+  pipe_sb_json_str(&run->warnings, msg);
+  run->n_warnings++;
+  pipe_sb_printf(&run->text, "WARNING: %s\n", msg);
+}
+
+void pipe_state_legend(char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int k = 0; k < LUMEN_FIT_STATE_COUNT && n < size; ++k) {
+    int w = snprintf(buf + n, size - n, "%s%d %s", k ? " " : "", k, lumen_fit_state_name((lumen_fit_state)k));
+    if (w < 0) break;
+    n += (size_t)w;
+  }
+}
+
+void pipe_at_bound_json(pipe_sb *b, char *text, size_t size, lumen_model model, const lumen_fit_results *res) {
+  const int np = lumen_fit_param_count(model);
+  size_t n = 0;
+  text[0] = '\0';
+  pipe_sb_printf(b, ", \"at_bound\": {");
+  for (int k = 0; k < np && k < LUMEN_FIT_MAX_PARAMS; ++k) {
+    const char *pn = lumen_fit_param_name(model, k);
+    pipe_sb_printf(b, "%s\"%s\": {\"lower\": %lld, \"upper\": %lld}", k ? ", " : "", pn, (long long)res->at_lower[k],
+                   (long long)res->at_upper[k]);
+    for (int side = 0; side < 2; ++side) {
+      int64_t c = side ? res->at_upper[k] : res->at_lower[k];
+      if (!c || n >= size) continue;
+      int w = snprintf(text + n, size - n, "%s%s %s %lld", n ? "; " : " (", pn, side ? "upper" : "lower", (long long)c);
+      if (w > 0) n += (size_t)w;
+    }
+  }
+  pipe_sb_printf(b, "}");
+  if (n && n + 1 < size) snprintf(text + n, size - n, ")");
+}
+
+void pipe_judge_model(pipe_run *run, const char *what, int64_t fitted, int64_t at_bound, int64_t failed,
+                      const char *bound_text) {
+  if (at_bound > 0)
+    pipe_warn(run, "%s: %lld of %lld voxels rest on a bound of the fit%s: their values are the bound, not an estimate "
+                   "(state at_bound); widen --bounds if the tissue allows",
+              what, (long long)at_bound, (long long)fitted, bound_text);
+  if (fitted > 0 && 2 * failed > fitted) {
+    char why[512];
+    snprintf(why, sizeof why, "%s: %lld of %lld fitted voxels failed (states other than converged and at_bound)", what,
+             (long long)failed, (long long)fitted);
+    pipe_warn(run, "results unreliable: %s; check the acquisition values (TR, flip angle, frame interval, relaxivity, "
+                   "T1) and the AIF", why);
+    if (run->sum && !run->sum->unreliable) {
+      run->sum->unreliable = 1;
+      snprintf(run->sum->unreliable_why, sizeof run->sum->unreliable_why, "%s", why);
+    }
+  }
+}
+
+void pipe_bounds_json(pipe_sb *b, const lumen_fit_plan *plan, lumen_model model) {
+  for (int k = 0; k < lumen_fit_param_count(model); ++k) {
+    double s0, lo, hi;
+    lumen_fit_plan_param_bounds(plan, k, &s0, &lo, &hi); /* the effective values, defaults included */
+    pipe_sb_printf(b, "%s\"%s\": [", k ? ", " : "", lumen_fit_param_name(model, k));
+    pipe_sb_json_num(b, lo);
+    pipe_sb_printf(b, ", ");
+    pipe_sb_json_num(b, hi);
+    pipe_sb_printf(b, ", ");
+    pipe_sb_json_num(b, s0);
+    pipe_sb_printf(b, "]");
+  }
 }

@@ -41,10 +41,10 @@ if cmd == 'get':      # get FILE FIELD
     r = read(sys.argv[2]); print(r[sys.argv[3]])
 elif cmd == 'voxel':  # voxel FILE INDEX
     print(read(sys.argv[2])['data'][int(sys.argv[3])])
-elif cmd == 'failed_nan':  # every voxel with state not in (0,1,6) has NaN in MAP
+elif cmd == 'failed_nan':  # every voxel with a failure state (not 0 converged, 1 max_iterations, 6 not_fitted, 7 at_bound) has NaN in MAP
     s = read(sys.argv[2])['data']; m = read(sys.argv[3])['data']
-    bad = [i for i, v in enumerate(s) if v not in (0, 1, 6) and not math.isnan(m[i])]
-    nfail = sum(1 for v in s if v not in (0, 1, 6))
+    bad = [i for i, v in enumerate(s) if v not in (0, 1, 6, 7) and not math.isnan(m[i])]
+    nfail = sum(1 for v in s if v not in (0, 1, 6, 7))
     print('failed %d, failed-but-finite %d' % (nfail, len(bad))); sys.exit(1 if bad or nfail == 0 else 0)
 elif cmd == 'mask3':  # mask3 PATH NX NY NZ
     nx, ny, nz = map(int, sys.argv[3:6]); write(sys.argv[2], (nx, ny, nz), [1.0] * (nx * ny * nz))

@@ -280,9 +280,9 @@ static void test_bad_plans(void **s) {
   o.lo[1] = 0.5;
   o.hi[1] = 0.4;
   expect_plan_error(ctx, &o, t, cp, N, "bounds of ve");
-  /* start outside the bounds */
+  /* start outside the bounds (the physical default Ktrans <= 5 /min) */
   lumen_fit_options_init(&o);
-  o.start[0] = 3.0;
+  o.start[0] = 6.0;
   expect_plan_error(ctx, &o, t, cp, N, "start of Ktrans");
   /* tolerance, iterations, backend */
   lumen_fit_options_init(&o);
@@ -344,14 +344,19 @@ static void test_fixed_and_bounds(void **s) {
   assert_true(isnan(lo[1]) && isnan(hi[1]));
   assert_true(isfinite(lo[0]) && lo[0] < out[0] && out[0] < hi[0]);
   lumen_fit_plan_destroy(plan);
-  /* an upper bound below the truth: the fit ends on the bound */
+  /* an upper bound below the truth: the fit ends on the bound (state at_bound, values kept) */
   lumen_fit_options_init(&o);
   o.precision = LUMEN_FIT_FLOAT64;
   o.hi[0] = 0.2;
   plan = plan_for(ctx, &o);
+  int32_t mask = -1;
+  r.bound_mask = &mask;
   assert_int_equal(lumen_fit_execute_f64(ctx, plan, 1, y, NULL, &r), LUMEN_OK);
-  assert_int_equal(state, LUMEN_FIT_CONVERGED);
+  assert_int_equal(state, LUMEN_FIT_AT_BOUND);
+  assert_int_equal(mask, 1 << 1);
+  assert_true(r.at_upper[0] == 1 && r.at_lower[0] == 0 && r.at_lower[1] == 0 && r.at_upper[1] == 0);
   assert_true(out[0] <= 0.2 && out[0] > 0.199);
+  assert_true(isfinite(lo[0]) && isfinite(hi[0]));
   lumen_fit_plan_destroy(plan);
   lumen_ctx_destroy(ctx);
 }

@@ -1,4 +1,4 @@
-/* JSON objects and BIDS sidecars: getters, setters, atomic round trip, bad JSON. */
+/* JSON objects and BIDS sidecars: getters, setters, atomic round trip, bad JSON, dcm2niix TR keys. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +79,79 @@ static void sidecar_values(void **state) {
   assert_int_equal(acq.n_frame_times, 0);
   assert_null(acq.frame_times_key);
   unlink(js);
+  lumen_ctx_destroy(ctx);
+}
+
+/* dcm2niix 4-D series: RepetitionTime is the volume time, RepetitionTimeExcitation the TR. */
+static void sidecar_tr(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  char js[128];
+  snprintf(js, sizeof js, "%s/tr.json", g_dir);
+  lumen_acquisition acq;
+  write_text(js, "{\"RepetitionTime\": 0.5, \"RepetitionTimeExcitation\": 0.005, \"FlipAngle\": 25}");
+  assert_int_equal(lumen_sidecar_read(ctx, js, &acq, NULL), LUMEN_OK);
+  assert_true(acq.repetition_time_s == 0.005 && acq.volume_time_s == 0.5 && acq.flip_angle_deg == 25);
+  assert_string_equal(acq.repetition_time_key, "RepetitionTimeExcitation");
+  lumen_acquisition_clear(&acq);
+  assert_true(isnan(acq.volume_time_s) && isnan(acq.repetition_time_s));
+  assert_null(acq.repetition_time_key);
+  /* the excitation TR alone: no volume time */
+  write_text(js, "{\"RepetitionTimeExcitation\": [0.004, 0.004]}");
+  assert_int_equal(lumen_sidecar_read(ctx, js, &acq, NULL), LUMEN_OK);
+  assert_true(acq.repetition_time_s == 0.004 && isnan(acq.volume_time_s));
+  assert_string_equal(acq.repetition_time_key, "RepetitionTimeExcitation");
+  /* plain RepetitionTime alone keeps working */
+  write_text(js, "{\"RepetitionTime\": 0.0045}");
+  assert_int_equal(lumen_sidecar_read(ctx, js, &acq, NULL), LUMEN_OK);
+  assert_true(acq.repetition_time_s == 0.0045 && isnan(acq.volume_time_s));
+  assert_string_equal(acq.repetition_time_key, "RepetitionTime");
+  /* neither */
+  write_text(js, "{\"FlipAngle\": 10}");
+  assert_int_equal(lumen_sidecar_read(ctx, js, &acq, NULL), LUMEN_OK);
+  assert_true(isnan(acq.repetition_time_s) && isnan(acq.volume_time_s));
+  assert_null(acq.repetition_time_key);
+  /* numbers that are no valid angle or TR: refused naming the key and the value, not "missing" */
+  static const struct {
+    const char *text, *msg;
+  } bad[] = {
+      {"{\"FlipAngle\": 1e999}", "FlipAngle is inf: expected a positive angle in degrees"},
+      {"{\"FlipAngle\": -1e999}", "FlipAngle is -inf: expected a positive angle"},
+      {"{\"FlipAngle\": 0}", "FlipAngle is 0: expected a positive angle"},
+      {"{\"RepetitionTime\": 1e999}", "RepetitionTime is inf: expected a positive TR in seconds"},
+      {"{\"RepetitionTime\": -0.005}", "RepetitionTime is -0.005: expected a positive TR"},
+      {"{\"RepetitionTime\": 0.5, \"RepetitionTimeExcitation\": 0}",
+       "RepetitionTimeExcitation is 0: expected a positive excitation TR"},
+      {"{\"RepetitionTimeExcitation\": [1e999]}", "RepetitionTimeExcitation is inf"},
+      {"{\"RepetitionTimeExcitation\": 0.005, \"RepetitionTime\": -1e999}", "RepetitionTime is -inf"},
+      {"{\"EchoTime\": 1e999}", "EchoTime is inf: expected a finite time"},
+      {"{\"RepetitionTimeExcitation\": \"5 ms\"}", "\"RepetitionTimeExcitation\" is not a number"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    write_text(js, bad[k].text);
+    acq.repetition_time_s = 1;
+    assert_int_equal(lumen_sidecar_read(ctx, js, &acq, NULL), LUMEN_ERR_FORMAT);
+    const char *msg = lumen_ctx_last_error(ctx);
+    if (!strstr(msg, bad[k].msg) || !strstr(msg, js)) {
+      print_error("%s: message '%s', expected '%s'\n", bad[k].text, msg, bad[k].msg);
+      fail();
+    }
+    assert_true(isnan(acq.repetition_time_s) && acq.frame_times_s == NULL);
+  }
+  unlink(js);
+  /* the QIBA v4 DRO's dcm2niix sidecar (this part only with reference data) */
+  char *q4 = lumen_test_refdata_path("qiba/v4_etm_vfa/q4_dce.json");
+  if (q4) {
+    assert_int_equal(lumen_sidecar_read(ctx, q4, &acq, NULL), LUMEN_OK);
+    lumen_test_assert_close(acq.repetition_time_s, 0.005, 0, 1e-12, "q4 TR");
+    lumen_test_assert_close(acq.volume_time_s, 0.5, 0, 1e-12, "q4 volume time");
+    assert_string_equal(acq.repetition_time_key, "RepetitionTimeExcitation");
+    lumen_test_assert_close(acq.flip_angle_deg, 25, 0, 0, "q4 FlipAngle");
+    lumen_acquisition_clear(&acq);
+    free(q4);
+  } else {
+    printf("reference data qiba/v4_etm_vfa/q4_dce.json not found (LUMEN_REFDATA): that check skipped\n");
+  }
   lumen_ctx_destroy(ctx);
 }
 
@@ -185,6 +258,7 @@ int main(void) {
   if (!mkdtemp(g_dir)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sidecar_values),
+      cmocka_unit_test(sidecar_tr),
       cmocka_unit_test(bad_json),
       cmocka_unit_test(write_round_trip),
   };

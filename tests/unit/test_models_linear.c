@@ -333,6 +333,9 @@ static void test_metadata(void **state) {
   assert_string_equal(lumen_model_param_unit(LUMEN_MODEL_IR, 0), "s");
   double s0, l0, h0;
   assert_int_equal(lumen_model_param_defaults(LUMEN_MODEL_TOFTS, 1, &s0, &l0, &h0), LUMEN_OK);
+  assert_true(s0 == 0.2 && l0 == 1e-4 && h0 == 1.0);  /* the physical preset */
+  assert_int_equal(lumen_model_param_defaults_preset(LUMEN_MODEL_TOFTS, 1, LUMEN_FIT_BOUNDS_ROCKETSHIP, &s0, &l0, &h0),
+                   LUMEN_OK);
   assert_true(s0 == 0.2 && l0 == 0.02 && h0 == 1.0);
   lumen_model out;
   assert_int_equal(lumen_model_parse("Tofts2", &out), LUMEN_ERR_INVALID_ARGUMENT);

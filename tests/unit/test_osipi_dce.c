@@ -78,7 +78,7 @@ static void run_file(const char *rel, file_kind kind, int delay) {
       ck[nck++] = (param_check){"vp", 0.025, 0, 1, 0, 0};
       if (kind == F_2CXM) ck[nck++] = (param_check){"ve", 0.05, 0, 1, 0, 0};
     }
-    int not_converged = 0, fell_through = 0;
+    int not_converged = 0, fell_through = 0, at_bound = 0;
     for (int r = 0; r < tab->nrows; ++r) {
       double *t = NULL, *c = NULL, *cp = NULL, *ta = NULL;
       int n = lumen_test_csv_arr(tab, r, "t", &t);
@@ -127,7 +127,9 @@ static void run_file(const char *rel, file_kind kind, int delay) {
         print_message("  %s [%s]: ran on %s (%s)\n", tab->cells[r][0], tiers[ti], res.backend_used, res.reason);
         fell_through++;
       }
-      if (state != LUMEN_FIT_CONVERGED) not_converged++;
+      const int converged = state == LUMEN_FIT_CONVERGED || state == LUMEN_FIT_AT_BOUND; /* at_bound: values kept */
+      if (!converged) not_converged++;
+      at_bound += state == LUMEN_FIT_AT_BOUND;
       const char *label = tab->cells[r][0];
       double got[4] = {NAN, NAN, NAN, NAN}, ref[4] = {0};
       (void)np;
@@ -163,7 +165,7 @@ static void run_file(const char *rel, file_kind kind, int delay) {
       for (int k = 0; k < nck; ++k) check(&ck[k], got[k], ref[k], label, tiers[ti]);
       for (int k = 0; k < nck; ++k) {
         if (ti == 0) cpu_vals[r * 4 + k] = got[k];
-        else if (state == LUMEN_FIT_CONVERGED)
+        else if (converged)
           max_rel = fmax(max_rel, fabs(cpu_vals[r * 4 + k] - got[k]) / fmax(fabs(got[k]), 1e-3));
       }
       lumen_fit_plan_destroy(plan);
@@ -180,6 +182,7 @@ static void run_file(const char *rel, file_kind kind, int delay) {
     }
     print_message("%s%s%s\n", line, not_converged ? " (some not converged)" : "",
                   fell_through ? " (some fell through)" : "");
+    if (at_bound) print_message("  %d case(s) at a bound (converged, values kept)\n", at_bound);
     if (not_converged) print_message("  %d case(s) not converged\n", not_converged);
     all_fails += total_fails + fell_through;
   }

@@ -5,7 +5,11 @@
    ve {0.01,0.05,0.1,0.2,0.5}[c]; v4: DICOM row yd = 199 - y, vessel yd 180..199, tissue band
    r = yd/10: ve {0.1,0.2,0.5}[r%3], vp {0.001,0.005,0.01,0.02,0.05,0.1}[r/3], Ktrans
    {0,0.01,0.02,0.05,0.1,0.2}[x/10]. Patch medians over the central 6x6 voxels of each patch.
-   The frame interval (0.5 s) is not in the headers: --dt 0.5. r1 = 4.5 (cancels). */
+   Validation runs with the defaults a user gets (issue 14): no --aif (automatic vessel search over
+   the whole image), no --bounds. v6: only the acquisition facts (the sidecar has TR 5 ms but no
+   frame interval: --dt 0.5; T1 map of 1 s). v4: `dce --vfa <six VFA files> --models etofts
+   --relaxivity 4.5`, nothing else (TR from RepetitionTimeExcitation, frames from pixdim[4]).
+   r1 = 4.5 (cancels). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +31,7 @@ static void rm_tmp(void) {
 }
 
 /* Writes a 3-D mask on the grid of ref (affine kept) selecting y in [y0, y1). */
-static char *write_mask(lumen_ctx *ctx, const char *ref, const char *name, int y0, int y1) {
+static char *write_map(lumen_ctx *ctx, const char *ref, const char *name, int y0, int y1, float value) {
   lumen_nifti_info info;
   assert_int_equal(lumen_nifti_read_header(ctx, ref, NULL, &info), LUMEN_OK);
   int64_t d[3] = {info.dims[0], info.dims[1], info.dims[2]};
@@ -39,7 +43,7 @@ static char *write_mask(lumen_ctx *ctx, const char *ref, const char *name, int y
   float *v = lumen_image_data(m);
   for (int64_t z = 0; z < d[2]; ++z)
     for (int64_t y = y0; y < y1; ++y)
-      for (int64_t x = 0; x < d[0]; ++x) v[(z * d[1] + y) * d[0] + x] = 1;
+      for (int64_t x = 0; x < d[0]; ++x) v[(z * d[1] + y) * d[0] + x] = value;
   char *path = malloc(512);
   snprintf(path, 512, "%s/%s", tmpdir, name);
   lumen_nifti_write_opts wo;
@@ -49,6 +53,9 @@ static char *write_mask(lumen_ctx *ctx, const char *ref, const char *name, int y
   assert_int_equal(lumen_nifti_write(ctx, path, m, &wo), LUMEN_OK);
   lumen_image_free(m);
   return path;
+}
+static char *write_mask(lumen_ctx *ctx, const char *ref, const char *name, int y0, int y1) {
+  return write_map(ctx, ref, name, y0, y1, 1.0f);
 }
 
 static float *read_map(lumen_ctx *ctx, const char *name, int64_t *nx) {
@@ -85,33 +92,43 @@ static void set(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *k, const cha
   assert_int_equal(lumen_pipe_config_set(ctx, cfg, k, v, k, NULL), LUMEN_OK);
 }
 
+/* Runs v6 with the defaults and the acquisition facts; preset NULL = the default bounds. */
+static lumen_status run_v6(lumen_ctx *ctx, const char *dce, const char *preset, lumen_pipe_summary *sum) {
+  char *tissue = write_mask(ctx, dce, "tissue.nii.gz", 10, 70);
+  char *t1 = write_map(ctx, dce, "t1.nii.gz", 0, 80, 1.0f); /* tissue T1 1000 ms */
+  lumen_pipe_config cfg;
+  lumen_pipe_config_init(&cfg);
+  char out[400];
+  snprintf(out, sizeof out, "%s/out", tmpdir);
+  set(ctx, &cfg, "dce", dce);
+  set(ctx, &cfg, "out", out);
+  set(ctx, &cfg, "t1map", t1);
+  set(ctx, &cfg, "mask", tissue);
+  set(ctx, &cfg, "relaxivity", "4.5");
+  set(ctx, &cfg, "hematocrit", "0.45");
+  set(ctx, &cfg, "blood-t1", "1.44");
+  set(ctx, &cfg, "dt", "0.5");
+  set(ctx, &cfg, "flip-angle", "30");
+  set(ctx, &cfg, "tr", "0.005");
+  set(ctx, &cfg, "baseline", "10");
+  set(ctx, &cfg, "report", "0");
+  if (preset) set(ctx, &cfg, "bounds-preset", preset);
+  lumen_status st = lumen_pipeline_dce(ctx, &cfg, sum);
+  if (st != LUMEN_OK) print_error("%s\n", lumen_ctx_last_error(ctx));
+  free(tissue); free(t1);
+  lumen_pipe_config_clear(&cfg);
+  return st;
+}
+
 static void qiba_v6_tofts(void **state) {
   const char *dce = *state;
   lumen_ctx *ctx = lumen_test_ctx();
   make_tmp();
-  char *roi = write_mask(ctx, dce, "aif_roi.nii.gz", 0, 10);
-  char *tissue = write_mask(ctx, dce, "tissue.nii.gz", 10, 70);
-  lumen_pipe_config cfg;
-  lumen_pipe_config_init(&cfg);
-  char out[400], aif[600];
-  snprintf(out, sizeof out, "%s/out", tmpdir);
-  snprintf(aif, sizeof aif, "roi:%s", roi);
-  set(ctx, &cfg, "dce", dce);
-  set(ctx, &cfg, "out", out);
-  set(ctx, &cfg, "mask", tissue);
-  set(ctx, &cfg, "aif", aif);
-  set(ctx, &cfg, "dt", "0.5");
-  set(ctx, &cfg, "relaxivity", "4.5");
-  set(ctx, &cfg, "t1", "1.0");
-  set(ctx, &cfg, "blood-t1", "1.44");
-  set(ctx, &cfg, "hematocrit", "0.45");
-  set(ctx, &cfg, "baseline", "10");
-  set(ctx, &cfg, "bounds", "ve=0.001:1");
-  set(ctx, &cfg, "report", "0");
   lumen_pipe_summary sum;
-  lumen_status st = lumen_pipeline_dce(ctx, &cfg, &sum);
-  if (st != LUMEN_OK) print_error("%s\n", lumen_ctx_last_error(ctx));
-  assert_int_equal(st, LUMEN_OK);
+  assert_int_equal(run_v6(ctx, dce, NULL, &sum), LUMEN_OK);
+  /* the vessel band was found although the mask covers only tissue: no population fallback */
+  assert_string_equal(sum.aif_method, "auto:detected-vessels");
+  assert_int_equal(sum.aif_fallback, 0);
   int64_t nx;
   float *kt = read_map(ctx, "lumen_model-tofts_param-Ktrans.nii.gz", &nx);
   float *ve = read_map(ctx, "lumen_model-tofts_param-ve.nii.gz", &nx);
@@ -127,50 +144,89 @@ static void qiba_v6_tofts(void **state) {
       worst_v = fmax(worst_v, fabs(ev[n] - tv[n]) / tv[n]);
     }
   double ck = lumen_pipe_ccc(ek, tk, n), cv = lumen_pipe_ccc(ev, tv, n);
-  printf("QIBA v6 Tofts: CCC Ktrans %.6f, ve %.6f; worst patch error Ktrans %.3f %%, ve %.3f %% (backend %s, %.0f fits/s)\n",
-         ck, cv, 100 * worst_k, 100 * worst_v, sum.models[0].backend_used, sum.models[0].fits_per_s);
+  printf("QIBA v6 Tofts, defaults: CCC Ktrans %.6f, ve %.6f; worst patch error Ktrans %.3f %%, ve %.3f %% (AIF %s, "
+         "backend %s, %.0f fits/s)\n",
+         ck, cv, 100 * worst_k, 100 * worst_v, sum.aif_method, sum.models[0].backend_used, sum.models[0].fits_per_s);
   assert_true(ck >= 0.9999);
   assert_true(cv >= 0.9999);
   assert_true(worst_k <= 0.01);
   assert_true(worst_v <= 0.01);
-  free(kt); free(ve); free(roi); free(tissue);
-  lumen_pipe_config_clear(&cfg);
+  assert_int_equal(sum.models[0].at_bound, 0);
+  assert_int_equal(sum.models[0].failed, 0);
+  free(kt); free(ve);
+  rm_tmp();
+  lumen_ctx_destroy(ctx);
+}
+
+/* ROCKETSHIP's bounds (ve >= 0.02) pin the ve = 0.01 column: those voxels keep the bound as their
+   value and say so (state at_bound), where they used to be "converged". */
+static void qiba_v6_rocketship_preset_at_bound(void **state) {
+  const char *dce = *state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  make_tmp();
+  lumen_pipe_summary sum;
+  assert_int_equal(run_v6(ctx, dce, "rocketship", &sum), LUMEN_OK);
+  int64_t nx;
+  float *ve = read_map(ctx, "lumen_model-tofts_param-ve.nii.gz", &nx);
+  float *stm = read_map(ctx, "lumen_model-tofts_param-state.nii.gz", &nx);
+  int pinned = 0, flagged = 0, others = 0;
+  for (int y = 10; y < 70; ++y)
+    for (int x = 0; x < 50; ++x) {
+      int64_t i = (int64_t)y * nx + x;
+      if (x < 10) { /* ve = 0.01 */
+        pinned += fabs(ve[i] - 0.02) < 1e-6;
+        flagged += stm[i] == (float)LUMEN_FIT_AT_BOUND;
+      } else {
+        others += stm[i] != (float)LUMEN_FIT_CONVERGED;
+      }
+    }
+  printf("QIBA v6, --bounds-preset rocketship: ve = 0.01 column: %d of 600 voxels at ve = 0.02, %d flagged at_bound; "
+         "%d other voxels not converged; summary at_bound %lld\n",
+         pinned, flagged, others, (long long)sum.models[0].at_bound);
+  assert_int_equal(pinned, 600);
+  assert_int_equal(flagged, 600);
+  assert_int_equal(others, 0);
+  assert_int_equal(sum.models[0].at_bound, 600);
+  free(ve); free(stm);
   rm_tmp();
   lumen_ctx_destroy(ctx);
 }
 
 static void qiba_v4_etm(void **state) {
+  static const int fa[6] = {3, 6, 9, 15, 24, 35};
   char *dce = lumen_test_refdata_path("qiba/v4_etm_vfa/q4_dce.nii.gz");
   (void)state;
   if (!dce) skip();
+  char *vfa[6];
+  for (int i = 0; i < 6; ++i) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "qiba/v4_etm_vfa/q4_vfa_fa%d.nii.gz", fa[i]);
+    vfa[i] = lumen_test_refdata_path(rel);
+    assert_non_null(vfa[i]);
+  }
   lumen_ctx *ctx = lumen_test_ctx();
   make_tmp();
-  char *roi = write_mask(ctx, dce, "aif_roi.nii.gz", 0, 20);
-  char *tissue = write_mask(ctx, dce, "tissue.nii.gz", 20, 200);
   lumen_pipe_config cfg;
   lumen_pipe_config_init(&cfg);
-  char out[400], aif[600];
+  char out[400];
   snprintf(out, sizeof out, "%s/out", tmpdir);
-  snprintf(aif, sizeof aif, "roi:%s", roi);
+  /* `lumen dce --dce q4_dce.nii.gz --vfa <six files> --models etofts --relaxivity 4.5` */
   set(ctx, &cfg, "dce", dce);
   set(ctx, &cfg, "out", out);
-  set(ctx, &cfg, "mask", tissue);
-  set(ctx, &cfg, "aif", aif);
-  set(ctx, &cfg, "dt", "0.5");
-  set(ctx, &cfg, "tr", "0.005"); /* the sidecar's RepetitionTime holds the frame interval */
-  set(ctx, &cfg, "relaxivity", "4.5");
-  set(ctx, &cfg, "t1", "1.0");
+  for (int i = 0; i < 6; ++i) set(ctx, &cfg, "vfa", vfa[i]);
   set(ctx, &cfg, "models", "etofts");
-  set(ctx, &cfg, "baseline", "10"); /* frames 1..9, as for v6 (the detected baseline gives CCC 0.998) */
-  set(ctx, &cfg, "bounds", "ve=0.001:1,Ktrans=0:2,vp=0:1");
+  set(ctx, &cfg, "relaxivity", "4.5");
   set(ctx, &cfg, "report", "0");
-  set(ctx, &cfg, "ci", "0");
-  if (getenv("LUMEN_TEST_BASELINE")) set(ctx, &cfg, "baseline", getenv("LUMEN_TEST_BASELINE"));
-  if (getenv("LUMEN_TEST_HCT")) set(ctx, &cfg, "hematocrit", getenv("LUMEN_TEST_HCT"));
   lumen_pipe_summary sum;
   lumen_status st = lumen_pipeline_dce(ctx, &cfg, &sum);
   if (st != LUMEN_OK) print_error("%s\n", lumen_ctx_last_error(ctx));
   assert_int_equal(st, LUMEN_OK);
+  /* the run log is valid JSON (the T1 stage and the "read" object used to be joined without a comma) */
+  char path[512];
+  snprintf(path, sizeof path, "%s/lumen_runlog.json", out);
+  lumen_json *j = NULL;
+  assert_int_equal(lumen_json_read(ctx, path, &j), LUMEN_OK);
+  lumen_json_free(j);
   int64_t nx;
   float *kt = read_map(ctx, "lumen_model-etofts_param-Ktrans.nii.gz", &nx);
   float *vp = read_map(ctx, "lumen_model-etofts_param-vp.nii.gz", &nx);
@@ -186,10 +242,12 @@ static void qiba_v4_etm(void **state) {
       if (getenv("LUMEN_TEST_VERBOSE")) printf("r %2d c %d: Ktrans %.4f -> %.4f, vp %.4f -> %.4f\n", r, c, tk[n], ek[n], tv[n], ev[n]);
     }
   double ck = lumen_pipe_ccc(ek, tk, n), cv = lumen_pipe_ccc(ev, tv, n);
-  printf("QIBA v4 extended Tofts: CCC Ktrans %.6f, vp %.6f (108 patches; baseline frames 1..9)\n", ck, cv);
+  printf("QIBA v4 extended Tofts as a user runs it: CCC Ktrans %.6f, vp %.6f (108 patches; AIF %s; T1 from VFA)\n", ck,
+         cv, sum.aif_method);
   assert_true(ck >= 0.999);
   assert_true(cv >= 0.999);
-  free(kt); free(vp); free(roi); free(tissue); free(dce);
+  free(kt); free(vp); free(dce);
+  for (int i = 0; i < 6; ++i) free(vfa[i]);
   lumen_pipe_config_clear(&cfg);
   rm_tmp();
   lumen_ctx_destroy(ctx);
@@ -251,7 +309,9 @@ int main(void) {
     printf("reference data qiba/ not found (LUMEN_REFDATA): skipped\n");
     return LUMEN_TEST_SKIP;
   }
-  const struct CMUnitTest tests[] = {cmocka_unit_test_prestate(qiba_v6_tofts, p), cmocka_unit_test(qiba_v4_etm),
+  const struct CMUnitTest tests[] = {cmocka_unit_test_prestate(qiba_v6_tofts, p),
+                                     cmocka_unit_test_prestate(qiba_v6_rocketship_preset_at_bound, p),
+                                     cmocka_unit_test(qiba_v4_etm),
                                      cmocka_unit_test(qiba_v4_vfa)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   free(p);

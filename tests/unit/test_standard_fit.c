@@ -544,7 +544,7 @@ static void test_bad_input_states(void **state) {
   /* start outside the bounds, or NaN */
   s[1] = 1.5;
   expect_state(ctx, m, &d.g, NULL, y, &o, LUMEN_FIT_START_OUT_OF_BOUNDS);
-  s[1] = 0.01;
+  s[1] = 1e-5; /* below ve's default lower bound 1e-4 */
   expect_state(ctx, m, &d.g, NULL, y, &o, LUMEN_FIT_START_OUT_OF_BOUNDS);
   s[1] = NAN;
   expect_state(ctx, m, &d.g, NULL, y, &o, LUMEN_FIT_START_OUT_OF_BOUNDS);
@@ -636,7 +636,7 @@ static void test_argument_errors(void **state) {
                    LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_standard_fit_curve(ctx, (lumen_model)99, &d.g, NULL, y, &o, &r), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_AUC, &d.g, NULL, y, &o, &r), LUMEN_ERR_UNSUPPORTED);
-  hi[1] = 0.01; /* lo > hi */
+  hi[1] = 1e-5; /* lo > hi (ve's default lower bound is 1e-4) */
   assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r),
                    LUMEN_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "bounds"));

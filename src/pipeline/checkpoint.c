@@ -1,6 +1,6 @@
 /* Stage D checkpoints and --resume (checkpoint.h). Record layout (native byte order; the file
    lives next to the outputs and is read back only by the same build):
-     char magic[8] "LUMCKPT1", uint64 fingerprint, int64 start, int64 count, uint64 payload
+     char magic[8] "LUMCKPT2", uint64 fingerprint, int64 start, int64 count, uint64 payload
      bytes, uint64 FNV-1a of the payload; then the payload: the result strings, the tier and
      state counts and seconds of the chunk, and its slices of every result array.
    A torn or foreign record ends the usable part; the file is cut there and fitting goes on. */
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CK_MAGIC "LUMCKPT1"
+#define CK_MAGIC "LUMCKPT2"
 
 typedef struct ck_head {
   char magic[8];
@@ -46,6 +46,7 @@ static int arrays_of(const lumen_fit_results *r, lumen_model model, ck_array *a)
   a[k++] = (ck_array){r->ci_lo, sizeof(double), np > 0 ? np : 1};
   a[k++] = (ck_array){r->ci_hi, sizeof(double), np > 0 ? np : 1};
   a[k++] = (ck_array){r->delay, sizeof(double), 1};
+  a[k++] = (ck_array){r->bound_mask, sizeof(int32_t), 1};
   return k;
 }
 
@@ -60,6 +61,8 @@ static size_t pack(unsigned char *buf, const lumen_fit_results *r, const lumen_f
   PUT(c->reason, sizeof c->reason);
   PUT(c->curves_per_tier, sizeof c->curves_per_tier);
   PUT(c->state_counts, sizeof c->state_counts);
+  PUT(c->at_lower, sizeof c->at_lower);
+  PUT(c->at_upper, sizeof c->at_upper);
   PUT(&c->seconds, sizeof c->seconds);
   ck_array a[16];
   int na = arrays_of(r, model, a);
@@ -79,6 +82,8 @@ static void unpack(const unsigned char *buf, lumen_fit_results *r, lumen_fit_res
   GET(c->reason, sizeof c->reason);
   GET(c->curves_per_tier, sizeof c->curves_per_tier);
   GET(c->state_counts, sizeof c->state_counts);
+  GET(c->at_lower, sizeof c->at_lower);
+  GET(c->at_upper, sizeof c->at_upper);
   GET(&c->seconds, sizeof c->seconds);
   c->backend_requested[sizeof c->backend_requested - 1] = c->backend_selected[sizeof c->backend_selected - 1] = '\0';
   c->backend_used[sizeof c->backend_used - 1] = c->reason[sizeof c->reason - 1] = '\0';
@@ -105,7 +110,7 @@ static uint64_t fingerprint(const lumen_fit_options *o, int64_t nlist, int64_t n
   h = fnv(h, t_min, sizeof(double) * (size_t)nt);
   h = fnv(h, cp, sizeof(double) * (size_t)nt);
   double num[4] = {o->tolerance, o->r1, (double)o->max_iterations, (double)o->force_cpu};
-  int ints[4] = {o->fit_delay, (int)o->conv, (int)o->precision, o->confidence};
+  int ints[5] = {o->fit_delay, (int)o->conv, (int)o->precision, o->confidence, (int)o->bounds_preset};
   h = fnv(h, num, sizeof num);
   h = fnv(h, ints, sizeof ints);
   h = fnv(h, o->start, sizeof o->start);
@@ -145,6 +150,10 @@ static void add_counts(lumen_fit_results *res, const lumen_fit_results *c, int f
   }
   for (int t = 0; t < LUMEN_FIT_TIER_COUNT; ++t) res->curves_per_tier[t] += c->curves_per_tier[t];
   for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s) res->state_counts[s] += c->state_counts[s];
+  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) {
+    res->at_lower[k] += c->at_lower[k];
+    res->at_upper[k] += c->at_upper[k];
+  }
   res->seconds += c->seconds;
 }
 
@@ -165,6 +174,8 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   int64_t chunk = cfg->chunk_voxels > 0 ? cfg->chunk_voxels : PIPE_CHUNK_DEFAULT;
   memset(res->curves_per_tier, 0, sizeof res->curves_per_tier);
   memset(res->state_counts, 0, sizeof res->state_counts);
+  memset(res->at_lower, 0, sizeof res->at_lower);
+  memset(res->at_upper, 0, sizeof res->at_upper);
   res->seconds = 0;
   if (nlist <= 0) return lumen_fit_execute(ctx, plan, nlist, data, consts, res);
   char path[LUMEN_PIPE_PATH_MAX];
@@ -212,12 +223,15 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     ck_array a[16];
     int na = arrays_of(res, model, a);
     /* the chunk's slices of the caller's arrays */
-    void **slots[9] = {(void **)&c.params, (void **)&c.state, (void **)&c.derived, (void **)&c.chi2, (void **)&c.r2,
-                       (void **)&c.iterations, (void **)&c.ci_lo, (void **)&c.ci_hi, (void **)&c.delay};
-    for (int i = 0; i < na && i < 9; ++i)
+    void **slots[10] = {(void **)&c.params, (void **)&c.state, (void **)&c.derived, (void **)&c.chi2, (void **)&c.r2,
+                        (void **)&c.iterations, (void **)&c.ci_lo, (void **)&c.ci_hi, (void **)&c.delay,
+                        (void **)&c.bound_mask};
+    for (int i = 0; i < na && i < 10; ++i)
       *slots[i] = a[i].base ? (unsigned char *)a[i].base + (size_t)(done * a[i].per) * a[i].elem : NULL;
     memset(c.curves_per_tier, 0, sizeof c.curves_per_tier);
     memset(c.state_counts, 0, sizeof c.state_counts);
+    memset(c.at_lower, 0, sizeof c.at_lower);
+    memset(c.at_upper, 0, sizeof c.at_upper);
     c.seconds = 0;
     st = lumen_fit_execute(ctx, plan, count, data + done * nt, consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, &c);
     if (st != LUMEN_OK) break;

@@ -100,4 +100,9 @@ check "run log: whole command line" \
   "python3 -c \"import json;j=json.load(open('o18/sub-demo_runlog.json'));assert j['command_line'].startswith('lumen dce --dce demo/sub-demo_dce.nii.gz'), j['command_line']\""
 check "run log: effective bounds (not null) and preset" \
   "python3 -c \"import json;o=json.load(open('o18/sub-demo_runlog.json'))['stages']['D']['models']['tofts']['options'];assert o['bounds_preset']=='physical' and o['bounds']['Ktrans'][:2]==[0,5] and o['bounds']['ve'][:2]==[0.0001,1], o\""
+
+# ---- voxels on a bound are counted apart from converged, also across checkpoint chunks
+"$bin" dce $base --out o22 --chunk 100 -q 2> err.txt || cat err.txt
+check "at_bound counted per parameter, equal with --chunk 100" \
+  "python3 -c \"import json;a,b=[json.load(open(d+'/sub-demo_runlog.json'))['stages']['D']['models']['tofts'] for d in ('o18','o22')];assert a['voxels_at_bound']>0 and a['voxels_at_bound']==b['voxels_at_bound']==a['state_counts']['at_bound'] and a['at_bound']==b['at_bound'] and a['voxels_converged']+a['voxels_at_bound']+a['voxels_failed']==a['voxels_fitted'], (a, b)\""
 exit $fail

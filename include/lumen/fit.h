@@ -81,6 +81,14 @@ int lumen_fit_derived_count(lumen_model model);
 const char *lumen_fit_derived_name(lumen_model model, int i);
 const char *lumen_fit_derived_unit(lumen_model model, int i);
 
+/* Plausible ranges where a unit is easily confused, shared by lumen_fit_plan_create and the
+   pipelines' checks (src/pipeline/plausible.c): an SPGR TR in seconds (0.5..100 ms), a gadolinium
+   relaxivity in 1/(mM s). */
+#define LUMEN_SPGR_TR_MIN_S 0.5e-3
+#define LUMEN_SPGR_TR_MAX_S 0.1
+#define LUMEN_RELAXIVITY_MIN 1.0
+#define LUMEN_RELAXIVITY_MAX 50.0
+
 #define LUMEN_FIT_MAX_PARAMS 4
 #define LUMEN_FIT_MAX_DERIVED 6
 

@@ -166,11 +166,13 @@ int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, 
     return LUMEN_EXIT_USAGE;
   }
   /* the run log records the command line as typed, "lumen" first */
-  const char *line[256];
-  int n = 0;
-  line[n++] = "lumen";
-  for (int i = 0; i < argc && n < 256; ++i) line[n++] = argv[i];
-  if (lumen_pipe_config_set_command_line(ctx, cfg, n, line) != LUMEN_OK) {
+  const char **line = malloc(sizeof *line * ((size_t)argc + 1));
+  if (!line) { lumen_cli_error(cmd, "out of memory"); return LUMEN_EXIT_FAILURE; }
+  line[0] = "lumen";
+  for (int i = 0; i < argc; ++i) line[i + 1] = argv[i];
+  lumen_status cl = lumen_pipe_config_set_command_line(ctx, cfg, argc + 1, line);
+  free(line);
+  if (cl != LUMEN_OK) {
     lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
     return LUMEN_EXIT_FAILURE;
   }

@@ -181,12 +181,7 @@ static void make_extra_starts(lumen_fit_plan *pl) {
 
 /* ------------------------------------------------------------------ unit plausibility */
 /* Values that are only plausible in another unit are refused with the likely mistake named:
-   flip angles are radians, TR seconds, the relaxivity 1/(mM s). */
-#define VFA_TR_MIN 0.5e-3 /* s: SPGR repetition times lie in [0.5, 100] ms */
-#define VFA_TR_MAX 0.1
-#define FXR_R1_MIN 1.0    /* 1/(mM s): gadolinium relaxivities lie in [1, 50] */
-#define FXR_R1_MAX 50.0
-
+   flip angles are radians, TR seconds, the relaxivity 1/(mM s) (ranges in include/lumen/fit.h). */
 static lumen_status check_flip_angles(lumen_ctx *ctx, const char *mname, int n, const double *x) {
   const double pi = 3.14159265358979323846;
   for (int i = 0; i < n; ++i) {
@@ -203,28 +198,28 @@ static lumen_status check_flip_angles(lumen_ctx *ctx, const char *mname, int n, 
 }
 
 static lumen_status check_tr_unit(lumen_ctx *ctx, const char *mname, double tr) {
-  if (tr > VFA_TR_MAX)
+  if (tr > LUMEN_SPGR_TR_MAX_S)
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
-                      "%s: tr %g s is not an SPGR TR (expected %g..%g s); in ms? give %g", mname, tr, VFA_TR_MIN,
-                      VFA_TR_MAX, tr / 1000.0);
-  if (tr < VFA_TR_MIN)
+                      "%s: tr %g s is not an SPGR TR (expected %g..%g s); in ms? give %g", mname, tr, LUMEN_SPGR_TR_MIN_S,
+                      LUMEN_SPGR_TR_MAX_S, tr / 1000.0);
+  if (tr < LUMEN_SPGR_TR_MIN_S)
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
-                      "%s: tr %g s is not an SPGR TR (expected %g..%g s); in minutes? give %g", mname, tr, VFA_TR_MIN,
-                      VFA_TR_MAX, tr * 60.0);
+                      "%s: tr %g s is not an SPGR TR (expected %g..%g s); in minutes? give %g", mname, tr, LUMEN_SPGR_TR_MIN_S,
+                      LUMEN_SPGR_TR_MAX_S, tr * 60.0);
   return LUMEN_OK;
 }
 
 static lumen_status check_r1_unit(lumen_ctx *ctx, double r1) {
-  if (r1 > FXR_R1_MAX)
+  if (r1 > LUMEN_RELAXIVITY_MAX)
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "fxr: relaxivity r1 %g is not a gadolinium relaxivity in 1/(mM s) (expected %g..%g, typically "
                       "4.5); in 1/(mM min)? give %g; in 1/(M s)? give %g",
-                      r1, FXR_R1_MIN, FXR_R1_MAX, r1 / 60.0, r1 / 1000.0);
-  if (r1 < FXR_R1_MIN)
+                      r1, LUMEN_RELAXIVITY_MIN, LUMEN_RELAXIVITY_MAX, r1 / 60.0, r1 / 1000.0);
+  if (r1 < LUMEN_RELAXIVITY_MIN)
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "fxr: relaxivity r1 %g is not a gadolinium relaxivity in 1/(mM s) (expected %g..%g, typically "
                       "4.5); in 1/(mM ms)? give %g",
-                      r1, FXR_R1_MIN, FXR_R1_MAX, r1 * 1000.0);
+                      r1, LUMEN_RELAXIVITY_MIN, LUMEN_RELAXIVITY_MAX, r1 * 1000.0);
   return LUMEN_OK;
 }
 

@@ -70,8 +70,7 @@ typedef struct pipe_run {
   pipe_sb stages;          /* JSON members of "stages" (without braces) */
   pipe_sb text;            /* readable summary lines */
   pipe_sb aif_json;        /* AIF curve summary for the report */
-  pipe_sb warnings;        /* the run's warnings as JSON strings, comma-separated (run log, report) */
-  int n_warnings;
+  pipe_sb warnings;        /* the run's warnings, one line each ('\n'-terminated; run log, report) */
   char aif_png[320];
   char aif_caption[512];
   double t_start;
@@ -99,6 +98,9 @@ lumen_status pipe_write_text_file(pipe_run *run, const char *name, const char *t
 void pipe_run_free(pipe_run *run);
 /* A warning of the run: logged (LUMEN_LOG_WARNING) and listed in the run log and the report. */
 void pipe_warn(pipe_run *run, const char *fmt, ...) LUMEN_PRINTF(2, 3);
+/* Iterates the run's warnings: copies the line at w (start: run->warnings.s, may be NULL) into line
+   and returns the next position, or NULL when there is none. */
+const char *pipe_next_warning(const char *w, char *line, size_t size);
 /* "0 converged 1 max_iterations ... 7 at_bound": the state maps' description. */
 void pipe_state_legend(char *buf, size_t size);
 /* Appends `, "at_bound": {"PARAM": {"lower": n, "upper": m}, ...}` (fit parameters) to b and

@@ -7,23 +7,20 @@
 #include <string.h>
 #include "pipeline/pipe_internal.h"
 
-/* Ranges a value of each kind must lie in (SI units: s, degrees, 1/(mM s)). */
-#define TR_SPGR_MIN 0.0005   /* 0.5 ms */
-#define TR_SPGR_MAX 0.1      /* 100 ms */
+/* Ranges a value of each kind must lie in (SI units: s, degrees, 1/(mM s)); the SPGR TR and the
+   relaxivity ranges are the fit API's (LUMEN_SPGR_TR_*, LUMEN_RELAXIVITY_*, include/lumen/fit.h). */
 #define TR_IR_MAX 30.0       /* inversion recovery repeats within seconds */
 #define DT_MIN 0.01          /* 10 ms per frame */
 #define DT_MAX 600.0         /* 10 min per frame */
 #define FLIP_MIN_DEG 1.0     /* below: radians given as degrees */
 #define FLIP_MAX_DEG 90.0    /* SPGR flip angles; above: a typo or another sequence */
-#define R1_MIN 1.0           /* relaxivity, 1/(mM s): gadolinium agents 2.5 .. 15 at 1.5-7 T */
-#define R1_MAX 50.0
 #define T1_MIN 0.05          /* tissue and blood T1 in s */
 #define T1_MAX 10.0
 #define HCT_MAX 0.7          /* blood hematocrit as a fraction */
 
 lumen_status pipe_check_tr(lumen_ctx *ctx, const char *source, double tr, int spgr) {
   if (!isfinite(tr)) return LUMEN_OK;
-  double hi = spgr ? TR_SPGR_MAX : TR_IR_MAX, lo = spgr ? TR_SPGR_MIN : TR_SPGR_MIN;
+  const double lo = LUMEN_SPGR_TR_MIN_S, hi = spgr ? LUMEN_SPGR_TR_MAX_S : TR_IR_MAX;
   if (tr >= lo && tr <= hi) return LUMEN_OK;
   if (tr > hi)
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
@@ -64,16 +61,16 @@ lumen_status pipe_check_dt(lumen_ctx *ctx, const char *source, double dt) {
 
 lumen_status pipe_check_relaxivity(lumen_ctx *ctx, const char *source, double r1) {
   if (!isfinite(r1)) return LUMEN_OK;
-  if (r1 >= R1_MIN && r1 <= R1_MAX) return LUMEN_OK;
-  if (r1 > 0 && r1 < R1_MIN)
+  if (r1 >= LUMEN_RELAXIVITY_MIN && r1 <= LUMEN_RELAXIVITY_MAX) return LUMEN_OK;
+  if (r1 > 0 && r1 < LUMEN_RELAXIVITY_MIN)
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "%s = %g: relaxivity %g /mM/s is implausible (expected %g..%g, e.g. 4.5 for gadoterate at 1.5 T); "
                       "in 1/(mM ms)? give %g (1/(mM s))",
-                      source, r1, r1, R1_MIN, R1_MAX, r1 * 1000.0);
+                      source, r1, r1, LUMEN_RELAXIVITY_MIN, LUMEN_RELAXIVITY_MAX, r1 * 1000.0);
   return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                     "%s = %g: relaxivity %g /mM/s is implausible (expected %g..%g 1/(mM s), e.g. 4.5 for gadoterate "
                     "at 1.5 T)%s",
-                    source, r1, r1, R1_MIN, R1_MAX, r1 > R1_MAX ? "; in 1/(M s)? give it per mM" : "");
+                    source, r1, r1, LUMEN_RELAXIVITY_MIN, LUMEN_RELAXIVITY_MAX, r1 > LUMEN_RELAXIVITY_MAX ? "; in 1/(M s)? give it per mM" : "");
 }
 
 lumen_status pipe_check_t1(lumen_ctx *ctx, const char *source, double t1) {

@@ -212,14 +212,11 @@ lumen_status pipe_write_report(pipe_run *run) {
     html_esc(&b, run->sum->unreliable_why);
     pipe_sb_printf(&b, "</p>\n");
   }
-  if (run->n_warnings && run->text.s) { /* pipe_warn's lines, at the top where a reader starts */
+  if (run->warnings.s && run->warnings.s[0]) { /* pipe_warn's lines, at the top where a reader starts */
     pipe_sb_printf(&b, "<h2>Warnings</h2>\n<ul style=\"background:#fff4d6;padding:.5em 2em\">\n");
-    for (const char *p = strstr(run->text.s, "WARNING: "); p; p = strstr(p, "WARNING: ")) {
-      p += 9;
-      const char *e = strchr(p, '\n');
-      size_t n = e ? (size_t)(e - p) : strlen(p);
-      char line[1100];
-      snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line - 1 ? n : sizeof line - 1), p);
+    char line[1024];
+    for (const char *w = pipe_next_warning(run->warnings.s, line, sizeof line); w;
+         w = pipe_next_warning(w, line, sizeof line)) {
       pipe_sb_printf(&b, "<li>");
       html_esc(&b, line);
       pipe_sb_printf(&b, "</li>\n");

@@ -107,8 +107,15 @@ lumen_status pipe_write_runlog(pipe_run *run) {
   else pipe_sb_printf(&b, "null");
   pipe_sb_printf(&b, ",\n\t\"finished\": \"%s\",\n\t\"results\": ", stamp);
   pipe_sb_json_str(&b, run->sum && run->sum->unreliable ? "unreliable" : "ok");
-  pipe_sb_printf(&b, ",\n\t\"warnings\": [%s%s%s],\n\t\"prefix\": ", run->n_warnings ? "\n\t\t" : "",
-                 run->warnings.s ? run->warnings.s : "", run->n_warnings ? "\n\t" : "");
+  pipe_sb_printf(&b, ",\n\t\"warnings\": [");
+  int nw = 0;
+  char line[1024];
+  for (const char *w = pipe_next_warning(run->warnings.s, line, sizeof line); w;
+       w = pipe_next_warning(w, line, sizeof line), ++nw) {
+    pipe_sb_printf(&b, "%s\n\t\t", nw ? "," : "");
+    pipe_sb_json_str(&b, line);
+  }
+  pipe_sb_printf(&b, "%s],\n\t\"prefix\": ", nw ? "\n\t" : "");
   pipe_sb_json_str(&b, run->prefix);
   pipe_sb_printf(&b, ",\n\t\"checksum_algorithm\": \"FNV-1a 64-bit over the file bytes, 16 hex digits\",\n\t\"config\": ");
   config_json(&b, run->cfg);

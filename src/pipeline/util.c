@@ -382,11 +382,19 @@ void pipe_warn(pipe_run *run, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  for (char *p = msg; *p; ++p)
+    if (*p == '\n') *p = ' '; /* one line per warning */
   lumen_log(run->ctx, LUMEN_LOG_WARNING, "%s", msg);
-  pipe_sb_printf(&run->warnings, "%s\n\t\t", run->n_warnings ? "," : "");
-  pipe_sb_json_str(&run->warnings, msg);
-  run->n_warnings++;
+  pipe_sb_printf(&run->warnings, "%s\n", msg);
   pipe_sb_printf(&run->text, "WARNING: %s\n", msg);
+}
+
+const char *pipe_next_warning(const char *w, char *line, size_t size) {
+  if (!w || !*w) return NULL;
+  const char *e = strchr(w, '\n'); /* pipe_warn ends every line with one */
+  size_t n = e ? (size_t)(e - w) : strlen(w);
+  snprintf(line, size, "%.*s", (int)n, w);
+  return e ? e + 1 : w + n;
 }
 
 void pipe_state_legend(char *buf, size_t size) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz_*.c) with clang into OUT (default build-fuzz/).
 #   fuzz/build.sh CORE_BUILD [OUT]
-# The parsers (src/io/*.c, src/pipeline/config.c) are compiled here with
+# The parsers (src/io/*.c, src/pipeline/config.c with the checks and helpers it calls,
+# plausible.c and strbuf.c) are compiled here with
 # -fsanitize=fuzzer-no-link,address,undefined; the core library (contexts, images, fit names) is
 # taken uninstrumented from CORE_BUILD/liblumen.a, a normal CMake build (make build).
 set -euo pipefail
@@ -23,9 +24,10 @@ SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 CFLAGS="-std=c11 -g -O1 $SAN -D_POSIX_C_SOURCE=200809L -DLUMEN_HAVE_PNG=1 -Iinclude -Isrc -I$CORE/generated
         -I/usr/include/nifti -I/usr/include/cjson -Wall -Wno-unknown-pragmas"
 objs=()
-for src in src/io/*.c src/pipeline/config.c; do
+for src in src/io/*.c src/pipeline/config.c src/pipeline/plausible.c src/pipeline/strbuf.c; do
   o="$OUT/obj/$(basename "${src%.c}").o"
-  if [ ! -f "$o" ] || [ "$src" -nt "$o" ] || [ src/io/io_internal.h -nt "$o" ]; then
+  if [ ! -f "$o" ] || [ "$src" -nt "$o" ] || [ src/io/io_internal.h -nt "$o" ] ||
+     [ src/pipeline/pipe_internal.h -nt "$o" ]; then
     $CC $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$o"
   fi
   objs+=("$o")

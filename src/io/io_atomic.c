@@ -335,19 +335,16 @@ lumen_status lumen_io_slurp(lumen_ctx *ctx, const char *fn, const char *path, in
                             size_t *length) {
   *out = NULL;
   if (length) *length = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return lumen_fail(ctx, LUMEN_ERR_IO, "%s: cannot open '%s': %s", fn, path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return lumen_fail(ctx, LUMEN_ERR_IO, "%s: '%s' is not a regular file", fn, path);
-  }
-  if ((int64_t)st.st_size > max_bytes) {
+  int fd = -1;
+  int64_t size = 0;
+  lumen_status os = lumen_io_open_regular(ctx, fn, path, &fd, &size);
+  if (os != LUMEN_OK) return os;
+  if (size > max_bytes) {
     close(fd);
     return lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s' has %lld bytes, expected at most %lld", fn, path,
-                      (long long)st.st_size, (long long)max_bytes);
+                      (long long)size, (long long)max_bytes);
   }
-  size_t cap = (size_t)st.st_size + 1;
+  size_t cap = (size_t)size + 1;
   char *buf = malloc(cap);
   if (!buf) {
     close(fd);

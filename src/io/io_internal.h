@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "core/internal.h"
 #include "lumen/io.h"
 
@@ -31,6 +32,16 @@ int64_t lumen_io_resolve_max_bytes(int64_t requested);
 /* Test hook: the next atomic writes fail with ENOSPC ("No space left on device") once
    `after_bytes` bytes have been written in total; -1 (the default) disables it. */
 void lumen_io_inject_write_failure(int64_t after_bytes);
+
+/* Opens an input for reading: never blocks on a FIFO or device (O_NONBLOCK open, fstat), refuses
+   anything but a regular file ("FN: 'PATH' is a FIFO (named pipe), expected a regular file"),
+   then reads block normally. size_out (may be NULL) gets the file's size. Every input a command
+   reads goes through these (src/io/io_open.c). */
+lumen_status lumen_io_open_regular(lumen_ctx *ctx, const char *fn, const char *path, int *fd_out,
+                                   int64_t *size_out);
+lumen_status lumen_io_fopen_regular(lumen_ctx *ctx, const char *fn, const char *path, FILE **out);
+/* 1 when PATH (after symlinks) is a regular file; for pre-checks before a third-party reader. */
+int lumen_io_is_regular_file(const char *path);
 
 /* Reads a whole (small) file into a NUL-terminated buffer; refuses files over max_bytes. */
 lumen_status lumen_io_slurp(lumen_ctx *ctx, const char *fn, const char *path, int64_t max_bytes, char **out,

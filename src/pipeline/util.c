@@ -1,4 +1,4 @@
-/* Pipeline utilities: strings, paths, statistics, checksums, inputs, grids, masks, map output. */
+/* Pipeline utilities: paths, statistics, checksums, inputs, grids, masks, map output. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,49 +8,6 @@
 #include <time.h>
 #include "io/io_internal.h"
 #include "pipeline/pipe_internal.h"
-
-/* ------------------------------------------------------------------ string builder */
-void pipe_sb_printf(pipe_sb *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = b->cap - b->n;
-    int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) { b->oom = 1; return; }
-    if (b->s && (size_t)k < room) { b->n += (size_t)k; return; }
-    size_t cap = b->cap ? b->cap * 2 : 1024;
-    while (cap < b->n + (size_t)k + 1) cap *= 2;
-    char *s = realloc(b->s, cap);
-    if (!s) { b->oom = 1; return; }
-    b->s = s;
-    b->cap = cap;
-  }
-}
-
-void pipe_sb_json_str(pipe_sb *b, const char *s) {
-  pipe_sb_printf(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; ++p) {
-    if (*p == '"') pipe_sb_printf(b, "\\\"");
-    else if (*p == '\\') pipe_sb_printf(b, "\\\\");
-    else if (*p == '\n') pipe_sb_printf(b, "\\n");
-    else if (*p == '\t') pipe_sb_printf(b, "\\t");
-    else if (*p < 0x20) pipe_sb_printf(b, "\\u%04x", *p);
-    else pipe_sb_printf(b, "%c", *p);
-  }
-  pipe_sb_printf(b, "\"");
-}
-
-void pipe_sb_json_num(pipe_sb *b, double v) {
-  if (isfinite(v)) pipe_sb_printf(b, "%.10g", v);
-  else pipe_sb_printf(b, "null");
-}
-
-void pipe_sb_free(pipe_sb *b) {
-  free(b->s);
-  memset(b, 0, sizeof *b);
-}
 
 /* ------------------------------------------------------------------ paths, time */
 double pipe_now(void) {

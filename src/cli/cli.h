@@ -46,6 +46,10 @@ void lumen_cli_json_string(FILE *out, const char *s);
    "512M", "4G", "1.5GiB", "65536". Returns -1 when s is not such a size or does not fit int64_t.
    Used by --memory-limit of lumen batch, dce, t1 and fit. */
 int64_t lumen_cli_parse_size(const char *s);
+/* Flushes standard output and checks that every write to it succeeded (a full disk, /dev/full, a
+   closed pipe): returns LUMEN_EXIT_OK, or prints "writing standard output failed: REASON" and
+   returns LUMEN_EXIT_FAILURE. Every command that writes results to stdout ends with it. */
+int lumen_cli_finish_stdout(const char *command);
 /* A context whose log messages go to stderr (warnings and errors unless verbose). */
 lumen_ctx *lumen_cli_context(const char *command, int verbose);
 

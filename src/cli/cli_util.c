@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -72,4 +73,14 @@ int64_t lumen_cli_parse_size(const char *s) {
   /* 2^63 is exactly representable: anything at or above it does not fit int64_t */
   if (!(v < 9223372036854775808.0)) return -1;
   return (int64_t)v;
+}
+
+int lumen_cli_finish_stdout(const char *command) {
+  errno = 0;
+  int bad = fflush(stdout) != 0 || ferror(stdout);
+  int e = errno;
+  if (!bad) return LUMEN_EXIT_OK;
+  lumen_cli_error(command, "writing standard output failed: %s (the output is incomplete)",
+                  e ? strerror(e) : "write error");
+  return LUMEN_EXIT_FAILURE;
 }

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "io/io_internal.h"
@@ -136,9 +138,18 @@ lumen_status lumen_atomic_open(lumen_ctx *ctx, const char *path, int overwrite, 
   } else {
     strcpy(f->dir, ".");
   }
-  long n = atomic_fetch_add(&g_tmp_counter, 1) + 1;
-  snprintf(f->tmp_path, tlen, "%.*s.%s.tmp-%ld-%ld", (int)(base - path), path, base, (long)getpid(), n);
-  f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  /* ".NAME.tmp-PID-TAG": the PID lets a later run remove a killed run's leftovers
+     (lumen_io_remove_stale_temporaries); TAG is random so that nobody can plant a name in advance
+     (O_EXCL refuses an existing name or symlink anyway). */
+  unsigned long long tag = 0;
+  if (getrandom(&tag, sizeof tag, GRND_NONBLOCK) != (ssize_t)sizeof tag) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    tag = (unsigned long long)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (unsigned long long)ts.tv_sec;
+  }
+  tag ^= (unsigned long long)atomic_fetch_add(&g_tmp_counter, 1);
+  snprintf(f->tmp_path, tlen, "%.*s.%s.tmp-%ld-%016llx", (int)(base - path), path, base, (long)getpid(), tag);
+  f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (f->fd < 0) {
     int e = errno;
     lumen_status s = lumen_fail(ctx, LUMEN_ERR_IO, "cannot write '%s': cannot create '%s' in folder '%s': %s", path,

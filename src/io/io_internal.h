@@ -43,6 +43,11 @@ lumen_status lumen_io_fopen_regular(lumen_ctx *ctx, const char *fn, const char *
 /* 1 when PATH (after symlinks) is a regular file; for pre-checks before a third-party reader. */
 int lumen_io_is_regular_file(const char *path);
 
+/* Removes the atomic writer's temporaries (".NAME.tmp-PID-TAG", regular files only) in DIR whose
+   process no longer runs (a killed run's leftovers); returns how many it removed. Commands call it
+   once per output folder before writing (src/io/io_stale.c). */
+int lumen_io_remove_stale_temporaries(const char *dir);
+
 /* Reads a whole (small) file into a NUL-terminated buffer; refuses files over max_bytes. */
 lumen_status lumen_io_slurp(lumen_ctx *ctx, const char *fn, const char *path, int64_t max_bytes, char **out,
                             size_t *length);

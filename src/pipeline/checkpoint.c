@@ -4,6 +4,7 @@
      bytes, uint64 FNV-1a of the payload; then the payload: the result strings, the tier and
      state counts and seconds of the chunk, and its slices of every result array.
    A torn or foreign record ends the usable part; the file is cut there and fitting goes on. */
+#include "io/io_internal.h"
 #include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
 #include <dirent.h>
@@ -262,23 +263,10 @@ void pipe_checkpoint_remove(pipe_run *run, const lumen_model *models, int n) {
   }
 }
 
-/* Removes ".NAME.tmp-PID-N" files (io_atomic.c) of processes that no longer exist from DIR. */
+/* Removes the temporaries of killed runs (io_stale.c) from DIR. */
 static void clean_dir(lumen_ctx *ctx, const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    const char *t = e->d_name[0] == '.' ? strstr(e->d_name, ".tmp-") : NULL;
-    if (!t) continue;
-    char *end = NULL;
-    long pid = strtol(t + 5, &end, 10);
-    if (pid <= 0 || !end || *end != '-' || pid == (long)getpid()) continue;
-    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-    char path[LUMEN_PIPE_PATH_MAX];
-    pipe_join(path, sizeof path, dir, e->d_name);
-    if (unlink(path) == 0) lumen_log(ctx, LUMEN_LOG_INFO, "removed '%s', left by a killed run", path);
-  }
-  closedir(d);
+  int n = lumen_io_remove_stale_temporaries(dir);
+  if (n > 0) lumen_log(ctx, LUMEN_LOG_INFO, "removed %d temporary file(s) left by a killed run in '%s'", n, dir);
 }
 
 void pipe_checkpoint_clean_tmp(pipe_run *run) {

@@ -7,7 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
+#include "io/io_internal.h"
 #include "pipeline/pipe_internal.h"
+
+/* A configuration file is a few hundred 'key = value' lines; ROCKETSHIP's dce_preferences.txt is
+   about 10 KB. The cap turns a wrong file (an image, /dev/zero) into a clear error. */
+enum { LUMEN_PIPE_CONFIG_MAX_BYTES = 1 << 20 };
 
 void lumen_pipe_config_init(lumen_pipe_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
@@ -353,13 +359,34 @@ lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const
 lumen_status lumen_pipe_config_read(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *path) {
   LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
   LUMEN_REQUIRE_NOT_NULL(ctx, path);
-  FILE *f = fopen(path, "r");
-  if (!f) return lumen_fail(ctx, LUMEN_ERR_IO, "config '%s': cannot open: %s", path, strerror(errno));
+  /* a regular file of at most LUMEN_PIPE_CONFIG_MAX_BYTES: /dev/zero or a FIFO would never end */
+  int fd = -1;
+  int64_t size = 0;
+  lumen_status ost = lumen_io_open_regular(ctx, "config", path, &fd, &size);
+  if (ost != LUMEN_OK) return ost;
+  if (size > LUMEN_PIPE_CONFIG_MAX_BYTES) {
+    close(fd);
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "config '%s': %lld bytes, expected at most %d (a configuration file is "
+                      "a few 'key = value' lines; is this the right file?)", path, (long long)size,
+                      LUMEN_PIPE_CONFIG_MAX_BYTES);
+  }
+  FILE *f = fdopen(fd, "r");
+  if (!f) {
+    close(fd);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "config '%s': cannot read: %s", path, strerror(errno));
+  }
   char line[4096];
   int lineno = 0;
   lumen_status st = LUMEN_OK;
+  long consumed = 0;
   while (fgets(line, sizeof line, f)) {
     ++lineno;
+    consumed += (long)strlen(line);
+    if (consumed > LUMEN_PIPE_CONFIG_MAX_BYTES) {  /* the file grew while being read */
+      st = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%d: the file grew past %d bytes while being read", path, lineno,
+                      LUMEN_PIPE_CONFIG_MAX_BYTES);
+      break;
+    }
     size_t len = strlen(line);
     if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
       /* a longer line would be split and its tail read as another line */

@@ -82,7 +82,7 @@ case_ "dce: config line without =" "badconfig.txt:2: expected 'key = value'" o d
 case_ "dce: config value not a number" "badconfig2.txt:1: relaxivity = 'abc' is not a number" o dce --config badconfig2.txt --dce good_dce.nii.gz $G --out o -q
 case_ "dce: config value out of range" "badconfig3.txt:1: hematocrit = 7: expected a fraction 0\.\.0\.7 \(0\.45 for adults\); in percent\? give 0\.07" o dce --config badconfig3.txt --dce good_dce.nii.gz $G --out o -q
 case_ "dce: config line too long" "longline.txt:1: line longer than 4094 characters" o dce --config longline.txt --dce good_dce.nii.gz $G --out o -q
-case_ "dce: config missing" "config 'nope.txt': cannot open" o dce --config nope.txt --dce good_dce.nii.gz $G --out o -q
+case_ "dce: config missing" "config: cannot open 'nope.txt': No such file" o dce --config nope.txt --dce good_dce.nii.gz $G --out o -q
 # ---- AIF and curve tables
 case_ "dce: AIF table with a word" "badaif.txt:3:1: 'oops' is not a number" o dce --dce good_dce.nii.gz $G --aif file:badaif.txt --out o -q
 case_ "dce: AIF table empty" "emptyaif.txt.*(no rows|no numbers|empty)" o dce --dce good_dce.nii.gz $G --aif file:emptyaif.txt --out o -q

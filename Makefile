@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all setup configure build test test-only sanitize fuzz demo bench install clean help
+.PHONY: all setup configure build test test-only hostile sanitize fuzz demo bench install clean help
 
 all: build
 
@@ -16,6 +16,7 @@ help:
 	@echo "make test      install dependencies, build, run all tests"
 	@echo "make demo      install dependencies, build, run the demo"
 	@echo "make build     configure and build into $(BUILD)/"
+	@echo "make hostile   build and run only the hostile-input suite (ctest label hostile; part of make test)"
 	@echo "make sanitize  build into $(SAN_BUILD)/ with -fsanitize=address,undefined and run the tests"
 	@echo "make fuzz      build the libFuzzer targets (clang) into $(FUZZ_BUILD)/, run each FUZZ_SECONDS (60)"
 	@echo "make bench     run the benchmarks (never part of the tests)"
@@ -32,6 +33,9 @@ build: configure
 
 test-only:
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+hostile: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L hostile
 
 test:
 	@bash scripts/setup.sh

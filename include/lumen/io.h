@@ -9,7 +9,12 @@
      the expected value (in the context's last-error message).
    - Every writer is atomic: the data go to a hidden temporary file in the same folder
      (".NAME.tmp-PID-N"), which is fsynced and then renamed to NAME, and the folder is fsynced.
-     An existing NAME is never replaced unless `overwrite` is set (LUMEN_ERR_IO "... exists").
+     An existing NAME is never replaced unless `overwrite` is set (LUMEN_ERR_IO "... exists"),
+     and even then only a regular file: a symlink, FIFO, device node, socket or folder at NAME is
+     refused (LUMEN_ERR_IO "... is a FIFO (named pipe), and only a regular file is replaced").
+   - Every reader refuses an input that is not a regular file (a FIFO, a device, a folder) before
+     reading from it, so that no read blocks (LUMEN_ERR_IO "... is a FIFO (named pipe), expected a
+     regular file").
      On any failure the temporary file is removed and nothing appears under NAME.
    - Options structs: NULL or a zero-initialised struct means all defaults.
    - Output pointers are cleared on failure; objects are freed by the matching *_free / *_clear. */
@@ -91,7 +96,10 @@ typedef struct lumen_nifti_info {
    (|pixdim[1..ndim]|, 1 where 0 or not finite). opts and info may be NULL. Errors:
    LUMEN_ERR_IO (cannot open/read), LUMEN_ERR_FORMAT (bad header, truncated data or gzip),
    LUMEN_ERR_UNSUPPORTED (complex/RGB types, more than 4 non-trivial dims, .hdr/.img),
-   LUMEN_ERR_OUT_OF_MEMORY (over max_bytes or allocation failed), LUMEN_ERR_OVERFLOW. */
+   LUMEN_ERR_OUT_OF_MEMORY (over max_bytes or allocation failed), LUMEN_ERR_OVERFLOW.
+   Reading stops at the end of the voxel data (vox_offset + voxel bytes): data after it are not
+   part of the image and are ignored (an INFO log line); of a .nii.gz at most 1 MiB more is
+   decompressed, to check the gzip trailer (CRC, length) of files that end there. */
 /* Progress: for data over 16 MiB, reports "read <file name>" to the context's progress callback
    (0, every 16 MiB, 1 when complete); a callback that cancels ends the read with
    LUMEN_ERR_CANCELLED and no image. */
@@ -203,11 +211,14 @@ void lumen_acquisition_clear(lumen_acquisition *acq);  /* frees frame_times_s, s
 
 /* ------------------------------------------------------------------------------------- PNG */
 
+/* The most pixels per side a PNG may declare; the reader and every header probe refuse more. */
+#define LUMEN_PNG_MAX_SIDE 1000000u
+
 typedef struct lumen_png_read_opts {
   /* 0: uint8 for 8-bit files (and 1/2/4-bit grey, expanded), uint16 for 16-bit files;
      1: float32 holding the same integer values; 2: float32 scaled to [0, 1] (value / 255 or 65535). */
   int to_float;
-  int64_t max_bytes;        /* 0 = default; also width and height are each at most 1,000,000 */
+  int64_t max_bytes;        /* 0 = default; also width and height are each at most LUMEN_PNG_MAX_SIDE */
 } lumen_png_read_opts;
 
 /* Reads a PNG into a 2-D host image, dims {width, height}, y = 0 the top row (file order).

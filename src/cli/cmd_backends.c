@@ -26,7 +26,8 @@ static void help(FILE *out) {
           "  --threads N  CPU threads to use (default 0 = all cores)\n"
           "  -v           also print debug messages\n"
           "  -h, --help   this text\n\n"
-          "exit status: 0 when no row is FAIL, 1 otherwise, 2 for a usage error.\n");
+          "exit status: 0 when no row is FAIL, 1 otherwise (also when standard output cannot be\n"
+          "written), 2 for a usage error.\n");
 }
 
 static void add(lumen_check *rows, int *n, const char *name, lumen_check_status st, const char *detail) {
@@ -109,7 +110,7 @@ int lumen_cmd_backends(int argc, char **argv) {
       threads = (int)t;
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       help(stdout);
-      return LUMEN_EXIT_OK;
+      return lumen_cli_finish_stdout("backends");
     } else {
       lumen_cli_error("backends", "unknown option '%s' (see 'lumen backends --help')", argv[i]);
       return LUMEN_EXIT_USAGE;
@@ -151,5 +152,7 @@ int lumen_cmd_backends(int argc, char **argv) {
     printf("\n%d part%s checked: %d failed\n", n, n == 1 ? "" : "s", failed);
   }
   lumen_ctx_destroy(ctx);
+  /* a full disk or /dev/full as stdout: the table is incomplete, never exit 0 */
+  if (lumen_cli_finish_stdout("backends") != LUMEN_EXIT_OK) return LUMEN_EXIT_FAILURE;
   return failed ? LUMEN_EXIT_FAILURE : LUMEN_EXIT_OK;
 }

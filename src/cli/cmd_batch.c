@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <dirent.h>
 #include "cli/cli.h"
+#include "io/io_internal.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
 #include "lumen/device.h"
@@ -218,7 +219,8 @@ typedef struct stages {
 static void read_ahead(const lumen_dist_subject *s) {
   static char buf[1 << 16];  /* the reader thread's own */
   for (int a = 0; a < s->argc; ++a) {
-    if (s->argv[a][0] == '-') continue;
+    /* only regular files: reading a FIFO would block this thread and steal the job's data */
+    if (s->argv[a][0] == '-' || !lumen_io_is_regular_file(s->argv[a])) continue;
     FILE *f = fopen(s->argv[a], "rb");
     if (!f) continue;
     while (fread(buf, 1, sizeof buf, f) == sizeof buf) {}

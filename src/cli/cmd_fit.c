@@ -1,6 +1,7 @@
 /* lumen fit: fits a model to curves given as text and writes one CSV row per curve. */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #define CMD "fit"
 
 #if LUMEN_HAVE_IO
+#include "io/io_internal.h"
 #include "lumen/aif.h"
 #include "lumen/io.h"
 
@@ -63,8 +65,9 @@ static void help(FILE *out) {
           "  --threads N          CPU threads (default 0 = all cores)\n"
           "\n"
           "output:\n"
-          "  --out FILE.csv       write the CSV there (written to a temporary name, then renamed);\n"
-          "                       default: standard output\n"
+          "  --out FILE.csv       write the CSV there (written to a hidden temporary file in the same\n"
+          "                       folder, then renamed); default: standard output\n"
+          "  --overwrite          replace an existing --out file (only a regular file is ever replaced)\n"
           "  -q                   no summary line on stderr;  -v: debug messages\n"
           "  --memory-limit SIZE  refuse input files larger than SIZE bytes before reading them (e.g. 512M,\n"
           "                       4G); default: curve files up to min(16G, physical memory), others 256M\n"
@@ -78,7 +81,8 @@ static void help(FILE *out) {
           "Units: rates (Ktrans, kep, Fp, PS) in 1/min, Tp, tau and delay in min, T1 in s, R1 in 1/s.\n"
           "\n"
           "A summary line with the backend requested / selected / used and fits per second goes to\n"
-          "stderr. Exit status 0 on success, 1 when an input cannot be read or used, 2 for usage errors.\n"
+          "stderr. Exit status 0 on success, 1 when an input cannot be read or used or the output cannot\n"
+          "be written (an existing --out without --overwrite, a full disk), 2 for usage errors.\n"
           "\n"
           "example:\n"
           "  lumen fit --model tofts --times t.txt --aif parker --hematocrit 0.42 --curves c.txt --out fit.csv\n");
@@ -253,6 +257,97 @@ static void fit_log(void *user, lumen_log_level level, const char *message) {
   if (level != LUMEN_LOG_ERROR) fprintf(stderr, "lumen %s: %s: %s\n", CMD, names[level], message);
 }
 
+/* ---------------------------------------------------------------- output */
+
+/* Refuses --out before any input is read: an existing name without --overwrite, and anything but
+   a regular file even with it (a symlink, FIFO, device node or folder is never replaced). The
+   atomic writer checks again when it opens and right before its rename. */
+static int out_allowed(const char *path, int overwrite) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return 0;
+  if (!S_ISREG(st.st_mode)) {
+    lumen_cli_error(CMD, "--out '%s' is %s: only a regular file is ever replaced (choose another name)", path,
+                    lumen_io_kind_name((unsigned)st.st_mode));
+    return -1;
+  }
+  if (!overwrite) {
+    lumen_cli_error(CMD, "--out '%s' exists: not replaced without --overwrite (add --overwrite to replace it, or "
+                         "choose another name)", path);
+    return -1;
+  }
+  return 0;
+}
+
+/* Where the CSV goes: standard output, or an atomic file (hidden temporary with an unpredictable
+   name created O_EXCL|O_NOFOLLOW, fsynced, renamed to --out at sink_close). The first failed
+   write is reported once; later writes are skipped. */
+typedef struct {
+  lumen_ctx *ctx;
+  lumen_atomic_file *file; /* NULL: standard output */
+  int failed;
+} csv_sink;
+
+static int sink_open(csv_sink *k, lumen_ctx *ctx, const char *path, int overwrite) {
+  k->ctx = ctx;
+  if (!path) return 0;
+  char *dir = strdup(path);
+  if (dir) {
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[slash == dir] = '\0'; /* "/x.csv" -> "/" */
+    (void)lumen_io_remove_stale_temporaries(slash ? dir : "."); /* a killed run's leftovers */
+    free(dir);
+  }
+  if (lumen_atomic_open(ctx, path, overwrite, 0, &k->file) != LUMEN_OK) {
+    lumen_cli_error(CMD, "--out: %s", lumen_ctx_last_error(ctx));
+    return -1;
+  }
+  return 0;
+}
+
+static void sink_printf(csv_sink *k, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void sink_printf(csv_sink *k, const char *fmt, ...) {
+  if (k->failed) return;
+  char buf[256]; /* one value or one column name */
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof buf) {
+    lumen_cli_error(CMD, "internal error: a CSV field of %d characters", n);
+    k->failed = 1;
+    return;
+  }
+  if (!k->file) {
+    if (fputs(buf, stdout) == EOF) k->failed = 1; /* reported by lumen_cli_finish_stdout */
+    return;
+  }
+  if (lumen_atomic_write(k->file, buf, (size_t)n) != LUMEN_OK) {
+    lumen_cli_error(CMD, "--out: %s", lumen_ctx_last_error(k->ctx));
+    k->failed = 1;
+  }
+}
+
+/* Renames the file into place, or checks every write to standard output; 0 when all is written. */
+static int sink_close(csv_sink *k) {
+  if (!k->file) {
+    if (lumen_cli_finish_stdout(CMD) != LUMEN_EXIT_OK) return -1; /* it printed why */
+    if (k->failed) lumen_cli_error(CMD, "writing standard output failed (the output is incomplete)");
+    return k->failed ? -1 : 0;
+  }
+  if (k->failed) return -1; /* the writer already removed its temporary file */
+  lumen_atomic_file *f = k->file;
+  k->file = NULL;
+  if (lumen_atomic_commit(f) != LUMEN_OK) {
+    lumen_cli_error(CMD, "--out: %s", lumen_ctx_last_error(k->ctx));
+    return -1;
+  }
+  return 0;
+}
+
 #define MAX_PARAM_ARGS 16
 
 int lumen_cmd_fit(int argc, char **argv) {
@@ -264,18 +359,20 @@ int lumen_cmd_fit(int argc, char **argv) {
   double hct = LUMEN_AIF_DEFAULT_HCT, aif_delay = 0, tr = 0, r1 = 4.5, r10 = 1.0, tolerance = 1e-6;
   int64_t mem_limit = 0;
   int max_iter = 200, fit_delay = 0, force_cpu = 0, quiet = 0, verbose = 0, threads = 0, have_tr = 0;
+  int overwrite = 0;
   const char *precision = "float32", *conv = "exact", *bounds_preset = "physical";
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       help(stdout);
-      return LUMEN_EXIT_OK;
+      return lumen_cli_finish_stdout(CMD);
     }
     if (strcmp(a, "--fit-delay") == 0) { fit_delay = 1; continue; }
     if (strcmp(a, "--force-cpu") == 0) { force_cpu = 1; continue; }
     if (strcmp(a, "-q") == 0) { quiet = 1; continue; }
     if (strcmp(a, "-v") == 0) { verbose = 1; continue; }
+    if (strcmp(a, "--overwrite") == 0) { overwrite = 1; continue; }
     /* options with a value: --opt V or --opt=V */
     const char *val = NULL;
     char name[64];
@@ -399,6 +496,8 @@ int lumen_cmd_fit(int argc, char **argv) {
     lumen_cli_error(CMD, "--hematocrit %g: expected a fraction in [0, 1)", hct);
     return LUMEN_EXIT_USAGE;
   }
+  const int to_file = out_path && strcmp(out_path, "-") != 0;
+  if (to_file && out_allowed(out_path, overwrite)) return LUMEN_EXIT_FAILURE;
 
   int rc = LUMEN_EXIT_FAILURE;
   lumen_ctx *ctx = lumen_cli_context(CMD, verbose);
@@ -415,8 +514,7 @@ int lumen_cmd_fit(int argc, char **argv) {
   double *params = NULL, *derived = NULL, *chi2 = NULL, *r2 = NULL, *cilo = NULL, *cihi = NULL, *delay = NULL;
   int32_t *state = NULL, *iters = NULL;
   double *consts = NULL;
-  char *tmp_path = NULL;
-  FILE *out = NULL;
+  csv_sink out = {0};
 
   /* ---------------------------------------------------------------- sample grid */
   if (is_vfa) {
@@ -611,59 +709,29 @@ int lumen_cmd_fit(int argc, char **argv) {
   }
 
   /* ---------------------------------------------------------------- CSV */
-  if (out_path && strcmp(out_path, "-") != 0) {
-    size_t len = strlen(out_path) + 32;
-    tmp_path = malloc(len);
-    if (!tmp_path) goto done;
-    snprintf(tmp_path, len, "%s.tmp.%ld", out_path, (long)getpid());
-    out = fopen(tmp_path, "w");
-    if (!out) {
-      lumen_cli_error(CMD, "cannot write --out '%s' (temporary '%s'): %s", out_path, tmp_path, strerror(errno));
-      free(tmp_path);
-      tmp_path = NULL;
-      goto done;
-    }
-  } else {
-    out = stdout;
-  }
+  if (sink_open(&out, ctx, to_file ? out_path : NULL, overwrite)) goto done;
   {
     int col = 0;
-    for (int k = 0; k < np; ++k) fprintf(out, "%s%s", col++ ? "," : "", lumen_model_param_name(model, k));
-    for (int k = 0; k < nd; ++k) fprintf(out, "%s%s", col++ ? "," : "", lumen_fit_derived_name(model, k));
-    if (fit_delay) fprintf(out, "%sdelay", col++ ? "," : "");
-    fprintf(out, "%ssse,r2,state,iterations", col ? "," : "");
+    for (int k = 0; k < np; ++k) sink_printf(&out, "%s%s", col++ ? "," : "", lumen_model_param_name(model, k));
+    for (int k = 0; k < nd; ++k) sink_printf(&out, "%s%s", col++ ? "," : "", lumen_fit_derived_name(model, k));
+    if (fit_delay) sink_printf(&out, "%sdelay", col++ ? "," : "");
+    sink_printf(&out, "%ssse,r2,state,iterations", col ? "," : "");
     for (int k = 0; k < np; ++k) {
       const char *pn = lumen_model_param_name(model, k);
-      fprintf(out, ",%s_cilo,%s_cihi", pn, pn);
+      sink_printf(&out, ",%s_cilo,%s_cihi", pn, pn);
     }
-    fputc('\n', out);
-    for (int64_t c = 0; c < nc; ++c) {
+    sink_printf(&out, "\n");
+    for (int64_t c = 0; c < nc && !out.failed; ++c) {
       col = 0;
-      for (int k = 0; k < np; ++k) fprintf(out, "%s%.9g", col++ ? "," : "", params[c * np + k]);
-      for (int k = 0; k < nd; ++k) fprintf(out, "%s%.9g", col++ ? "," : "", derived[c * nd + k]);
-      if (fit_delay) fprintf(out, "%s%.9g", col++ ? "," : "", delay[c]);
-      fprintf(out, "%s%.9g,%.9g,%d,%d", col ? "," : "", chi2[c], r2[c], (int)state[c], (int)iters[c]);
-      for (int k = 0; k < np; ++k) fprintf(out, ",%.9g,%.9g", cilo[c * np + k], cihi[c * np + k]);
-      fputc('\n', out);
+      for (int k = 0; k < np; ++k) sink_printf(&out, "%s%.9g", col++ ? "," : "", params[c * np + k]);
+      for (int k = 0; k < nd; ++k) sink_printf(&out, "%s%.9g", col++ ? "," : "", derived[c * nd + k]);
+      if (fit_delay) sink_printf(&out, "%s%.9g", col++ ? "," : "", delay[c]);
+      sink_printf(&out, "%s%.9g,%.9g,%d,%d", col ? "," : "", chi2[c], r2[c], (int)state[c], (int)iters[c]);
+      for (int k = 0; k < np; ++k) sink_printf(&out, ",%.9g,%.9g", cilo[c * np + k], cihi[c * np + k]);
+      sink_printf(&out, "\n");
     }
   }
-  if (out != stdout) {
-    int err = ferror(out);
-    if (fclose(out) != 0 || err) {
-      out = NULL;
-      lumen_cli_error(CMD, "writing '%s' failed: %s", tmp_path, strerror(errno));
-      remove(tmp_path);
-      goto done;
-    }
-    out = NULL;
-    if (rename(tmp_path, out_path) != 0) {
-      lumen_cli_error(CMD, "cannot rename '%s' to --out '%s': %s", tmp_path, out_path, strerror(errno));
-      remove(tmp_path);
-      goto done;
-    }
-  } else {
-    fflush(stdout);
-  }
+  if (sink_close(&out)) goto done;
   if (!quiet) {
     const int64_t conv_n = res.state_counts[LUMEN_FIT_CONVERGED], at_n = res.state_counts[LUMEN_FIT_AT_BOUND];
     char bounds_note[256] = "";
@@ -685,11 +753,7 @@ int lumen_cmd_fit(int argc, char **argv) {
   rc = LUMEN_EXIT_OK;
 
 done:
-  if (out && out != stdout) {
-    fclose(out);
-    if (tmp_path) remove(tmp_path);
-  }
-  free(tmp_path);
+  lumen_atomic_abort(out.file);  /* a failed run leaves nothing under --out */
   free(x.v);
   free(aif.v);
   free(curves);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/internal.h"
+#include "io/io_internal.h"
 #include "lumen/dist.h"
 
 void lumen_dist_range(int64_t n, int k, int nparts, int64_t *lo, int64_t *hi) {
@@ -186,48 +187,49 @@ lumen_status lumen_dist_part_fit(void *user, lumen_ctx *ctx, const lumen_fit_pla
    (2: the at_bound state and the per-parameter bound counts) */
 static const char MAGIC[12] = "LUMENPART2\n";
 
-static int w_str(FILE *f, const char *s) {
+/* The part is written through the library's atomic writer (random temporary name created
+   O_EXCL|O_NOFOLLOW, fsync, rename; only a regular file is replaced): a planted symlink at a
+   predictable temporary name can not redirect it (issue 15). */
+static int w_raw(lumen_atomic_file *f, const void *p, size_t n) { return n == 0 || lumen_atomic_write(f, p, n) == LUMEN_OK; }
+static int w_str(lumen_atomic_file *f, const char *s) {
   int32_t len = (int32_t)strlen(s);
-  return fwrite(&len, 4, 1, f) == 1 && (len == 0 || fwrite(s, 1, (size_t)len, f) == (size_t)len);
+  return w_raw(f, &len, 4) && w_raw(f, s, (size_t)len);
 }
-static int w_arr(FILE *f, const void *p, size_t elem, int64_t cnt) {
+static int w_arr(lumen_atomic_file *f, const void *p, size_t elem, int64_t cnt) {
   if (!p || cnt <= 0 || elem == 0) return 1;
-  return fwrite(p, elem, (size_t)cnt, f) == (size_t)cnt;
+  return w_raw(f, p, elem * (size_t)cnt);
 }
 
 lumen_status lumen_dist_part_write(lumen_ctx *ctx, const lumen_dist_part *p, const char *path, int argc,
                                    char *const *argv) {
-  char tmp[4200], cwd[4096];
+  char cwd[4096];
   if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
-  snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return lumen_fail(ctx, LUMEN_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
-  int ok = fwrite(MAGIC, 1, sizeof MAGIC, f) == sizeof MAGIC;
+  lumen_atomic_file *f = NULL;
+  lumen_status st = lumen_atomic_open(ctx, path, 1, 0, &f);
+  if (st != LUMEN_OK) return st;
+  int ok = w_raw(f, MAGIC, sizeof MAGIC);
   int32_t hdr[2] = {p->k, p->n};
-  ok = ok && fwrite(hdr, 4, 2, f) == 2 && w_str(f, cwd);
+  ok = ok && w_raw(f, hdr, sizeof hdr) && w_str(f, cwd);
   int32_t ac = argc;
-  ok = ok && fwrite(&ac, 4, 1, f) == 1;
+  ok = ok && w_raw(f, &ac, 4);
   for (int i = 0; ok && i < argc; ++i) ok = w_str(f, argv[i]);
   int32_t nr = p->nrec;
-  ok = ok && fwrite(&nr, 4, 1, f) == 1;
+  ok = ok && w_raw(f, &nr, 4);
   for (int i = 0; ok && i < p->nrec; ++i) {
     const part_rec *r = &p->rec[i];
     int64_t c = r->hi - r->lo;
-    ok = fwrite(r, offsetof(part_rec, params), 1, f) == 1;
+    ok = w_raw(f, r, offsetof(part_rec, params));
     ok = ok && w_arr(f, r->params, sizeof(double) * (size_t)r->np, c) && w_arr(f, r->derived, sizeof(double) * (size_t)r->nd, c);
     ok = ok && w_arr(f, r->chi2, sizeof(double), c) && w_arr(f, r->r2, sizeof(double), c);
     if (r->has_ci) ok = ok && w_arr(f, r->ci_lo, sizeof(double) * (size_t)r->np, c) && w_arr(f, r->ci_hi, sizeof(double) * (size_t)r->np, c);
     if (r->has_delay) ok = ok && w_arr(f, r->delay, sizeof(double), c);
     ok = ok && w_arr(f, r->state, sizeof(int32_t), c);
   }
-  int err = ok ? 0 : errno;
-  if (fclose(f) != 0 && ok) { ok = 0; err = errno; }
-  if (ok && rename(tmp, path) != 0) { ok = 0; err = errno; }
-  if (!ok) {
-    unlink(tmp);
-    return lumen_fail(ctx, LUMEN_ERR_IO, "cannot write the shard part '%s': %s", path, err ? strerror(err) : "write error");
+  if (!ok) {  /* the writer has set the error (file, reason) */
+    lumen_atomic_abort(f);
+    return lumen_ctx_last_status(ctx) != LUMEN_OK ? lumen_ctx_last_status(ctx) : LUMEN_ERR_IO;
   }
-  return LUMEN_OK;
+  return lumen_atomic_commit(f);
 }
 
 static int r_str(FILE *f, char **s) {
@@ -247,8 +249,9 @@ static int r_arr(FILE *f, void **p, size_t elem, int64_t cnt) {
 
 lumen_status lumen_dist_part_read(lumen_ctx *ctx, const char *path, lumen_dist_part **out) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return lumen_fail(ctx, LUMEN_ERR_IO, "cannot open the part '%s': %s", path, strerror(errno));
+  FILE *f = NULL;
+  lumen_status os = lumen_io_fopen_regular(ctx, "the part", path, &f);  /* a FIFO would block */
+  if (os != LUMEN_OK) return os;
   lumen_dist_part *p = calloc(1, sizeof *p);
   char m[sizeof MAGIC];
   int32_t hdr[2], ac = 0, nr = 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "core/internal.h"
+#include "io/io_internal.h"
 #include "lumen/dist.h"
 
 void lumen_dist_subjects_clear(lumen_dist_subjects *s) {
@@ -40,8 +41,9 @@ static int add_arg(lumen_dist_subject *x, const char *a) {
 
 lumen_status lumen_dist_list_read(lumen_ctx *ctx, const char *path, lumen_dist_subjects *out) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "r");
-  if (!f) return lumen_fail(ctx, LUMEN_ERR_IO, "cannot open the list '%s': %s", path, strerror(errno));
+  FILE *f = NULL;
+  lumen_status os = lumen_io_fopen_regular(ctx, "the list", path, &f);  /* a FIFO would block */
+  if (os != LUMEN_OK) return os;
   char line[16384];
   int cap = 0, lineno = 0;
   lumen_status st = LUMEN_OK;

@@ -99,6 +99,21 @@ static void env_inject_once(void) {
   if (e && *e) lumen_io_inject_write_failure(strtoll(e, NULL, 10));
 }
 
+/* What may stand at the final name: nothing, or (with overwrite) a regular file. A symlink, FIFO,
+   device node, socket or folder is never replaced, overwrite or not: rename() would swap it for a
+   regular file (`--out /dev/null` run as root would replace /dev/null, issue 15). An lstat error
+   other than "no such file" is left to the create or the rename, which report it. */
+static lumen_status check_final_name(lumen_ctx *ctx, const char *path, int overwrite) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return LUMEN_OK;
+  if (!S_ISREG(st.st_mode))
+    return lumen_fail(ctx, LUMEN_ERR_IO, "cannot write '%s': it is %s, and only a regular file is replaced "
+                      "(remove it or choose another name)", path, lumen_io_kind_name((unsigned)st.st_mode));
+  if (!overwrite)
+    return lumen_fail(ctx, LUMEN_ERR_IO, "'%s' exists and is not replaced without overwrite (--overwrite)", path);
+  return LUMEN_OK;
+}
+
 lumen_status lumen_atomic_open(lumen_ctx *ctx, const char *path, int overwrite, int gzip_level,
                                lumen_atomic_file **out) {
   LUMEN_REQUIRE_NOT_NULL(ctx, out);
@@ -108,12 +123,8 @@ lumen_status lumen_atomic_open(lumen_ctx *ctx, const char *path, int overwrite, 
   LUMEN_REQUIRE(ctx, path[0] != '\0', "cannot write a file with an empty name");
   size_t len = strlen(path);
   LUMEN_REQUIRE(ctx, path[len - 1] != '/', "cannot write '%s': the name is a folder", path);
-  struct stat st;
-  if (lstat(path, &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return lumen_fail(ctx, LUMEN_ERR_IO, "cannot write '%s': it is a folder", path);
-    if (!overwrite)
-      return lumen_fail(ctx, LUMEN_ERR_IO, "'%s' exists and is not replaced without overwrite (--overwrite)", path);
-  }
+  lumen_status cs = check_final_name(ctx, path, overwrite);
+  if (cs != LUMEN_OK) return cs;
   lumen_atomic_file *f = calloc(1, sizeof *f);
   if (!f) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of host memory opening '%s'", path);
   f->ctx = ctx;
@@ -292,6 +303,9 @@ lumen_status lumen_atomic_commit(lumen_atomic_file *f) {
   }
   f->fd = -1;
   if (f->overwrite) {
+    /* again right before the rename: the name may have changed while the data were written */
+    s = check_final_name(ctx, f->final_path, 1);
+    if (s != LUMEN_OK) goto fail;
     if (rename(f->tmp_path, f->final_path) != 0) {
       int e = errno;
       discard(f);

@@ -14,7 +14,9 @@ extern "C" {
 
 /* A file being written atomically: data go to ".NAME.tmp-PID-N" in NAME's folder (optionally
    through gzip); commit fsyncs it, renames it to NAME (refusing an existing NAME unless
-   overwrite) and fsyncs the folder; abort removes it. After a failed write/commit the temporary
+   overwrite) and fsyncs the folder; abort removes it. Even with overwrite only a regular file
+   is replaced: a symlink, FIFO, device node, socket or folder at NAME is refused, at open and
+   again right before the rename. After a failed write/commit the temporary
    file is already gone and only lumen_atomic_abort (harmless) remains to be called. */
 typedef struct lumen_atomic_file lumen_atomic_file;
 
@@ -40,6 +42,9 @@ void lumen_io_inject_write_failure(int64_t after_bytes);
 lumen_status lumen_io_open_regular(lumen_ctx *ctx, const char *fn, const char *path, int *fd_out,
                                    int64_t *size_out);
 lumen_status lumen_io_fopen_regular(lumen_ctx *ctx, const char *fn, const char *path, FILE **out);
+/* "a FIFO (named pipe)", "a character device", "a symbolic link", "a folder", ... for a st_mode
+   (the words of the messages above). */
+const char *lumen_io_kind_name(unsigned mode);
 /* 1 when PATH (after symlinks) is a regular file; for pre-checks before a third-party reader. */
 int lumen_io_is_regular_file(const char *path);
 

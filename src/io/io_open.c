@@ -9,7 +9,10 @@
 #include <unistd.h>
 #include "io/io_internal.h"
 
-static const char *kind_of(mode_t m) {
+const char *lumen_io_kind_name(unsigned mode) {
+  mode_t m = (mode_t)mode;
+  if (S_ISREG(m)) return "a regular file";
+  if (S_ISLNK(m)) return "a symbolic link";
   if (S_ISDIR(m)) return "a folder";
   if (S_ISFIFO(m)) return "a FIFO (named pipe)";
   if (S_ISCHR(m)) return "a character device";
@@ -34,7 +37,8 @@ lumen_status lumen_io_open_regular(lumen_ctx *ctx, const char *fn, const char *p
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return lumen_fail(ctx, LUMEN_ERR_IO, "%s: '%s' is %s, expected a regular file", fn, path, kind_of(st.st_mode));
+    return lumen_fail(ctx, LUMEN_ERR_IO, "%s: '%s' is %s, expected a regular file", fn, path,
+                      lumen_io_kind_name((unsigned)st.st_mode));
   }
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {

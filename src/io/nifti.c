@@ -18,6 +18,9 @@
 #define PROGRESS_BLOCK ((int64_t)16 << 20)
 /* deflate cannot compress more than about 1032:1; a .nii.gz claiming more data is truncated */
 #define GZIP_MAX_RATIO 1032
+/* decompressed bytes read after the voxel data of a .nii.gz to reach the gzip trailer; beyond this
+   the rest is ignored, not decompressed */
+#define TRAILING_MAX ((int64_t)1 << 20)
 
 /* -------------------------------------------------------------------------- datatypes */
 
@@ -412,14 +415,10 @@ static lumen_status open_reader(lumen_ctx *ctx, const char *fn, const char *path
   r->max_bytes = lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0);
   LUMEN_REQUIRE(ctx, !opts || opts->keep_type == 0 || opts->keep_type == 1, "%s: opts->keep_type is %d, expected 0 or 1",
                 fn, opts ? opts->keep_type : 0);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return lumen_fail(ctx, LUMEN_ERR_IO, "%s: cannot open '%s': %s", fn, path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return lumen_fail(ctx, LUMEN_ERR_IO, "%s: '%s' is not a regular file", fn, path);
-  }
-  r->file_size = (int64_t)st.st_size;
+  /* never blocks: a FIFO or device as input is refused before anything is read */
+  int fd = -1;
+  lumen_status os = lumen_io_open_regular(ctx, fn, path, &fd, &r->file_size);
+  if (os != LUMEN_OK) return os;
   unsigned char magic[2] = {0, 0};
   ssize_t k = pread(fd, magic, 2, 0);
   r->compressed = k == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
@@ -498,6 +497,36 @@ static void to_float(const void *in, float *out, size_t n, lumen_dtype t, int sc
     default: break;
   }
 #undef CONV
+}
+
+/* After the voxel data of a .nii.gz: reads on to the end of the gzip stream so that zlib checks its
+   trailer (CRC and length), but at most TRAILING_MAX decompressed bytes. Data after the voxels are
+   not part of the image: more than that is ignored with an INFO line (and that CRC stays
+   unchecked) instead of decompressing gigabytes of it (issue 15). */
+static lumen_status check_gzip_end(reader *r) {
+  unsigned char tail[4096];
+  int64_t extra = 0;
+  for (;;) {
+    int k = extra < TRAILING_MAX ? gzread(r->gz, tail, sizeof tail) : 0;
+    if (k > 0) {
+      extra += k;
+      continue;
+    }
+    int zerr = 0;
+    const char *msg = gz_message(r->gz, &zerr);
+    if (k < 0 || (zerr != Z_OK && zerr != Z_ERRNO))
+      return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s' is truncated or corrupt after the voxel data (gzip: %s)", r->fn,
+                   r->path, msg);
+    break;
+  }
+  if (extra >= TRAILING_MAX)
+    lumen_log(r->ctx, LUMEN_LOG_INFO, "%s: '%s': more than %lld bytes follow the voxel data (vox_offset %lld + %lld "
+              "bytes); ignored, not decompressed", r->fn, r->path, (long long)TRAILING_MAX,
+              (long long)r->h.vox_offset, (long long)r->data_bytes);
+  else if (extra > 0)
+    lumen_log(r->ctx, LUMEN_LOG_INFO, "%s: '%s': %lld bytes after the voxel data ignored", r->fn, r->path,
+              (long long)extra);
+  return LUMEN_OK;
 }
 
 lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts, lumen_image **out,
@@ -582,20 +611,10 @@ lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nift
     }
   }
   free(scratch);
-  if (s == LUMEN_OK && r.compressed) {
-    /* read past the data so that zlib checks the gzip trailer (CRC and length) */
-    unsigned char tail[4096];
-    for (;;) {
-      int k = gzread(r.gz, tail, sizeof tail);
-      if (k > 0) continue;
-      int zerr = 0;
-      const char *msg = gz_message(r.gz, &zerr);
-      if (k < 0 || (zerr != Z_OK && zerr != Z_ERRNO))
-        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s' is truncated or corrupt after the voxel data (gzip: %s)", fn,
-                       path, msg);
-      break;
-    }
-  }
+  if (s == LUMEN_OK && r.compressed) s = check_gzip_end(&r);
+  if (s == LUMEN_OK && !r.compressed && r.file_size > p->vox_offset + r.data_bytes)
+    lumen_log(ctx, LUMEN_LOG_INFO, "%s: '%s': %lld bytes after the voxel data ignored", fn, path,
+              (long long)(r.file_size - p->vox_offset - r.data_bytes));
   close_reader(&r);
   if (s == LUMEN_OK && report) s = lumen_progress(ctx, 1.0, stage);
   if (s == LUMEN_ERR_CANCELLED)

@@ -27,7 +27,6 @@ lumen_status lumen_png_write(lumen_ctx *ctx, const char *path, const lumen_image
 #else
 #include <png.h>
 
-#define PNG_MAX_SIDE 1000000u
 
 typedef struct png_err {
   char message[256];
@@ -55,8 +54,9 @@ lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_re
   LUMEN_REQUIRE(ctx, to_float >= 0 && to_float <= 2, "%s: opts->to_float is %d, expected 0, 1 or 2", fn, to_float);
   int64_t max_bytes = lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0);
 
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return lumen_fail(ctx, LUMEN_ERR_IO, "%s: cannot open '%s': %s", fn, path, strerror(errno));
+  FILE *fp = NULL;  /* never blocks: a FIFO or device is refused before anything is read */
+  lumen_status os = lumen_io_fopen_regular(ctx, fn, path, &fp);
+  if (os != LUMEN_OK) return os;
   unsigned char sig[8];
   if (fread(sig, 1, 8, fp) != 8 || png_sig_cmp(sig, 0, 8) != 0) {
     fclose(fp);
@@ -85,7 +85,7 @@ lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_re
   }
   png_init_io(png, fp);
   png_set_sig_bytes(png, 8);
-  png_set_user_limits(png, PNG_MAX_SIDE, PNG_MAX_SIDE);
+  png_set_user_limits(png, LUMEN_PNG_MAX_SIDE, LUMEN_PNG_MAX_SIDE);
   png_set_chunk_malloc_max(png, (png_alloc_size_t)64 << 20);
   png_read_info(png, info);
   png_uint_32 width = 0, height = 0;
@@ -221,9 +221,9 @@ lumen_status lumen_png_write(lumen_ctx *ctx, const char *path, const lumen_image
       return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "%s: '%s': dims[%d] is %lld, expected a 2-D image (dims beyond "
                         "the 2nd equal to 1)", fn, path, i, (long long)lumen_image_dim(image, i));
   int64_t w = lumen_image_dim(image, 0), h = lumen_image_dim(image, 1);
-  if (w > PNG_MAX_SIDE || h > PNG_MAX_SIDE)
+  if (w > LUMEN_PNG_MAX_SIDE || h > LUMEN_PNG_MAX_SIDE)
     return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "%s: '%s': %lld x %lld is over the PNG limit of %u per side", fn,
-                      path, (long long)w, (long long)h, PNG_MAX_SIDE);
+                      path, (long long)w, (long long)h, LUMEN_PNG_MAX_SIDE);
   lumen_dtype t = lumen_image_dtype(image);
   int depth = o.bit_depth;
   if (!depth) depth = (t == LUMEN_DTYPE_UINT8 || t == LUMEN_DTYPE_INT8 || lumen_dtype_size(t) == 0 ||

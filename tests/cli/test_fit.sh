@@ -67,7 +67,7 @@ awk 'BEGIN { for (i = 0; i < 80; i++) printf "%s0.1", (i ? "," : ""); printf "\n
 check "patlak with --aif parker runs" "[ $rc -eq 0 ] && head -1 p.csv | grep -q '^Ktrans,vp,sse,r2,state'"
 
 "$bin" fit --help > help.txt; rc=$?
-check "--help exits 0 and documents the options" "[ $rc -eq 0 ] && grep -q -- '--curves' help.txt && grep -q -- '--bounds NAME=LO:HI' help.txt && grep -q 'CSV columns' help.txt"
+check "--help exits 0 and documents the options" "[ $rc -eq 0 ] && grep -q -- '--curves' help.txt && grep -q -- '--bounds NAME=LO:HI' help.txt && grep -q 'CSV columns' help.txt && grep -q -- '--overwrite' help.txt"
 
 # ---------------------------------------------------------------- bad input
 expect() { # name, expected exit, grep pattern, args...
@@ -101,5 +101,13 @@ expect "vfa without TR" 2 "needs --flip-angles" --model vfa --flip-angles 2,5,10
 check "NaN sample and all-zero curve: exit 0, state 3, NaN parameters" \
   "[ $rc -eq 0 ] && [ \"\$(sed -n 2p nan.csv | cut -d, -f1,6)\" = 'nan,3' ] && [ \"\$(sed -n 3p nan.csv | cut -d, -f1,6)\" = 'nan,3' ]"
 check "failed runs leave no output file" "[ ! -e bad.csv ]"
+
+# --out is never replaced without --overwrite (tests/cli/test_hostile_io.sh has the hostile cases)
+cp fit.csv fit_before.csv
+"$bin" fit --model tofts "${base[@]}" --curves nan.txt --out fit.csv 2>err.txt; rc=$?
+check "existing --out refused without --overwrite, kept" \
+  "[ $rc -eq 1 ] && grep -q -- \"--out 'fit.csv' exists: not replaced without --overwrite\" err.txt && cmp -s fit.csv fit_before.csv"
+"$bin" fit --model tofts "${base[@]}" --curves nan.txt --out fit.csv --overwrite 2>/dev/null; rc=$?
+check "--overwrite replaces it" "[ $rc -eq 0 ] && cmp -s fit.csv nan.csv"
 
 exit $fail

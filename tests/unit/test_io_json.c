@@ -253,6 +253,30 @@ static void write_round_trip(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
+/* A FIFO as a JSON file or sidecar is refused at once (issue 15: reading it would block forever);
+   alarm() turns a hang into a failure. */
+static void non_regular_sidecar(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  char nii[128], js[128];
+  snprintf(nii, sizeof nii, "%s/sub-02_dce.nii.gz", g_dir);
+  assert_int_equal(lumen_sidecar_path(ctx, nii, js, sizeof js), LUMEN_OK);
+  assert_int_equal(mkfifo(js, 0600), 0);
+  alarm(20);
+  lumen_json *j = NULL;
+  assert_int_equal(lumen_json_read(ctx, js, &j), LUMEN_ERR_IO);
+  assert_null(j);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), js));
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "is a FIFO (named pipe), expected a regular file"));
+  lumen_acquisition acq;
+  int found = 0;
+  assert_int_equal(lumen_sidecar_read_for(ctx, nii, &acq, NULL, &found), LUMEN_ERR_IO);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "FIFO"));
+  alarm(0);
+  unlink(js);
+  lumen_ctx_destroy(ctx);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-json-XXXXXX");
   if (!mkdtemp(g_dir)) return 1;
@@ -261,6 +285,7 @@ int main(void) {
       cmocka_unit_test(sidecar_tr),
       cmocka_unit_test(bad_json),
       cmocka_unit_test(write_round_trip),
+      cmocka_unit_test(non_regular_sidecar),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   rmdir(g_dir);

@@ -1,6 +1,7 @@
 /* NIfTI reading and writing: round trips, geometry, scaling, hostile headers, atomic writes. */
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,13 @@ static int temp_files_left(void) {
     if (strstr(e->d_name, ".tmp-")) n++;
   if (d) closedir(d);
   return n;
+}
+
+static void f_put(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
 }
 
 static void expect_error(lumen_ctx *ctx, lumen_status got, lumen_status want, const char *path, const char *needle) {
@@ -528,6 +536,197 @@ static void overwrite_and_failures(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
+/* Inputs that are not regular files are refused at once, never read: a FIFO without a writer
+   would block open() forever (issue 15). alarm() turns such a hang into a failure. */
+static void non_regular_inputs(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const char *fifo = path_of("fifo.nii.gz");
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  alarm(20);
+  lumen_image *im = NULL;
+  lumen_nifti_info info;
+  lumen_status s = lumen_nifti_read(ctx, fifo, NULL, &im, &info);
+  expect_error(ctx, s, LUMEN_ERR_IO, fifo, "is a FIFO (named pipe), expected a regular file");
+  assert_null(im);
+  s = lumen_nifti_read_header(ctx, fifo, NULL, &info);
+  expect_error(ctx, s, LUMEN_ERR_IO, fifo, "FIFO");
+  s = lumen_nifti_read(ctx, "/dev/null", NULL, &im, NULL);
+  expect_error(ctx, s, LUMEN_ERR_IO, "/dev/null", "is a character device, expected a regular file");
+  s = lumen_nifti_read(ctx, g_dir, NULL, &im, NULL);
+  expect_error(ctx, s, LUMEN_ERR_IO, g_dir, "is a folder, expected a regular file");
+  alarm(0);
+  lumen_ctx_destroy(ctx);
+}
+
+/* Writes to a gzip stream with deflate and the given flush mode; appends the output to f. */
+static void deflate_into(z_stream *z, FILE *f, const void *in, size_t n, int flush) {
+  unsigned char out[65536];
+  z->next_in = (unsigned char *)(uintptr_t)in;
+  z->avail_in = (uInt)n;
+  int rc;
+  do {
+    z->next_out = out;
+    z->avail_out = sizeof out;
+    rc = deflate(z, flush);
+    assert_true(rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR);
+    size_t have = sizeof out - z->avail_out;
+    assert_int_equal(fwrite(out, 1, have, f), have);
+  } while (z->avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+}
+
+/* A .nii.gz whose gzip stream holds the file NII followed by `zeros_mib` MiB of zeros (and
+   `extra` zero bytes more), built cheaply: one deflate block of 1 MiB of zeros after a full flush
+   is self-contained, so it is written once and repeated. The trailer gets the true CRC and
+   length unless bad_crc. */
+static void write_trailing_gz(const char *path, const unsigned char *nii, size_t nii_len, int zeros_mib,
+                              size_t extra, int bad_crc) {
+  const size_t mib = (size_t)1 << 20;
+  unsigned char *zeros = calloc(1, mib);
+  assert_non_null(zeros);
+  FILE *f = fopen(path, "w+b"); /* read back: the repeated block is copied from the file */
+  assert_non_null(f);
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  deflate_into(&z, f, nii, nii_len, Z_FULL_FLUSH);
+  uLong crc = crc32(0L, nii, (uInt)nii_len);
+  uLong zcrc = crc32(0L, zeros, (uInt)mib);
+  if (zeros_mib > 0) {
+    long start = ftell(f);
+    deflate_into(&z, f, zeros, mib, Z_FULL_FLUSH);
+    long len = ftell(f) - start;
+    unsigned char *block = malloc((size_t)len);
+    assert_non_null(block);
+    assert_int_equal(fseek(f, start, SEEK_SET), 0);
+    assert_int_equal(fread(block, 1, (size_t)len, f), (size_t)len);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    for (int i = 1; i < zeros_mib; i++) assert_int_equal(fwrite(block, 1, (size_t)len, f), (size_t)len);
+    free(block);
+    for (int i = 0; i < zeros_mib; i++) crc = crc32_combine(crc, zcrc, (z_off_t)mib);
+  }
+  deflate_into(&z, f, zeros, extra, Z_FULL_FLUSH);
+  crc = crc32(crc, zeros, (uInt)extra);
+  deflate_into(&z, f, NULL, 0, Z_FINISH);
+  deflateEnd(&z);
+  /* the trailer: CRC-32 and length mod 2^32, little-endian, replacing what deflate computed */
+  uint32_t isize = (uint32_t)((uint64_t)nii_len + (uint64_t)zeros_mib * mib + extra);
+  uint32_t c = (uint32_t)crc ^ (bad_crc ? 1u : 0u);
+  unsigned char trailer[8];
+  for (int i = 0; i < 4; i++) {
+    trailer[i] = (unsigned char)(c >> (8 * i));
+    trailer[4 + i] = (unsigned char)(isize >> (8 * i));
+  }
+  assert_int_equal(fseek(f, -8, SEEK_END), 0);
+  assert_int_equal(fwrite(trailer, 1, 8, f), 8);
+  assert_int_equal(fclose(f), 0);
+  free(zeros);
+}
+
+/* Data after the voxels of a .nii.gz (issue 15: gigabytes of zeros were all decompressed): up to
+   1 MiB more is read so that the gzip trailer is still checked; beyond that the rest is ignored,
+   never decompressed (a bad CRC 64 MiB further on is not even seen). */
+static void trailing_gzip_data(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int64_t dims[3] = {6, 5, 4};
+  lumen_image *im = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
+  const char *plain = path_of("small.nii");
+  assert_int_equal(lumen_nifti_write(ctx, plain, im, NULL), LUMEN_OK);
+  FILE *f = fopen(plain, "rb");
+  assert_non_null(f);
+  unsigned char nii[352 + 6 * 5 * 4 * 4];
+  assert_int_equal(fread(nii, 1, sizeof nii, f), sizeof nii);
+  fclose(f);
+  struct {
+    const char *name;
+    int mib;
+    size_t extra;
+    int bad_crc;
+    lumen_status want;
+  } cases[] = {
+      {"t_none.nii.gz", 0, 0, 0, LUMEN_OK},            /* control */
+      {"t_small.nii.gz", 0, 100, 0, LUMEN_OK},         /* a little trailing data: read, CRC checked */
+      {"t_small_bad.nii.gz", 0, 100, 1, LUMEN_ERR_FORMAT}, /* ... and a bad CRC there is found */
+      {"t_big.nii.gz", 64, 0, 0, LUMEN_OK},            /* 64 MiB more: ignored */
+      {"t_big_bad.nii.gz", 64, 0, 1, LUMEN_OK},        /* not decompressed: its CRC is never reached */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    const char *p = path_of(cases[k].name);
+    write_trailing_gz(p, nii, sizeof nii, cases[k].mib, cases[k].extra, cases[k].bad_crc);
+    lumen_image *back = NULL;
+    lumen_nifti_info info;
+    lumen_status s = lumen_nifti_read(ctx, p, NULL, &back, &info);
+    if (cases[k].want != LUMEN_OK) {
+      expect_error(ctx, s, cases[k].want, p, "corrupt"); /* zlib may see the CRC while reading ahead */
+      continue;
+    }
+    if (s != LUMEN_OK) print_error("%s: %s\n", cases[k].name, lumen_ctx_last_error(ctx));
+    assert_int_equal(s, LUMEN_OK);
+    assert_int_equal(info.compressed, 1);
+    lumen_test_assert_images_equal(back, im);
+    lumen_image_free(back);
+    unlink(p);
+  }
+  lumen_image_free(im);
+  lumen_ctx_destroy(ctx);
+}
+
+/* With overwrite, only a regular file is replaced: a FIFO, a symlink (its target untouched), a
+   device node or a folder at the final name is refused, at open and again before the rename. */
+static void overwrite_only_regular_files(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int64_t dims[3] = {4, 4, 2};
+  lumen_image *im = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
+  lumen_nifti_write_opts wo = {0};
+  wo.overwrite = 1;
+  const char *fifo = path_of("fifo.nii");
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  lumen_status s = lumen_nifti_write(ctx, fifo, im, &wo);
+  expect_error(ctx, s, LUMEN_ERR_IO, fifo, "is a FIFO (named pipe), and only a regular file is replaced");
+  struct stat st;
+  assert_int_equal(lstat(fifo, &st), 0);
+  assert_true(S_ISFIFO(st.st_mode));
+  /* a symlink to another file: neither the link nor its target changes */
+  const char *victim = path_of("victim.txt");
+  const char *link_name = path_of("link.nii");
+  f_put(victim, "keep me\n");
+  assert_int_equal(symlink(victim, link_name), 0);
+  s = lumen_nifti_write(ctx, link_name, im, &wo);
+  expect_error(ctx, s, LUMEN_ERR_IO, link_name, "is a symbolic link");
+  s = lumen_nifti_write(ctx, link_name, im, NULL);
+  expect_error(ctx, s, LUMEN_ERR_IO, link_name, NULL);
+  assert_int_equal(lstat(link_name, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_int_equal(stat(victim, &st), 0);
+  assert_int_equal(st.st_size, 8);
+  /* a symlink to a device node (never a real /dev file written: the link is refused first) */
+  const char *dev_link = path_of("null.nii");
+  assert_int_equal(symlink("/dev/null", dev_link), 0);
+  s = lumen_nifti_write(ctx, dev_link, im, &wo);
+  expect_error(ctx, s, LUMEN_ERR_IO, dev_link, "symbolic link");
+  /* the name becomes a FIFO while the data are written: the rename is refused, no temporary left */
+  const char *late = path_of("late.nii");
+  lumen_atomic_file *af = NULL;
+  assert_int_equal(lumen_atomic_open(ctx, late, 1, 0, &af), LUMEN_OK);
+  assert_int_equal(lumen_atomic_write(af, "data", 4), LUMEN_OK);
+  assert_int_equal(mkfifo(late, 0600), 0);
+  s = lumen_atomic_commit(af);
+  expect_error(ctx, s, LUMEN_ERR_IO, late, "FIFO");
+  assert_int_equal(lstat(late, &st), 0);
+  assert_true(S_ISFIFO(st.st_mode));
+  assert_int_equal(temp_files_left(), 0);
+  /* a regular file is still replaced */
+  const char *reg = path_of("reg.nii");
+  f_put(reg, "old\n");
+  assert_int_equal(lumen_nifti_write(ctx, reg, im, &wo), LUMEN_OK);
+  assert_int_equal(stat(reg, &st), 0);
+  assert_true(st.st_size > 8);
+  lumen_image_free(im);
+  lumen_ctx_destroy(ctx);
+}
+
 /* A real full disk: LUMEN_TEST_FULL_DIR names a small file system (e.g. a 64 KiB tmpfs,
    `mount -t tmpfs -o size=64k tmpfs DIR`); skipped when unset. */
 static void real_disk_full(void **state) {
@@ -582,6 +781,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(hostile_headers, setup, teardown),
       cmocka_unit_test_setup_teardown(overwrite_and_failures, setup, teardown),
       cmocka_unit_test_setup_teardown(argument_checks, setup, teardown),
+      cmocka_unit_test_setup_teardown(non_regular_inputs, setup, teardown),
+      cmocka_unit_test_setup_teardown(trailing_gzip_data, setup, teardown),
+      cmocka_unit_test_setup_teardown(overwrite_only_regular_files, setup, teardown),
       cmocka_unit_test(real_disk_full),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -219,6 +219,30 @@ static void colour_and_hostile(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
+/* A FIFO (or any non-regular file) as a PNG input is refused at once, never opened for a blocking
+   read (issue 15); alarm() turns a hang into a failure. */
+static void non_regular_input(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const char *fifo = path_of("fifo.png");
+  unlink(fifo);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  alarm(20);
+  lumen_image *im = NULL;
+  lumen_status s = lumen_png_read(ctx, fifo, NULL, &im, NULL);
+  alarm(0);
+  assert_int_equal(s, LUMEN_ERR_IO);
+  assert_null(im);
+  const char *msg = lumen_ctx_last_error(ctx);
+  assert_non_null(strstr(msg, fifo));
+  assert_non_null(strstr(msg, "is a FIFO (named pipe), expected a regular file"));
+  s = lumen_png_read(ctx, "/dev/null", NULL, &im, NULL);
+  assert_int_equal(s, LUMEN_ERR_IO);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "character device"));
+  unlink(fifo);
+  lumen_ctx_destroy(ctx);
+}
+
 static int cleanup(void **state) {
   (void)state;
   static const char *const names[] = {"g8.png", "g16.png", "s.png", "rgb.png", "x.png"};
@@ -237,6 +261,7 @@ int main(void) {
       cmocka_unit_test(round_trips),
       cmocka_unit_test(scaling),
       cmocka_unit_test(colour_and_hostile),
+      cmocka_unit_test(non_regular_input),
   };
   int rc = cmocka_run_group_tests(tests, NULL, cleanup);
   rmdir(g_dir);

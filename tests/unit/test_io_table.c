@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "test_support.h"
 #include "lumen/io.h"
@@ -129,10 +130,34 @@ static void bad_tables(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
+/* A FIFO as a table (--curves, --times, --aif) is refused at once, never read (issue 15); alarm()
+   turns a hang into a failure. */
+static void non_regular_table(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  char dir[] = "/tmp/lumen-test-table-fifo-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char p[128];
+  snprintf(p, sizeof p, "%s/curves.txt", dir);
+  assert_int_equal(mkfifo(p, 0600), 0);
+  alarm(20);
+  lumen_table t;
+  assert_int_equal(lumen_read_table(ctx, p, NULL, &t), LUMEN_ERR_IO);
+  alarm(0);
+  expect_msg(ctx, p);
+  expect_msg(ctx, "is a FIFO (named pipe), expected a regular file");
+  assert_int_equal(lumen_read_table(ctx, dir, NULL, &t), LUMEN_ERR_IO);
+  expect_msg(ctx, "is a folder, expected a regular file");
+  unlink(p);
+  rmdir(dir);
+  lumen_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(good_tables),
       cmocka_unit_test(bad_tables),
+      cmocka_unit_test(non_regular_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

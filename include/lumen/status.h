@@ -21,6 +21,9 @@ typedef enum lumen_status {
   LUMEN_ERR_FORMAT,              /* a file or text has the wrong content */
   LUMEN_ERR_CANCELLED,           /* the progress callback asked to stop */
   LUMEN_ERR_INTERNAL,            /* a bug in lumen: please report */
+  LUMEN_ERR_INVALID_DATA,        /* the options are fine but the input's values cannot be used (NaN voxels,
+                                    a spacing that turns a kernel in mm into millions of voxels); the
+                                    command line exits 1 for it, 2 for LUMEN_ERR_INVALID_ARGUMENT */
   LUMEN_STATUS_COUNT             /* number of codes; not a status */
 } lumen_status;
 

@@ -4,6 +4,7 @@
  * (the lumen_imgcli_* functions, declared in image_cli.h). */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/image_cli.h"
+#include "io/io_internal.h"
 
 /* ------------------------------------------------------------------ shared image-command machinery */
 
@@ -168,11 +170,17 @@ int lumen_imgcli_jobs(lumen_imgcli *c, int need_out) {
   for (int k = 0; k + step - 1 < c->npos; k += step)
     if (!push_job(c, c->pos[k], need_out ? c->pos[k + 1] : NULL)) return 0;
   if (c->batch) {
-    FILE *f = fopen(c->batch, "rb");
-    if (!f) {
-      lumen_cli_error(c->cmd, "--batch %s: cannot open (%s)", c->batch, strerror(errno));
+    /* through the regular-file opener: a FIFO or device as the list is refused, not waited on */
+    lumen_ctx *ctx = NULL; /* no log: the message is printed once, here */
+    (void)lumen_ctx_create(&ctx);
+    FILE *f = NULL;
+    lumen_status st = ctx ? lumen_io_fopen_regular(ctx, "--batch", c->batch, &f) : LUMEN_ERR_OUT_OF_MEMORY;
+    if (st != LUMEN_OK) {
+      lumen_cli_error(c->cmd, "%s", ctx ? lumen_ctx_last_error(ctx) : "out of memory");
+      lumen_ctx_destroy(ctx);
       return 0;
     }
+    lumen_ctx_destroy(ctx);
     size_t cap = 0, len = 0;
     char buf[4096];
     size_t got;
@@ -844,6 +852,34 @@ static lumen_status filter_one(void *user, lumen_ctx *ctx, const char *device, l
   return s;
 }
 
+/* --memory-limit holds for the statistics too: the header decides before the voxels are read
+   (and a FIFO is refused, not waited on). */
+static int stats_input_fits(lumen_imgcli *c, const char *path) {
+  int nd = 0, elem = 4;
+  int64_t d[4] = {1, 1, 1, 1};
+  if (c->memory_limit <= 0) return 1;
+  if (!lumen_imgbatch_shape(c, path, &nd, d, &elem)) return 0;
+  lumen_imgbatch_set_shape(c, nd, d, elem);
+  return lumen_imgbatch_fits(c, path, c->threads > 0 ? c->threads : lumen_ctx_threads(c->ctx));
+}
+
+/* One result line on stdout; 0 (message printed) when it cannot be written (/dev/full, a
+   closed pipe): the run stops there instead of computing results nobody receives. */
+static int stats_line(lumen_imgcli *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static int stats_line(lumen_imgcli *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vprintf(fmt, ap);
+  va_end(ap);
+  if (n >= 0 && !ferror(stdout)) return 1;
+  (void)lumen_cli_finish_stdout(c->cmd); /* prints the reason */
+  return 0;
+}
+
 static int stats_ops(lumen_imgcli *c, const fvals *f, lumen_filter_exec ex) {
   lumen_stats_opts o;
   lumen_stats_opts_init(&o);
@@ -862,7 +898,7 @@ static int stats_ops(lumen_imgcli *c, const fvals *f, lumen_filter_exec ex) {
   int rc = LUMEN_EXIT_OK;
   for (int k = 0; k < c->njobs && rc == LUMEN_EXIT_OK; k++) {
     lumen_image *im = NULL;
-    if (!lumen_imgcli_read(c, c->in[k], &im)) {
+    if (!stats_input_fits(c, c->in[k]) || !lumen_imgcli_read(c, c->in[k], &im)) {
       rc = LUMEN_EXIT_FAILURE;
       break;
     }
@@ -873,18 +909,20 @@ static int stats_ops(lumen_imgcli *c, const fvals *f, lumen_filter_exec ex) {
       if (k == 1) {
         lumen_mi_result r;
         s = lumen_filter_mutual_information(c->ctx, imgs[0], imgs[1], &o, &r);
-        if (s == LUMEN_OK)
-          printf("%s %s: mutual information %.10g bits (H(A) %.10g, H(B) %.10g, H(A,B) %.10g)\n", c->in[0], c->in[1],
-                 r.mutual_information, r.entropy_a, r.entropy_b, r.joint_entropy);
+        if (s == LUMEN_OK &&
+            !stats_line(c, "%s %s: mutual information %.10g bits (H(A) %.10g, H(B) %.10g, H(A,B) %.10g)\n", c->in[0],
+                        c->in[1], r.mutual_information, r.entropy_a, r.entropy_b, r.joint_entropy))
+          rc = LUMEN_EXIT_FAILURE;
       }
     } else if (strcmp(c->op, "entropy") == 0) {
       double e = 0;
       s = lumen_filter_entropy(c->ctx, im, &o, &e);
-      if (s == LUMEN_OK) printf("%s: entropy %.10g bits\n", c->in[k], e);
+      if (s == LUMEN_OK && !stats_line(c, "%s: entropy %.10g bits\n", c->in[k], e)) rc = LUMEN_EXIT_FAILURE;
     } else {
       double mean = 0, var = 0;
       s = lumen_filter_variance(c->ctx, im, &o, &mean, &var);
-      if (s == LUMEN_OK) printf("%s: mean %.10g variance %.10g\n", c->in[k], mean, var);
+      if (s == LUMEN_OK && !stats_line(c, "%s: mean %.10g variance %.10g\n", c->in[k], mean, var))
+        rc = LUMEN_EXIT_FAILURE;
     }
     lumen_image_free(im);
     if (s != LUMEN_OK) {
@@ -894,6 +932,8 @@ static int stats_ops(lumen_imgcli *c, const fvals *f, lumen_filter_exec ex) {
   }
   lumen_image_free(imgs[0]);
   lumen_image_free(imgs[1]);
+  /* the last lines may sit in stdout's buffer: a full disk shows only at the flush */
+  if (rc == LUMEN_EXIT_OK) rc = lumen_cli_finish_stdout(CMD);
   if (rc == LUMEN_EXIT_OK) lumen_imgcli_summary(c, c->op, c->njobs, &rep);
   return rc;
 }

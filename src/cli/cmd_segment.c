@@ -133,7 +133,11 @@ static int seg_opt(svals *v, lumen_segment_algo algo, int argc, char **argv, int
       if (strcmp(a, "--seed") == 0) {
         V();
         double s;
-        if (!lumen_imgcli_number(CMD, a, t, &s) || s < 0) return -1;
+        if (!lumen_imgcli_number(CMD, a, t, &s)) return -1;
+        if (!(s >= 0 && s < 18446744073709551616.0)) { /* the cast below is defined only there */
+          lumen_cli_error(CMD, "--seed is '%s', expected an integer from 0 to 2^64-1", t);
+          return -1;
+        }
         v->kmeans.seed = (uint64_t)s;
         return 1;
       }
@@ -153,7 +157,11 @@ static int seg_opt(svals *v, lumen_segment_algo algo, int argc, char **argv, int
       if (strcmp(a, "--seed") == 0) {
         V();
         double s;
-        if (!lumen_imgcli_number(CMD, a, t, &s) || s < 0) return -1;
+        if (!lumen_imgcli_number(CMD, a, t, &s)) return -1;
+        if (!(s >= 0 && s < 18446744073709551616.0)) { /* the cast below is defined only there */
+          lumen_cli_error(CMD, "--seed is '%s', expected an integer from 0 to 2^64-1", t);
+          return -1;
+        }
         v->fcm.seed = (uint64_t)s;
         return 1;
       }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "cli/image_cli.h"
 #include "dist/xfer.h"
+#include "io/io_internal.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -31,30 +32,57 @@ static int ends_with(const char *s, const char *suffix) {
   return 1;
 }
 
-/* PNG: the IHDR chunk that must come first. 1 when read. */
-static int png_dims(const char *path, int64_t dims[4]) {
+/* a * b, or INT64_MAX when it does not fit (sizes from hostile headers) */
+static int64_t mul_sat(int64_t a, int64_t b) {
+  if (a <= 0 || b <= 0) return 0;
+  return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
+static int64_t add_sat(int64_t a, int64_t b) {
+  return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* PNG: the IHDR chunk that must come first. 1 when read (dims and *elem set), 0 when this is
+   no PNG header (the full read decides), -1 when refused (message printed): not a regular file
+   (a FIFO would block), or a side over the reader's cap. */
+static int png_dims(lumen_imgcli *c, const char *path, int64_t dims[4], int *elem) {
   static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  unsigned char h[24];
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
+  unsigned char h[26];
+  FILE *f = NULL;
+  if (lumen_io_fopen_regular(c->ctx, "PNG input", path, &f) != LUMEN_OK) {
+    lumen_cli_error(c->cmd, "%s", lumen_ctx_last_error(c->ctx));
+    return -1;
+  }
   size_t got = fread(h, 1, sizeof h, f);
   fclose(f);
   if (got != sizeof h || memcmp(h, sig, 8) != 0 || memcmp(h + 12, "IHDR", 4) != 0) return 0;
   uint32_t w = (uint32_t)h[16] << 24 | (uint32_t)h[17] << 16 | (uint32_t)h[18] << 8 | h[19];
   uint32_t ht = (uint32_t)h[20] << 24 | (uint32_t)h[21] << 16 | (uint32_t)h[22] << 8 | h[23];
   if (w == 0 || ht == 0) return 0;
+  if (w > LUMEN_PNG_MAX_SIDE || ht > LUMEN_PNG_MAX_SIDE) {
+    lumen_cli_error(c->cmd,
+                    "'%s': PNG IHDR width %lu x height %lu, expected at most %u per side (the PNG reader's cap): "
+                    "a corrupt or hostile header, or not an image to process whole",
+                    path, (unsigned long)w, (unsigned long)ht, LUMEN_PNG_MAX_SIDE);
+    return -1;
+  }
   dims[0] = w;
   dims[1] = ht;
   dims[2] = dims[3] = 1;
+  *elem = h[24] == 16 ? 2 : 1; /* the reader gives 8-bit or 16-bit grey */
   return 1;
 }
 
-/* The shape of one input without its voxels; on any doubt the full read decides (and prints
-   its message when the file is unusable). */
-static int input_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4]) {
-  if (ends_with(path, ".png") && png_dims(path, dims)) {
-    *ndim = 2;
-    return 1;
+/* The shape of one input without its voxels, and the bytes per voxel as read; on any doubt the
+   full read decides (and prints its message when the file is unusable). */
+int lumen_imgbatch_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4], int *elem) {
+  if (ends_with(path, ".png")) {
+    int r = png_dims(c, path, dims, elem);
+    if (r < 0) return 0;
+    if (r > 0) {
+      *ndim = 2;
+      return 1;
+    }
   }
   if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) {
     lumen_nifti_info info;
@@ -65,6 +93,7 @@ static int input_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dim
     if (info.ndim <= 3) {
       *ndim = info.ndim;
       for (int a = 0; a < 4; a++) dims[a] = a < info.ndim ? info.dims[a] : 1;
+      *elem = 4; /* read as float32 */
       return 1;
     }
     /* 4-D: the full read reports it (or an unreadable file, which takes precedence) */
@@ -73,19 +102,27 @@ static int input_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dim
   if (!lumen_imgcli_read(c, path, &im)) return 0; /* unknown type, unreadable or 4-D: message printed */
   *ndim = lumen_image_ndim(im);
   for (int a = 0; a < 4; a++) dims[a] = lumen_image_dim(im, a);
+  *elem = (int)(lumen_image_nbytes(im) / (lumen_image_count(im) > 0 ? lumen_image_count(im) : 1));
   lumen_image_free(im);
   return 1;
 }
 
+/* Bytes per voxel an input of elem bytes per voxel holds with its result (st_read's charge
+   without the op's scratch): input, float32 result, and a float32 copy unless it is one. */
+static int voxel_charge(int elem) {
+  return elem + 4 + (elem != 4 ? 4 : 0);
+}
+
 int lumen_imgbatch_check(lumen_imgcli *c) {
-  int ndim0 = 0;
+  int ndim0 = 0, elem0 = 4;
   int64_t d0[4] = {1, 1, 1, 1};
   for (int k = 0; k < c->njobs; k++) {
-    int nd = 0;
+    int nd = 0, elem = 4;
     int64_t d[4] = {1, 1, 1, 1};
-    if (!input_shape(c, c->in[k], &nd, d)) return 0;
+    if (!lumen_imgbatch_shape(c, c->in[k], &nd, d, &elem)) return 0;
     if (k == 0) {
       ndim0 = nd;
+      elem0 = elem;
       memcpy(d0, d, sizeof d0);
     } else {
       int same = nd == ndim0;
@@ -96,13 +133,43 @@ int lumen_imgbatch_check(lumen_imgcli *c) {
                         (long long)d0[1], (long long)d0[2]);
         return 0;
       }
+      if (voxel_charge(elem) > voxel_charge(elem0)) elem0 = elem; /* budget for the costliest input */
     }
   }
   for (int k = 0; k < c->njobs; k++)
     if (!lumen_imgcli_check_out(c, c->out[k], d0[2] > 1)) return 0;
-  c->ndim0 = ndim0;
-  c->count0 = d0[0] * d0[1] * d0[2] * d0[3];
+  lumen_imgbatch_set_shape(c, ndim0, d0, elem0);
   return 1;
+}
+
+void lumen_imgbatch_set_shape(lumen_imgcli *c, int ndim, const int64_t dims[4], int elem) {
+  c->ndim0 = ndim;
+  c->elem0 = elem;
+  memcpy(c->dims0, dims, sizeof c->dims0);
+  c->count0 = mul_sat(mul_sat(dims[0], dims[1]), mul_sat(dims[2], dims[3]));
+}
+
+/* What st_read charges for one image, from the header instead of the decoded image. */
+int64_t lumen_imgbatch_image_bytes(const lumen_imgcli *c, int threads) {
+  int64_t need = mul_sat(voxel_charge(c->elem0), c->count0);
+  return add_sat(need, lumen_dist_op_scratch(c->cmd, c->op, c->count0, threads));
+}
+
+int lumen_imgbatch_fits(lumen_imgcli *c, const char *path, int threads) {
+  if (c->memory_limit <= 0) return 1;
+  int64_t need = lumen_imgbatch_image_bytes(c, threads);
+  if (need <= c->memory_limit) return 1;
+  char shape[96];
+  int n = snprintf(shape, sizeof shape, "%lld x %lld", (long long)c->dims0[0], (long long)c->dims0[1]);
+  if (c->ndim0 > 2 && n > 0 && (size_t)n < sizeof shape)
+    snprintf(shape + n, sizeof shape - (size_t)n, " x %lld", (long long)c->dims0[2]);
+  lumen_cli_error(c->cmd,
+                  "'%s' needs about %.0f MiB (%s, %s input, float32 + working buffers of %s), over --memory-limit "
+                  "%.4g MiB; raise --memory-limit or downscale the image",
+                  path, ceil((double)need / 1048576.0), shape,
+                  c->elem0 == 1 ? "8-bit" : c->elem0 == 2 ? "16-bit" : "float32", c->op,
+                  (double)c->memory_limit / 1048576.0);
+  return 0;
 }
 
 /* ------------------------------------------------------------------ the stages */
@@ -337,6 +404,41 @@ static int64_t peak_rss(void) {
   return (int64_t)kb * 1024;
 }
 
+static int compare_strings(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The folder of path into a new string ("." for a bare name); NULL when out of memory. */
+static char *folder_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  size_t n = slash ? (size_t)(slash - path) : 1;
+  if (slash && n == 0) n = 1; /* "/name": the root */
+  char *d = malloc(n + 1);
+  if (!d) return NULL;
+  memcpy(d, slash ? path : ".", n);
+  d[n] = 0;
+  return d;
+}
+
+/* The temporaries a killed run left in the output folders (".NAME.tmp-PID-TAG", their PID gone)
+   are removed once per folder before anything is written; best effort. */
+static void remove_stale(lumen_imgcli *c) {
+  char **dirs = calloc((size_t)c->njobs, sizeof *dirs);
+  int n = 0;
+  for (int k = 0; dirs && k < c->njobs; k++)
+    if ((dirs[n] = folder_of(c->out[k])) != NULL) n++;
+  if (dirs) qsort(dirs, (size_t)n, sizeof *dirs, compare_strings);
+  for (int k = 0; k < n; k++) {
+    if (k > 0 && strcmp(dirs[k], dirs[k - 1]) == 0) continue;
+    int removed = lumen_io_remove_stale_temporaries(dirs[k]);
+    if (removed > 0 && !c->quiet)
+      fprintf(stderr, "lumen %s: removed %d temporary file%s left by a killed run in %s\n", c->cmd, removed,
+              removed == 1 ? "" : "s", dirs[k]);
+  }
+  for (int k = 0; k < n; k++) free(dirs[k]);
+  free(dirs);
+}
+
 int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const char *what, const char *scalar_name) {
 #if defined(__GLIBC__)
   /* Freed image buffers go back to the system at once: a fixed mmap threshold stops glibc from
@@ -363,11 +465,14 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
     threads = lumen_ctx_threads(c->ctx) / c->devs.n_cpu;
     if (threads < 1) threads = 1;
   }
+  int op_threads = threads > 0 ? threads : lumen_ctx_threads(c->ctx);
+  if (!lumen_imgbatch_fits(c, c->in[0], op_threads)) return LUMEN_EXIT_FAILURE;
+  remove_stale(c);
   int rc = LUMEN_EXIT_FAILURE;
   b.reps = calloc((size_t)c->njobs, sizeof *b.reps);
   b.ran = calloc((size_t)c->njobs, 1);
   int ok = b.reps && b.ran;
-  b.scratch = lumen_dist_op_scratch(c->cmd, c->op, c->count0, threads > 0 ? threads : lumen_ctx_threads(c->ctx));
+  b.scratch = lumen_dist_op_scratch(c->cmd, c->op, c->count0, op_threads);
   for (int w = 0; w < c->devs.n && ok; w++) ok = (b.wctx[w] = lumen_imgcli_worker_context(c, threads)) != NULL;
   for (int k = 0; k < 2 && ok; k++) ok = (b.io_ctx[k] = lumen_imgcli_worker_context(c, 1)) != NULL;
   pthread_mutex_init(&b.mu, NULL);
@@ -416,7 +521,7 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
     }
     rc = LUMEN_EXIT_OK;
   } else if (s == LUMEN_ERR_INVALID_ARGUMENT) {
-    rc = LUMEN_EXIT_USAGE;
+    rc = LUMEN_EXIT_USAGE; /* the options; bad data in an input is LUMEN_ERR_INVALID_DATA: exit 1 */
   } else if (!ok) {
     lumen_cli_error(c->cmd, "out of memory starting the batch");
   } else if (stats.failed_item < 0) {

@@ -30,6 +30,8 @@ typedef struct lumen_imgcli {
   int tty;
   int ndim0;                /* ndim of the first input (lumen_imgbatch_check) */
   int64_t count0;           /* its number of voxels (one shape per batch) */
+  int64_t dims0[4];         /* its shape */
+  int elem0;                /* bytes per voxel as read: 1 (8-bit PNG), 2 (16-bit PNG), 4 (NIfTI) */
   lumen_dist_devices devs;  /* the workers (lumen_imgbatch_run) */
   char used_list[1024];     /* devices that computed, in order of first use ("" = rep->used) */
 } lumen_imgcli;
@@ -55,19 +57,39 @@ int lumen_imgcli_write_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, c
 
 /* ---- image_batch.c: a batch of images over the devices of --device */
 
+/* The header probe refuses a PNG over LUMEN_PNG_MAX_SIDE (lumen/io.h) per side before any
+   arithmetic on the sides, like the reader. */
+
 /* Runs the op on one image on device (NULL = the default) with the context of the worker; sets
    whether the result is a mask, the PNG bit depth for it and an optional scalar (NaN = none). */
 typedef lumen_status (*lumen_imgbatch_fn)(void *user, lumen_ctx *ctx, const char *device, lumen_filter_report *rep,
                                           const lumen_image *in, lumen_image **out, int *is_mask, int *png_bits,
                                           double *scalar);
-/* Before any work: reads every input's header (PNG IHDR, NIfTI header) for the shape checks
-   (one shape per batch, 2-D or 3-D, a 3-D result not to PNG) and checks the outputs; sets
-   c->ndim0. Returns 1 when all is well (messages printed otherwise). */
+/* Before any work: reads every input's header (PNG IHDR, NIfTI header; never a FIFO or device)
+   for the shape checks (one shape per batch, 2-D or 3-D, a PNG at most
+   LUMEN_PNG_MAX_SIDE per side, a 3-D result not to PNG) and checks the outputs; sets
+   c->ndim0, count0, dims0, elem0. Returns 1 when all is well (messages printed otherwise). */
 int lumen_imgbatch_check(lumen_imgcli *c);
+/* The shape of one input from its header (the full read when the header cannot tell), and the
+   bytes per voxel as read; 0 with a message printed when the input is refused. */
+int lumen_imgbatch_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4], int *elem);
+/* Sets c->ndim0, dims0, elem0 and count0 (overflow-checked) from one shape. */
+void lumen_imgbatch_set_shape(lumen_imgcli *c, int ndim, const int64_t dims[4], int elem);
+/* Bytes one image of the batch's shape holds while the op runs (input as read, its float32
+   copy, the float32 result, the op's scratch with `threads` CPU threads); INT64_MAX when that
+   does not fit. */
+int64_t lumen_imgbatch_image_bytes(const lumen_imgcli *c, int threads);
+/* Refuses (message naming path, returns 0) an image of c's shape that alone needs more than
+   --memory-limit: the limit holds for a single image too, checked before any image is decoded.
+   1 when it fits or there is no limit. */
+int lumen_imgbatch_fits(lumen_imgcli *c, const char *path, int threads);
 /* Runs the jobs: a reader thread reads ahead (under --memory-limit), one worker per device of
    --device computes, the writer writes in input order (docs/SCALE.md); prints progress and the
    summary (what, e.g. "gaussian"). scalar_name: how a scalar result is printed ("threshold").
-   Returns the exit status. */
+   First refuses an image over --memory-limit (lumen_imgbatch_fits) and removes the stale
+   temporaries of killed runs from every output folder. Returns the exit status: 1 when an
+   input's data cannot be used (the library's LUMEN_ERR_INVALID_DATA: NaN voxels, a spacing that
+   makes a kernel in mm impossible), 2 when the op refuses the options (LUMEN_ERR_INVALID_ARGUMENT). */
 int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const char *what, const char *scalar_name);
 
 /* --help text of the options every image command shares (lumen filter, lumen segment) */
@@ -78,7 +100,8 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
   "                    each with its share of the cores); outputs equal a single-device run\n"       \
   "  --memory-limit SIZE  cap on the memory of the images in flight (read ahead, computing,\n"         \
   "                    waiting to be written: input, result, the op's scratch, pinned buffers),\n"  \
-  "                    e.g. 512M, 2G (default: no cap; one image always runs)\n"                     \
+  "                    e.g. 512M, 2G (default: no cap); an image that alone needs more is\n"        \
+  "                    refused before it is read (exit 1, the message says how much it needs)\n"   \
   "  --no-overlap      no reader/writer threads: each worker reads, computes, writes in turn\n"
 
 #endif

@@ -14,6 +14,7 @@ static const char *const status_text[LUMEN_STATUS_COUNT] = {
   [LUMEN_ERR_FORMAT] = "malformed input",
   [LUMEN_ERR_CANCELLED] = "cancelled",
   [LUMEN_ERR_INTERNAL] = "internal error",
+  [LUMEN_ERR_INVALID_DATA] = "invalid input data",
 };
 
 static const char *const status_id[LUMEN_STATUS_COUNT] = {
@@ -30,6 +31,7 @@ static const char *const status_id[LUMEN_STATUS_COUNT] = {
   [LUMEN_ERR_FORMAT] = "format_error",
   [LUMEN_ERR_CANCELLED] = "cancelled",
   [LUMEN_ERR_INTERNAL] = "internal_error",
+  [LUMEN_ERR_INVALID_DATA] = "invalid_data",
 };
 
 const char *lumen_status_string(lumen_status status) {

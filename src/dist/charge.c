@@ -4,6 +4,7 @@
    keyed by the command-line names. Measured on a 1024 x 1024 float32 image, one image per run
    with 1 and 2 threads (peak RSS less the run on an 8 x 8 image, less input and result; the
    comments give the measured F), rounded up. A CUDA op's scratch lives on the device. */
+#include <stdint.h>
 #include <string.h>
 #include "lumen/dist.h"
 
@@ -53,6 +54,9 @@ static const op_scratch table[] = {
 int64_t lumen_dist_op_scratch(const char *cmd, const char *op, int64_t count, int threads) {
   if (count < 0) count = 0;
   if (threads < 1) threads = 1;
+  /* A count from a hostile header (0xFFFFFFFF^2 voxels) saturates: 4 * count, quarters (< 32)
+     times it and the line buffers (<= 2 F) then all fit in int64_t for the counts below. */
+  if (count > INT64_MAX / 256) return INT64_MAX;
   const int64_t f = 4 * count;
   int quarters = 16, per_thread = 2; /* an op not in the table: 4 F and 2 MiB per thread */
   for (size_t k = 0; cmd && op && k < sizeof table / sizeof table[0]; k++)

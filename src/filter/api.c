@@ -183,7 +183,19 @@ static lumen_status resolve_sigma(lumen_ctx *ctx, const char *fn, const char *na
                     name);
     else
       LUMEN_REQUIRE(ctx, isfinite(s) && s > 0, "%s: %s is %g, expected > 0", fn, name, s);
-    if (units == LUMEN_UNITS_MM) s /= spacing[a];
+    if (units == LUMEN_UNITS_MM) {
+      /* the options are valid: a spacing that makes them impossible is a fault of the image */
+      if (!(isfinite(spacing[a]) && spacing[a] > 0))
+        return lumen_fail(ctx, LUMEN_ERR_INVALID_DATA, "%s: the image's spacing on axis %d is %g mm, expected > 0 "
+                          "for %s in mm (give the sigma in voxels, or fix the header's pixel size)", fn, a,
+                          spacing[a], name);
+      double r_mm = truncate * s / spacing[a] + 0.5;
+      if (!(r_mm < MAX_RADIUS))
+        return lumen_fail(ctx, LUMEN_ERR_INVALID_DATA, "%s: %s %g mm over the image's spacing %g mm on axis %d is "
+                          "%g voxels, a radius over %d voxels with truncate %g (is the header's pixel size in "
+                          "the wrong unit?)", fn, name, s, spacing[a], a, s / spacing[a], MAX_RADIUS, truncate);
+      s /= spacing[a];
+    }
     double r = truncate * s + 0.5;
     LUMEN_REQUIRE(ctx, r < MAX_RADIUS, "%s: %s %g with truncate %g gives a radius over %d voxels", fn, name, s,
                   truncate, MAX_RADIUS);

@@ -142,7 +142,7 @@ static lumen_status cl_prepare(lumen_ctx *ctx, seg_run *run, const char *fn, con
     if (!isfinite(x[i])) {
       lumen_image_free(*tmp);
       *tmp = NULL;
-      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: voxel %lld is %g, expected finite values", fn,
+      return lumen_fail(ctx, LUMEN_ERR_INVALID_DATA, "%s: voxel %lld is %g, expected finite values", fn,
                         (long long)i, (double)x[i]);
     }
     if (x[i] < lo) lo = x[i];

@@ -110,7 +110,7 @@ lumen_status lumen_segment_region_grow(lumen_ctx *ctx, const lumen_image *in, co
   }
   for (int64_t i = 0; i < total; i++)
     if (isnan(x[i])) {
-      s = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: voxel %lld is NaN, expected numbers", fn, (long long)i);
+      s = lumen_fail(ctx, LUMEN_ERR_INVALID_DATA, "%s: voxel %lld is NaN, expected numbers", fn, (long long)i);
       goto done;
     }
   /* seeds: given, or the regional maxima (plateaus with no higher neighbour), each counted once */

@@ -44,8 +44,8 @@ run two cpu,cpu; rc=$?
 check "--device cpu,cpu: outputs byte-identical to --device cpu" "[ $rc -eq 0 ] && same two"
 check "summary names the 2 workers" "grep -q 'device requested cpu,cpu (2 workers: cpu,cpu), used cpu, no fallback' two-err1.txt"
 check "stage line: images per worker" "grep -qE 'images per worker: cpu [0-9]+, cpu [0-9]+\)' two-err1.txt"
-run three cpu,cpu,cpu --memory-limit 40K; rc=$?
-check "3 workers, --memory-limit 40K: identical" "[ $rc -eq 0 ] && same three && grep -q 'limit 0.04 MiB' three-err1.txt"
+run three cpu,cpu,cpu --memory-limit 200K; rc=$?
+check "3 workers, --memory-limit 200K (about two images): identical" "[ $rc -eq 0 ] && same three && grep -q 'limit 0.20 MiB' three-err1.txt"
 run ovl cpu; rc=$?
 check "one device with overlapped reading/writing: identical" "[ $rc -eq 0 ] && same ovl && grep -q 'stages (overlapped)' ovl-err1.txt"
 run nov cpu,cpu --no-overlap --threads 1; rc=$?

@@ -2,9 +2,10 @@
 # lumen filter --batch under --memory-limit (docs/SCALE.md, "what --memory-limit covers"): the
 # peak in flight that the stage line reports (inputs, results and the op's scratch of the images
 # read and not yet written, and pinned buffers) stays under the limit with 1 and 2 workers; a
-# limit below one image runs one image at a time and says so; outputs stay byte-identical to
-# the serial run. Outside sanitizer builds also the process: its peak RSS (VmHWM, reported by
-# lumen) less that of a one-image run stays under the limit (+1 MiB for page rounding).
+# limit below one image is refused before any image is read, saying what one image needs;
+# outputs stay byte-identical to the serial run. Outside sanitizer builds also the process: its
+# peak RSS (VmHWM, reported by lumen) less that of a one-image run stays under the limit (+1 MiB
+# for page rounding).
 set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
@@ -64,12 +65,15 @@ for lim in 4 8 16; do
   done
 done
 
-# below one image (about 3 MiB: input, result and the Gaussian's line buffers): one at a time
+# below one image (about 3 MiB: input, result and the Gaussian's line buffers): refused before
+# any image is read (issue 15, item 14), with the same charge per image as the stage line reports
 run tiny cpu,cpu --memory-limit 1M --threads 1; rc=$?
-check "--memory-limit 1M: completes, identical, says one image ran alone" \
-  "[ $rc -eq 0 ] && same tiny && grep -q 'over it: one image needs' tiny.txt"
-per=$(grep -o '[0-9.]* MiB per image' tiny.txt | grep -o '^[0-9.]*')
-check "  peak in flight = one image ($per MiB)" "[ \"\$(flight tiny.txt)\" = '$per' ]"
+per=$(grep -o '[0-9.]* MiB per image' ref.txt | grep -o '^[0-9.]*')
+need=$(grep -o 'needs about [0-9]* MiB' tiny.txt | grep -o '[0-9][0-9]*')
+check "--memory-limit 1M: refused (exit 1) before anything is written, says what one image needs" \
+  "[ $rc -eq 1 ] && ! ls tiny-o*.nii >/dev/null 2>&1 && grep -q \"'in00.nii' needs about [0-9]* MiB (512 x 512, float32 input, float32 + working buffers of gaussian), over --memory-limit 1 MiB\" tiny.txt"
+check "  the estimate from the header ($need MiB) is the stage line's charge ($per MiB) rounded up" \
+  "[ -n '$need' ] && [ -n '$per' ] && python3 -c 'import math,sys; sys.exit(math.ceil($per) != $need)'"
 
 # --no-overlap workers are held to the limit as well
 run serial2 cpu,cpu --no-overlap --memory-limit 8M --threads 1; rc=$?

@@ -511,6 +511,20 @@ static void bad_inputs(void **state) {
   g.sigma_axis[1] = -1;
   EXPECT_BAD(lumen_filter_gaussian(ctx, in, &g, &out), "sigma_axis[1] is -1");
   g.sigma_axis[1] = 0;
+  {  /* a sigma in mm over a spacing of 1e-6 mm: the image's fault (LUMEN_ERR_INVALID_DATA, CLI exit 1) */
+    lumen_image *tiny = make_image(ctx, 1);
+    const double sp[2] = {1e-6, 1e-6};
+    assert_int_equal(lumen_image_set_spacing(ctx, tiny, sp, 2), LUMEN_OK);
+    g.units = LUMEN_UNITS_MM;
+    assert_int_equal(lumen_filter_gaussian(ctx, tiny, &g, &out), LUMEN_ERR_INVALID_DATA);
+    assert_null(out);
+    assert_non_null(strstr(lumen_ctx_last_error(ctx), "spacing 1e-06 mm on axis 0"));
+    g.units = LUMEN_UNITS_VOXELS;
+    g.sigma = 1e6;  /* the same sigma in voxels is the options' fault */
+    EXPECT_BAD(lumen_filter_gaussian(ctx, tiny, &g, &out), "gives a radius over");
+    g.sigma = 1;
+    lumen_image_free(tiny);
+  }
   g.truncate = 0;
   EXPECT_BAD(lumen_filter_gaussian(ctx, in, &g, &out), "truncate");
   g.truncate = 4;

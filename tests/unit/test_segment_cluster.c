@@ -88,6 +88,12 @@ static void test_kmeans(void **state) {
   assert_int_equal(lumen_segment_kmeans(ctx, im, &o, &bad, NULL), LUMEN_ERR_INVALID_ARGUMENT);
   assert_null(bad);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "k is 1"));
+  /* a NaN voxel is the data's fault, not the options' (the CLI exits 1, not 2) */
+  o.k = 3;
+  assert_int_equal(lumen_image_dtype(im), LUMEN_DTYPE_FLOAT32);
+  ((float *)lumen_image_data(im))[7] = NAN;
+  assert_int_equal(lumen_segment_kmeans(ctx, im, &o, &bad, NULL), LUMEN_ERR_INVALID_DATA);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "voxel 7 is nan"));
   lumen_image_free(lab);
   lumen_image_free(lab2);
   lumen_image_free(mask);

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Hostile inputs to the image commands (lumen filter, lumen segment; issue 15, docs/RELIABILITY.md):
+#  - a PNG whose IHDR declares 0xFFFFFFFF x 0xFFFFFFFF is refused by the header probe with the
+#    reader's per-side cap, alone, in a batch of one shape and in a --batch list (under UBSan:
+#    no "runtime error", the probe and the batch's charge do overflow-checked arithmetic);
+#  - a single image over --memory-limit (a 390 KB PNG of 20000 x 20000 zeros) is refused before
+#    it is decoded, with what it needs and the limit (filter, segment, the statistics);
+#  - `lumen filter entropy|variance|mutual_information > /dev/full` exits 1;
+#  - a FIFO as a PNG or NIfTI input or as the --batch list is refused at once, not waited on;
+#  - bad data in an input (NaN voxels for kmeans, a 1e-6 mm spacing for --units mm) exits 1,
+#    bad options still exit 2 (--seed out of range: a message, no undefined float-to-int cast);
+#  - the temporaries a killed run left in an output folder are removed by the next run there
+#    (those of a running process are kept).
+set -u
+bin=${LUMEN_BIN:?LUMEN_BIN not set}
+py=$(command -v python3 || true)
+[ -n "$py" ] || { echo "python3 not found: skipped"; exit 77; }
+. "$(dirname "$0")/lib.sh"
+
+"$py" - <<'PYEOF' || { echo "FAIL: making the test images"; exit 1; }
+import struct, zlib
+def ch(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+def png(path, w, h, idat, bits=8):
+    open(path, 'wb').write(b'\x89PNG\r\n\x1a\n' + ch(b'IHDR', struct.pack('>IIBBBBB', w, h, bits, 0, 0, 0, 0))
+                           + ch(b'IDAT', idat) + ch(b'IEND', b''))
+def nii(path, dims, vals, pix=(1, 1, 1)):
+    hdr = bytearray(348); struct.pack_into('<i', hdr, 0, 348)
+    struct.pack_into('<8h', hdr, 40, *([len(dims)] + list(dims) + [1] * (7 - len(dims))))
+    struct.pack_into('<hh', hdr, 70, 16, 32); struct.pack_into('<8f', hdr, 76, 1, *pix, 1, 1, 1, 1)
+    struct.pack_into('<f', hdr, 108, 352); hdr[344:348] = b'n+1\x00'
+    open(path, 'wb').write(bytes(hdr) + b'\x00' * 4 + struct.pack('<%df' % len(vals), *vals))
+# the header claims 2^32-1 pixels per side (CRC correct); a few bytes of data
+png('huge.png', 0xFFFFFFFF, 0xFFFFFFFF, zlib.compress(b'\x00' * 16))
+png('huge2.png', 0xFFFFFFFF, 0xFFFFFFFF, zlib.compress(b'\x00' * 16))
+png('wide.png', 1000001, 1, zlib.compress(b'\x00' * 1000002))        # one over the cap
+png('small.png', 16, 16, zlib.compress(b''.join(b'\x00' + bytes((x * 13 + y * 7) % 251 for x in range(16)) for y in range(16))))
+# a valid 8-bit PNG of 20000 x 20000 zeros: 390 KB, 400 MB decoded, about 3.4 GiB to filter
+n = 20000
+c = zlib.compressobj(6)
+row = b'\x00' * (n + 1)
+png('big.png', n, n, b''.join([c.compress(row) for _ in range(n)] + [c.flush()]))
+vals = [float((i * 7) % 13) for i in range(256)]
+nii('good.nii', [16, 16], vals)
+nan = list(vals); nan[5] = float('nan')
+nii('nan.nii', [16, 16], nan)
+nii('tiny_spacing.nii', [16, 16], vals, pix=(1e-6, 1e-6, 1))
+PYEOF
+
+# nonzero when a sanitizer reported something in the given stderr file
+clean() { ! grep -qE 'runtime error|AddressSanitizer|LeakSanitizer' "$1"; }
+
+# ---- item 15: IHDR 0xFFFFFFFF x 0xFFFFFFFF, refused by the header probe with the per-side cap
+cap='PNG IHDR width 4294967295 x height 4294967295, expected at most 1000000 per side'
+"$bin" filter gaussian huge.png o.png 2> e1.txt; rc=$?
+check "IHDR 2^32-1 squared: filter refuses it with the per-side cap (exit 1)" \
+  "[ $rc -eq 1 ] && grep -q '$cap' e1.txt && clean e1.txt && [ ! -e o.png ]"
+"$bin" filter median huge.png o1.png huge2.png o2.png --memory-limit 64M 2> e2.txt; rc=$?
+check "  two of them (one shape, the batch's charge): refused, no overflow" \
+  "[ $rc -eq 1 ] && grep -q '$cap' e2.txt && clean e2.txt"
+printf 'small.png s.png\nhuge.png h.png\n' > list.txt
+"$bin" segment kmeans --batch list.txt --device cpu,cpu 2> e3.txt; rc=$?
+check "  in a --batch list of segment kmeans on two workers: refused before any work" \
+  "[ $rc -eq 1 ] && grep -q '$cap' e3.txt && clean e3.txt && [ ! -e s.png ]"
+"$bin" filter gaussian wide.png o.png 2> e4.txt; rc=$?
+check "  1000001 x 1 (one over the cap): refused" \
+  "[ $rc -eq 1 ] && grep -q 'width 1000001 x height 1, expected at most 1000000 per side' e4.txt"
+
+# ---- item 14: one image over --memory-limit is refused before decoding
+"$bin" filter gaussian big.png o.png --memory-limit 64M 2> m1.txt; rc=$?
+check "20000^2 PNG under --memory-limit 64M: filter refuses it, says what it needs and the limit" \
+  "[ $rc -eq 1 ] && grep -qE \"'big.png' needs about [0-9]+ MiB \\(20000 x 20000, 8-bit input, float32 \\+ working buffers of gaussian\\), over --memory-limit 64 MiB; raise --memory-limit or downscale\" m1.txt && [ ! -e o.png ] && clean m1.txt"
+need=$(grep -o 'needs about [0-9]*' m1.txt | grep -o '[0-9]*$')
+check "  the estimate covers input, float32 copy and result (>= 3433 MiB, got ${need:-none})" "[ '${need:-0}' -ge 3433 ]"
+"$bin" segment kmeans big.png o.png --memory-limit 64M 2> m2.txt; rc=$?
+check "  segment kmeans refuses it too" "[ $rc -eq 1 ] && grep -q \"'big.png' needs about\" m2.txt && [ ! -e o.png ]"
+"$bin" filter entropy big.png --memory-limit 64M > m3.out 2> m3.txt; rc=$?
+check "  filter entropy (no batch) refuses it too" "[ $rc -eq 1 ] && grep -q \"'big.png' needs about\" m3.txt && [ ! -s m3.out ]"
+"$bin" filter gaussian small.png o.png --memory-limit 64M -q; rc=$?
+check "  an image under the limit runs" "[ $rc -eq 0 ] && [ -s o.png ]"
+sanitized=0
+{ ldd "$bin" 2>/dev/null | grep -qE 'lib(a|ub|t)san'; } && sanitized=1
+if [ $sanitized -eq 0 ]; then
+  # 1 GiB of address space: decoding the image (400 MB + 1.6 GB float32 copy) could not succeed
+  (ulimit -v 1048576; exec "$bin" filter gaussian big.png o4.png --memory-limit 64M) 2> m4.txt; rc=$?
+  check "  refused before decoding: same message under ulimit -v 1 GiB" "[ $rc -eq 1 ] && grep -q 'needs about' m4.txt"
+fi
+
+# ---- item 4: results on stdout checked, /dev/full exits 1
+if [ -w /dev/full ]; then
+  for op in entropy variance; do
+    "$bin" filter $op small.png > /dev/full 2> f.txt; rc=$?
+    check "filter $op > /dev/full: exit 1, says so" "[ $rc -eq 1 ] && grep -q 'writing standard output failed' f.txt"
+  done
+  "$bin" filter mutual_information small.png small.png > /dev/full 2> f.txt; rc=$?
+  check "filter mutual_information > /dev/full: exit 1" "[ $rc -eq 1 ] && grep -q 'writing standard output failed' f.txt"
+fi
+"$bin" filter entropy small.png > f.out 2> /dev/null; rc=$?
+check "filter entropy to a file: exit 0, one line" "[ $rc -eq 0 ] && grep -q '^small.png: entropy ' f.out"
+
+# ---- item 11: a FIFO is refused at once (a blocking open would wait for a writer forever)
+mkfifo fifo.png fifo.nii fifo.txt
+run5() { timeout 10 "$bin" "$@"; }
+run5 filter gaussian fifo.png o.png 2> p1.txt; rc=$?
+check "FIFO as a PNG input: refused at once (exit 1)" "[ $rc -eq 1 ] && grep -q \"'fifo.png' is a FIFO\" p1.txt"
+run5 filter gaussian small.png o1.png fifo.png o2.png 2> p2.txt; rc=$?
+check "  as the second input of a batch" "[ $rc -eq 1 ] && grep -q \"'fifo.png' is a FIFO\" p2.txt && [ ! -e o1.png ]"
+run5 segment kmeans fifo.nii o.nii 2> p3.txt; rc=$?
+check "FIFO as a NIfTI input: refused at once (exit 1)" "[ $rc -eq 1 ] && grep -q \"'fifo.nii' is a FIFO\" p3.txt"
+run5 filter gaussian --batch fifo.txt 2> p4.txt; rc=$?
+check "FIFO as the --batch list: refused at once" "[ $rc -ne 124 ] && [ $rc -ne 0 ] && grep -q \"'fifo.txt' is a FIFO\" p4.txt"
+run5 filter entropy fifo.png --memory-limit 1G > /dev/null 2> p5.txt; rc=$?
+check "FIFO to filter entropy --memory-limit: refused at once" "[ $rc -eq 1 ] && grep -q \"'fifo.png' is a FIFO\" p5.txt"
+
+# ---- item 16: data errors exit 1, usage errors 2
+"$bin" segment kmeans nan.nii o.nii 2> d1.txt; rc=$?
+check "segment kmeans on NaN voxels: a data error, exit 1" "[ $rc -eq 1 ] && grep -q 'expected finite values' d1.txt"
+"$bin" filter gaussian tiny_spacing.nii o.nii --units mm 2> d2.txt; rc=$?
+check "filter gaussian --units mm with a 1e-6 mm spacing: a data error, exit 1" \
+  "[ $rc -eq 1 ] && grep -q 'radius over' d2.txt"
+"$bin" filter gaussian small.png d3a.nii tiny_spacing.nii d3b.nii --units mm 2> d3.txt; rc=$?
+check "  also as the second image of a batch" "[ $rc -eq 1 ]"
+"$bin" segment kmeans good.nii o.nii --k 1 2> d4.txt; rc=$?
+check "segment kmeans --k 1: still a usage error, exit 2" "[ $rc -eq 2 ] && grep -q 'k is 1' d4.txt"
+"$bin" filter gaussian good.nii o.nii --sigma -1 2> d5.txt; rc=$?
+check "filter gaussian --sigma -1: still a usage error, exit 2" "[ $rc -eq 2 ] && grep -q 'sigma is -1' d5.txt"
+for seed in -1 1e30; do
+  "$bin" segment kmeans good.nii o.nii --seed "$seed" 2> d6.txt; rc=$?
+  check "segment kmeans --seed $seed: a usage error with a message (no undefined cast), exit 2" \
+    "[ $rc -eq 2 ] && grep -q 'expected an integer from 0 to 2^64-1' d6.txt && clean d6.txt"
+done
+
+# ---- item 16: stale temporaries of killed runs are removed at the next run into the folder
+dead=$(sh -c 'echo $$')   # a process that has ended
+mkdir -p out1 out2
+for d in out1 out2; do
+  printf 'partial' > "$d/.r.png.tmp-$dead-0a1b2c3d"
+  printf 'live' > "$d/.r.png.tmp-$$-0a1b2c3d"   # this shell is running: kept
+done
+ln -s ../good.nii "out1/.link.nii.tmp-$dead-00ff"  # not a regular file: kept
+"$bin" filter gaussian small.png out1/r.png small.png out2/r.png 2> s1.txt; rc=$?
+check "filter: stale .NAME.tmp-PID-TAG removed in every output folder, live ones kept" \
+  "[ $rc -eq 0 ] && [ ! -e out1/.r.png.tmp-$dead-0a1b2c3d ] && [ ! -e out2/.r.png.tmp-$dead-0a1b2c3d ] && [ -e out1/.r.png.tmp-$$-0a1b2c3d ] && [ -L out1/.link.nii.tmp-$dead-00ff ] && grep -q 'removed 1 temporary file left by a killed run in out1' s1.txt"
+printf 'partial' > ".m.png.tmp-$dead-beef"
+"$bin" segment kmeans small.png m.png -q; rc=$?
+check "segment: the same in the working folder" "[ $rc -eq 0 ] && [ ! -e .m.png.tmp-$dead-beef ] && [ -s m.png ]"
+exit $fail

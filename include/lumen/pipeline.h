@@ -116,7 +116,11 @@ lumen_status lumen_pipe_config_read(lumen_ctx *ctx, lumen_pipe_config *cfg, cons
    naming the option, the value, the expected range and the likely mistake. command: "dce" or "t1"
    (t1 --method ir/sr allows TRs up to 30 s). The pipelines call it first; front ends call it
    after parsing to report a usage error. Values read from sidecars and headers get the same
-   checks inside the pipelines (as data errors naming the file and the field). */
+   checks inside the pipelines (as data errors naming the file and the field).
+   It also checks every other option before anything is read or written (issue 15): the prefix
+   (a file-name part: not empty, no '/', not starting with '.', no control characters, UTF-8),
+   the models, the t1 method, the AIF name, the baseline range, and the fit options of every
+   model the run fits, by building a test fit plan (backend name, bounds vs starts, ...). */
 lumen_status lumen_pipe_config_check(lumen_ctx *ctx, const lumen_pipe_config *cfg, const char *command);
 /* Records the command line (argv[0..argc), shell-quoted, space-separated) for the run log. */
 lumen_status lumen_pipe_config_set_command_line(lumen_ctx *ctx, lumen_pipe_config *cfg, int argc,

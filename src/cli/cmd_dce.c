@@ -159,11 +159,13 @@ int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, 
     }
     ++i;
   }
-  /* implausible values (a TR in ms, a flip angle in radians...) are usage errors, reported before
-     any file is read or written */
-  if (lumen_pipe_config_check(ctx, cfg, cmd) != LUMEN_OK) {
+  /* every option and config key (implausible values such as a TR in ms, --prefix, --models,
+     --aif, --backend, bounds against starts...) is checked before any file is read or written:
+     a bad value is a usage error; a backend this machine lacks (not built, no device) is not */
+  lumen_status cst = lumen_pipe_config_check(ctx, cfg, cmd);
+  if (cst != LUMEN_OK) {
     lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
-    return LUMEN_EXIT_USAGE;
+    return cst == LUMEN_ERR_INVALID_ARGUMENT ? LUMEN_EXIT_USAGE : LUMEN_EXIT_FAILURE;
   }
   /* the run log records the command line as typed, "lumen" first */
   const char **line = malloc(sizeof *line * ((size_t)argc + 1));
@@ -266,9 +268,13 @@ static void help(FILE *out) {
     "  --allow-failures      exit 0 even when more than half the voxels fail (default: exit 3)\n"
     "  --conv exact|trapezoid, --precision float32|float64, --fit-delay, --no-ci\n"
     "run:\n"
-    "  --out DIR             output folder (created);  --prefix P  (default BIDS sub-/ses- or 'lumen')\n"
+    "  --out DIR             output folder (created); one run at a time writes into it (a second\n"
+    "                        run refuses, naming the first one's PID; lock file DIR/.lumen.lock)\n"
+    "  --prefix P            start of every output name (default BIDS sub-/ses- or 'lumen'); a\n"
+    "                        file-name part: no '/', not starting with '.', at most 150 characters\n"
     "  --config FILE         key = value lines (the option names; ROCKETSHIP dce_preferences.txt keys)\n"
-    "  --overwrite           replace existing outputs (refused otherwise)\n"
+    "  --overwrite           replace existing outputs (refused otherwise); the earlier run log is\n"
+    "                        removed before the first file is replaced and rewritten at the end\n"
     "  --save-conc, --no-report, --threads N, --compress-level L (default 1)\n"
     "  --resume              continue a killed run in the same --out from its last completed\n"
     "                        stage D chunk (checkpoints .PREFIX_model-M.ckpt; implies --overwrite)\n"
@@ -278,6 +284,8 @@ static void help(FILE *out) {
     "  --shard K/N           fit only the K-th of N voxel ranges and write a part for 'lumen merge'\n"
     "                        (under mpirun -np N the ranks split the voxels; rank 0 writes)\n"
     "  -q                    no progress or summary;  -v  more messages\n\n"
+    "Every option (and config key) is checked before anything is read or written: a bad value\n"
+    "(--backend, --models, --aif, --prefix, bounds that exclude a start...) is a usage error.\n"
     "Values in a likely wrong unit are refused before anything is written: --tr outside\n"
     "0.0005..0.1 s, --flip-angle outside 1..90 deg, --dt outside 0.01..600 s, --relaxivity outside\n"
     "1..50 /mM/s, --t1/--blood-t1 outside 0.05..10 s (sidecar and header values too).\n"

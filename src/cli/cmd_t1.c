@@ -31,9 +31,12 @@ static void help(FILE *out) {
     "  --bounds-preset physical|rocketship (default physical);  --allow-failures (exit 0, not 3)\n"
     "  --memory-limit SIZE  refuse, before reading, any input whose voxel buffer needs more than SIZE\n"
     "                  bytes (e.g. 512M, 4G; default min(16G, physical memory))\n"
-    "  --overwrite     replace existing outputs;  --no-report;  -q quiet;  -v verbose\n\n"
-    "exit status: 0 success, 1 input or data error, 2 usage error (also a value in a likely wrong\n"
-    "unit, e.g. --tr 5), 3 results unreliable (more than half the voxels failed).\n");
+    "  --overwrite     replace existing outputs (the earlier run log goes first);  --no-report;\n"
+    "                  -q quiet;  -v verbose\n"
+    "  --prefix P: a file-name part (no '/', not starting with '.'); one run at a time per --out\n\n"
+    "exit status: 0 success, 1 input or data error, 2 usage error (every option is checked before\n"
+    "anything is read or written, also a value in a likely wrong unit, e.g. --tr 5), 3 results\n"
+    "unreliable (more than half the voxels failed).\n");
 }
 
 int lumen_cmd_t1(int argc, char **argv) {

@@ -299,10 +299,22 @@ static int64_t argmax(const double *y, int64_t n) {
 }
 
 /* ------------------------------------------------------------ stage B */
+/* A comment line of the table: a newline or tab in a path (--aif roi:PATH) would end the comment
+   and break the table's columns, so control characters become spaces. */
+static void comment_line(pipe_sb *b, const char *text) {
+  pipe_sb_printf(b, "# ");
+  for (const unsigned char *p = (const unsigned char *)text; *p; ++p)
+    pipe_sb_printf(b, "%c", *p < 0x20 || *p == 0x7f ? ' ' : (char)*p);
+  pipe_sb_printf(b, "\n");
+}
+
 static lumen_status write_aif(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif) {
   pipe_sb b = {0};
-  pipe_sb_printf(&b, "# lumen %s AIF: %s\n# %s\ntime_s\ttime_min\tCb_mM\tCp_mM\n", lumen_version(), aif->method,
-                 aif->detail);
+  char head[128];
+  snprintf(head, sizeof head, "lumen %s AIF: %s", lumen_version(), aif->method);
+  comment_line(&b, head);
+  comment_line(&b, aif->detail);
+  pipe_sb_printf(&b, "time_s\ttime_min\tCb_mM\tCp_mM\n");
   for (int64_t i = 0; i < in->nt; ++i)
     pipe_sb_printf(&b, "%.9g\t%.9g\t%.9g\t%.9g\n", in->t_min[i] * 60, in->t_min[i], aif->cb[i], aif->cp[i]);
   if (b.oom) { pipe_sb_free(&b); return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory"); }

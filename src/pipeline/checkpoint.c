@@ -3,7 +3,8 @@
      char magic[8] "LUMCKPT2", uint64 fingerprint, int64 start, int64 count, uint64 payload
      bytes, uint64 FNV-1a of the payload; then the payload: the result strings, the tier and
      state counts and seconds of the chunk, and its slices of every result array.
-   A torn or foreign record ends the usable part; the file is cut there and fitting goes on. */
+   A torn or foreign record ends the usable part; only that part is copied into the new file (see
+   replace_checkpoint) and fitting goes on. */
 #include "io/io_internal.h"
 #include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
@@ -12,9 +13,11 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CK_MAGIC "LUMCKPT2"
@@ -166,6 +169,102 @@ static void test_abort_hook(void) {
   if (e && *e && ++g_chunks_written == atoi(e)) _exit(75);
 }
 
+/* ---- the checkpoint file (issue 15): never a link or another user's file
+   A planted symbolic link (or FIFO, device, hard link) at the checkpoint's name must not be
+   followed, truncated or written through. The previous file is only read (O_NOFOLLOW); the new one
+   is created privately (O_EXCL under an unpredictable temporary name, mode 0600), filled with the
+   usable records of the previous one and renamed over the name. */
+
+/* LUMEN_OK when PATH is absent or a regular file, else a failure naming what is there. */
+static lumen_status refuse_non_regular(lumen_ctx *ctx, const char *path) {
+  struct stat sb;
+  if (lstat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return LUMEN_OK;
+  return lumen_fail(ctx, LUMEN_ERR_IO,
+                    "checkpoint '%s' is %s, not a regular file: lumen neither follows nor replaces it; remove it and "
+                    "run again",
+                    path, lumen_io_kind_name((unsigned)sb.st_mode));
+}
+
+/* Opens the previous checkpoint for reading (*fd = -1 when there is none). */
+static lumen_status open_previous(lumen_ctx *ctx, const char *path, int *fd) {
+  *fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (*fd < 0) {
+    if (errno == ENOENT) return LUMEN_OK;
+    if (errno == ELOOP) return refuse_non_regular(ctx, path);
+    return lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot read the checkpoint '%s': %s", path, strerror(errno));
+  }
+  struct stat sb;
+  if (fstat(*fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(*fd);
+    *fd = -1;
+    return lumen_fail(ctx, LUMEN_ERR_IO, "checkpoint '%s' is %s, not a regular file: lumen does not read it; remove it",
+                      path, lumen_io_kind_name((unsigned)sb.st_mode));
+  }
+  return LUMEN_OK;
+}
+
+/* A new private file in the checkpoint's folder: ".NAME.tmp-PID-TAG", as the atomic writer names
+   its temporaries, so that a killed run's leftover is removed by the stale-temporary cleaner. */
+static lumen_status create_private(lumen_ctx *ctx, const char *path, char *tmp, size_t size, int *fd) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    unsigned long long tag = 0;
+    int rnd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (rnd < 0 || read(rnd, &tag, sizeof tag) != (ssize_t)sizeof tag) tag = (unsigned long long)time(NULL);
+    if (rnd >= 0) close(rnd);
+    tag ^= (unsigned long long)attempt << 56;
+    snprintf(tmp, size, "%.*s.%s.tmp-%ld-%016llx", (int)(base - path), path, base, (long)getpid(), tag);
+    *fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (*fd >= 0) return LUMEN_OK;
+    if (errno != EEXIST) break;
+  }
+  return lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot create the checkpoint '%s': %s", tmp, strerror(errno));
+}
+
+/* Copies the first n bytes of src (from its start) to dst. */
+static int copy_prefix(int src, int dst, off_t n) {
+  unsigned char buf[1 << 14];
+  off_t done = 0;
+  while (done < n) {
+    size_t want = (size_t)(n - done < (off_t)sizeof buf ? n - done : (off_t)sizeof buf);
+    ssize_t r = pread(src, buf, want, done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0 || write_all(dst, buf, (size_t)r)) return -1;
+    done += r;
+  }
+  return 0;
+}
+
+/* The new checkpoint: a private file holding the first `good` bytes of the previous one (prev,
+   may be -1), renamed over path; returns its descriptor, positioned at the end, in *fd. */
+static lumen_status replace_checkpoint(lumen_ctx *ctx, const char *path, int prev, off_t good, int *fd) {
+  char tmp[LUMEN_PIPE_PATH_MAX + 64];
+  lumen_status st = create_private(ctx, path, tmp, sizeof tmp, fd);
+  if (st != LUMEN_OK) return st;
+  if ((prev >= 0 && good > 0 && copy_prefix(prev, *fd, good)) || fsync(*fd))
+    st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", tmp, strerror(errno));
+  if (st == LUMEN_OK) st = refuse_non_regular(ctx, path); /* again, right before the rename */
+  if (st == LUMEN_OK && rename(tmp, path) != 0)
+    st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
+  if (st != LUMEN_OK) {
+    unlink(tmp);
+    close(*fd);
+    *fd = -1;
+  }
+  return st;
+}
+
+lumen_status pipe_checkpoint_check(pipe_run *run, const lumen_model *models, int n) {
+  char path[LUMEN_PIPE_PATH_MAX];
+  lumen_status st = LUMEN_OK;
+  for (int m = 0; m < n && st == LUMEN_OK; ++m) {
+    ckpt_path(run, models[m], path, sizeof path);
+    st = refuse_non_regular(run->ctx, path);
+  }
+  return st;
+}
+
 lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const lumen_fit_options *o, int64_t nlist,
                               int64_t nt, const float *data, const float *consts, const double *t_min, const double *cp,
                               lumen_fit_results *res) {
@@ -182,25 +281,22 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   char path[LUMEN_PIPE_PATH_MAX];
   ckpt_path(run, model, path, sizeof path);
   uint64_t fp = fingerprint(o, nlist, nt, chunk, data, consts, t_min, cp, res);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
   size_t max_payload = pack(NULL, res, res, model, 0, chunk < nlist ? chunk : nlist);
   unsigned char *buf = malloc(max_payload);
-  if (!buf) {
-    close(fd);
+  if (!buf)
     return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D: out of host memory for a checkpoint of %zu bytes", max_payload);
-  }
-  /* resume: load the good prefix of the file */
+  /* resume: load the good prefix of the previous file (read only) */
   int64_t done = 0;
   off_t good = 0;
-  int loaded = 0;
-  if (cfg->resume) {
+  int loaded = 0, prev = -1, fd = -1;
+  lumen_status st = pipe_before_write(run);
+  if (st == LUMEN_OK && cfg->resume) st = open_previous(ctx, path, &prev);
+  if (st == LUMEN_OK && prev >= 0) {
     ck_head h;
-    while (done < nlist && read_all(fd, &h, sizeof h) == 0) {
+    while (done < nlist && read_all(prev, &h, sizeof h) == 0) {
       int64_t want = nlist - done < chunk ? nlist - done : chunk;
       if (memcmp(h.magic, CK_MAGIC, 8) || h.fingerprint != fp || h.start != done || h.count != want ||
-          h.payload_bytes != pack(NULL, res, res, model, 0, want) || read_all(fd, buf, (size_t)h.payload_bytes) ||
+          h.payload_bytes != pack(NULL, res, res, model, 0, want) || read_all(prev, buf, (size_t)h.payload_bytes) ||
           fnv(FNV0, buf, (size_t)h.payload_bytes) != h.payload_fnv)
         break;
       lumen_fit_results c;
@@ -208,16 +304,16 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
       unpack(buf, res, &c, model, done, want);
       add_counts(res, &c, done == 0);
       done += want;
-      good = lseek(fd, 0, SEEK_CUR);
+      good = lseek(prev, 0, SEEK_CUR);
       ++loaded;
     }
     if (loaded)
       lumen_log(ctx, LUMEN_LOG_INFO, "stage D (%s): resumed: %lld of %lld voxels from the checkpoint '%s'",
                 lumen_model_name(model), (long long)done, (long long)nlist, path);
   }
-  lumen_status st = LUMEN_OK;
-  if (ftruncate(fd, good) != 0 || lseek(fd, good, SEEK_SET) != good)
-    st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
+  /* a torn or foreign tail is left behind with the previous file */
+  if (st == LUMEN_OK) st = replace_checkpoint(ctx, path, prev, good, &fd);
+  if (prev >= 0) close(prev);
   while (st == LUMEN_OK && done < nlist) {
     int64_t count = nlist - done < chunk ? nlist - done : chunk;
     lumen_fit_results c = *res;
@@ -250,7 +346,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     if (st == LUMEN_OK) test_abort_hook();
   }
   free(buf);
-  if (close(fd) != 0 && st == LUMEN_OK)
+  if (fd >= 0 && close(fd) != 0 && st == LUMEN_OK)
     st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
   return st;
 }

@@ -18,6 +18,9 @@
 lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const lumen_fit_options *o, int64_t nlist,
                               int64_t nt, const float *data, const float *consts, const double *t_min, const double *cp,
                               lumen_fit_results *res);
+/* Refuses, before anything is written, a checkpoint name of these models that holds anything but
+   a regular file (a planted symbolic link, FIFO, folder...): it is never followed or replaced. */
+lumen_status pipe_checkpoint_check(pipe_run *run, const lumen_model *models, int n);
 /* Removes the checkpoint files of a finished run. */
 void pipe_checkpoint_remove(pipe_run *run, const lumen_model *models, int n);
 /* --resume: removes the temporary files (.NAME.tmp-PID-N) that killed runs left in OUT and

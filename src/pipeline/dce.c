@@ -19,6 +19,7 @@ lumen_status pipe_setup_run(lumen_ctx *ctx, const lumen_pipe_config *cfg, pipe_r
   run->command = command;
   run->t_start = pipe_now();
   run->sum = sum;
+  run->lock_fd = -1;
   if (!cfg->out) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no output folder: give --out DIR");
   snprintf(run->out, sizeof run->out, "%s", cfg->out);
   if (cfg->prefix) snprintf(run->prefix, sizeof run->prefix, "%s", cfg->prefix);
@@ -28,6 +29,9 @@ lumen_status pipe_setup_run(lumen_ctx *ctx, const lumen_pipe_config *cfg, pipe_r
   if (st != LUMEN_OK) return st;
   if (access(run->out, W_OK | X_OK) != 0)
     return lumen_fail(ctx, LUMEN_ERR_IO, "output folder '%s' is not writable: %s", run->out, strerror(errno));
+  /* one run at a time in a folder: two would mix their maps under one run log */
+  st = pipe_lock_out(run);
+  if (st != LUMEN_OK) return st;
   char name[300];
   snprintf(name, sizeof name, "%s_runlog.json", run->prefix);
   st = pipe_check_overwrite(run, name);
@@ -87,23 +91,6 @@ static double mask_median(pipe_run *run, const float *v, int64_t *n_bad) {
   return m;
 }
 
-static lumen_status parse_models(lumen_ctx *ctx, const char *list, lumen_model *models, int *n) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", list ? list : "tofts");
-  *n = 0;
-  for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-    lumen_model m;
-    if (lumen_model_parse(tok, &m) != LUMEN_OK || m > LUMEN_MODEL_AUC)
-      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
-                        "--models: '%s' is not a DCE model (tofts, etofts, patlak, 2cum, 2cxm, fxr, auc)", tok);
-    for (int k = 0; k < *n; ++k)
-      if (models[k] == m) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--models: '%s' is listed twice", tok);
-    models[(*n)++] = m;
-  }
-  if (*n == 0) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--models: no model given");
-  return LUMEN_OK;
-}
-
 /* Distribution hook (src/dist, include/lumen/dist.h): when set on this thread, stage D's fits go
    through it instead of lumen_fit_execute (shards, merge, MPI ranks). */
 static _Thread_local lumen_dist_fit_fn g_dist_fit;
@@ -131,26 +118,7 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
   const lumen_pipe_config *cfg = run->cfg;
   const char *mname = lumen_model_name(model);
   lumen_fit_options o;
-  lumen_fit_options_init(&o);
-  o.model = model;
-  o.tolerance = cfg->tolerance;
-  o.max_iterations = cfg->max_iterations;
-  o.backend = cfg->backend ? cfg->backend : "auto";
-  o.force_cpu = cfg->force_cpu;
-  o.fit_delay = cfg->fit_delay;
-  o.conv = cfg->conv;
-  o.precision = cfg->precision;
-  o.r1 = r1;
-  o.confidence = cfg->write_ci;
-  o.bounds_preset = cfg->bounds_preset;
-  if (!strncmp(o.backend, "rocketship:", 11)) o.rocketship_names = 0;
-  if (model == LUMEN_MODEL_AUC) o.auc_t0 = NAN;
-  int npf = lumen_fit_param_count(model);
-  for (int k = 0; k < npf && k < LUMEN_FIT_MAX_PARAMS; ++k) {
-    if (!isnan(cfg->start[model][k])) o.start[k] = cfg->start[model][k];
-    if (!isnan(cfg->lo[model][k])) o.lo[k] = cfg->lo[model][k];
-    if (!isnan(cfg->hi[model][k])) o.hi[k] = cfg->hi[model][k];
-  }
+  pipe_fit_options_dce(cfg, model, r1, &o); /* as lumen_pipe_config_check tried them */
   lumen_fit_plan *plan = NULL;
   lumen_status st = lumen_fit_plan_create(ctx, &o, (int)nt, t_min, cp, &plan);
   if (st != LUMEN_OK) {
@@ -234,18 +202,28 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
                       "\"curves_per_tier\": {",
                    (long long)nlist, (long long)ms->converged, (long long)ms->at_bound, (long long)ms->failed, res.seconds,
                    res.kernel_seconds, ms->fits_per_s);
-    for (int t = 0; t < LUMEN_FIT_TIER_COUNT; ++t)
-      pipe_sb_printf(b, "%s\"%s\": %lld", t ? ", " : "", lumen_fit_tier_name((lumen_fit_tier)t), (long long)res.curves_per_tier[t]);
+    for (int t = 0; t < LUMEN_FIT_TIER_COUNT; ++t) {
+      pipe_sb_printf(b, "%s", t ? ", " : "");
+      pipe_sb_json_str(b, lumen_fit_tier_name((lumen_fit_tier)t));
+      pipe_sb_printf(b, ": %lld", (long long)res.curves_per_tier[t]);
+    }
     pipe_sb_printf(b, "}, \"state_counts\": {");
-    for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s)
-      pipe_sb_printf(b, "%s\"%s\": %lld", s ? ", " : "", lumen_fit_state_name((lumen_fit_state)s), (long long)res.state_counts[s]);
+    for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s) {
+      pipe_sb_printf(b, "%s", s ? ", " : "");
+      pipe_sb_json_str(b, lumen_fit_state_name((lumen_fit_state)s));
+      pipe_sb_printf(b, ": %lld", (long long)res.state_counts[s]);
+    }
     char bound_text[512];
     pipe_sb_printf(b, "}");
     pipe_at_bound_json(b, bound_text, sizeof bound_text, model, &res);
-    pipe_sb_printf(b, ", \"options\": {\"tolerance\": %g, \"max_iterations\": %d, \"conv\": \"%s\", \"precision\": \"%s\", "
-                      "\"fit_delay\": %d, \"bounds_preset\": \"%s\", \"bounds\": {",
-                   o.tolerance, o.max_iterations, lumen_fit_conv_name(o.conv), lumen_fit_precision_name(o.precision), o.fit_delay,
-                   lumen_fit_bounds_preset_name(o.bounds_preset));
+    pipe_sb_printf(b, ", \"options\": {\"tolerance\": %g, \"max_iterations\": %d, \"conv\": ", o.tolerance,
+                   o.max_iterations);
+    pipe_sb_json_str(b, lumen_fit_conv_name(o.conv));
+    pipe_sb_printf(b, ", \"precision\": ");
+    pipe_sb_json_str(b, lumen_fit_precision_name(o.precision));
+    pipe_sb_printf(b, ", \"fit_delay\": %d, \"bounds_preset\": ", o.fit_delay);
+    pipe_sb_json_str(b, lumen_fit_bounds_preset_name(o.bounds_preset));
+    pipe_sb_printf(b, ", \"bounds\": {");
     pipe_bounds_json(b, plan, model);
     pipe_sb_printf(b, "}}}");
     pipe_sb_printf(&run->text, "stage D %-7s %lld voxels: %lld converged, %lld at a bound%s, %lld failed; backend requested %s, selected %s, used %s (%s); %.3f s, %.0f fits/s\n",
@@ -389,6 +367,82 @@ static lumen_status frame_times(pipe_run *run, const lumen_nifti_info *info, con
   return LUMEN_OK;
 }
 
+/* The relaxivity in the sidecar: ContrastAgentRelaxivity, else Relaxivity; *key = NULL when
+   neither is there. */
+static void sidecar_relaxivity(lumen_ctx *ctx, const lumen_json *side, double *r1, const char **key) {
+  static const char *const keys[] = {"ContrastAgentRelaxivity", "Relaxivity"};
+  *key = NULL;
+  for (int i = 0; side && i < 2; ++i) {
+    int f = 0;
+    double v = NAN;
+    lumen_json_get_number(ctx, side, keys[i], &v, &f);
+    if (f) {
+      *r1 = v;
+      *key = keys[i];
+      return;
+    }
+  }
+}
+
+/* A sidecar value that is there but not a finite number (1e999 reads as inf): says so, rather than
+   "missing". */
+static lumen_status finite_or_absent(lumen_ctx *ctx, const char *sc, const char *key, double v, const char *expected) {
+  if (isnan(v) || isfinite(v)) return LUMEN_OK;
+  return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "sidecar '%s' %s = %g: not a finite number; expected %s", sc, key,
+                    v, expected);
+}
+
+/* Flip angle, TR and relaxivity of the series: the options, else its sidecar; sidecar values
+   get the checks the options got (lumen_pipe_config_check), as data errors naming the field. */
+static lumen_status acquisition_values(pipe_run *run, const lumen_acquisition *acq, const lumen_json *side, int found,
+                                       double *fa_deg, double *tr, double *r1) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  const int signal = cfg->input_type == LUMEN_PIPE_INPUT_SIGNAL;
+  const char *rkey = NULL;
+  *fa_deg = isfinite(cfg->flip_angle_deg) ? cfg->flip_angle_deg : acq->flip_angle_deg;
+  *tr = isfinite(cfg->tr_s) ? cfg->tr_s : acq->repetition_time_s;
+  *r1 = cfg->relaxivity;
+  if (!isfinite(*r1)) sidecar_relaxivity(ctx, side, r1, &rkey);
+  char sc[LUMEN_PIPE_PATH_MAX], src[LUMEN_PIPE_PATH_MAX + 64];
+  lumen_sidecar_path(ctx, cfg->dce, sc, sizeof sc);
+  const char *tkey = acq->repetition_time_key ? acq->repetition_time_key : "RepetitionTime";
+  lumen_status st = LUMEN_OK;
+  if (!signal) {
+    if (!(*r1 > 0) || !isfinite(*r1)) *r1 = 4.5; /* concentration input: only FXR uses it */
+    return LUMEN_OK;
+  }
+  st = finite_or_absent(ctx, sc, "FlipAngle", *fa_deg, "a flip angle in degrees (1..90)");
+  if (st == LUMEN_OK) st = finite_or_absent(ctx, sc, tkey, *tr, "a repetition time in seconds");
+  if (st == LUMEN_OK && rkey)
+    st = finite_or_absent(ctx, sc, rkey, *r1, "a relaxivity in 1/(mM s), e.g. 4.5 for gadoterate at 1.5 T");
+  if (st != LUMEN_OK) return st;
+  if (!isfinite(*fa_deg))
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "flip angle missing for '%s': give --flip-angle DEG or FlipAngle in '%s'%s",
+                      cfg->dce, sc, found ? "" : " (no sidecar found)");
+  if (!isfinite(*tr))
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "repetition time missing for '%s': give --tr SECONDS or RepetitionTime in '%s'%s",
+                      cfg->dce, sc, found ? "" : " (no sidecar found)");
+  if (!isfinite(*r1))
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "relaxivity missing for '%s': give --relaxivity R (1/(mM s), e.g. 4.5 for gadoterate at 1.5 T), "
+                      "'relaxivity = R' in a config file, or ContrastAgentRelaxivity in '%s'",
+                      cfg->dce, sc);
+  if (!isfinite(cfg->flip_angle_deg)) {
+    snprintf(src, sizeof src, "sidecar '%s' FlipAngle", sc);
+    st = pipe_check_flip(ctx, src, *fa_deg);
+  }
+  if (st == LUMEN_OK && !isfinite(cfg->tr_s)) {
+    snprintf(src, sizeof src, "sidecar '%s' %s", sc, tkey);
+    st = pipe_check_tr(ctx, src, *tr, 1);
+  }
+  if (st == LUMEN_OK && rkey) {
+    snprintf(src, sizeof src, "sidecar '%s' %s", sc, rkey);
+    st = pipe_check_relaxivity(ctx, src, *r1);
+  }
+  return st;
+}
+
 lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *sum) {
   LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
   lumen_pipe_summary dummy;
@@ -399,7 +453,7 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   int nmodels = 0;
   lumen_status st = lumen_pipe_config_check(ctx, cfg, "dce");
   if (st != LUMEN_OK) return st;
-  st = parse_models(ctx, cfg->models, models, &nmodels);
+  st = pipe_parse_models(ctx, cfg->models, models, &nmodels);
   if (st != LUMEN_OK) return st;
   /* The run state is about 1.5 MB (output and input path tables): on the heap, so that a small
      thread stack or an exhausted address space gives an error, not a crash (docs/RELIABILITY.md). */
@@ -407,6 +461,7 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   if (!runp) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of host memory for the run state");
 #define run (*runp)
   st = pipe_setup_run(ctx, cfg, &run, "dce", cfg->dce, sum);
+  if (st == LUMEN_OK && !g_dist_fit) st = pipe_checkpoint_check(&run, models, nmodels);
   lumen_image *dce = NULL;
   lumen_nifti_info info;
   lumen_acquisition acq;
@@ -448,44 +503,7 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
     }
   }
   double fa_deg = NAN, tr = NAN, r1 = cfg->relaxivity;
-  if (st == LUMEN_OK) {
-    fa_deg = isfinite(cfg->flip_angle_deg) ? cfg->flip_angle_deg : acq.flip_angle_deg;
-    tr = isfinite(cfg->tr_s) ? cfg->tr_s : acq.repetition_time_s;
-    if (!isfinite(r1) && side) {
-      int f2 = 0;
-      lumen_json_get_number(ctx, side, "ContrastAgentRelaxivity", &r1, &f2);
-      if (!f2) lumen_json_get_number(ctx, side, "Relaxivity", &r1, &f2);
-      if (!f2) r1 = NAN;
-    }
-    char sc[LUMEN_PIPE_PATH_MAX];
-    lumen_sidecar_path(ctx, cfg->dce, sc, sizeof sc);
-    if (signal && !isfinite(fa_deg))
-      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "flip angle missing for '%s': give --flip-angle DEG or FlipAngle in '%s'%s",
-                      cfg->dce, sc, found ? "" : " (no sidecar found)");
-    else if (signal && !isfinite(tr))
-      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "repetition time missing for '%s': give --tr SECONDS or RepetitionTime in '%s'%s",
-                      cfg->dce, sc, found ? "" : " (no sidecar found)");
-    else if (signal && !(r1 > 0))
-      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
-                      "relaxivity missing for '%s': give --relaxivity R (1/(mM s), e.g. 4.5 for gadoterate at 1.5 T), "
-                      "'relaxivity = R' in a config file, or ContrastAgentRelaxivity in '%s'",
-                      cfg->dce, sc);
-    if (!(r1 > 0)) r1 = 4.5; /* concentration input: only FXR uses it */
-    /* values from the sidecar get the checks the options got (lumen_pipe_config_check) */
-    char src[LUMEN_PIPE_PATH_MAX + 64];
-    if (st == LUMEN_OK && signal && !isfinite(cfg->flip_angle_deg)) {
-      snprintf(src, sizeof src, "sidecar '%s' FlipAngle", sc);
-      st = pipe_check_flip(ctx, src, fa_deg);
-    }
-    if (st == LUMEN_OK && signal && !isfinite(cfg->tr_s)) {
-      snprintf(src, sizeof src, "sidecar '%s' %s", sc, acq.repetition_time_key ? acq.repetition_time_key : "RepetitionTime");
-      st = pipe_check_tr(ctx, src, tr, 1);
-    }
-    if (st == LUMEN_OK && signal && !isfinite(cfg->relaxivity)) {
-      snprintf(src, sizeof src, "sidecar '%s' ContrastAgentRelaxivity", sc);
-      st = pipe_check_relaxivity(ctx, src, r1);
-    }
-  }
+  if (st == LUMEN_OK) st = acquisition_values(&run, &acq, side, found, &fa_deg, &tr, &r1);
   if (st == LUMEN_OK) {
     t_min = malloc(sizeof(double) * (size_t)nt);
     tissue_mean = calloc((size_t)nt, sizeof(double));
@@ -615,9 +633,10 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
     pipe_sb_printf(b, "%s\n\t\t\"read\": {\"seconds\": %.4f, \"frames\": %lld, \"frame_times\": ", b->n ? "," : "",
                    sum->seconds_read, (long long)nt);
     pipe_sb_json_str(b, how_t);
-    pipe_sb_printf(b, ", \"duration_min\": %.6g},\n\t\t\"A\": {\"name\": \"signal to concentration\", \"seconds\": %.4f, \"input_type\": \"%s\", ",
-                   t_min[nt - 1], sum->seconds_a, signal ? "signal" : "concentration");
-    pipe_sb_printf(b, "\"t1\": ");
+    pipe_sb_printf(b, ", \"duration_min\": %.6g},\n\t\t\"A\": {\"name\": \"signal to concentration\", \"seconds\": %.4f, \"input_type\": ",
+                   t_min[nt - 1], sum->seconds_a);
+    pipe_sb_json_str(b, signal ? "signal" : "concentration");
+    pipe_sb_printf(b, ", \"t1\": ");
     pipe_sb_json_str(b, t1_how);
     pipe_sb_printf(b, ", \"flip_angle_deg\": ");
     pipe_sb_json_num(b, fa_deg);
@@ -657,8 +676,12 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
     pipe_sb_json_str(b, aif.method);
     pipe_sb_printf(b, ", \"detail\": ");
     pipe_sb_json_str(b, aif.detail);
-    pipe_sb_printf(b, ", \"bolus_arrival_min\": %.6g, \"arrival_frame\": %lld, \"voxels\": %lld, \"peak_plasma_mM\": %.6g, \"file\": \"%s_aif.tsv\"}",
-                   aif.delay_min, (long long)aif.arrival, (long long)aif.n_voxels, pk, run.prefix);
+    char aif_file[300];
+    snprintf(aif_file, sizeof aif_file, "%s_aif.tsv", run.prefix);
+    pipe_sb_printf(b, ", \"bolus_arrival_min\": %.6g, \"arrival_frame\": %lld, \"voxels\": %lld, \"peak_plasma_mM\": %.6g, \"file\": ",
+                   aif.delay_min, (long long)aif.arrival, (long long)aif.n_voxels, pk);
+    pipe_sb_json_str(b, aif_file); /* the prefix is the user's: escaped (issue 15) */
+    pipe_sb_printf(b, "}");
     pipe_sb_printf(&run.text, "stage B (AIF %s): %s; plasma peak %.4g mM; %.3f s\n", aif.method, aif.detail, pk, sum->seconds_b);
   }
   /* Stage A's maps are written only now, after stage B has read its inputs (AIF file, ROI), so
@@ -695,7 +718,8 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
         wo.overwrite = cfg->overwrite;
         wo.intent_name = "conc_mM";
         wo.compress_level = cfg->compress_level;
-        st = lumen_nifti_write(ctx, path, ci, &wo);
+        st = pipe_before_write(&run);
+        if (st == LUMEN_OK) st = lumen_nifti_write(ctx, path, ci, &wo);
         if (st == LUMEN_OK) pipe_record_output(&run, name);
       }
       lumen_image_free(ci);
@@ -773,7 +797,9 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
         int first = 1;
         for (int m = 0; m < nmodels; ++m) {
           if (!mo[m].aic) continue;
-          pipe_sb_printf(&run.stages, "%s\"%s\": %lld", first ? "" : ", ", lumen_model_name(models[m]), (long long)counts[models[m]]);
+          pipe_sb_printf(&run.stages, "%s", first ? "" : ", ");
+          pipe_sb_json_str(&run.stages, lumen_model_name(models[m]));
+          pipe_sb_printf(&run.stages, ": %lld", (long long)counts[models[m]]);
           pipe_sb_printf(&run.text, " %s %lld", lumen_model_name(models[m]), (long long)counts[models[m]]);
           first = 0;
         }

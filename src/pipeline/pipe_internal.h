@@ -18,6 +18,12 @@ typedef struct pipe_sb {
 void pipe_sb_printf(pipe_sb *b, const char *fmt, ...) LUMEN_PRINTF(2, 3);
 void pipe_sb_json_str(pipe_sb *b, const char *s);   /* quoted, escaped */
 void pipe_sb_json_num(pipe_sb *b, double v);        /* null for NaN/Inf */
+/* Text for HTML element content and quoted attribute values: & < > " ' escaped, control
+   characters but tab and newline as U+FFFD (report.html; every user-controlled string). */
+void pipe_sb_html(pipe_sb *b, const char *s);
+/* A relative link target for href/src: "./" then NAME percent-encoded (all but A-Z a-z 0-9
+   - . _ ~ /), so that no file name can become a URL scheme (javascript:) or break the attribute. */
+void pipe_sb_href(pipe_sb *b, const char *name);
 void pipe_sb_free(pipe_sb *b);
 
 /* ---- utilities */
@@ -75,6 +81,9 @@ typedef struct pipe_run {
   char aif_caption[512];
   double t_start;
   lumen_pipe_summary *sum;
+  int locked;              /* lock_fd holds OUT/.lumen.lock (outdir.c) */
+  int lock_fd;
+  int old_runlog_removed;  /* pipe_before_write has run */
 } pipe_run;
 
 /* Reads a NIfTI input as float32 and records it (with its checksum) in the run log. */
@@ -112,6 +121,32 @@ void pipe_bounds_json(pipe_sb *b, const lumen_fit_plan *plan, lumen_model model)
    voxels failing marks the run's results unreliable (summary) with a warning. */
 void pipe_judge_model(pipe_run *run, const char *what, int64_t fitted, int64_t at_bound, int64_t failed,
                       const char *bound_text);
+
+/* ---- the output folder (outdir.c) */
+/* The lock file of an output folder: one run at a time writes into a folder. */
+#define PIPE_LOCK_NAME ".lumen.lock"
+/* Takes the folder's lock (flock LOCK_EX|LOCK_NB on OUT/.lumen.lock, the holder's PID inside):
+   refuses at once when another run holds it, naming that run's PID. */
+lumen_status pipe_lock_out(pipe_run *run);
+/* Releases the lock (removing the lock file while still holding it); pipe_run_free calls it. */
+void pipe_unlock_out(pipe_run *run);
+/* Called before each output is written: the first call removes the run log of an earlier run
+   under this prefix ({prefix}_runlog.json/.txt), so that an interrupted --overwrite run never leaves
+   an old run log (which marks a complete run) beside new files. */
+lumen_status pipe_before_write(pipe_run *run);
+
+/* ---- options checked before anything is read or written (plausible.c, issue 15) */
+/* --prefix: a file-name part, no path: refuses empty, '/', a leading '.', control characters and
+   more than PIPE_PREFIX_MAX bytes. */
+#define PIPE_PREFIX_MAX 150
+lumen_status pipe_check_prefix(lumen_ctx *ctx, const char *prefix);
+/* --models LIST (NULL: tofts) into models[LUMEN_MODEL_COUNT]. */
+lumen_status pipe_parse_models(lumen_ctx *ctx, const char *list, lumen_model *models, int *n);
+/* --method of lumen t1 (NULL: vfa). */
+lumen_status pipe_parse_t1_method(lumen_ctx *ctx, const char *method, lumen_model *out);
+/* The fit options of a DCE model (r1: relaxivity) and of a T1 method (tr: NaN for none) from cfg. */
+void pipe_fit_options_dce(const lumen_pipe_config *cfg, lumen_model model, double r1, lumen_fit_options *o);
+void pipe_fit_options_t1(const lumen_pipe_config *cfg, lumen_model method, double tr, lumen_fit_options *o);
 
 /* run log + report */
 lumen_status pipe_write_runlog(pipe_run *run);

@@ -7,7 +7,8 @@
 static lumen_status write_png(pipe_run *run, const char *name, uint8_t *px, int64_t w, int64_t h) {
   char dir[LUMEN_PIPE_PATH_MAX], path[LUMEN_PIPE_PATH_MAX];
   pipe_join(dir, sizeof dir, run->out, "figures");
-  lumen_status st = pipe_mkdir_p(run->ctx, dir);
+  lumen_status st = pipe_before_write(run);
+  if (st == LUMEN_OK) st = pipe_mkdir_p(run->ctx, dir);
   if (st != LUMEN_OK) return st;
   pipe_join(path, sizeof path, dir, name);
   int64_t dims[2] = {w, h};
@@ -177,84 +178,128 @@ lumen_status pipe_render_plot(pipe_run *run, const char *name, int n, const doub
 }
 
 /* ------------------------------------------------------------ report.html */
-static void html_esc(pipe_sb *b, const char *s) {
-  for (; *s; ++s) {
-    if (*s == '<') pipe_sb_printf(b, "&lt;");
-    else if (*s == '>') pipe_sb_printf(b, "&gt;");
-    else if (*s == '&') pipe_sb_printf(b, "&amp;");
-    else if (*s == '"') pipe_sb_printf(b, "&quot;");
-    else pipe_sb_printf(b, "%c", *s);
+/* Every string that can come from the user (prefix, paths, file names, warnings that quote
+   them) goes through pipe_sb_html; link targets through pipe_sb_href (strbuf.c). */
+static void html_link(pipe_sb *b, const char *target, const char *text) {
+  pipe_sb_printf(b, "<a href=\"");
+  pipe_sb_href(b, target);
+  pipe_sb_printf(b, "\">");
+  pipe_sb_html(b, text);
+  pipe_sb_printf(b, "</a>");
+}
+
+static void html_image(pipe_sb *b, const char *src, const char *alt) {
+  pipe_sb_printf(b, "<img src=\"");
+  pipe_sb_href(b, src);
+  pipe_sb_printf(b, "\" alt=\"");
+  pipe_sb_html(b, alt);
+  pipe_sb_printf(b, "\">");
+}
+
+static void report_head(pipe_run *run, pipe_sb *b) {
+  char json[300], txt[300];
+  snprintf(json, sizeof json, "%s_runlog.json", run->prefix);
+  snprintf(txt, sizeof txt, "%s_runlog.txt", run->prefix);
+  pipe_sb_printf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>lumen ");
+  pipe_sb_html(b, run->command);
+  pipe_sb_printf(b, " report: ");
+  pipe_sb_html(b, run->prefix);
+  pipe_sb_printf(b,
+                 "</title>\n<style>body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
+                 "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:2px 6px;font-size:90%%}"
+                 ".fig{display:inline-block;vertical-align:top;margin:0 1em 1.2em 0}"
+                 ".fig img{image-rendering:pixelated;border:1px solid #888}pre{background:#f4f4f4;padding:.5em}"
+                 "</style></head><body>\n<h1>lumen ");
+  pipe_sb_html(b, run->command);
+  pipe_sb_printf(b, ": ");
+  pipe_sb_html(b, run->prefix);
+  pipe_sb_printf(b, "</h1>\n<p>lumen ");
+  pipe_sb_html(b, lumen_version());
+  pipe_sb_printf(b, ". Output folder <code>");
+  pipe_sb_html(b, run->out);
+  pipe_sb_printf(b, "</code>. Run log: ");
+  html_link(b, json, json);
+  pipe_sb_printf(b, ", ");
+  html_link(b, txt, txt);
+  pipe_sb_printf(b, ".</p>\n");
+  if (run->sum && run->sum->unreliable) {
+    pipe_sb_printf(b, "<p style=\"background:#fdd;border:2px solid #c00;padding:.5em\"><b>Results unreliable:</b> ");
+    pipe_sb_html(b, run->sum->unreliable_why);
+    pipe_sb_printf(b, "</p>\n");
+  }
+  if (run->warnings.s && run->warnings.s[0]) { /* pipe_warn's lines, at the top where a reader starts */
+    pipe_sb_printf(b, "<h2>Warnings</h2>\n<ul style=\"background:#fff4d6;padding:.5em 2em\">\n");
+    char line[1024];
+    for (const char *w = pipe_next_warning(run->warnings.s, line, sizeof line); w;
+         w = pipe_next_warning(w, line, sizeof line)) {
+      pipe_sb_printf(b, "<li>");
+      pipe_sb_html(b, line);
+      pipe_sb_printf(b, "</li>\n");
+    }
+    pipe_sb_printf(b, "</ul>\n");
+  }
+  pipe_sb_printf(b, "<h2>Stage summaries</h2>\n<pre style=\"white-space:pre-wrap\">");
+  pipe_sb_html(b, run->text.s);
+  pipe_sb_printf(b, "</pre>\n");
+  if (run->aif_png[0]) {
+    pipe_sb_printf(b, "<h2>Arterial input function</h2>\n<div class=\"fig\">");
+    html_image(b, run->aif_png, "AIF plot");
+    pipe_sb_printf(b, "<br>");
+    pipe_sb_html(b, run->aif_caption);
+    pipe_sb_printf(b, "</div>\n");
+  }
+}
+
+static void report_maps(pipe_run *run, pipe_sb *b) {
+  pipe_sb_printf(b, "<h2>Maps</h2>\n<p>Each montage shows up to 12 slices (z increasing left to right, top to "
+                    "bottom; y up), grey from the 2nd (dark) to the 98th percentile (white) of the values inside "
+                    "the mask, the bar at the right is the scale; black is NaN (not fitted or failed). "
+                    "Histograms cover the same range.</p>\n<table><tr><th>map</th><th>unit</th><th>window</th>"
+                    "<th>median</th><th>finite voxels in mask</th></tr>\n");
+  for (int i = 0; i < run->n_outputs; ++i) {
+    pipe_output *o = &run->outputs[i];
+    if (!o->is_map) continue;
+    pipe_sb_printf(b, "<tr><td>");
+    html_link(b, o->name, o->name);
+    pipe_sb_printf(b, "</td><td>");
+    pipe_sb_html(b, o->unit[0] ? o->unit : "-");
+    pipe_sb_printf(b, "</td><td>%.4g .. %.4g</td><td>%.4g</td><td>%lld</td></tr>\n", o->lo, o->hi, o->median,
+                   (long long)o->n_finite);
+  }
+  pipe_sb_printf(b, "</table>\n");
+  for (int i = 0; i < run->n_outputs; ++i) {
+    pipe_output *o = &run->outputs[i];
+    if (!o->is_map || !o->png[0]) continue;
+    pipe_sb_printf(b, "<div class=\"fig\"><b>");
+    pipe_sb_html(b, o->model);
+    pipe_sb_printf(b, "%s", o->model[0] ? " " : "");
+    pipe_sb_html(b, o->param);
+    pipe_sb_printf(b, "</b> (");
+    pipe_sb_html(b, o->unit[0] ? o->unit : "no unit");
+    pipe_sb_printf(b, ")<br>");
+    html_image(b, o->png, o->param);
+    pipe_sb_printf(b, "<br>%.4g (dark) .. %.4g (white) ", o->lo, o->hi);
+    pipe_sb_html(b, o->unit);
+    if (o->hist[0]) {
+      pipe_sb_printf(b, "<br>");
+      html_image(b, o->hist, "histogram");
+      pipe_sb_printf(b, "<br>histogram in the mask, %.4g .. %.4g", o->lo, o->hi);
+    }
+    pipe_sb_printf(b, "</div>\n");
+  }
+  pipe_sb_printf(b, "<h2>Files</h2>\n<ul>\n");
+  for (int i = 0; i < run->n_outputs; ++i) {
+    pipe_sb_printf(b, "<li>");
+    html_link(b, run->outputs[i].name, run->outputs[i].name);
+    pipe_sb_printf(b, "</li>\n");
   }
 }
 
 lumen_status pipe_write_report(pipe_run *run) {
   if (!run->cfg->report) return LUMEN_OK;
   pipe_sb b = {0};
-  pipe_sb_printf(&b,
-                 "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>lumen %s report: ",
-                 run->command);
-  html_esc(&b, run->prefix);
-  pipe_sb_printf(&b,
-                 "</title>\n<style>body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
-                 "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:2px 6px;font-size:90%%}"
-                 ".fig{display:inline-block;vertical-align:top;margin:0 1em 1.2em 0}"
-                 ".fig img{image-rendering:pixelated;border:1px solid #888}pre{background:#f4f4f4;padding:.5em}"
-                 "</style></head><body>\n<h1>lumen %s: ",
-                 run->command);
-  html_esc(&b, run->prefix);
-  pipe_sb_printf(&b, "</h1>\n<p>lumen %s. Output folder <code>", lumen_version());
-  html_esc(&b, run->out);
-  pipe_sb_printf(&b, "</code>. Run log: <a href=\"%s_runlog.json\">%s_runlog.json</a>, "
-                     "<a href=\"%s_runlog.txt\">%s_runlog.txt</a>.</p>\n",
-                 run->prefix, run->prefix, run->prefix, run->prefix);
-  if (run->sum && run->sum->unreliable) {
-    pipe_sb_printf(&b, "<p style=\"background:#fdd;border:2px solid #c00;padding:.5em\"><b>Results unreliable:</b> ");
-    html_esc(&b, run->sum->unreliable_why);
-    pipe_sb_printf(&b, "</p>\n");
-  }
-  if (run->warnings.s && run->warnings.s[0]) { /* pipe_warn's lines, at the top where a reader starts */
-    pipe_sb_printf(&b, "<h2>Warnings</h2>\n<ul style=\"background:#fff4d6;padding:.5em 2em\">\n");
-    char line[1024];
-    for (const char *w = pipe_next_warning(run->warnings.s, line, sizeof line); w;
-         w = pipe_next_warning(w, line, sizeof line)) {
-      pipe_sb_printf(&b, "<li>");
-      html_esc(&b, line);
-      pipe_sb_printf(&b, "</li>\n");
-    }
-    pipe_sb_printf(&b, "</ul>\n");
-  }
-  pipe_sb_printf(&b, "<h2>Stage summaries</h2>\n<pre style=\"white-space:pre-wrap\">");
-  if (run->text.s) html_esc(&b, run->text.s);
-  pipe_sb_printf(&b, "</pre>\n");
-  if (run->aif_png[0]) {
-    pipe_sb_printf(&b, "<h2>Arterial input function</h2>\n<div class=\"fig\"><img src=\"%s\" alt=\"AIF plot\"><br>", run->aif_png);
-    html_esc(&b, run->aif_caption);
-    pipe_sb_printf(&b, "</div>\n");
-  }
-  pipe_sb_printf(&b, "<h2>Maps</h2>\n<p>Each montage shows up to 12 slices (z increasing left to right, top to "
-                     "bottom; y up), grey from the 2nd (dark) to the 98th percentile (white) of the values inside "
-                     "the mask, the bar at the right is the scale; black is NaN (not fitted or failed). "
-                     "Histograms cover the same range.</p>\n<table><tr><th>map</th><th>unit</th><th>window</th>"
-                     "<th>median</th><th>finite voxels in mask</th></tr>\n");
-  for (int i = 0; i < run->n_outputs; ++i) {
-    pipe_output *o = &run->outputs[i];
-    if (!o->is_map) continue;
-    pipe_sb_printf(&b, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td><td>%.4g .. %.4g</td><td>%.4g</td><td>%lld</td></tr>\n",
-                   o->name, o->name, o->unit[0] ? o->unit : "-", o->lo, o->hi, o->median, (long long)o->n_finite);
-  }
-  pipe_sb_printf(&b, "</table>\n");
-  for (int i = 0; i < run->n_outputs; ++i) {
-    pipe_output *o = &run->outputs[i];
-    if (!o->is_map || !o->png[0]) continue;
-    pipe_sb_printf(&b, "<div class=\"fig\"><b>%s%s%s</b> (%s)<br><img src=\"%s\" alt=\"%s\"><br>%.4g (dark) .. %.4g (white) %s",
-                   o->model, o->model[0] ? " " : "", o->param, o->unit[0] ? o->unit : "no unit", o->png, o->param, o->lo,
-                   o->hi, o->unit);
-    if (o->hist[0])
-      pipe_sb_printf(&b, "<br><img src=\"%s\" alt=\"histogram\"><br>histogram in the mask, %.4g .. %.4g", o->hist, o->lo, o->hi);
-    pipe_sb_printf(&b, "</div>\n");
-  }
-  pipe_sb_printf(&b, "<h2>Files</h2>\n<ul>\n");
-  for (int i = 0; i < run->n_outputs; ++i) pipe_sb_printf(&b, "<li><a href=\"%s\">%s</a></li>\n", run->outputs[i].name, run->outputs[i].name);
+  report_head(run, &b);
+  report_maps(run, &b);
   pipe_sb_printf(&b, "</ul>\n</body></html>\n");
   if (b.oom) { pipe_sb_free(&b); return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory"); }
   lumen_status st = pipe_write_text_file(run, "report.html", b.s);

@@ -72,8 +72,11 @@ static void config_json(pipe_sb *b, const lumen_pipe_config *c) {
   for (int m = 0; m < LUMEN_MODEL_COUNT; ++m)
     for (int k = 0; k < lumen_fit_param_count((lumen_model)m) && k < LUMEN_FIT_MAX_PARAMS; ++k) {
       if (isnan(c->start[m][k]) && isnan(c->lo[m][k]) && isnan(c->hi[m][k])) continue;
-      pipe_sb_printf(b, "%s\"%s.%s\": {\"start\": ", first ? "" : ", ", lumen_model_name((lumen_model)m),
-                     lumen_fit_param_name((lumen_model)m, k));
+      char key[96];
+      snprintf(key, sizeof key, "%s.%s", lumen_model_name((lumen_model)m), lumen_fit_param_name((lumen_model)m, k));
+      pipe_sb_printf(b, "%s", first ? "" : ", ");
+      pipe_sb_json_str(b, key);
+      pipe_sb_printf(b, ": {\"start\": ");
       pipe_sb_json_num(b, c->start[m][k]);
       pipe_sb_printf(b, ", \"lo\": ");
       pipe_sb_json_num(b, c->lo[m][k]);
@@ -102,10 +105,14 @@ lumen_status pipe_write_runlog(pipe_run *run) {
   pipe_sb_json_str(&b, lumen_version());
   pipe_sb_printf(&b, ", \"build\": ");
   pipe_sb_json_str(&b, lumen_build_info());
-  pipe_sb_printf(&b, "},\n\t\"command\": \"%s\",\n\t\"command_line\": ", run->command);
+  pipe_sb_printf(&b, "},\n\t\"command\": ");
+  pipe_sb_json_str(&b, run->command);
+  pipe_sb_printf(&b, ",\n\t\"command_line\": ");
   if (run->cfg->command_line) pipe_sb_json_str(&b, run->cfg->command_line);
   else pipe_sb_printf(&b, "null");
-  pipe_sb_printf(&b, ",\n\t\"finished\": \"%s\",\n\t\"results\": ", stamp);
+  pipe_sb_printf(&b, ",\n\t\"finished\": ");
+  pipe_sb_json_str(&b, stamp);
+  pipe_sb_printf(&b, ",\n\t\"results\": ");
   pipe_sb_json_str(&b, run->sum && run->sum->unreliable ? "unreliable" : "ok");
   pipe_sb_printf(&b, ",\n\t\"warnings\": [");
   int nw = 0;
@@ -125,7 +132,9 @@ lumen_status pipe_write_runlog(pipe_run *run) {
     pipe_sb_json_str(&b, run->inputs[i].role);
     pipe_sb_printf(&b, ", \"path\": ");
     pipe_sb_json_str(&b, run->inputs[i].path);
-    pipe_sb_printf(&b, ", \"fnv1a64\": \"%s\"}", run->inputs[i].checksum);
+    pipe_sb_printf(&b, ", \"fnv1a64\": ");
+    pipe_sb_json_str(&b, run->inputs[i].checksum);
+    pipe_sb_printf(&b, "}");
   }
   pipe_sb_printf(&b, "\n\t],\n\t\"grid\": {\"dims\": [%lld, %lld, %lld], \"voxels\": %lld, \"masked\": %lld},\n",
                  (long long)run->nx, (long long)run->ny, (long long)run->nz, (long long)run->nvox, (long long)run->n_mask);
@@ -133,7 +142,9 @@ lumen_status pipe_write_runlog(pipe_run *run) {
   for (int i = 0; i < run->n_outputs; ++i) {
     pipe_sb_printf(&b, "%s\n\t\t{\"file\": ", i ? "," : "");
     pipe_sb_json_str(&b, run->outputs[i].name);
-    pipe_sb_printf(&b, ", \"fnv1a64\": \"%s\"}", run->outputs[i].checksum);
+    pipe_sb_printf(&b, ", \"fnv1a64\": ");
+    pipe_sb_json_str(&b, run->outputs[i].checksum);
+    pipe_sb_printf(&b, "}");
   }
   pipe_sb_printf(&b, "\n\t],\n\t\"total_seconds\": %.4f\n}\n", total);
   if (b.oom) { pipe_sb_free(&b); return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "run log: out of memory"); }
@@ -143,6 +154,7 @@ lumen_status pipe_write_runlog(pipe_run *run) {
   char name[300], path[LUMEN_PIPE_PATH_MAX];
   snprintf(name, sizeof name, "%s_runlog.json", run->prefix);
   pipe_join(path, sizeof path, run->out, name);
+  if (st == LUMEN_OK) st = pipe_before_write(run);
   if (st == LUMEN_OK) st = lumen_json_write(ctx, j, path, run->cfg->overwrite);
   lumen_json_free(j);
   pipe_sb_free(&b);

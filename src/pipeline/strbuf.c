@@ -45,6 +45,31 @@ void pipe_sb_json_num(pipe_sb *b, double v) {
   else pipe_sb_printf(b, "null");
 }
 
+void pipe_sb_html(pipe_sb *b, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; ++p) {
+    switch (*p) {
+      case '&': pipe_sb_printf(b, "&amp;"); break;
+      case '<': pipe_sb_printf(b, "&lt;"); break;
+      case '>': pipe_sb_printf(b, "&gt;"); break;
+      case '"': pipe_sb_printf(b, "&quot;"); break;
+      case '\'': pipe_sb_printf(b, "&#39;"); break;
+      default:
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) pipe_sb_printf(b, "&#xFFFD;");
+        else pipe_sb_printf(b, "%c", *p);
+    }
+  }
+}
+
+void pipe_sb_href(pipe_sb *b, const char *name) {
+  pipe_sb_printf(b, "./");
+  for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p; ++p) {
+    int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                *p == '.' || *p == '_' || *p == '~' || *p == '/';
+    if (plain) pipe_sb_printf(b, "%c", *p);
+    else pipe_sb_printf(b, "%%%02X", *p);
+  }
+}
+
 void pipe_sb_free(pipe_sb *b) {
   free(b->s);
   memset(b, 0, sizeof *b);

@@ -132,20 +132,7 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
   free(b1);
   /* fit */
   lumen_fit_options o;
-  lumen_fit_options_init(&o);
-  o.model = method;
-  o.tolerance = cfg->tolerance;
-  o.max_iterations = cfg->max_iterations;
-  o.backend = cfg->backend ? cfg->backend : "auto";
-  o.force_cpu = cfg->force_cpu;
-  o.precision = cfg->precision;
-  o.tr = isfinite(tr) ? tr : 0;
-  o.bounds_preset = cfg->bounds_preset;
-  for (int k = 0; k < lumen_fit_param_count(method) && k < LUMEN_FIT_MAX_PARAMS; ++k) {
-    if (!isnan(cfg->start[method][k])) o.start[k] = cfg->start[method][k];
-    if (!isnan(cfg->lo[method][k])) o.lo[k] = cfg->lo[method][k];
-    if (!isnan(cfg->hi[method][k])) o.hi[k] = cfg->hi[method][k];
-  }
+  pipe_fit_options_t1(cfg, method, tr, &o); /* as lumen_pipe_config_check tried them */
   /* sort by x for IR/SR grids (must increase) */
   if (st == LUMEN_OK && !vfa) {
     for (int a = 1; a < n; ++a)
@@ -191,9 +178,13 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
     char bound_text[512];
     double fps = res.seconds > 0 ? (double)nl / res.seconds : 0;
     pipe_sb *b = &run->stages;
-    pipe_sb_printf(b, "%s\n\t\t\"T1\": {\"method\": \"%s\", \"volumes\": %d, \"x\": [", run->stages.n ? "," : "", mname, n);
+    pipe_sb_printf(b, "%s\n\t\t\"T1\": {\"method\": ", run->stages.n ? "," : "");
+    pipe_sb_json_str(b, mname);
+    pipe_sb_printf(b, ", \"volumes\": %d, \"x\": [", n);
     for (int j = 0; j < n; ++j) pipe_sb_printf(b, "%s%.6g", j ? ", " : "", vfa ? xs[j] * 180 / PI : xs[j]);
-    pipe_sb_printf(b, "], \"x_unit\": \"%s\", \"tr_s\": ", vfa ? "deg" : "s");
+    pipe_sb_printf(b, "], \"x_unit\": ");
+    pipe_sb_json_str(b, vfa ? "deg" : "s");
+    pipe_sb_printf(b, ", \"tr_s\": ");
     pipe_sb_json_num(b, tr);
     pipe_sb_printf(b, ", \"b1_map\": %s, \"backend_requested\": ", cfg->b1 ? "true" : "false");
     pipe_sb_json_str(b, res.backend_requested);
@@ -206,11 +197,16 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
     pipe_sb_printf(b, ", \"voxels_fitted\": %lld, \"voxels_converged\": %lld, \"voxels_at_bound\": %lld, "
                       "\"voxels_failed\": %lld, \"seconds\": %.4f, \"fits_per_s\": %.1f, \"state_counts\": {",
                    (long long)nl, (long long)conv, (long long)atb, (long long)failed, tf, fps);
-    for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s)
-      pipe_sb_printf(b, "%s\"%s\": %lld", s ? ", " : "", lumen_fit_state_name((lumen_fit_state)s), (long long)res.state_counts[s]);
+    for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s) {
+      pipe_sb_printf(b, "%s", s ? ", " : "");
+      pipe_sb_json_str(b, lumen_fit_state_name((lumen_fit_state)s));
+      pipe_sb_printf(b, ": %lld", (long long)res.state_counts[s]);
+    }
     pipe_sb_printf(b, "}");
     pipe_at_bound_json(b, bound_text, sizeof bound_text, method, &res);
-    pipe_sb_printf(b, ", \"bounds_preset\": \"%s\", \"bounds\": {", lumen_fit_bounds_preset_name(o.bounds_preset));
+    pipe_sb_printf(b, ", \"bounds_preset\": ");
+    pipe_sb_json_str(b, lumen_fit_bounds_preset_name(o.bounds_preset));
+    pipe_sb_printf(b, ", \"bounds\": {");
     pipe_bounds_json(b, plan, method);
     pipe_sb_printf(b, "}, \"tolerance\": %g, \"max_iterations\": %d}", o.tolerance, o.max_iterations);
     pipe_sb_printf(&run->text, "T1 (%s, %d volumes): %lld voxels, %lld converged, %lld at a bound%s, %lld failed; backend requested %s, selected %s, used %s (%s); %.3f s, %.0f fits/s\n",
@@ -282,9 +278,8 @@ lumen_status lumen_pipeline_t1(lumen_ctx *ctx, const lumen_pipe_config *cfg, lum
   lumen_status st0 = lumen_pipe_config_check(ctx, cfg, "t1");
   if (st0 != LUMEN_OK) return st0;
   lumen_model method;
-  const char *mstr = cfg->method ? cfg->method : "vfa";
-  if (lumen_model_parse(mstr, &method) != LUMEN_OK || method < LUMEN_MODEL_VFA)
-    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--method '%s': expected vfa, vfa-linear, vfa-2pt, ir or sr", mstr);
+  st0 = pipe_parse_t1_method(ctx, cfg->method, &method);
+  if (st0 != LUMEN_OK) return st0;
   if (cfg->n_vfa < 1) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no input: give --in FILE...");
   /* The run state is about 1.5 MB (output and input path tables): on the heap, so that a small
      thread stack or an exhausted address space gives an error, not a crash (docs/RELIABILITY.md). */

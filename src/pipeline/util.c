@@ -254,7 +254,8 @@ lumen_status pipe_write_text_file(pipe_run *run, const char *name, const char *t
   char p[LUMEN_PIPE_PATH_MAX];
   pipe_join(p, sizeof p, run->out, name);
   lumen_atomic_file *f = NULL;
-  lumen_status st = lumen_atomic_open(run->ctx, p, run->cfg->overwrite, 0, &f);
+  lumen_status st = pipe_before_write(run);
+  if (st == LUMEN_OK) st = lumen_atomic_open(run->ctx, p, run->cfg->overwrite, 0, &f);
   if (st != LUMEN_OK) return st;
   st = lumen_atomic_write(f, text, strlen(text));
   if (st != LUMEN_OK) { lumen_atomic_abort(f); return st; }
@@ -269,7 +270,9 @@ lumen_status pipe_write_map(pipe_run *run, const char *name, const float *data, 
   lumen_ctx *ctx = run->ctx;
   int64_t dims[3] = {run->nx, run->ny, run->nz};
   lumen_image *im = NULL;
-  lumen_status st = lumen_image_wrap(ctx, (void *)data, 3, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), &im);
+  lumen_status st = pipe_before_write(run);
+  if (st != LUMEN_OK) return st;
+  st = lumen_image_wrap(ctx, (void *)data, 3, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), &im);
   if (st != LUMEN_OK) return st;
   lumen_image_set_affine(ctx, im, run->affine);
   lumen_image_set_spacing(ctx, im, run->spacing, 3);
@@ -325,6 +328,7 @@ lumen_status pipe_write_map(pipe_run *run, const char *name, const float *data, 
 }
 
 void pipe_run_free(pipe_run *run) {
+  pipe_unlock_out(run);
   free(run->mask);
   run->mask = NULL;
   pipe_sb_free(&run->stages);
@@ -371,8 +375,9 @@ void pipe_at_bound_json(pipe_sb *b, char *text, size_t size, lumen_model model, 
   pipe_sb_printf(b, ", \"at_bound\": {");
   for (int k = 0; k < np && k < LUMEN_FIT_MAX_PARAMS; ++k) {
     const char *pn = lumen_fit_param_name(model, k);
-    pipe_sb_printf(b, "%s\"%s\": {\"lower\": %lld, \"upper\": %lld}", k ? ", " : "", pn, (long long)res->at_lower[k],
-                   (long long)res->at_upper[k]);
+    pipe_sb_printf(b, "%s", k ? ", " : "");
+    pipe_sb_json_str(b, pn);
+    pipe_sb_printf(b, ": {\"lower\": %lld, \"upper\": %lld}", (long long)res->at_lower[k], (long long)res->at_upper[k]);
     for (int side = 0; side < 2; ++side) {
       int64_t c = side ? res->at_upper[k] : res->at_lower[k];
       if (!c || n >= size) continue;
@@ -407,7 +412,9 @@ void pipe_bounds_json(pipe_sb *b, const lumen_fit_plan *plan, lumen_model model)
   for (int k = 0; k < lumen_fit_param_count(model); ++k) {
     double s0, lo, hi;
     lumen_fit_plan_param_bounds(plan, k, &s0, &lo, &hi); /* the effective values, defaults included */
-    pipe_sb_printf(b, "%s\"%s\": [", k ? ", " : "", lumen_fit_param_name(model, k));
+    pipe_sb_printf(b, "%s", k ? ", " : "");
+    pipe_sb_json_str(b, lumen_fit_param_name(model, k));
+    pipe_sb_printf(b, ": [");
     pipe_sb_json_num(b, lo);
     pipe_sb_printf(b, ", ");
     pipe_sb_json_num(b, hi);

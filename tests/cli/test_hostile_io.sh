@@ -121,6 +121,18 @@ timeout 10 "$bin" dce --dce side/dce.nii.gz $G --out o_side -q > out.txt 2> err.
 check "dce: sidecar JSON a FIFO: refused, no hang (exit 1, file named, FIFO)" \
   "[ $rc -eq 1 ] && grep -q 'side/dce.json' err.txt && grep -q 'FIFO' err.txt" || sed 's/^/    /' err.txt
 
+# ---------------------------------------------------------------- item 12: config files
+# A config file holds options: a bad one is a usage error (exit 2), never a spin or a hang.
+head -c 2000000 /dev/zero | tr '\0' '#' > big.cfg
+cfg_case() { # NAME FILE REGEX
+  timeout 10 "$bin" dce --config "$2" --dce good_dce.nii.gz $G --out "o_cfg$RANDOM" -q > out.txt 2> err.txt; local rc=$?
+  check "$1: refused at once (exit 2, got $rc), says why" "[ $rc -eq 2 ] && grep -Eq \"$3\" err.txt" || sed 's/^/    /' err.txt
+}
+cfg_case "--config /dev/zero" /dev/zero "'/dev/zero' is a character device, expected a regular file"
+cfg_case "--config FIFO" in.fifo "'in.fifo' is a FIFO"
+cfg_case "--config of 2 MB" big.cfg "2000000 bytes, expected at most 1048576"
+check "no output folder from the refused configs" "[ -z \"\$(ls -d o_cfg* 2> /dev/null)\" ]"
+
 # ---------------------------------------------------------------- item 13: trailing gz data
 # good_vol.nii.gz's file followed by 300 MiB of zeros in the same gzip stream (a deflate block of
 # 1 MiB of zeros after a full flush is self-contained: written once, repeated; ~300 KiB on disk).

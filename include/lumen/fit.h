@@ -139,6 +139,10 @@ typedef struct lumen_fit_plan lumen_fit_plan;
 lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts, int n, const double *x,
                                    const double *cp, lumen_fit_plan **out);
 void lumen_fit_plan_destroy(lumen_fit_plan *plan);  /* NULL is allowed */
+/* Checks options as lumen_fit_plan_create does (backend name, bounds against starts, fixed
+   parameters, model options), on a stand-in sample grid, without data: front ends call it to
+   report a usage error before they read or write anything. Same status and message as the plan. */
+lumen_status lumen_fit_options_check(lumen_ctx *ctx, const lumen_fit_options *opts);
 
 int lumen_fit_plan_samples(const lumen_fit_plan *plan);     /* n */
 lumen_model lumen_fit_plan_model(const lumen_fit_plan *plan);

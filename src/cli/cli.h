@@ -50,6 +50,22 @@ int64_t lumen_cli_parse_size(const char *s);
    closed pipe): returns LUMEN_EXIT_OK, or prints "writing standard output failed: REASON" and
    returns LUMEN_EXIT_FAILURE. Every command that writes results to stdout ends with it. */
 int lumen_cli_finish_stdout(const char *command);
+/* The shared vocabulary of lumen dce, t1 and fit (cli_vocabulary.c): one row per option. */
+enum { LUMEN_CLI_DCE = 1u, LUMEN_CLI_T1 = 2u, LUMEN_CLI_FIT = 4u };
+typedef struct {
+  const char *name;     /* the documented name, e.g. "--flip-angles" */
+  const char *aliases;  /* other accepted spellings, space-separated; NULL: none */
+  const char *key;      /* lumen_pipe_config key it sets (dce, t1); NULL: handled by the command */
+  const char *value;    /* value form, e.g. "DEG,..."; NULL: a switch */
+  const char *deflt;    /* the default, shown by --help */
+  const char *help;     /* what it does */
+  unsigned commands;    /* LUMEN_CLI_* bits of the commands that have it */
+} lumen_cli_option;
+/* The row whose name or alias is arg, among the options of command (a LUMEN_CLI_* bit); NULL if none. */
+const lumen_cli_option *lumen_cli_option_find(const char *arg, unsigned command);
+/* Prints the shared options of command with defaults and aliases, then the exit statuses: the same
+   lines in every command's --help. */
+void lumen_cli_help_shared(FILE *out, unsigned command);
 /* A context whose log messages go to stderr (warnings and errors unless verbose). */
 lumen_ctx *lumen_cli_context(const char *command, int verbose);
 

@@ -51,12 +51,12 @@ void lumen_cli_pipe_log(lumen_ctx *ctx, const char *cmd, int verbose, int quiet)
   lumen_ctx_set_log(ctx, pipe_log, (void *)cmd, quiet ? LUMEN_LOG_ERROR : verbose ? LUMEN_LOG_DEBUG : LUMEN_LOG_WARNING);
 }
 
+/* Value options of dce and t1 that the shared table (cli_vocabulary.c) does not hold: each is
+   the lumen_pipe_config key of the same name. */
 static const char *const value_opts[] = {
-  "dce", "out", "t1map", "mask", "b1", "aif", "prefix", "models", "backend", "select", "method",
-  "input-type", "flip-angle", "tr", "dt", "relaxivity", "hematocrit", "blood-t1", "t1", "baseline",
-  "baseline-start", "max-invalid-fraction", "injection-time", "tolerance", "max-iterations", "threads",
-  "compress-level", "chunk", "flip-angles", "times", "bounds", "start", "conv", "precision", "fxr-fw",
-  "bounds-preset", NULL};
+  "dce", "out", "t1map", "mask", "b1", "aif", "prefix", "models", "select", "method", "input-type", "dt",
+  "relaxivity", "blood-t1", "t1", "baseline", "baseline-start", "max-invalid-fraction", "compress-level", "chunk",
+  "times", "fxr-fw", NULL};
 
 /* One NIfTI input against the limit: the reader's own header check (dims x type against max_bytes,
    no voxel read). Other problems of the file are left to the pipeline, which names its role. */
@@ -92,6 +92,121 @@ int lumen_cli_pipe_check_memory(lumen_ctx *ctx, const char *cmd, const lumen_pip
   return ok ? -1 : LUMEN_EXIT_FAILURE;
 }
 
+/* "--name=value": name into buf, returns the value; else copies arg and returns NULL. */
+static const char *split_option(const char *arg, char *buf, size_t size) {
+  const char *eq = !strncmp(arg, "--", 2) ? strchr(arg, '=') : NULL;
+  size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+  if (len >= size) len = size - 1;
+  memcpy(buf, arg, len);
+  buf[len] = '\0';
+  return eq ? eq + 1 : NULL;
+}
+
+/* Switches: 1 when name is one (and sets it), 0 when not, -1 when it was given a value. */
+static int pipe_switch(const char *cmd, const char *name, const char *val, lumen_pipe_config *cfg, int *verbose) {
+  static const char *const names[] = {"-q", "--quiet", "-v", "--verbose", "--overwrite", "--resume", "--force-cpu",
+                                      "--allow-failures", "--fit-delay", "--save-conc", "--no-ci", "--no-report"};
+  int k = -1;
+  for (int i = 0; i < (int)(sizeof names / sizeof names[0]); ++i)
+    if (!strcmp(name, names[i])) k = i;
+  if (k < 0) return 0;
+  if (val) {
+    lumen_cli_error(cmd, "%s takes no value (got '%s'): it is a switch, give it alone", name, val);
+    return -1;
+  }
+  switch (k) {
+    case 0: case 1: cfg->quiet = 1; break;
+    case 2: case 3: *verbose = 1; break;
+    case 4: cfg->overwrite = 1; break;
+    case 5: cfg->resume = 1; cfg->overwrite = 1; break;
+    case 6: cfg->force_cpu = 1; break;
+    case 7: cfg->allow_failures = 1; break;
+    case 8: cfg->fit_delay = 1; break;
+    case 9: cfg->save_conc = 1; break;
+    case 10: cfg->write_ci = 0; break;
+    default: cfg->report = 0; break;
+  }
+  return 1;
+}
+
+/* The lumen_pipe_config key of a value option (NULL: not one of cmd's). In dce one flip angle is
+   the series' own (key flip_angle), a list the --vfa inputs' (flip_angles), whichever spelling. */
+static const char *pipe_key(const char *cmd, const char *name, const char *val) {
+  const lumen_cli_option *o = lumen_cli_option_find(name, strcmp(cmd, "t1") ? LUMEN_CLI_DCE : LUMEN_CLI_T1);
+  if (o && o->value) {
+    if (o->key && !strcmp(o->key, "flip_angles") && !strcmp(cmd, "dce") && val && !strpbrk(val, ", []"))
+      return "flip_angle";
+    return o->key ? o->key : o->name + 2;
+  }
+  if (strncmp(name, "--", 2)) return NULL;
+  for (int k = 0; value_opts[k]; ++k)
+    if (!strcmp(name + 2, value_opts[k])) return value_opts[k];
+  return NULL;
+}
+
+/* --vfa / --in FILE...: the files up to the next option. */
+static int pipe_files(const char *cmd, lumen_ctx *ctx, lumen_pipe_config *cfg, const char *name, const char *val,
+                      int argc, char **argv, int *i) {
+  int n = 0;
+  if (val) {
+    if (lumen_pipe_config_set(ctx, cfg, "vfa", val, name, NULL) != LUMEN_OK) goto bad;
+    ++n;
+  }
+  while (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0) {
+    if (lumen_pipe_config_set(ctx, cfg, "vfa", argv[++*i], name, NULL) != LUMEN_OK) goto bad;
+    ++n;
+  }
+  if (n) return -1;
+  lumen_cli_error(cmd, "%s needs at least one FILE", name);
+  return LUMEN_EXIT_USAGE;
+bad:
+  lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
+  return LUMEN_EXIT_USAGE;
+}
+
+/* --memory-limit SIZE */
+static int pipe_memory_limit(const char *cmd, const char *val, int64_t *limit) {
+  *limit = lumen_cli_parse_size(val);
+  if (*limit > 0) return -1;
+  lumen_cli_error(cmd, "--memory-limit '%s': expected a size in bytes above 0 with an optional K, M, G or T "
+                  "suffix (e.g. 512M, 4G)", val);
+  return LUMEN_EXIT_USAGE;
+}
+
+/* One command-line option at argv[*i] into cfg; -1 when it was taken, else the exit status. */
+static int pipe_option(const char *cmd, int argc, char **argv, int *i, lumen_ctx *ctx, lumen_pipe_config *cfg,
+                       int *verbose, int64_t *memory_limit) {
+  char name[64];
+  const char *val = split_option(argv[*i], name, sizeof name);
+  if (!strcmp(name, "--config")) { if (!val) ++*i; return -1; }  /* read before, in lumen_cli_pipe_args */
+  int sw = pipe_switch(cmd, name, val, cfg, verbose);
+  if (sw) return sw > 0 ? -1 : LUMEN_EXIT_USAGE;
+  if (!strcmp(name, "--vfa") || !strcmp(name, "--in")) return pipe_files(cmd, ctx, cfg, name, val, argc, argv, i);
+  if (!val && *i + 1 < argc) val = argv[*i + 1];
+  const char *key = pipe_key(cmd, name, val);
+  if (!key) {
+    lumen_cli_error(cmd, "unknown option '%s' (see 'lumen %s --help')", argv[*i], cmd);
+    return LUMEN_EXIT_USAGE;
+  }
+  if (!val) {
+    const lumen_cli_option *o = lumen_cli_option_find(name, strcmp(cmd, "t1") ? LUMEN_CLI_DCE : LUMEN_CLI_T1);
+    lumen_cli_error(cmd, "%s needs a %s (see 'lumen %s --help')", name, o && o->value ? o->value : "value", cmd);
+    return LUMEN_EXIT_USAGE;
+  }
+  if (!strchr(argv[*i], '=')) ++*i;
+  if (!strcmp(key, "memory-limit")) return pipe_memory_limit(cmd, val, memory_limit);
+  if (!strcmp(key, "fix")) {
+    lumen_cli_error(cmd, "%s '%s': lumen %s cannot hold a parameter fixed (its pipeline configuration has no fixed "
+                    "parameters; 'lumen fit --fix' can): narrow it instead with --bounds NAME=LO:HI", name, val, cmd);
+    return LUMEN_EXIT_USAGE;
+  }
+  if (lumen_pipe_config_set(ctx, cfg, key, val, name, NULL) != LUMEN_OK) {
+    lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
+    return LUMEN_EXIT_USAGE;
+  }
+  return -1;
+}
+
 /* Parses argv into cfg (config file first, the command line overrides it), then checks the
    inputs against --memory-limit (lumen_cli_pipe_check_memory). Returns -1 on success, else an
    exit status; *help = 1 when --help was asked for. */
@@ -99,65 +214,22 @@ int lumen_cli_pipe_args(const char *cmd, int argc, char **argv, lumen_ctx *ctx, 
                         int *verbose) {
   *help = 0;
   int64_t memory_limit = 0;
+  for (int i = 1; i < argc; ++i)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { *help = 1; return LUMEN_EXIT_OK; }
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--config")) {
-      if (i + 1 >= argc) { lumen_cli_error(cmd, "--config needs a FILE"); return LUMEN_EXIT_USAGE; }
-      if (lumen_pipe_config_read(ctx, cfg, argv[i + 1]) != LUMEN_OK) {
-        lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
-        return LUMEN_EXIT_USAGE;
-      }
-    }
-  }
-  for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { *help = 1; return LUMEN_EXIT_OK; }
-    if (!strcmp(a, "--config")) { ++i; continue; }
-    if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { cfg->quiet = 1; continue; }
-    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { *verbose = 1; continue; }
-    if (!strcmp(a, "--overwrite")) { cfg->overwrite = 1; continue; }
-    if (!strcmp(a, "--resume")) { cfg->resume = 1; cfg->overwrite = 1; continue; }
-    if (!strcmp(a, "--force-cpu")) { cfg->force_cpu = 1; continue; }
-    if (!strcmp(a, "--allow-failures")) { cfg->allow_failures = 1; continue; }
-    if (!strcmp(a, "--fit-delay")) { cfg->fit_delay = 1; continue; }
-    if (!strcmp(a, "--save-conc")) { cfg->save_conc = 1; continue; }
-    if (!strcmp(a, "--no-ci")) { cfg->write_ci = 0; continue; }
-    if (!strcmp(a, "--no-report")) { cfg->report = 0; continue; }
-    if (!strcmp(a, "--memory-limit")) {
-      if (i + 1 >= argc) { lumen_cli_error(cmd, "--memory-limit needs a SIZE (e.g. 512M, 4G)"); return LUMEN_EXIT_USAGE; }
-      memory_limit = lumen_cli_parse_size(argv[++i]);
-      if (memory_limit <= 0) {
-        lumen_cli_error(cmd, "--memory-limit '%s': expected a size in bytes above 0 with an optional K, M, G or T "
-                        "suffix (e.g. 512M, 4G)", argv[i]);
-        return LUMEN_EXIT_USAGE;
-      }
-      continue;
-    }
-    if (!strcmp(a, "--vfa") || !strcmp(a, "--in")) {
-      int n = 0;
-      while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
-        if (lumen_pipe_config_set(ctx, cfg, "vfa", argv[++i], a, NULL) != LUMEN_OK) {
-          lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
-          return LUMEN_EXIT_USAGE;
-        }
-        ++n;
-      }
-      if (!n) { lumen_cli_error(cmd, "%s needs at least one FILE", a); return LUMEN_EXIT_USAGE; }
-      continue;
-    }
-    int known = 0;
-    if (!strncmp(a, "--", 2))
-      for (int k = 0; value_opts[k]; ++k)
-        if (!strcmp(a + 2, value_opts[k])) known = 1;
-    if (!known) {
-      lumen_cli_error(cmd, "unknown option '%s' (see 'lumen %s --help')", a, cmd);
-      return LUMEN_EXIT_USAGE;
-    }
-    if (i + 1 >= argc) { lumen_cli_error(cmd, "%s needs a value", a); return LUMEN_EXIT_USAGE; }
-    if (lumen_pipe_config_set(ctx, cfg, a + 2, argv[i + 1], a, NULL) != LUMEN_OK) {
+    char name[64];
+    const char *val = split_option(argv[i], name, sizeof name);
+    if (strcmp(name, "--config")) continue;
+    if (!val && i + 1 < argc) val = argv[++i];
+    if (!val) { lumen_cli_error(cmd, "--config needs a FILE"); return LUMEN_EXIT_USAGE; }
+    if (lumen_pipe_config_read(ctx, cfg, val) != LUMEN_OK) {
       lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
       return LUMEN_EXIT_USAGE;
     }
-    ++i;
+  }
+  for (int i = 1; i < argc; ++i) {
+    int rc = pipe_option(cmd, argc, argv, &i, ctx, cfg, verbose, &memory_limit);
+    if (rc >= 0) return rc;
   }
   /* every option and config key (implausible values such as a TR in ms, --prefix, --models,
      --aif, --backend, bounds against starts...) is checked before any file is read or written:
@@ -193,6 +265,11 @@ void lumen_cli_pipe_progress(lumen_ctx *ctx, int quiet) {
 }
 
 int lumen_cli_pipe_run(lumen_ctx *ctx, const char *cmd, const lumen_pipe_config *cfg, lumen_cli_pipeline_fn run) {
+  /* --threads for every pipeline (lumen_pipeline_t1 does not set it itself) */
+  if (cfg->threads > 0 && lumen_ctx_set_threads(ctx, cfg->threads) != LUMEN_OK) {
+    lumen_cli_error(cmd, "--threads %d: %s", cfg->threads, lumen_ctx_last_error(ctx));
+    return LUMEN_EXIT_USAGE;
+  }
   lumen_cli_pipe_progress(ctx, cfg->quiet);
   lumen_pipe_summary sum;
   if (run(ctx, cfg, &sum) != LUMEN_OK) {
@@ -242,55 +319,47 @@ static void help(FILE *out) {
     "inputs:\n"
     "  --dce FILE            4-D series (signal, or concentration with --input-type concentration)\n"
     "  --t1map FILE          pre-contrast T1 map (s or ms); or --vfa FILE... (T1 fitted on the fly;\n"
-    "                        flip angles from sidecars or --flip-angles), or --t1 S (one value)\n"
+    "                        flip angles from sidecars or --flip-angles LIST), or --t1 S (one value)\n"
     "  --mask FILE           voxels to fit (> 0.5); default all voxels\n"
     "  --b1 FILE             flip-angle scale map (fraction or percent, detected)\n"
     "  --input-type T        signal (default) or concentration (mM; stage A skipped)\n"
-    "acquisition (default: the series' JSON sidecar):\n"
-    "  --flip-angle DEG, --tr S, --dt S (frame interval; else FrameTimesStart/AcquisitionTime list,\n"
-    "                        else pixdim[4] unless it equals the TR as dcm2niix writes it)\n"
+    "acquisition (default: the series' JSON sidecar; --flip-angle(s), --tr below):\n"
+    "  --dt S                frame interval (default: FrameTimesStart/AcquisitionTime list, else\n"
+    "                        pixdim[4] unless it equals the TR as dcm2niix writes it)\n"
+    "  --flip-angle DEG      the series' flip angle (one value; --flip-angles is the same option)\n"
     "stage A:\n"
     "  --relaxivity R        r1 in 1/(mM s) (required unless config or sidecar ContrastAgentRelaxivity)\n"
-    "  --hematocrit H        default 0.45;  --blood-t1 S  default 1.44 (ROI/auto AIF conversion)\n"
+    "  --blood-t1 S          default 1.44 (ROI/auto AIF conversion); --hematocrit below\n"
     "  --baseline N          baseline = frames [1, N) (N >= 3; [0, N) below); default: detected\n"
     "  --baseline-start K    first baseline frame;  --max-invalid-fraction F  default 0.1\n"
     "stage B:\n"
     "  --aif SPEC            auto (default), parker, georgiou, weinmann, fritz-hansen, roi:FILE,\n"
     "                        fitted:FILE, file:FILE (time s, plasma mM; or one value per frame)\n"
-    "  --injection-time S    bolus arrival for population AIFs (default: detected)\n"
-    "stage D:\n"
+    "                        (the population AIF's arrival: --aif-delay below)\n"
+    "stage D (and the fitting options below):\n"
     "  --models LIST         default tofts;  --select aic  per-voxel model choice\n"
-    "  --backend B           auto (default), accelerated, standard, cuda, cpu, cpu_single, or a\n"
-    "                        ROCKETSHIP name;  --force-cpu  (auto -> standard)\n"
-    "  --tolerance T (1e-6), --max-iterations N (200), --bounds NAME=LO:HI,..., --start NAME=V,...\n"
-    "  --bounds-preset P     default bounds: physical (default: Ktrans 0..5 /min, ve 1e-4..1, vp 0..1)\n"
-    "                        or rocketship (Ktrans 1e-7..2, ve 0.02..1, vp 0.001..1; pins ve < 0.02)\n"
     "  --allow-failures      exit 0 even when more than half the voxels fail (default: exit 3)\n"
-    "  --conv exact|trapezoid, --precision float32|float64, --fit-delay, --no-ci\n"
+    "  --no-ci               no confidence-interval maps\n"
     "run:\n"
     "  --out DIR             output folder (created); one run at a time writes into it (a second\n"
     "                        run refuses, naming the first one's PID; lock file DIR/.lumen.lock)\n"
     "  --prefix P            start of every output name (default BIDS sub-/ses- or 'lumen'); a\n"
     "                        file-name part: no '/', not starting with '.', at most 150 characters\n"
     "  --config FILE         key = value lines (the option names; ROCKETSHIP dce_preferences.txt keys)\n"
-    "  --overwrite           replace existing outputs (refused otherwise); the earlier run log is\n"
-    "                        removed before the first file is replaced and rewritten at the end\n"
-    "  --save-conc, --no-report, --threads N, --compress-level L (default 1)\n"
+    "  --overwrite: the earlier run log is removed before the first file is replaced, rewritten at\n"
+    "                        the end\n"
+    "  --save-conc, --no-report, --compress-level L (default 1)\n"
     "  --resume              continue a killed run in the same --out from its last completed\n"
     "                        stage D chunk (checkpoints .PREFIX_model-M.ckpt; implies --overwrite)\n"
     "  --chunk N             voxels per stage D checkpoint chunk (default 65536)\n"
-    "  --memory-limit SIZE   refuse, before reading, any input whose voxel buffer needs more than\n"
-    "                        SIZE bytes (e.g. 512M, 4G; default min(16G, physical memory))\n"
     "  --shard K/N           fit only the K-th of N voxel ranges and write a part for 'lumen merge'\n"
-    "                        (under mpirun -np N the ranks split the voxels; rank 0 writes)\n"
-    "  -q                    no progress or summary;  -v  more messages\n\n"
+    "                        (under mpirun -np N the ranks split the voxels; rank 0 writes)\n\n"
     "Every option (and config key) is checked before anything is read or written: a bad value\n"
     "(--backend, --models, --aif, --prefix, bounds that exclude a start...) is a usage error.\n"
     "Values in a likely wrong unit are refused before anything is written: --tr outside\n"
     "0.0005..0.1 s, --flip-angle outside 1..90 deg, --dt outside 0.01..600 s, --relaxivity outside\n"
-    "1..50 /mM/s, --t1/--blood-t1 outside 0.05..10 s (sidecar and header values too).\n"
-    "exit status: 0 success, 1 input or data error, 2 usage error, 3 results unreliable (more than\n"
-    "half the fitted voxels failed; maps and run log are written).\n");
+    "1..50 /mM/s, --t1/--blood-t1 outside 0.05..10 s (sidecar and header values too: exit 1).\n\n");
+  lumen_cli_help_shared(out, LUMEN_CLI_DCE);
 }
 
 int lumen_cmd_dce(int argc, char **argv) {
@@ -304,7 +373,7 @@ int lumen_cmd_dce(int argc, char **argv) {
   if (!ctx) return LUMEN_EXIT_FAILURE;
   lumen_cli_pipe_log(ctx, cmd, 0, 0);
   int rc = lumen_cli_pipe_args(cmd, argc, argv, ctx, &cfg, &helpf, &verbose);
-  if (helpf) { help(stdout); rc = LUMEN_EXIT_OK; }
+  if (helpf) { help(stdout); rc = lumen_cli_finish_stdout(cmd); }
   if (rc < 0) {
     lumen_cli_pipe_log(ctx, cmd, verbose, cfg.quiet);
     if (!cfg.dce || !cfg.out) {

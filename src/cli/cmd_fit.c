@@ -27,50 +27,25 @@ static void help(FILE *out) {
           "curves rather than images, and for validation.\n"
           "\n"
           "models: tofts, etofts, patlak, 2cum, 2cxm, fxr, auc (DCE; need --times and --aif)\n"
-          "        vfa, vfa-linear, vfa-2pt (need --flip-angles and --tr), ir (--ti, optional --tr),\n"
-          "        sr (--times: recovery times)\n"
+          "        vfa, vfa-linear, vfa-2pt (need --flip-angles and --tr), ir (--inversion-times, optional\n"
+          "        --tr), sr (--times: recovery times)\n"
           "\n"
           "inputs (FILE: a text table, numbers separated by newlines, commas, semicolons or spaces; '#'\n"
           "starts a comment; values must be finite, except nan in --curves for a missing sample):\n"
           "  --curves FILE        one curve per line, as many values as there are times / angles\n"
-          "  --times FILE         sample times, one per line (DCE, sr)\n"
-          "  --time-unit s|min    unit of --times and --aif-delay (default s)\n"
+          "  --times FILE         sample times, one per line (DCE, sr; ir: the inversion times)\n"
+          "  --time-unit s|min    unit of --times, --aif-delay, --auc-start, --auc-window (default s)\n"
           "  --aif FILE|NAME      plasma concentration (mM) at the times, one per line, or a population\n"
           "                       AIF: parker, georgiou, weinmann, fritz-hansen\n"
-          "  --hematocrit H       whole blood -> plasma for parker/georgiou (default 0.45)\n"
-          "  --aif-delay D        bolus arrival of a population AIF (in --time-unit, default 0)\n"
-          "  --flip-angles LIST   flip angles in degrees: FILE or comma list, e.g. 2,5,10,15\n"
-          "  --tr TR              repetition time in seconds (vfa family; ir: 0 or absent = long TR)\n"
-          "  --ti LIST            inversion times in seconds (ir): FILE or comma list\n"
           "  --r1 R               relaxivity for fxr, 1/(mM s) (default 4.5)\n"
           "  --r10 R              pre-contrast R1 of every curve for fxr, 1/s (default 1)\n"
           "  --auc-start T        auc: injection time (in --time-unit; default the first sample)\n"
           "  --auc-window W       auc: window length (in --time-unit; default 90 s)\n"
           "\n"
-          "fitting:\n"
-          "  --fit-delay          also fit an arterial delay (DCE; column 'delay', minutes)\n"
-          "  --backend NAME       auto (default), accelerated, standard, cpu, cpu_single, cuda, or a\n"
-          "                       ROCKETSHIP name (gpufit, gpufit_cuda, cpufit_cpu, pure_cpu, rocketship:cpu)\n"
-          "  --force-cpu          with auto: use the standard tier (ROCKETSHIP's force_cpu)\n"
-          "  --precision P        float32 (default) or float64 for the accelerated tiers\n"
-          "  --conv RULE          exact (default) or trapezoid (ROCKETSHIP/Gpufit numbers)\n"
-          "  --tolerance T        relative chi-square change for convergence (default 1e-6)\n"
-          "  --max-iterations N   (default 200)\n"
-          "  --start NAME=V       start value of a parameter (repeatable); 2cxm fits E = Ktrans/Fp\n"
-          "  --bounds NAME=LO:HI  bounds of a parameter (repeatable); 'delay' sets the delay bounds (min)\n"
-          "  --bounds-preset P    default bounds: physical (default: Ktrans [0, 5] /min, ve [1e-4, 1],\n"
-          "                       vp [0, 1], ...) or rocketship (ROCKETSHIP's: Ktrans [1e-7, 2], ve\n"
-          "                       [0.02, 1], vp [0.001, 1], ...); --bounds overrides either\n"
-          "  --fix NAME=V         hold a parameter at V\n"
-          "  --threads N          CPU threads (default 0 = all cores)\n"
-          "\n"
           "output:\n"
           "  --out FILE.csv       write the CSV there (written to a hidden temporary file in the same\n"
-          "                       folder, then renamed); default: standard output\n"
-          "  --overwrite          replace an existing --out file (only a regular file is ever replaced)\n"
-          "  -q                   no summary line on stderr;  -v: debug messages\n"
-          "  --memory-limit SIZE  refuse input files larger than SIZE bytes before reading them (e.g. 512M,\n"
-          "                       4G); default: curve files up to min(16G, physical memory), others 256M\n"
+          "                       folder, then renamed); default: standard output. --overwrite replaces\n"
+          "                       an existing one (only a regular file is ever replaced)\n"
           "\n"
           "CSV columns: the parameters (Ktrans, ve, vp, Fp, Tp, tau, T1, M0 as the model has them),\n"
           "the derived values (kep, E, PS, vp of 2cum, R1, AUC...), delay (with --fit-delay), sse, r2,\n"
@@ -79,13 +54,14 @@ static void help(FILE *out) {
           "the curves per parameter and bound), iterations, then NAME_cilo, NAME_cihi (95 %%\n"
           "confidence interval) per parameter.\n"
           "Units: rates (Ktrans, kep, Fp, PS) in 1/min, Tp, tau and delay in min, T1 in s, R1 in 1/s.\n"
-          "\n"
           "A summary line with the backend requested / selected / used and fits per second goes to\n"
-          "stderr. Exit status 0 on success, 1 when an input cannot be read or used or the output cannot\n"
-          "be written (an existing --out without --overwrite, a full disk), 2 for usage errors.\n"
+          "stderr. Every option (also --bounds against --start, --backend) is checked before a file is\n"
+          "read; an existing --out without --overwrite, a full disk are input or data errors (exit 1).\n"
           "\n"
           "example:\n"
-          "  lumen fit --model tofts --times t.txt --aif parker --hematocrit 0.42 --curves c.txt --out fit.csv\n");
+          "  lumen fit --model tofts --times t.txt --aif parker --hematocrit 0.42 --curves c.txt --out fit.csv\n"
+          "\n");
+  lumen_cli_help_shared(out, LUMEN_CLI_FIT);
 }
 
 /* ------------------------------------------------------------------ number lists */
@@ -250,6 +226,68 @@ static void list_params(lumen_model m, char *buf, size_t size) {
   }
 }
 
+/* One item of --start/--fix (NAME=V) or --bounds (NAME=LO:HI, NAME may be delay) into o; 0, or -1
+   after the message. */
+static int param_item(lumen_model model, const char *model_name, const char *opt, const char *item, int is_dce,
+                      lumen_fit_options *o) {
+  const int is_bounds = opt[2] == 'b';
+  char plist[256], pname[64], lo_s[64], hi_s[64];
+  list_params(model, plist, sizeof plist);
+  const char *e = strchr(item, '=');
+  const char *colon = e && is_bounds ? strchr(e + 1, ':') : NULL;
+  const char *v_end = colon ? colon : e ? e + strlen(e) : NULL;
+  if (!e || (is_bounds && !colon) || (size_t)(e - item) >= sizeof pname || (size_t)(v_end - e - 1) >= sizeof lo_s ||
+      (colon && strlen(colon + 1) >= sizeof hi_s)) {
+    lumen_cli_error(CMD, "%s '%s': expected NAME=%s with NAME one of %s%s (several: comma-separated)", opt, item,
+                    is_bounds ? "LO:HI" : "VALUE", plist, is_bounds && is_dce ? ", delay" : "");
+    return -1;
+  }
+  snprintf(pname, sizeof pname, "%.*s", (int)(e - item), item);
+  snprintf(lo_s, sizeof lo_s, "%.*s", (int)(v_end - e - 1), e + 1);
+  snprintf(hi_s, sizeof hi_s, "%s", colon ? colon + 1 : "");
+  double lo, hi = 0;
+  if (parse_double(opt, lo_s, &lo) || (colon && parse_double(opt, hi_s, &hi))) return -1;
+  if (is_bounds && strcasecmp(pname, "delay") == 0) {
+    o->delay_lo = lo;
+    o->delay_hi = hi;
+    return 0;
+  }
+  int k = param_index(model, pname);
+  if (k < 0) {
+    lumen_cli_error(CMD, "%s '%s': model %s has no parameter '%s' (parameters: %s)", opt, item, model_name, pname,
+                    plist);
+    return -1;
+  }
+  if (is_bounds) {
+    o->lo[k] = lo;
+    o->hi[k] = hi;
+  } else {
+    o->start[k] = lo;
+    if (opt[2] == 'f') o->fixed[k] = 1;
+  }
+  return 0;
+}
+
+/* A comma list of items: --bounds Ktrans=0:1,ve=0.001:1 (as lumen dce takes it). */
+static int param_list(lumen_model model, const char *model_name, const char *opt, const char *arg, int is_dce,
+                      lumen_fit_options *o) {
+  char item[256];
+  for (const char *p = arg;; ++p) {
+    size_t len = strcspn(p, ",");
+    if (len >= sizeof item) {
+      lumen_cli_error(CMD, "%s '%s': an item of %zu characters, expected NAME=%s", opt, arg, len,
+                      opt[2] == 'b' ? "LO:HI" : "VALUE");
+      return -1;
+    }
+    memcpy(item, p, len);
+    item[len] = 0;
+    if (param_item(model, model_name, opt, item, is_dce, o)) return -1;
+    p += len;
+    if (!*p) return 0;
+  }
+}
+
+
 /* Warnings (and debug messages with -v) to stderr; errors are printed once, by the command. */
 static void fit_log(void *user, lumen_log_level level, const char *message) {
   static const char *const names[] = {"error", "warning", "info", "debug"};
@@ -360,38 +398,46 @@ int lumen_cmd_fit(int argc, char **argv) {
   int64_t mem_limit = 0;
   int max_iter = 200, fit_delay = 0, force_cpu = 0, quiet = 0, verbose = 0, threads = 0, have_tr = 0;
   int overwrite = 0;
+  char fa_opt[64] = "--flip-angles", ti_opt[64] = "--inversion-times"; /* as typed, for messages */
   const char *precision = "float32", *conv = "exact", *bounds_preset = "physical";
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+    /* options with a value: --opt V or --opt=V; an alias (cli_vocabulary.c) becomes its name,
+       messages about a value name the option as typed */
+    const char *val = NULL;
+    char name[64], typed[64];
+    const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, a, len);
+    name[len] = 0;
+    if (eq) val = eq + 1;
+    snprintf(typed, sizeof typed, "%s", name);
+    const lumen_cli_option *opt = lumen_cli_option_find(name, LUMEN_CLI_FIT);
+    if (opt) snprintf(name, sizeof name, "%s", opt->name);
+    if (strcmp(name, "--help") == 0) {
       help(stdout);
       return lumen_cli_finish_stdout(CMD);
     }
-    if (strcmp(a, "--fit-delay") == 0) { fit_delay = 1; continue; }
-    if (strcmp(a, "--force-cpu") == 0) { force_cpu = 1; continue; }
-    if (strcmp(a, "-q") == 0) { quiet = 1; continue; }
-    if (strcmp(a, "-v") == 0) { verbose = 1; continue; }
-    if (strcmp(a, "--overwrite") == 0) { overwrite = 1; continue; }
-    /* options with a value: --opt V or --opt=V */
-    const char *val = NULL;
-    char name[64];
-    const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
-    if (eq) {
-      size_t len = (size_t)(eq - a);
-      if (len >= sizeof name) len = sizeof name - 1;
-      memcpy(name, a, len);
-      name[len] = 0;
-      val = eq + 1;
-    } else {
-      snprintf(name, sizeof name, "%s", a);
+    static const char *const switches[] = {"--fit-delay", "--force-cpu", "--quiet", "--verbose", "--overwrite"};
+    int sw = -1;
+    for (int k = 0; k < (int)(sizeof switches / sizeof switches[0]); ++k)
+      if (strcmp(name, switches[k]) == 0) sw = k;
+    if (sw >= 0 && val) {
+      lumen_cli_error(CMD, "%s takes no value (got '%s'): it is a switch, give it alone", typed, val);
+      return LUMEN_EXIT_USAGE;
     }
+    if (sw == 0) { fit_delay = 1; continue; }
+    if (sw == 1) { force_cpu = 1; continue; }
+    if (sw == 2) { quiet = 1; continue; }
+    if (sw == 3) { verbose = 1; continue; }
+    if (sw == 4) { overwrite = 1; continue; }
     static const char *const valued[] = {"--model", "--curves", "--times", "--time-unit", "--aif", "--hematocrit",
-                                         "--aif-delay", "--flip-angles", "--tr", "--ti", "--r1", "--r10",
-                                         "--backend", "--tolerance", "--max-iterations", "--start", "--bounds",
-                                         "--fix", "--out", "--precision", "--conv", "--threads",
-                                         "--auc-start", "--auc-window", "--memory-limit",
-                                         "--bounds-preset"};
+                                         "--aif-delay", "--flip-angles", "--tr", "--inversion-times", "--r1",
+                                         "--r10", "--backend", "--tolerance", "--max-iterations", "--start",
+                                         "--bounds", "--fix", "--out", "--precision", "--conv", "--threads",
+                                         "--auc-start", "--auc-window", "--memory-limit", "--bounds-preset"};
     int known = 0;
     for (size_t k = 0; k < sizeof valued / sizeof valued[0]; ++k)
       if (strcmp(name, valued[k]) == 0) known = 1;
@@ -401,7 +447,8 @@ int lumen_cmd_fit(int argc, char **argv) {
     }
     if (!val) {
       if (i + 1 >= argc) {
-        lumen_cli_error(CMD, "option %s needs a value (see 'lumen fit --help')", name);
+        lumen_cli_error(CMD, "option %s needs a %s (see 'lumen fit --help')", typed,
+                        opt && opt->value ? opt->value : "value");
         return LUMEN_EXIT_USAGE;
       }
       val = argv[++i];
@@ -412,11 +459,11 @@ int lumen_cmd_fit(int argc, char **argv) {
     else if (strcmp(name, "--times") == 0) times_arg = val;
     else if (strcmp(name, "--time-unit") == 0) time_unit = val;
     else if (strcmp(name, "--aif") == 0) aif_arg = val;
-    else if (strcmp(name, "--hematocrit") == 0) bad = parse_double(name, val, &hct);
-    else if (strcmp(name, "--aif-delay") == 0) bad = parse_double(name, val, &aif_delay);
-    else if (strcmp(name, "--flip-angles") == 0) fa_arg = val;
-    else if (strcmp(name, "--tr") == 0) { bad = parse_double(name, val, &tr); have_tr = 1; }
-    else if (strcmp(name, "--ti") == 0) ti_arg = val;
+    else if (strcmp(name, "--hematocrit") == 0) bad = parse_double(typed, val, &hct);
+    else if (strcmp(name, "--aif-delay") == 0) bad = parse_double(typed, val, &aif_delay);
+    else if (strcmp(name, "--flip-angles") == 0) { fa_arg = val; snprintf(fa_opt, sizeof fa_opt, "%s", typed); }
+    else if (strcmp(name, "--tr") == 0) { bad = parse_double(typed, val, &tr); have_tr = 1; }
+    else if (strcmp(name, "--inversion-times") == 0) { ti_arg = val; snprintf(ti_opt, sizeof ti_opt, "%s", typed); }
     else if (strcmp(name, "--r1") == 0) bad = parse_double(name, val, &r1);
     else if (strcmp(name, "--r10") == 0) bad = parse_double(name, val, &r10);
     else if (strcmp(name, "--auc-start") == 0) bad = parse_double(name, val, &auc_start);
@@ -485,11 +532,16 @@ int lumen_cmd_fit(int argc, char **argv) {
     return LUMEN_EXIT_USAGE;
   }
   if (is_vfa && (!fa_arg || !have_tr)) {
-    lumen_cli_error(CMD, "model %s needs --flip-angles (degrees) and --tr (seconds)", model_name);
+    lumen_cli_error(CMD, "model %s needs --flip-angles LIST (degrees; also --flip-angle) and --tr S (seconds)",
+                    model_name);
     return LUMEN_EXIT_USAGE;
   }
+  if (model == LUMEN_MODEL_IR && !ti_arg && times_arg) {
+    ti_arg = times_arg; /* as lumen t1 --method ir --times */
+    snprintf(ti_opt, sizeof ti_opt, "--times");
+  }
   if (model == LUMEN_MODEL_IR && !ti_arg) {
-    lumen_cli_error(CMD, "model ir needs --ti (inversion times in seconds)");
+    lumen_cli_error(CMD, "model ir needs --inversion-times LIST (seconds; also --ti)");
     return LUMEN_EXIT_USAGE;
   }
   if (!(hct >= 0 && hct < 1)) {
@@ -516,12 +568,63 @@ int lumen_cmd_fit(int argc, char **argv) {
   double *consts = NULL;
   csv_sink out = {0};
 
+  /* ---------------------------------------------------------------- options */
+  lumen_fit_options o;
+  lumen_fit_options_init(&o);
+  o.model = model;
+  o.tolerance = tolerance;
+  o.max_iterations = max_iter;
+  o.backend = backend;
+  o.force_cpu = force_cpu;
+  o.fit_delay = fit_delay;
+  o.tr = tr;
+  o.r1 = r1;
+  if (!isnan(auc_start)) o.auc_t0 = auc_start * tscale;
+  if (!isnan(auc_window)) o.auc_window = auc_window * tscale;
+  if (strcmp(precision, "float32") == 0) o.precision = LUMEN_FIT_FLOAT32;
+  else if (strcmp(precision, "float64") == 0) o.precision = LUMEN_FIT_FLOAT64;
+  else {
+    lumen_cli_error(CMD, "--precision '%s': expected float32 or float64", precision);
+    rc = LUMEN_EXIT_USAGE;
+    goto done;
+  }
+  if (strcmp(conv, "exact") == 0) o.conv = LUMEN_FIT_CONV_EXACT;
+  else if (strcmp(conv, "trapezoid") == 0) o.conv = LUMEN_FIT_CONV_TRAPEZOID;
+  else {
+    lumen_cli_error(CMD, "--conv '%s': expected exact or trapezoid", conv);
+    rc = LUMEN_EXIT_USAGE;
+    goto done;
+  }
+  if (lumen_fit_bounds_preset_parse(ctx, bounds_preset, &o.bounds_preset) != LUMEN_OK) {
+    lumen_cli_error(CMD, "--bounds-preset: %s", lumen_ctx_last_error(ctx));
+    rc = LUMEN_EXIT_USAGE;
+    goto done;
+  }
+  for (int j = 0; j < nstarts + nbounds + nfixes; ++j) {
+    const char *opt = j < nstarts ? "--start" : j < nstarts + nbounds ? "--bounds" : "--fix";
+    const char *arg = j < nstarts ? starts[j] : j < nstarts + nbounds ? bounds[j - nstarts] : fixes[j - nstarts - nbounds];
+    if (param_list(model, model_name, opt, arg, is_dce, &o)) {
+      rc = LUMEN_EXIT_USAGE;
+      goto done;
+    }
+  }
+  /* the options alone (backend name, bounds against starts...) on a stand-in grid: a usage error
+     before any file is read; a backend this machine lacks is not one */
+  if (model != LUMEN_MODEL_AUC) {
+    lumen_status tst = lumen_fit_options_check(ctx, &o);
+    if (tst != LUMEN_OK) {
+      lumen_cli_error(CMD, "%s (checked before any file is read)", lumen_ctx_last_error(ctx));
+      rc = tst == LUMEN_ERR_INVALID_ARGUMENT ? LUMEN_EXIT_USAGE : LUMEN_EXIT_FAILURE;
+      goto done;
+    }
+  }
+
   /* ---------------------------------------------------------------- sample grid */
   if (is_vfa) {
-    if (read_list_arg(ctx, fa_arg, "--flip-angles", mem_limit, &x)) goto done;
+    if (read_list_arg(ctx, fa_arg, fa_opt, mem_limit, &x)) goto done;
     for (int i = 0; i < x.n; ++i) x.v[i] *= 3.14159265358979323846 / 180.0;
   } else if (model == LUMEN_MODEL_IR) {
-    if (read_list_arg(ctx, ti_arg, "--ti", mem_limit, &x)) goto done;
+    if (read_list_arg(ctx, ti_arg, ti_opt, mem_limit, &x)) goto done;
   } else {
     if (read_vector_file(ctx, times_arg, "--times", mem_limit, &x)) goto done;
     if (is_dce)
@@ -532,7 +635,7 @@ int lumen_cmd_fit(int argc, char **argv) {
     for (int i = 1; i < n; ++i)
       if (!(x.v[i] > x.v[i - 1])) {
         lumen_cli_error(CMD, "%s: values must increase strictly, but value %d (%g) follows value %d (%g)",
-                        model == LUMEN_MODEL_IR ? "--ti" : "--times", i + 1, x.v[i], i, x.v[i - 1]);
+                        model == LUMEN_MODEL_IR ? ti_opt : "--times", i + 1, x.v[i], i, x.v[i - 1]);
         goto done;
       }
   }
@@ -568,101 +671,6 @@ int lumen_cmd_fit(int argc, char **argv) {
     }
   }
 
-  /* ---------------------------------------------------------------- options */
-  lumen_fit_options o;
-  lumen_fit_options_init(&o);
-  o.model = model;
-  o.tolerance = tolerance;
-  o.max_iterations = max_iter;
-  o.backend = backend;
-  o.force_cpu = force_cpu;
-  o.fit_delay = fit_delay;
-  o.tr = tr;
-  o.r1 = r1;
-  if (!isnan(auc_start)) o.auc_t0 = auc_start * tscale;
-  if (!isnan(auc_window)) o.auc_window = auc_window * tscale;
-  if (strcmp(precision, "float32") == 0) o.precision = LUMEN_FIT_FLOAT32;
-  else if (strcmp(precision, "float64") == 0) o.precision = LUMEN_FIT_FLOAT64;
-  else {
-    lumen_cli_error(CMD, "--precision '%s': expected float32 or float64", precision);
-    rc = LUMEN_EXIT_USAGE;
-    goto done;
-  }
-  if (strcmp(conv, "exact") == 0) o.conv = LUMEN_FIT_CONV_EXACT;
-  else if (strcmp(conv, "trapezoid") == 0) o.conv = LUMEN_FIT_CONV_TRAPEZOID;
-  else {
-    lumen_cli_error(CMD, "--conv '%s': expected exact or trapezoid", conv);
-    rc = LUMEN_EXIT_USAGE;
-    goto done;
-  }
-  if (lumen_fit_bounds_preset_parse(ctx, bounds_preset, &o.bounds_preset) != LUMEN_OK) {
-    lumen_cli_error(CMD, "--bounds-preset: %s", lumen_ctx_last_error(ctx));
-    rc = LUMEN_EXIT_USAGE;
-    goto done;
-  }
-  char plist[256];
-  list_params(model, plist, sizeof plist);
-  for (int j = 0; j < nstarts + nfixes; ++j) {
-    const char *arg = j < nstarts ? starts[j] : fixes[j - nstarts];
-    const char *opt = j < nstarts ? "--start" : "--fix";
-    const char *e = strchr(arg, '=');
-    char pname[64];
-    double v;
-    if (!e || (size_t)(e - arg) >= sizeof pname) {
-      lumen_cli_error(CMD, "%s '%s': expected NAME=VALUE with NAME one of %s", opt, arg, plist);
-      rc = LUMEN_EXIT_USAGE;
-      goto done;
-    }
-    memcpy(pname, arg, (size_t)(e - arg));
-    pname[e - arg] = 0;
-    int k = param_index(model, pname);
-    if (k < 0) {
-      lumen_cli_error(CMD, "%s '%s': model %s has no parameter '%s' (parameters: %s)", opt, arg, model_name, pname,
-                      plist);
-      rc = LUMEN_EXIT_USAGE;
-      goto done;
-    }
-    if (parse_double(opt, e + 1, &v)) { rc = LUMEN_EXIT_USAGE; goto done; }
-    o.start[k] = v;
-    if (j >= nstarts) o.fixed[k] = 1;
-  }
-  for (int j = 0; j < nbounds; ++j) {
-    const char *arg = bounds[j];
-    const char *e = strchr(arg, '=');
-    const char *colon = e ? strchr(e + 1, ':') : NULL;
-    char pname[64], lo_s[64], hi_s[64];
-    if (!e || !colon || (size_t)(e - arg) >= sizeof pname || (size_t)(colon - e - 1) >= sizeof lo_s ||
-        strlen(colon + 1) >= sizeof hi_s) {
-      lumen_cli_error(CMD, "--bounds '%s': expected NAME=LO:HI with NAME one of %s%s", arg, plist,
-                      is_dce ? ", delay" : "");
-      rc = LUMEN_EXIT_USAGE;
-      goto done;
-    }
-    memcpy(pname, arg, (size_t)(e - arg));
-    pname[e - arg] = 0;
-    memcpy(lo_s, e + 1, (size_t)(colon - e - 1));
-    lo_s[colon - e - 1] = 0;
-    snprintf(hi_s, sizeof hi_s, "%s", colon + 1);
-    double lo, hi;
-    if (parse_double("--bounds", lo_s, &lo) || parse_double("--bounds", hi_s, &hi)) {
-      rc = LUMEN_EXIT_USAGE;
-      goto done;
-    }
-    if (strcasecmp(pname, "delay") == 0) {
-      o.delay_lo = lo;
-      o.delay_hi = hi;
-      continue;
-    }
-    int k = param_index(model, pname);
-    if (k < 0) {
-      lumen_cli_error(CMD, "--bounds '%s': model %s has no parameter '%s' (parameters: %s)", arg, model_name, pname,
-                      plist);
-      rc = LUMEN_EXIT_USAGE;
-      goto done;
-    }
-    o.lo[k] = lo;
-    o.hi[k] = hi;
-  }
   if (lumen_fit_plan_create(ctx, &o, n, x.v, is_dce ? aif.v : NULL, &plan) != LUMEN_OK) {
     lumen_cli_error(CMD, "%s", lumen_ctx_last_error(ctx));
     goto done;

@@ -210,22 +210,10 @@ void pipe_fit_options_t1(const lumen_pipe_config *cfg, lumen_model method, doubl
   overrides(cfg, method, o);
 }
 
-/* A fit plan on a stand-in grid with the run's options: the backend name, bounds against starts,
-   the options a model accepts are checked as stage D will check them, before any data exist. */
+/* The run's fit options checked by the library on a stand-in grid (lumen_fit_options_check):
+   the backend name, bounds against starts, the options a model accepts, before any data exist. */
 static lumen_status trial_plan(lumen_ctx *ctx, const lumen_fit_options *o, const char *what) {
-  enum { N = 32 };
-  double x[N], cp[N];
-  const int t1 = o->model >= LUMEN_MODEL_VFA;
-  const int vfa = o->model == LUMEN_MODEL_VFA || o->model == LUMEN_MODEL_VFA_LINEAR || o->model == LUMEN_MODEL_VFA_2PT;
-  for (int i = 0; i < N; ++i) {
-    double t = 0.1 * i;                                         /* minutes */
-    x[i] = vfa ? (2.0 + 2.0 * i) * 3.14159265358979323846 / 180.0 /* flip angles 2..64 deg */
-               : t1 ? 0.05 + 0.1 * i : t;                         /* ir/sr times in s */
-    cp[i] = t > 0.5 ? 5.0 * (t - 0.5) * exp(-(t - 0.5) / 0.3) + 0.5 : 0.0;
-  }
-  lumen_fit_plan *plan = NULL;
-  lumen_status st = lumen_fit_plan_create(ctx, o, N, x, t1 ? NULL : cp, &plan);
-  lumen_fit_plan_destroy(plan);
+  lumen_status st = lumen_fit_options_check(ctx, o);
   if (st == LUMEN_OK) return st;
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(ctx));

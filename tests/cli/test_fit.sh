@@ -90,10 +90,10 @@ awk 'BEGIN { for (i = 0; i <= 60; i++) printf "%g\n", (i == 30 ? 174 : i * 6) }'
 expect "non-increasing times" 1 "increase" --model tofts --times badtimes.txt --aif aif.txt --curves curves.txt
 head -30 aif.txt > shortaif.txt
 expect "AIF length mismatch" 1 "holds 30 values but --times has 61" --model tofts --times times.txt --aif shortaif.txt --curves curves.txt
-expect "bounds lo > hi" 1 "bounds of ve" --model tofts "${base[@]}" --curves curves.txt --bounds ve=0.5:0.4
-expect "start outside bounds" 1 "start of Ktrans" --model tofts "${base[@]}" --curves curves.txt --start Ktrans=6
+expect "bounds lo > hi" 2 "bounds of ve" --model tofts "${base[@]}" --curves curves.txt --bounds ve=0.5:0.4
+expect "start outside bounds" 2 "start of Ktrans" --model tofts "${base[@]}" --curves curves.txt --start Ktrans=6
 expect "unknown parameter" 2 "no parameter 'kt'" --model tofts "${base[@]}" --curves curves.txt --start kt=0.1
-expect "unknown backend" 1 "backend 'gpu'" --model tofts "${base[@]}" --curves curves.txt --backend gpu
+expect "unknown backend" 2 "backend 'gpu'" --model tofts "${base[@]}" --curves curves.txt --backend gpu
 expect "bad number" 2 "--tolerance 'x'" --model tofts "${base[@]}" --curves curves.txt --tolerance x
 expect "unknown option" 2 "unknown option '--bogus'" --model tofts --bogus
 expect "vfa without TR" 2 "needs --flip-angles" --model vfa --flip-angles 2,5,10 --curves vfa.txt

@@ -175,6 +175,30 @@ static void test_large_ktrans(void **s) {
 }
 
 /* An explicit bound wins over the preset; a fixed parameter on its bound is not reported. */
+/* lumen_fit_options_check: the plan's own checks without data (front ends call it before reading) */
+static void test_options_check(void **s) {
+  (void)s;
+  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_fit_options opt;
+  lumen_fit_options_init(&opt);
+  assert_int_equal(lumen_fit_options_check(ctx, &opt), LUMEN_OK);
+  opt.lo[1] = 0.5;  /* ve in [0.5, 1] with a start of 0.1 */
+  opt.hi[1] = 1;
+  opt.start[1] = 0.1;
+  assert_int_equal(lumen_fit_options_check(ctx, &opt), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "outside its bounds"));
+  lumen_fit_options_init(&opt);
+  opt.backend = "bogus";
+  assert_int_equal(lumen_fit_options_check(ctx, &opt), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "bogus"));
+  lumen_fit_options_init(&opt);
+  opt.model = LUMEN_MODEL_VFA;
+  opt.tr = 0.005;
+  assert_int_equal(lumen_fit_options_check(ctx, &opt), LUMEN_OK);
+  assert_int_equal(lumen_fit_options_check(ctx, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  lumen_ctx_destroy(ctx);
+}
+
 static void test_overrides_and_fixed(void **s) {
   (void)s;
   static float yf[NC * N];
@@ -488,6 +512,7 @@ static void test_unit_plausibility(void **s) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_presets),
+      cmocka_unit_test(test_options_check),
       cmocka_unit_test(test_model_math_at_bounds),
       cmocka_unit_test(test_unit_plausibility),
       cmocka_unit_test(test_small_ve),

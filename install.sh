@@ -175,8 +175,15 @@ if ! cmake -S "$REPO" -B "$BUILD_DIR" "${CMAKE_ARGS[@]}" "${CMAKE_EXTRA[@]}" > "
   tail -n 30 "$LOG_DIR/configure.log" >&2; row build FAIL "cmake configure failed"; die "configure failed"
 fi
 grep -E '^-- lumen [0-9]' "$LOG_DIR/configure.log" | sed 's/^-- /[install] /'
+# the build takes minutes: print its progress at every 10 % (the full output goes to the log)
+build_with_progress() {
+  cmake --build "$BUILD_DIR" -j "$JOBS" 2>&1 | tee "$LOG_DIR/build.log" | awk '
+    match($0, /^\[ *[0-9]+%\]/) { p = substr($0, 2, RLENGTH - 3) + 0
+      if (p >= next_p) { printf "[install]   build %3d%%\n", p; fflush(); next_p = p - p % 10 + 10 } }'
+  return "${PIPESTATUS[0]}"
+}
 say "building with $JOBS jobs (log: $LOG_DIR/build.log)"
-if ! cmake --build "$BUILD_DIR" -j "$JOBS" > "$LOG_DIR/build.log" 2>&1; then
+if ! build_with_progress; then
   tail -n 40 "$LOG_DIR/build.log" >&2; row build FAIL "build failed, see $LOG_DIR/build.log"; die "build failed"
 fi
 row build PASS "$BUILD_TYPE in $BUILD_DIR"
@@ -374,12 +381,33 @@ fi
 rm -rf "$check_dir"
 
 # ---------------------------------------------------------------------------- health table
+# where the bindings went, for `lumen backends` (src/diag/health_bindings.c): its python and mex
+# rows are then the installer's too (one check, one answer)
+mkdir -p "$PREFIX/share/lumen"
+{
+  echo "# written by install.sh: where lumen backends looks for the bindings"
+  [ $WITH_PYTHON -eq 1 ] && [ -x "$VENV_PATH/bin/python" ] && echo "python=$VENV_PATH/bin/python"
+  [ $WITH_MATLAB -eq 1 ] && echo "mex=$PREFIX/share/lumen/matlab"
+  true
+} > "$PREFIX/share/lumen/bindings.conf" || warn "cannot write $PREFIX/share/lumen/bindings.conf"
 echo
 say "health report: $PREFIX/bin/lumen backends"
 echo
 "$PREFIX/bin/lumen" backends
 hrc=$?
 [ $hrc -ne 0 ] && warn "\`lumen backends\` reports a failed part (exit $hrc): see the FAIL rows above"
+# the installer's python/mex rows that say PASS take backends' answer (a SKIP or FAIL of the
+# installer's own steps stays, with its reason)
+hjson=$("$PREFIX/bin/lumen" backends --json 2>/dev/null)
+for part in python mex; do
+  hr=$(grep -E "\"name\": \"$part\"" <<<"$hjson" | sed -n 's/.*"status": "\([A-Z]*\)", "detail": "\(.*\)"}.*/\1 \2/p')
+  [ -n "$hr" ] || continue
+  for i in "${!ROWS[@]}"; do
+    case ${ROWS[$i]} in
+      "$part "*PASS*) ROWS[$i]=$(printf '%-14s %-6s %s' "$part" "${hr%% *}" "lumen backends: ${hr#* }") ;;
+    esac
+  done
+done
 summary
 echo
 say "done: lumen $VERSION in $PREFIX"

@@ -48,14 +48,14 @@ def tile_z(src, dst, reps):
     with gzip.open(dst, 'wb', compresslevel=1) as f: f.write(bytes(hdr) + body)
 os.makedirs('mid', exist_ok=True)
 os.makedirs('big', exist_ok=True)
-for name in ('dce', 'T1w-map', 'mask'):
+for name in ('dce', 'T1map', 'mask'):
     tile_z('demo/sub-demo_%s.nii.gz' % name, 'mid/%s.nii.gz' % name, 8)
     tile_z('demo/sub-demo_%s.nii.gz' % name, 'big/%s.nii.gz' % name, 32)
 shutil.copy('demo/sub-demo_dce.json', 'mid/dce.json')
 shutil.copy('demo/sub-demo_dce.json', 'big/dce.json')
 for s in range(1, int(sys.argv[1]) + 1):
     p = 'cohort/sub-%02d/perf' % s; os.makedirs(p)
-    for src, dst in (('dce.nii.gz', 'dce.nii.gz'), ('dce.json', 'dce.json'), ('T1w-map.nii.gz', 'T1map.nii.gz'), ('mask.nii.gz', 'mask.nii.gz')):
+    for src, dst in (('dce.nii.gz', 'dce.nii.gz'), ('dce.json', 'dce.json'), ('T1map.nii.gz', 'T1map.nii.gz'), ('mask.nii.gz', 'mask.nii.gz')):
         shutil.copy('mid/' + src, '%s/sub-%02d_%s' % (p, s, dst))
 PYEOF
 
@@ -94,7 +94,7 @@ echo "### One volume (32 x 24 x 64, tofts + etofts), standard tier, --threads 1 
 echo
 echo "| run | wall s | speed-up |"
 echo "|---|---|---|"
-dce_args=(dce --dce big/dce.nii.gz --t1map big/T1w-map.nii.gz --mask big/mask.nii.gz --models tofts,etofts
+dce_args=(dce --dce big/dce.nii.gz --t1map big/T1map.nii.gz --mask big/mask.nii.gz --models tofts,etofts
           --backend standard --threads 1 --no-report -q --overwrite)
 t1=""
 for np in 1 2; do

@@ -10,6 +10,8 @@
 #   --octave         only Octave;  --matlab: only MATLAB;  --both (default): whatever is found
 #   --matlab-cmd P   the matlab executable (its bin/ folder holds `mex`); default: matlab on PATH
 #   --mkoctfile P    the mkoctfile to use (default: mkoctfile on PATH)
+# Beside each MEX file goes NAME.m with the C file's header comment, so that `help lumen_fit`
+# shows it (MATLAB and Octave run the MEX file and take the help text from the .m file).
 # Exit 0 when at least one MEX flavour was built, 3 when neither Octave nor MATLAB was found,
 # 1 when a build failed.
 set -u
@@ -26,7 +28,7 @@ while [ $# -gt 0 ]; do
     --both) which=both; shift ;;
     --matlab-cmd) matlab_cmd=$2; shift 2 ;;
     --mkoctfile) mkoct=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "build_mex: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -77,6 +79,18 @@ if [ "$which" != octave ]; then
   elif [ "$which" = matlab ]; then
     echo "build_mex: MATLAB's mex not found (give --matlab-cmd /path/to/matlab)" >&2
   fi
+fi
+
+# NAME.m: the help text (the C file's first comment as % lines); its body runs only where the
+# MEX file is missing, and says so
+write_help() {
+  awk 'NR == 1 { sub(/^\/\* ?/, "") } { done = sub(/ ?\*\/.*$/, ""); sub(/^   /, ""); print "% " $0; if (done) exit }' \
+    "$here/$1.c" > "$out/$1.m" || return 1
+  printf 'function varargout = %s(varargin)\n  error("lumen:notBuilt", "%s: the MEX file is not built here (matlab/build_mex.sh)");\nend\n' \
+    "$1" "$1" >> "$out/$1.m"
+}
+if [ $built -gt 0 ]; then
+  for s in "${srcs[@]}"; do write_help "$s" || { echo "build_mex: cannot write $out/$s.m" >&2; failed=1; }; done
 fi
 
 [ $failed -ne 0 ] && exit 1

@@ -204,8 +204,14 @@ void mexFunction(int nlhs, mxArray *plhs[], int nrhs, const mxArray *prhs[]) {
   double *ui = as_double(prhs[8], "user_info");
   size_t nui = mxGetNumberOfElements(prhs[8]);
   const double *x = ui, *cp = NULL;
+  int dce = o.model < LUMEN_MODEL_VFA;  /* tofts .. auc take an AIF */
   if (nui == 2 * n) {
     cp = ui + n;
+  } else if (nui == n && dce) {
+    char what[240];
+    snprintf(what, sizeof what, "%%s has %zu values (one row) but model '%s' needs the AIF too: user_info = [times "
+             "(min); AIF (mM)], 2 x n_points = %zu values", nui, lumen_model_name(o.model), 2 * n);
+    fail_arg(what, "user_info");
   } else if (nui != n) {
     char what[200];
     snprintf(what, sizeof what, "%%s has %zu values, expected 2 x n_points = %zu ([times; AIF]) or n_points = %zu",

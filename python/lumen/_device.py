@@ -71,14 +71,30 @@ def _parse_device(text):
     return d
 
 
+_probe_logged = False
+
+
 def cuda_probe():
-    """(available, device_count, reason): lumen_cuda_probe. Never raises for a missing GPU."""
+    """(available, device_count, reason): lumen_cuda_probe. Never raises for a missing GPU.
+
+    A machine without a GPU is normal, not an error: the failed probe is logged once per process
+    on the "lumen" logger at INFO level (the library's own ERROR log of it is muted)."""
+    global _probe_logged
     ctx = context()
     n = c_int(0)
     buf = ctypes.create_string_buffer(512)
-    st = lib.lumen_cuda_probe(ctx, ctypes.byref(n), buf, 512)
+    lib.lumen_ctx_set_log(ctx, _lib.LOG_FN(), None, 0)  # a NULL callback: no log
+    try:
+        st = lib.lumen_cuda_probe(ctx, ctypes.byref(n), buf, 512)
+    finally:
+        lib.lumen_ctx_set_log(ctx, _lib._log_cb, None, 1)  # as _lib._Ctx sets it
     lib.lumen_ctx_clear_error(ctx)
-    return st == 0 and n.value > 0, int(n.value) if st == 0 else 0, pystr(buf.value)
+    avail = st == 0 and n.value > 0
+    reason = pystr(buf.value)
+    if not avail and not _probe_logged:
+        _probe_logged = True
+        _log.info("CUDA not available, lumen runs on the CPU: %s", reason)
+    return avail, int(n.value) if st == 0 else 0, reason
 
 
 def cuda_available():

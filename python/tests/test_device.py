@@ -1,4 +1,5 @@
 """cuda_available, backends (the health rows), devices, DeviceContext, gpu_safe, loading."""
+import logging
 import os
 import subprocess
 import sys
@@ -111,3 +112,17 @@ def test_missing_library_is_a_clear_import_error(tmp_path):
     if r.returncode == 0:
         pytest.skip("a liblumen is installed beside the package or on the system path")
     assert "cannot load the shared library" in r.stderr and "LUMEN_LIBRARY" in r.stderr
+
+
+def test_cuda_probe_logs_once_below_error(caplog):
+    # a machine without a GPU is normal: no ERROR record, and the reason at most once (INFO)
+    import lumen._device as dev
+    dev._probe_logged = False
+    with caplog.at_level(logging.DEBUG, logger="lumen"):
+        first = lumen.cuda_available()
+        second = lumen.cuda_available()
+    assert first is second
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    probes = [r for r in caplog.records if "CUDA not available" in r.getMessage()]
+    assert len(probes) == (0 if first else 1), caplog.text
+    assert all(r.levelno == logging.INFO for r in probes)

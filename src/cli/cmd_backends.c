@@ -1,10 +1,14 @@
 /* lumen backends: the table users run after installing, PASS / FAIL / SKIP per part. */
+#define _XOPEN_SOURCE 700 /* readlink */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/cli.h"
+#include "cli/health_bindings.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
+#include "lumen/dist.h"
 #include "lumen/io.h"
 #endif
 
@@ -19,7 +23,9 @@ static void help(FILE *out) {
           "  SKIP  not built in, or not available on this machine: the detail says why\n\n"
           "Rows: cpu (cores, threads, memory), openmp, precision (float16/bfloat16 conversion),\n"
           "cuda-build, cuda-driver, one row per CUDA device (memory and a copy round trip), gsl\n"
-          "(standard solver), nifti-io (a NIfTI write/read round trip), mpi, python, mex.\n"
+          "(standard solver), nifti-io (a NIfTI write/read round trip), mpi (PASS when this build links\n"
+          "MPI), python and mex (the binding / MEX files where install.sh put them, as recorded in\n"
+          "PREFIX/share/lumen/bindings.conf; else python3 and Octave's path as they are).\n"
           "A machine without a GPU or driver shows SKIP rows, never a crash.\n\n"
           "options:\n"
           "  --json       print a JSON list of {\"name\", \"status\", \"detail\"} objects instead\n"
@@ -38,47 +44,6 @@ static void add(lumen_check *rows, int *n, const char *name, lumen_check_status 
   (*n)++;
 }
 
-/* Runs a short shell command and keeps the first line it prints; returns its exit status
-   (-1 when it could not run). Used only to see whether the bindings are installed. */
-static int probe_command(const char *cmd, char *line, size_t size) {
-  line[0] = '\0';
-  FILE *p = popen(cmd, "r");
-  if (!p) return -1;
-  if (fgets(line, (int)size, p)) line[strcspn(line, "\n")] = '\0';
-  char rest[256];
-  while (fgets(rest, sizeof rest, p)) {
-  }
-  int st = pclose(p);
-  return st;
-}
-
-/* The bindings are separate packages: report whether this machine's python3 imports the
-   `lumen` package and whether Octave finds the MEX file; absent is a SKIP with the way to get it. */
-static void add_binding_rows(lumen_check *rows, int *n) {
-  char line[LUMEN_CHECK_DETAIL_MAX - 64], detail[LUMEN_CHECK_DETAIL_MAX];
-  int st = probe_command("python3 -c 'import lumen; print(lumen.__file__)' 2>/dev/null", line, sizeof line);
-  if (st == 0 && line[0]) {
-    snprintf(detail, sizeof detail, "python3 imports lumen from %s", line);
-    add(rows, n, "python", LUMEN_CHECK_PASS, detail);
-  } else {
-    add(rows, n, "python", LUMEN_CHECK_SKIP,
-        "python3 cannot import the lumen package (install it with ./install.sh or pip install ./python)");
-  }
-  st = probe_command("command -v octave-cli 2>/dev/null", line, sizeof line);
-  if (st != 0 || !line[0]) {
-    add(rows, n, "mex", LUMEN_CHECK_SKIP, "Octave not found (MATLAB users: build with matlab/build_mex.sh)");
-    return;
-  }
-  st = probe_command("octave-cli --no-gui --quiet --eval 'disp(which(\"lumen_fit\"))' 2>/dev/null", line, sizeof line);
-  if (st == 0 && line[0]) {
-    snprintf(detail, sizeof detail, "Octave finds lumen_fit at %s", line);
-    add(rows, n, "mex", LUMEN_CHECK_PASS, detail);
-  } else {
-    add(rows, n, "mex", LUMEN_CHECK_SKIP,
-        "Octave is installed but lumen_fit is not on its path (build with matlab/build_mex.sh or ./install.sh)");
-  }
-}
-
 /* Rows for parts outside the core library: file I/O and the front ends. */
 static void add_frontend_rows(lumen_ctx *ctx, lumen_check *rows, int *n) {
 #if LUMEN_HAVE_IO
@@ -89,8 +54,17 @@ static void add_frontend_rows(lumen_ctx *ctx, lumen_check *rows, int *n) {
   (void)ctx;
   add(rows, n, "nifti-io", LUMEN_CHECK_SKIP, "built without nifti_clib/cJSON: NIfTI input and output unavailable");
 #endif
-  add(rows, n, "mpi", LUMEN_CHECK_SKIP, "this build has no MPI support (Open MPI was not enabled at configure time)");
-  add_binding_rows(rows, n);
+  /* mpi, python, mex: the same rows install.sh's table takes (src/diag/health_bindings.c) */
+  char exe[4096];
+  ssize_t ne = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (ne > 0) exe[ne] = '\0';
+#if LUMEN_HAVE_IO
+  int have_mpi = lumen_dist_have_mpi();
+#else
+  int have_mpi = 0;
+#endif
+  lumen_cli_health_binding_checks(have_mpi, ne > 0 ? exe : NULL, rows, MAX_ROWS, n);
+  if (*n > MAX_ROWS) *n = MAX_ROWS;
 }
 
 int lumen_cmd_backends(int argc, char **argv) {

@@ -228,6 +228,12 @@ static void read_ahead(const lumen_dist_subject *s) {
   }
 }
 
+static int has_arg(char *const *argv, int argc, const char *want) {
+  for (int a = 0; a < argc; ++a)
+    if (!strcmp(argv[a], want)) return 1;
+  return 0;
+}
+
 static void build_argv(const batch *b, const lumen_dist_subject *s, job *j) {
   int n = 0;
   char **argv = j->argv;
@@ -244,6 +250,12 @@ static void build_argv(const batch *b, const lumen_dist_subject *s, job *j) {
     for (int a = 0; a < s->argc; ++a) argv[n++] = s->argv[a];
     argv[n++] = (char *)"--out";
     argv[n++] = j->dir;
+    /* outputs are named after the item (ID[_SESSION]), not the input file, unless the item or
+       the shared options choose a --prefix */
+    if (!has_arg(s->argv, s->argc, "--prefix") && !has_arg(b->extra, b->extra_argc, "--prefix")) {
+      argv[n++] = (char *)"--prefix";
+      argv[n++] = j->key;
+    }
     for (int a = 0; a < b->extra_argc && n < LUMEN_DIST_MAX_ARGS + 76; ++a) argv[n++] = b->extra[a];
     argv[n++] = (char *)"-q";
   }
@@ -427,8 +439,11 @@ static void help(FILE *out) {
     "  --list FILE         one item per line: 'ID ARG...' (the command's input options, e.g.\n"
     "                      'sub-01 --dce a.nii.gz --t1map t1.nii.gz'; filter/segment: 'ID IMAGE')\n"
     "  --bids DIR          items from sub-*/[ses-*/]<folder>/: dce: *_dce.nii[.gz] (+ *_T1map,\n"
-    "                      *_mask of the session); t1: *_VFA / *_flip-* series; filter/segment:\n"
-    "                      every .png/.nii/.nii.gz image (outputs NAME_desc-OP.EXT)\n"
+    "                      alias *_T1w-map, and *_mask of the session); t1: *_VFA / *_flip-*\n"
+    "                      series; filter/segment: every .png/.nii/.nii.gz image (outputs\n"
+    "                      NAME_desc-OP.EXT)\n"
+    "dce/t1 outputs are named after the item: DERIV/ID[/SES]/ID[_SES]_model-..., unless the\n"
+    "options give --prefix.\n"
     "  -- OPTIONS          passed to every run (filter/segment: the OP or ALGO first)\n"
     "  --jobs N            items at a time from one shared queue (default 1); each runs as a child\n"
     "                      process, so one item's reading and writing overlap another's compute\n"

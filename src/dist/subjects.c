@@ -163,11 +163,14 @@ static lumen_status scan_session(lumen_ctx *ctx, const char *sdir, const char *s
   names files = {0};
   if (!session_files(sdir, &files)) { names_free(&files); return lumen_fail(ctx, LUMEN_ERR_IO, "cannot read '%s'", sdir); }
   lumen_status st = LUMEN_OK;
-  const char *t1map = NULL, *mask = NULL;
+  const char *t1map = NULL, *t1alias = NULL, *mask = NULL;
   for (int i = 0; i < files.n; ++i) {
     if (has_suffix(files.v[i], "_T1map")) t1map = files.v[i];
+    /* "_T1w-map": the name older lumen demos wrote (now BIDS "_T1map"); still read, as an alias */
+    if (has_suffix(files.v[i], "_T1w-map")) t1alias = files.v[i];
     if (has_suffix(files.v[i], "_mask")) mask = files.v[i];
   }
+  if (!t1map) t1map = t1alias;
   if (!strcmp(command, "dce")) {
     for (int i = 0; i < files.n && st == LUMEN_OK; ++i) {
       if (!has_suffix(files.v[i], "_dce") && !has_suffix(files.v[i], "_DCE")) continue;

@@ -1,5 +1,6 @@
 /* The filter dispatcher: device and precision resolution, staging, the op table, the single CPU
  * rerun after a device failure (lumen's gpu_safe, for every op), the report. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -138,6 +139,17 @@ static lumen_status alloc_out(lumen_ctx *ctx, lf_call *call, lumen_device dev, l
 static int device_failure(lumen_status s) {
   return s == LUMEN_ERR_DEVICE_OUT_OF_MEMORY || s == LUMEN_ERR_DEVICE || s == LUMEN_ERR_NO_DEVICE ||
          s == LUMEN_ERR_NOT_BUILT;
+}
+
+/* A CPU fallback for an expected absence (no CUDA kernel for the op, no usable device or no CUDA
+   in this build) is a warning the first time per process and cause, then info: a segmentation
+   runs several filters, and each step falling back for the same reason would repeat it. A device
+   that fails (an error, memory full) is news each time: always a warning. */
+static lumen_log_level fallback_level(lumen_status s) {
+  static atomic_uint warned;
+  unsigned bit = s == LUMEN_ERR_NOT_BUILT ? 1u : s == LUMEN_ERR_NO_DEVICE ? 2u : 0u;
+  if (!bit) return LUMEN_LOG_WARNING;
+  return atomic_fetch_or(&warned, bit) & bit ? LUMEN_LOG_INFO : LUMEN_LOG_WARNING;
 }
 
 /* The CUDA attempt: stage inputs on dev (unless a test hook runs), allocate the output, run. */
@@ -314,8 +326,9 @@ lumen_status lf_dispatch(lumen_ctx *ctx, lf_call *call, const lumen_filter_exec 
     if (!done) {
       char name[32];
       lumen_device_format(dev, name, sizeof name);
-      lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_filter_%s: %s -> rerunning on the CPU (%s)", op->name, name,
-                rep->reason);
+      lumen_log_level lv = fallback_level(rep->device_status);
+      lumen_log(ctx, lv, "lumen_filter_%s: %s -> running on the CPU (%s)%s", op->name, name, rep->reason,
+                lv == LUMEN_LOG_WARNING ? "; said once: later steps that fall back for this reason are logged at info level" : "");
     }
   }
   if (!done) {

@@ -104,7 +104,7 @@ lumen_status lumen_pipeline_demo(lumen_ctx *ctx, const char *out_dir, int overwr
   char p_dce[LUMEN_PIPE_PATH_MAX], p_t1[LUMEN_PIPE_PATH_MAX], p_mask[LUMEN_PIPE_PATH_MAX], p_json[LUMEN_PIPE_PATH_MAX];
   pipe_join(p_dce, sizeof p_dce, out_dir, "sub-demo_dce.nii.gz");
   pipe_join(p_json, sizeof p_json, out_dir, "sub-demo_dce.json");
-  pipe_join(p_t1, sizeof p_t1, out_dir, "sub-demo_T1w-map.nii.gz");
+  pipe_join(p_t1, sizeof p_t1, out_dir, "sub-demo_T1map.nii.gz");
   pipe_join(p_mask, sizeof p_mask, out_dir, "sub-demo_mask.nii.gz");
   int64_t d4[4] = {NX, NY, NZ, NT}, d3[3] = {NX, NY, NZ};
   st = write_vol(ctx, p_dce, 4, d4, sig, overwrite, 5.0);
@@ -193,6 +193,8 @@ lumen_status lumen_pipeline_demo(lumen_ctx *ctx, const char *out_dir, int overwr
                 sum.models[m].backend_used, sum.models[m].backend_reason, (long long)sum.models[m].fitted,
                 (long long)sum.models[m].converged, (long long)sum.models[m].at_bound, (long long)sum.models[m].failed,
                 sum.models[m].fits_per_s);
+      fprintf(out, "(fits/s: each model's timed fit, after an untimed warm-up fit of its first curves, so the\n"
+                   " backend's one-off setup is not counted in the first model)\n");
       fprintf(out, "(medians over each 6x6 patch; Tofts ignores vp, so it is biased where vp is large: where the\n"
                    " data want Ktrans above the 5 /min bound the estimate is the bound, state at_bound)\n");
       fprintf(out, "report: %s\nrun log: %s\n", sum.report, sum.runlog);

@@ -44,5 +44,25 @@ check "lumen --help lists backends" "[ $rc -eq 0 ] && grep -q backends <<<\"\$to
 check "unknown command -> exit 2" "[ $rc -eq 2 ]"
 check "--version names lumen" "\"$bin\" --version | grep -q '^lumen '"
 
+# the mpi row says what this build links (the same answer as `lumen batch --help`)
+if "$bin" batch --help | grep -q "MPI on"; then want=PASS; else want=SKIP; fi
+check "mpi row is $want, as the build's MPI setting" "grep -qE '^mpi +$want ' <<<\"\$out\""
+# python/mex rows look where install.sh put the bindings (PREFIX/share/lumen/bindings.conf):
+# a fake install prefix with a stand-in python and a folder holding lumen_fit
+mkdir -p pfx/bin pfx/share/lumen mexdir
+cp "$bin" pfx/bin/lumen
+printf '#!/bin/sh\necho /fake/venv/lumen/__init__.py\n' > fakepy; chmod +x fakepy
+printf 'function lumen_fit()\nend\n' > mexdir/lumen_fit.m
+printf '# test\npython=%s/fakepy\nmex=%s/mexdir\n' "$PWD" "$PWD" > pfx/share/lumen/bindings.conf
+pout=$(pfx/bin/lumen backends)
+check "python row: the installer's python (bindings.conf)" "grep -qE '^python +PASS +.*fakepy imports lumen from /fake/venv' <<<\"\$pout\"" || echo "$pout"
+if command -v octave-cli > /dev/null; then
+  check "mex row: the installer's MEX folder (bindings.conf)" "grep -qE '^mex +PASS +.*mexdir/lumen_fit' <<<\"\$pout\"" || echo "$pout"
+fi
+printf 'python=%s/nopython\n' "$PWD" > pfx/share/lumen/bindings.conf
+pout=$(pfx/bin/lumen backends); rc=$?
+check "an installed binding that does not import is FAIL, naming bindings.conf" "[ $rc -eq 1 ] && grep -qE '^python +FAIL +.*nopython.*bindings.conf' <<<\"\$pout\"" || echo "$pout"
+check "install.sh --help" "bash '$(dirname "$0")/../../install.sh' --help | grep -q -- --prefix"
+
 if [ $fail -ne 0 ]; then echo "test_backends: FAILED"; exit 1; fi
 echo "test_backends: all checks passed"

@@ -13,7 +13,7 @@ mk() {  # mk SUBDIR NAME: a session folder with the phantom's series, T1 map and
   mkdir -p "bids/$1/perf"
   cp demo/sub-demo_dce.nii.gz "bids/$1/perf/$2_dce.nii.gz"
   cp demo/sub-demo_dce.json "bids/$1/perf/$2_dce.json"
-  cp demo/sub-demo_T1w-map.nii.gz "bids/$1/perf/$2_T1map.nii.gz"
+  cp demo/sub-demo_T1map.nii.gz "bids/$1/perf/$2_T1map.nii.gz"
   cp demo/sub-demo_mask.nii.gz "bids/$1/perf/$2_mask.nii.gz"
 }
 mk sub-01 sub-01; mk sub-02/ses-1 sub-02_ses-1; mk sub-02/ses-2 sub-02_ses-2; mk sub-03 sub-03
@@ -46,9 +46,23 @@ check "--jobs 2 outputs equal --jobs 1 (sub-03 vs sub-01, same data)" 'cmp deriv
 "$bin" batch dce --bids bids --out deriv -q -- --models tofts; rc=$?
 check "third run: all skipped, exit 0, quiet" '[ $rc -eq 0 ]'
 # list-file mode
-printf '# id args\nsubjA --dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1w-map.nii.gz --mask demo/sub-demo_mask.nii.gz\nsubjB --dce missing.nii.gz --t1 1.4\n' > list.txt
+printf '# id args\nsubjA --dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1map.nii.gz --mask demo/sub-demo_mask.nii.gz\nsubjB --dce missing.nii.gz --t1 1.4\nsubjC --dce demo/sub-demo_dce.nii.gz --t1 1.2 --prefix own\n' > list.txt
 "$bin" batch dce --list list.txt --out lderiv -q -- --models tofts > lout.txt 2>&1; rc=$?
-check "list mode: the missing input fails, the other is done" '[ $rc -eq 1 ] && grep -q "subjB .*FAILED" lout.txt && [ -f lderiv/subjA/lumen_model-tofts_param-Ktrans.nii.gz -o -f lderiv/subjA/sub-demo_model-tofts_param-Ktrans.nii.gz ]'
+check "list mode: the missing input fails, the others are done" '[ $rc -eq 1 ] && grep -q "subjB .*FAILED" lout.txt && ! grep -q "subjA .*FAILED" lout.txt'
+check "list mode: outputs named after the item ID" '[ -f lderiv/subjA/subjA_model-tofts_param-Ktrans.nii.gz ] && [ ! -e lderiv/subjA/sub-demo_model-tofts_param-Ktrans.nii.gz ] && grep -q "output:subjA_runlog.json" lderiv/subjA/subjA_batch.json' || ls lderiv/subjA
+check "list mode: an item's own --prefix wins" '[ -f lderiv/subjC/own_model-tofts_param-Ktrans.nii.gz ]' || ls lderiv/subjC
+# a BIDS copy of the demo (its files keep their names) runs as it is: the demo's T1 map is *_T1map
+mkdir -p bdemo/sub-demo/perf
+for f in dce.nii.gz dce.json T1map.nii.gz mask.nii.gz; do cp "demo/sub-demo_$f" bdemo/sub-demo/perf/ || echo "missing demo/sub-demo_$f"; done
+"$bin" batch dce --bids bdemo --out bdderiv -q -- --models tofts > bdout.txt 2>&1; rc=$?
+check "BIDS copy of the demo runs through batch --bids" '[ $rc -eq 0 ] && [ -f bdderiv/sub-demo/sub-demo_model-tofts_param-Ktrans.nii.gz ]' || cat bdout.txt
+check "BIDS copy of the demo: its T1 map is used" 'grep -q "sub-demo_T1map.nii.gz" bdderiv/sub-demo/sub-demo_batch.json'
+# the older demo name *_T1w-map is still read, as an alias of *_T1map
+mkdir -p balias/sub-old/perf
+cp demo/sub-demo_dce.nii.gz balias/sub-old/perf/sub-old_dce.nii.gz; cp demo/sub-demo_dce.json balias/sub-old/perf/sub-old_dce.json
+cp demo/sub-demo_T1map.nii.gz balias/sub-old/perf/sub-old_T1w-map.nii.gz
+"$bin" batch dce --bids balias --out baderiv -q -- --models tofts > baout.txt 2>&1; rc=$?
+check "*_T1w-map is read as an alias of *_T1map" '[ $rc -eq 0 ] && grep -q "sub-old_T1w-map.nii.gz" baderiv/sub-old/sub-old_batch.json' || cat baout.txt
 # filter / segment over images: one item per image
 python3 - <<'PY'
 import os, struct, zlib

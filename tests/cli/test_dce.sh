@@ -72,7 +72,7 @@ check "dce-demo prints the truth/estimate table and the report" "grep -q 'etofts
 check "demo: etofts Ktrans within 20 % of the truth in every patch" \
   "awk '/^[01] / { t = \$2; e = \$6; d = e - t; if (d < 0) d = -d; if (d > 0.2 * t + 0.005) bad = 1; n++ } END { exit bad || n != 24 }' demo.txt"
 check "demo report exists with maps" "[ -f demo/report.html ] && grep -q 'figures/sub-demo_model-etofts_param-Ktrans.png' demo/report.html && [ -f demo/figures/sub-demo_aif.png ]"
-P=demo/sub-demo_dce.nii.gz; T=demo/sub-demo_T1w-map.nii.gz; M=demo/sub-demo_mask.nii.gz
+P=demo/sub-demo_dce.nii.gz; T=demo/sub-demo_T1map.nii.gz; M=demo/sub-demo_mask.nii.gz
 
 # ---- a run with several models, names, geometry, intents, sidecars, run log
 "$bin" dce --dce $P --t1map $T --mask $M --out out --models tofts,patlak,auc --aif parker -q 2> err.txt; rc=$?

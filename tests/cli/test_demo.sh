@@ -40,5 +40,9 @@ check "pipeline demo recovers the truth (etofts)" "awk '
     d = \$7 - \$3; if (d < 0) d = -d; if (d > 0.08 * \$3 + 0.01) { print \"bad ve: \" \$0; bad = 1 }
     d = \$8 - \$4; if (d < 0) d = -d; if (d > 0.01) { print \"bad vp: \" \$0; bad = 1 } }
   END { exit bad || n != 24 }' pipe.txt"
+check "run log: no doubled word in the T1 line ('T1 T1 map')" "! grep -q 'T1 T1' '$tmp/demo/sub-demo_runlog.txt' && grep -q \"T1 map '\" '$tmp/demo/sub-demo_runlog.txt'"
+check "run log: fits/s after an untimed warm-up" "[ \$(grep -c 'fits/s (after an untimed warm-up fit)' '$tmp/demo/sub-demo_runlog.txt') -eq 2 ] && grep -qE '\"warmup_curves_untimed\":[[:space:]]*64' '$tmp/demo/sub-demo_runlog.json'"
+check "demo says how fits/s is timed" "grep -q 'untimed warm-up fit' pipe.txt && grep -q '^# fits/s: .*untimed warm-up fit of 64 curves per model' out.txt"
+check "the demo's T1 map is BIDS *_T1map" "[ -f '$tmp/demo/sub-demo_T1map.nii.gz' ] && [ ! -e '$tmp/demo/sub-demo_T1w-map.nii.gz' ]"
 check "pipeline demo backend lines" "grep -qE '^# etofts: backend requested auto, selected [a-z_]+, used [a-z_+]+' pipe.txt"
 exit $fail

@@ -25,7 +25,7 @@ same() {
   return $r
 }
 "$bin" dce-demo --out demo -q > /dev/null 2>&1 || { echo "dce-demo failed: skipped"; exit 77; }
-A="--dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1w-map.nii.gz --mask demo/sub-demo_mask.nii.gz --models tofts,etofts --select aic -q"
+A="--dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1map.nii.gz --mask demo/sub-demo_mask.nii.gz --models tofts,etofts --select aic -q"
 "$bin" dce $A --out one || fail=1
 timeout 60 mpirun -np 2 "$bin" dce $A --out np2 > log2.txt 2>&1; rc=$?
 check "mpirun -np 2 lumen dce exits 0" '[ $rc -eq 0 ] || { cat log2.txt; false; }'
@@ -40,7 +40,7 @@ check "a failing input fails every rank, non-zero exit" '[ $rc -ne 0 ] && grep -
 for s in sub-01 sub-02 sub-03; do
   mkdir -p bids/$s/perf
   cp demo/sub-demo_dce.nii.gz bids/$s/perf/${s}_dce.nii.gz; cp demo/sub-demo_dce.json bids/$s/perf/${s}_dce.json
-  cp demo/sub-demo_T1w-map.nii.gz bids/$s/perf/${s}_T1map.nii.gz; cp demo/sub-demo_mask.nii.gz bids/$s/perf/${s}_mask.nii.gz
+  cp demo/sub-demo_T1map.nii.gz bids/$s/perf/${s}_T1map.nii.gz; cp demo/sub-demo_mask.nii.gz bids/$s/perf/${s}_mask.nii.gz
 done
 head -c 300 demo/sub-demo_dce.nii.gz > bids/sub-02/perf/sub-02_dce.nii.gz
 "$bin" batch dce --bids bids --out d1 -q -- --models tofts > /dev/null 2>&1

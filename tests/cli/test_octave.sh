@@ -26,6 +26,23 @@ if ! bash "$src/matlab/build_mex.sh" --octave --lib "$bdir" --include "$src/incl
 fi
 echo "ok: mkoctfile --mex lumen_fit lumen_cuda_available"
 
+# build_mex.sh --help: the header comment only (it ended with a stray "set -u")
+bash "$src/matlab/build_mex.sh" --help > "$tmp/help.txt"; hrc=$?
+if [ $hrc -eq 0 ] && grep -q -- '--lib DIR' "$tmp/help.txt" && ! grep -q 'set -u' "$tmp/help.txt" && [ "$(tail -1 "$tmp/help.txt")" = "1 when a build failed." ]; then
+  echo "ok: build_mex.sh --help"
+else
+  echo "FAIL: build_mex.sh --help (exit $hrc):"; cat "$tmp/help.txt"; fail_help=1
+fi
+# `help lumen_fit` / `help lumen_cuda_available` in Octave: the documentation, not "not documented"
+HOME=$tmp "$OCT" --no-gui --norc --no-history --quiet \
+  --eval "addpath('$tmp/mex'); help lumen_fit; help lumen_cuda_available; disp(which('lumen_fit'))" > "$tmp/ohelp.txt" 2>&1
+if grep -q 'user_info  *DCE models: \[times in minutes; plasma AIF in mM\]' "$tmp/ohelp.txt" && grep -q 'device_count' "$tmp/ohelp.txt" \
+   && ! grep -qi 'not documented' "$tmp/ohelp.txt" && grep -q 'lumen_fit\.mex$' "$tmp/ohelp.txt"; then
+  echo "ok: Octave help lumen_fit / lumen_cuda_available (and lumen_fit runs the MEX file)"
+else
+  echo "FAIL: Octave help lumen_fit:"; cat "$tmp/ohelp.txt"; fail_help=1
+fi
+
 cc=${CC:-$(command -v cc || command -v gcc || true)}
 ref=""
 if [ -n "$cc" ] && "$cc" -std=c11 -O1 -o "$tmp/fit_reference" "$src/python/tests/fit_reference.c" \
@@ -47,4 +64,5 @@ grep -v "ignoring const execution_exception" "$tmp/octave.log"
 if [ $rc -ne 0 ] || grep -q '^FAIL' "$tmp/octave.log" || ! grep -q '^0 failure(s)' "$tmp/octave.log"; then
   echo "FAIL: Octave MEX tests (exit $rc)"; exit 1
 fi
+[ "${fail_help:-0}" -eq 0 ] || exit 1
 exit 0

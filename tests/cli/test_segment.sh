@@ -161,6 +161,16 @@ check "bad device" "[ $rc -eq 2 ] && grep -q 'expected cpu, cuda or cuda:N' err.
 "$bin" segment febds mammo.png gpu.png --device cuda 2>err.txt; rc=$?
 check "--device cuda: runs, summary names the device and the fallback" \
   "[ $rc -eq 0 ] && grep -qE 'device requested cuda:0, used (cpu, fallback: .+|cuda:0)' err.txt && cmp -s gpu.png mask_dog.png"
+# without a GPU (or a CUDA kernel) each FEBDS step falls back: said once per run, as a warning,
+# however many steps and images (it was one warning per step: 7 per image)
+"$bin" segment febds mammo.png gpu1.png mammo.png gpu2.png --device cuda 2>err.txt; rc=$?
+if grep -qE 'used cpu, fallback' err.txt; then
+  check "--device cuda without a GPU: the CPU fallback warning exactly once for 2 images" \
+    "[ $rc -eq 0 ] && [ \$(grep -c 'warning: .*running on the CPU' err.txt) -eq 1 ]" || cat err.txt
+  "$bin" segment febds mammo.png gpu1.png --device cuda --overwrite -v 2>err.txt
+  check "the other fallen-back steps are info messages (-v)" \
+    "[ \$(grep -c 'info: .*running on the CPU' err.txt) -ge 1 ]" || cat err.txt
+fi
 
 "$bin" segment kmeans classes.nii labels.nii --k 3 --labels 2>/dev/null; rc=$?
 check "kmeans labels recover the three bands" "[ $rc -eq 0 ] && [ \"\$(\"$py\" img.py labels labels.nii)\" = 1024 ]"

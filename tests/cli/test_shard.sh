@@ -16,7 +16,7 @@ same() {  # same DIR1 DIR2: every map, sidecar (not the run log) and table of DI
   return $r
 }
 "$bin" dce-demo --out demo -q > /dev/null 2>&1 || { echo "dce-demo failed: skipped"; exit 77; }
-A="--dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1w-map.nii.gz --mask demo/sub-demo_mask.nii.gz --models tofts,etofts,patlak --select aic -q"
+A="--dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1map.nii.gz --mask demo/sub-demo_mask.nii.gz --models tofts,etofts,patlak --select aic -q"
 "$bin" dce $A --out one || fail=1
 for k in 0 1 2; do "$bin" dce $A --out shard$k --shard $k/3 || fail=1; done
 check "three parts written" '[ -f shard0/sub-demo_shard-0-of-3.part ] && [ -f shard2/sub-demo_shard-2-of-3.part ]'

@@ -848,8 +848,11 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
     }
   }
   if (st == LUMEN_OK) st = pipe_write_report(&run);
+  /* every output is written: the checkpoints go before the run log, so that a run log never
+     stands beside a checkpoint (a kill in between leaves outputs without a run log: --resume
+     then fits again, from scratch) */
+  if (st == LUMEN_OK) pipe_checkpoint_remove(&run, models, nmodels);
   if (st == LUMEN_OK) st = pipe_write_runlog(&run);
-  if (st == LUMEN_OK) pipe_checkpoint_remove(&run, models, nmodels); /* complete: the run log exists */
   sum->n_outputs = run.n_outputs;
   for (int m = 0; m < LUMEN_MODEL_COUNT; ++m) { free(mo[m].aic); free(mo[m].ktrans); free(mo[m].ve); free(mo[m].vp); free(mo[m].state); }
   lumen_image_free(dce);

@@ -25,11 +25,16 @@ int lumen_cmd_filter(int argc, char **argv);
 int lumen_cmd_segment(int argc, char **argv);
 int lumen_cmd_batch(int argc, char **argv);
 int lumen_cmd_merge(int argc, char **argv);
+/* The options of `lumen filter ARGS` / `lumen segment ARGS` (argv[0] the command, then the op or
+   algorithm and its options, no inputs needed) checked as the command would, nothing read:
+   LUMEN_EXIT_OK, or LUMEN_EXIT_USAGE with the message printed. lumen batch checks its "-- OPTIONS"
+   with them before any item runs. */
+int lumen_cmd_filter_check(int argc, char **argv);
+int lumen_cmd_segment_check(int argc, char **argv);
 /* `lumen dce --shard K/N` and `mpirun -np N lumen dce` (cmd_merge.c): returns 1 and sets *rc when
    it ran the command, 0 when this is a plain run. */
 int lumen_cli_dce_dist(int argc, char **argv, int *rc);
 
-/* Exit statuses shared by every command. */
 /* Exit statuses shared by every command: 0 success, 1 input or data error, 2 usage error, 3 results
    unreliable (dce/t1: more than half the fitted voxels failed; --allow-failures turns it into 0). */
 enum { LUMEN_EXIT_OK = 0, LUMEN_EXIT_FAILURE = 1, LUMEN_EXIT_USAGE = 2, LUMEN_EXIT_UNRELIABLE = 3 };
@@ -66,6 +71,9 @@ const lumen_cli_option *lumen_cli_option_find(const char *arg, unsigned command)
 /* Prints the shared options of command with defaults and aliases, then the exit statuses: the same
    lines in every command's --help. */
 void lumen_cli_help_shared(FILE *out, unsigned command);
+/* The exit-status paragraph that ends every command's --help (0 success, 1 input or data error,
+   2 usage error, 3 results unreliable): one text, so that it cannot drift between commands. */
+void lumen_cli_help_exit_status(FILE *out);
 /* A context whose log messages go to stderr (warnings and errors unless verbose). */
 lumen_ctx *lumen_cli_context(const char *command, int verbose);
 

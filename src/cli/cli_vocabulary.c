@@ -123,6 +123,10 @@ void lumen_cli_help_shared(FILE *out, unsigned command) {
         "--NAME=VALUE also works):\n", out);
   for (int i = 0; i < N_OPTIONS; ++i)
     if (options[i].commands & command) print_option(out, &options[i]);
+  lumen_cli_help_exit_status(out);
+}
+
+void lumen_cli_help_exit_status(FILE *out) {
   fputs("exit status (every command): 0 success; 1 input or data error (a file missing, unreadable or\n"
         "inconsistent, a sidecar or header value in a wrong unit, a backend this machine lacks, an output\n"
         "that cannot be written); 2 usage error (an unknown option, a missing or bad value, a value in a\n"

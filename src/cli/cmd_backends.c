@@ -32,8 +32,8 @@ static void help(FILE *out) {
           "  --threads N  CPU threads to use (default 0 = all cores)\n"
           "  -v           also print debug messages\n"
           "  -h, --help   this text\n\n"
-          "exit status: 0 when no row is FAIL, 1 otherwise (also when standard output cannot be\n"
-          "written), 2 for a usage error.\n");
+          "A FAIL row makes the exit status 1 (as does standard output that cannot be written).\n\n");
+  lumen_cli_help_exit_status(out);
 }
 
 static void add(lumen_check *rows, int *n, const char *name, lumen_check_status st, const char *detail) {

@@ -454,7 +454,110 @@ static void help(FILE *out) {
     "  --no-resume         redo items whose outputs are complete (default: skip them)\n"
     "A failing item is reported and the others go on; the exit status is 1 when any failed.\n"
     "Under 'mpirun -np N' the ranks split the items; rank 0 writes the summary.\n"
-    "This build: MPI %s.\n", lumen_dist_have_mpi() ? "on" : "off (rebuild with libopenmpi-dev)");
+    "This build: MPI %s.\n\n", lumen_dist_have_mpi() ? "on" : "off (rebuild with libopenmpi-dev)");
+  lumen_cli_help_exit_status(out);
+}
+
+/* --jobs N: an integer 1..1024, all of it ("2x" is refused) */
+static int parse_jobs(const char *v, int *jobs) {
+  char *end = NULL;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (end == v || *end || errno == ERANGE || n < 1 || n > 1024) return 0;
+  *jobs = (int)n;
+  return 1;
+}
+
+static int takes_value(const char *a) {
+  static const char *const names[] = {"--list", "--bids", "--out", "--jobs", "--memory-limit", "--shard"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k)
+    if (!strcmp(a, names[k])) return 1;
+  return 0;
+}
+
+/* One option with its value into b (and *list, *bids, *jobs): LUMEN_EXIT_OK, or LUMEN_EXIT_USAGE
+   with the message printed. */
+static int batch_option(batch *b, const char *a, const char *v, const char **list, const char **bids, int *jobs) {
+  const char *cmd = "batch";
+  if (!strcmp(a, "--list")) *list = v;
+  else if (!strcmp(a, "--bids")) *bids = v;
+  else if (!strcmp(a, "--out")) b->out = v;
+  else if (!strcmp(a, "--jobs")) {
+    if (!parse_jobs(v, jobs)) { lumen_cli_error(cmd, "--jobs: '%s' is not 1..1024", v); return LUMEN_EXIT_USAGE; }
+  } else if (!strcmp(a, "--memory-limit")) {
+    b->mem_limit = lumen_cli_parse_size(v);
+    if (b->mem_limit <= 0) { lumen_cli_error(cmd, "--memory-limit: '%s' is not a size (e.g. 512M, 4G)", v); return LUMEN_EXIT_USAGE; }
+  } else {  /* --shard */
+    lumen_ctx *c2 = lumen_cli_context(cmd, 0);
+    lumen_status pst = c2 ? lumen_dist_shard_parse(c2, v, &b->shard_k, &b->shard_n) : LUMEN_ERR_OUT_OF_MEMORY;
+    if (pst != LUMEN_OK) lumen_cli_error(cmd, "--shard: %s", c2 ? lumen_ctx_last_error(c2) : "out of memory");
+    lumen_ctx_destroy(c2);
+    if (pst != LUMEN_OK) return LUMEN_EXIT_USAGE;
+  }
+  return LUMEN_EXIT_OK;
+}
+
+/* filter/segment: the OP or ALGO and the options after "--" are checked as the command would
+   check them, before any item runs or anything is written (a typo in the op would otherwise fail
+   every item with exit 1). dce/t1 options are checked by each item's run. */
+static int check_command_options(const batch *b) {
+  if (!per_image(b)) return LUMEN_EXIT_OK;
+  char **argv = calloc((size_t)b->extra_argc + 2, sizeof *argv);
+  if (!argv) { lumen_cli_error("batch", "out of memory"); return LUMEN_EXIT_FAILURE; }
+  argv[0] = (char *)b->command;
+  for (int a = 0; a < b->extra_argc; ++a) argv[a + 1] = b->extra[a];
+  int rc = !strcmp(b->command, "filter") ? lumen_cmd_filter_check(b->extra_argc + 1, argv)
+                                          : lumen_cmd_segment_check(b->extra_argc + 1, argv);
+  free(argv);
+  return rc;
+}
+
+/* The command line, before anything is read: LUMEN_EXIT_OK, or the exit status (message printed;
+   -1: --help was printed). */
+static int batch_args(batch *b, int argc, char **argv, const char **list, const char **bids, int *jobs) {
+  const char *cmd = "batch";
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { help(stdout); return -1; }
+    if (!strcmp(a, "--")) { b->extra = argv + i + 1; b->extra_argc = argc - i - 1; break; }
+    if (!strcmp(a, "-q")) { b->quiet = 1; continue; }
+    if (!strcmp(a, "--no-resume")) { b->resume = 0; continue; }
+    if (!strcmp(a, "--resume")) { b->resume = 1; continue; }
+    if (a[0] != '-') {
+      if (b->command) {
+        lumen_cli_error(cmd, "unexpected argument '%s' (see 'lumen batch --help')", a);
+        return LUMEN_EXIT_USAGE;
+      }
+      b->command = a;
+      continue;
+    }
+    if (!takes_value(a)) {
+      lumen_cli_error(cmd, "unknown option '%s' (see 'lumen batch --help')", a);
+      return LUMEN_EXIT_USAGE;
+    }
+    if (i + 1 >= argc) { lumen_cli_error(cmd, "%s needs a value (see 'lumen batch --help')", a); return LUMEN_EXIT_USAGE; }
+    int rc = batch_option(b, a, argv[++i], list, bids, jobs);
+    if (rc != LUMEN_EXIT_OK) return rc;
+  }
+  if (!b->command) {
+    lumen_cli_error(cmd, "give the command to run: dce, t1, filter or segment (see 'lumen batch --help')");
+    return LUMEN_EXIT_USAGE;
+  }
+  if (strcmp(b->command, "dce") && strcmp(b->command, "t1") && !per_image(b)) {
+    lumen_cli_error(cmd, "unknown command '%s', expected dce, t1, filter or segment (see 'lumen batch --help')",
+                    b->command);
+    return LUMEN_EXIT_USAGE;
+  }
+  if (!b->out || (!*list == !*bids)) {
+    lumen_cli_error(cmd, "--out DERIV and one of --list FILE / --bids DIR are required");
+    return LUMEN_EXIT_USAGE;
+  }
+  if (per_image(b) && b->extra_argc == 0) {
+    lumen_cli_error(cmd, "%s needs its OP/ALGO after '--' (e.g. 'lumen batch filter ... -- gaussian --sigma 2')",
+                    b->command);
+    return LUMEN_EXIT_USAGE;
+  }
+  return check_command_options(b);
 }
 
 int lumen_cmd_batch(int argc, char **argv) {
@@ -465,45 +568,9 @@ int lumen_cmd_batch(int argc, char **argv) {
   b.resume = 1;
   b.size = 1;
   b.shard_n = 1;
-  for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { help(stdout); return LUMEN_EXIT_OK; }
-    if (!strcmp(a, "--")) { b.extra = argv + i + 1; b.extra_argc = argc - i - 1; break; }
-    if (!strcmp(a, "-q")) { b.quiet = 1; continue; }
-    if (!strcmp(a, "--no-resume")) { b.resume = 0; continue; }
-    if (!strcmp(a, "--resume")) { b.resume = 1; continue; }
-    if (a[0] != '-' && !b.command) { b.command = a; continue; }
-    if (i + 1 >= argc) { lumen_cli_error(cmd, "%s needs a value (see 'lumen batch --help')", a); return LUMEN_EXIT_USAGE; }
-    const char *v = argv[++i];
-    if (!strcmp(a, "--list")) list = v;
-    else if (!strcmp(a, "--bids")) bids = v;
-    else if (!strcmp(a, "--out")) b.out = v;
-    else if (!strcmp(a, "--jobs")) {
-      jobs = atoi(v);
-      if (jobs < 1 || jobs > 1024) { lumen_cli_error(cmd, "--jobs: '%s' is not 1..1024", v); return LUMEN_EXIT_USAGE; }
-    } else if (!strcmp(a, "--memory-limit")) {
-      b.mem_limit = lumen_cli_parse_size(v);
-      if (b.mem_limit <= 0) { lumen_cli_error(cmd, "--memory-limit: '%s' is not a size (e.g. 512M, 4G)", v); return LUMEN_EXIT_USAGE; }
-    } else if (!strcmp(a, "--shard")) {
-      lumen_ctx *c2 = lumen_cli_context(cmd, 0);
-      lumen_status pst = c2 ? lumen_dist_shard_parse(c2, v, &b.shard_k, &b.shard_n) : LUMEN_ERR_OUT_OF_MEMORY;
-      if (pst != LUMEN_OK) lumen_cli_error(cmd, "%s", c2 ? lumen_ctx_last_error(c2) : "out of memory");
-      lumen_ctx_destroy(c2);
-      if (pst != LUMEN_OK) return LUMEN_EXIT_USAGE;
-    } else { lumen_cli_error(cmd, "unknown option '%s' (see 'lumen batch --help')", a); return LUMEN_EXIT_USAGE; }
-  }
-  if (!b.command || (strcmp(b.command, "dce") && strcmp(b.command, "t1") && strcmp(b.command, "filter") && strcmp(b.command, "segment"))) {
-    lumen_cli_error(cmd, "give the command to run: dce, t1, filter or segment (see 'lumen batch --help')");
-    return LUMEN_EXIT_USAGE;
-  }
-  if (!b.out || (!list == !bids)) {
-    lumen_cli_error(cmd, "--out DERIV and one of --list FILE / --bids DIR are required");
-    return LUMEN_EXIT_USAGE;
-  }
-  if (per_image(&b) && b.extra_argc == 0) {
-    lumen_cli_error(cmd, "%s needs its OP/ALGO after '--' (e.g. 'lumen batch filter ... -- gaussian --sigma 2')", b.command);
-    return LUMEN_EXIT_USAGE;
-  }
+  int arc = batch_args(&b, argc, argv, &list, &bids, &jobs);
+  if (arc < 0) return LUMEN_EXIT_OK;
+  if (arc != LUMEN_EXIT_OK) return arc;
   static char exe[PATH_MAX];
   ssize_t ne = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (ne <= 0) { lumen_cli_error(cmd, "cannot find the lumen executable (/proc/self/exe)"); return LUMEN_EXIT_FAILURE; }
@@ -517,7 +584,7 @@ int lumen_cmd_batch(int argc, char **argv) {
     if (b.rank == 0) lumen_cli_error(cmd, "%s", ctx ? lumen_ctx_last_error(ctx) : "out of memory");
     lumen_ctx_destroy(ctx);
     lumen_dist_mpi_finalize();
-    return LUMEN_EXIT_USAGE;
+    return LUMEN_EXIT_FAILURE; /* the list or dataset is missing, unreadable or malformed */
   }
   int n = b.subs.n, rc = LUMEN_EXIT_OK;
   b.res = calloc((size_t)n, sizeof *b.res);

@@ -403,6 +403,7 @@ int lumen_cmd_dce_demo(int argc, char **argv) {
              "'lumen dce' on it end to end (tofts, etofts, AIC selection, automatic AIF) and prints the\n"
              "truth beside the estimates and where the report is (DIR/report.html). Replaces DIR's\n"
              "previous demo files.\n");
+      lumen_cli_help_exit_status(stdout);
       return LUMEN_EXIT_OK;
     } else {
       lumen_cli_error(cmd, "unknown option '%s' (see 'lumen demo --help')", argv[i]);

@@ -29,6 +29,7 @@ static void help(FILE *out) {
           "  --backend NAME  backend request (default auto; see 'lumen fit --help')\n"
           "  -v              debug messages\n"
           "  -h, --help      this text\n");
+  lumen_cli_help_exit_status(out);
 }
 
 static uint64_t rng_state = 0x5EED1234ULL;

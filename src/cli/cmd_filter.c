@@ -74,6 +74,11 @@ int lumen_imgcli_int(const char *cmd, const char *opt, const char *text, int *ou
   return 1;
 }
 
+int lumen_imgcli_require(const char *cmd, int ok, const char *opt, double value, const char *expected) {
+  if (!ok) lumen_cli_error(cmd, "%s is %g, expected %s", opt, value, expected);
+  return ok;
+}
+
 /* Options every image command has. Returns 1 when argv[*i] was one (value consumed), 0 when it
    is not, -1 on a bad value (message printed). */
 int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i) {
@@ -160,74 +165,83 @@ static int push_job(lumen_imgcli *c, char *in, char *out) {
   return 1;
 }
 
-/* Builds the job list from the positional pairs and --batch. need_out 0: inputs only. */
+/* The jobs of the --batch LIST file: 1 when read, 0 with a message (the file is missing,
+   unreadable or malformed; out of memory). */
+static int batch_jobs(lumen_imgcli *c, int need_out) {
+  int step = need_out ? 2 : 1;
+  /* through the regular-file opener: a FIFO or device as the list is refused, not waited on */
+  lumen_ctx *ctx = NULL; /* no log: the message is printed once, here */
+  (void)lumen_ctx_create(&ctx);
+  FILE *f = NULL;
+  lumen_status st = ctx ? lumen_io_fopen_regular(ctx, "--batch", c->batch, &f) : LUMEN_ERR_OUT_OF_MEMORY;
+  if (st != LUMEN_OK) {
+    lumen_cli_error(c->cmd, "%s", ctx ? lumen_ctx_last_error(ctx) : "out of memory");
+    lumen_ctx_destroy(ctx);
+    return 0;
+  }
+  lumen_ctx_destroy(ctx);
+  size_t cap = 0, len = 0;
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+    if (len + got + 1 > cap) {
+      cap = (len + got + 1) * 2;
+      char *t = realloc(c->batch_text, cap);
+      if (!t) {
+        fclose(f);
+        return 0;
+      }
+      c->batch_text = t;
+    }
+    memcpy(c->batch_text + len, buf, got);
+    len += got;
+  }
+  fclose(f);
+  if (!c->batch_text) c->batch_text = calloc(1, 1);
+  c->batch_text[len] = 0;
+  int line = 0;
+  for (char *p = c->batch_text; p && *p;) {
+    char *nl = strchr(p, '\n');
+    if (nl) *nl = 0;
+    line++;
+    char *hash = strchr(p, '#');
+    if (hash) *hash = 0;
+    char *tok[3] = {NULL, NULL, NULL};
+    int nt = 0;
+    for (char *q = strtok(p, " \t\r"); q; q = strtok(NULL, " \t\r")) {
+      if (nt < 3) tok[nt] = q;
+      nt++;
+    }
+    if (nt != 0 && nt != step) {
+      lumen_cli_error(c->cmd, "--batch %s:%d: expected %s per line, got %d field(s)", c->batch, line,
+                      need_out ? "'IN OUT'" : "'IN'", nt);
+      return 0;
+    }
+    if (nt && !push_job(c, tok[0], need_out ? tok[1] : NULL)) return 0;
+    p = nl ? nl + 1 : NULL;
+  }
+  return 1;
+}
+
 int lumen_imgcli_jobs(lumen_imgcli *c, int need_out) {
   int step = need_out ? 2 : 1;
   if (need_out && c->npos % 2 != 0) {
     lumen_cli_error(c->cmd, "'%s' has no output: give IN OUT pairs (or --batch LIST)", c->pos[c->npos - 1]);
-    return 0;
+    return LUMEN_EXIT_USAGE;
   }
-  for (int k = 0; k + step - 1 < c->npos; k += step)
-    if (!push_job(c, c->pos[k], need_out ? c->pos[k + 1] : NULL)) return 0;
-  if (c->batch) {
-    /* through the regular-file opener: a FIFO or device as the list is refused, not waited on */
-    lumen_ctx *ctx = NULL; /* no log: the message is printed once, here */
-    (void)lumen_ctx_create(&ctx);
-    FILE *f = NULL;
-    lumen_status st = ctx ? lumen_io_fopen_regular(ctx, "--batch", c->batch, &f) : LUMEN_ERR_OUT_OF_MEMORY;
-    if (st != LUMEN_OK) {
-      lumen_cli_error(c->cmd, "%s", ctx ? lumen_ctx_last_error(ctx) : "out of memory");
-      lumen_ctx_destroy(ctx);
-      return 0;
-    }
-    lumen_ctx_destroy(ctx);
-    size_t cap = 0, len = 0;
-    char buf[4096];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-      if (len + got + 1 > cap) {
-        cap = (len + got + 1) * 2;
-        char *t = realloc(c->batch_text, cap);
-        if (!t) {
-          fclose(f);
-          return 0;
-        }
-        c->batch_text = t;
-      }
-      memcpy(c->batch_text + len, buf, got);
-      len += got;
-    }
-    fclose(f);
-    if (!c->batch_text) c->batch_text = calloc(1, 1);
-    c->batch_text[len] = 0;
-    int line = 0;
-    for (char *p = c->batch_text; p && *p;) {
-      char *nl = strchr(p, '\n');
-      if (nl) *nl = 0;
-      line++;
-      char *hash = strchr(p, '#');
-      if (hash) *hash = 0;
-      char *tok[3] = {NULL, NULL, NULL};
-      int nt = 0;
-      for (char *q = strtok(p, " \t\r"); q; q = strtok(NULL, " \t\r")) {
-        if (nt < 3) tok[nt] = q;
-        nt++;
-      }
-      if (nt != 0 && nt != step) {
-        lumen_cli_error(c->cmd, "--batch %s:%d: expected %s per line, got %d field(s)", c->batch, line,
-                        need_out ? "'IN OUT'" : "'IN'", nt);
-        return 0;
-      }
-      if (nt && !push_job(c, tok[0], need_out ? tok[1] : NULL)) return 0;
-      p = nl ? nl + 1 : NULL;
-    }
-  }
-  if (c->njobs == 0) {
+  if (c->njobs == 0 && c->npos == 0 && !c->batch) {
     lumen_cli_error(c->cmd, "no input: give %s or --batch LIST (see 'lumen %s --help')", need_out ? "IN OUT" : "IN",
                     c->cmd);
-    return 0;
+    return LUMEN_EXIT_USAGE;
   }
-  return 1;
+  for (int k = 0; k + step - 1 < c->npos; k += step)
+    if (!push_job(c, c->pos[k], need_out ? c->pos[k + 1] : NULL)) return LUMEN_EXIT_FAILURE;
+  if (c->batch && !batch_jobs(c, need_out)) return LUMEN_EXIT_FAILURE;
+  if (c->njobs == 0) { /* a --batch LIST without a line of work */
+    lumen_cli_error(c->cmd, "--batch %s: no %s line", c->batch, need_out ? "'IN OUT'" : "'IN'");
+    return LUMEN_EXIT_FAILURE;
+  }
+  return LUMEN_EXIT_OK;
 }
 
 void lumen_imgcli_free(lumen_imgcli *c) {
@@ -470,13 +484,13 @@ static void filter_help(FILE *out) {
           "  -q                quiet (no progress, no summary);  -v: debug messages\n"
           "\n"
           "A progress bar (a terminal) or one line per image goes to stderr, then a summary line with the\n"
-          "device requested and used and any fallback reason. Exit status 0, 1 when an input cannot be\n"
-          "read or used, 2 for usage errors.\n"
+          "device requested and used and any fallback reason.\n"
           "\n"
           "examples:\n"
           "  lumen filter gaussian in.nii.gz out.nii.gz --sigma 2 --mode reflect\n"
           "  lumen filter median mammo.png med.png --size 5\n"
-          "  lumen filter otsu in.png mask.png\n");
+          "  lumen filter otsu in.png mask.png\n\n");
+  lumen_cli_help_exit_status(out);
 }
 
 typedef struct fvals {
@@ -938,6 +952,152 @@ static int stats_ops(lumen_imgcli *c, const fvals *f, lumen_filter_exec ex) {
   return rc;
 }
 
+/* ---- option values: checked against the library's rules before anything is read, so a bad value
+   is a usage error (exit 2) that names the option, not a failure of the first image */
+
+#define REQ(cond, opt, value, expected) \
+  if (!lumen_imgcli_require(CMD, (cond), opt, (double)(value), expected)) return 0
+
+static int odd_window(int w, int max) { return w >= 1 && (w & 1) && w <= max; }
+
+static int check_smoothing(const char *op, const fvals *f) {
+  if (f->has_truncate) REQ(isfinite(f->truncate) && f->truncate > 0, "--truncate", f->truncate, "> 0");
+  if (strcmp(op, "dog") == 0) {
+    lumen_dog_opts o;
+    lumen_dog_opts_init(&o);
+    if (f->has_low) o.low_sigma = f->low;
+    if (f->has_sigma) o.low_sigma = f->sigma;
+    if (f->has_high) o.high_sigma = f->high;
+    REQ(isfinite(o.low_sigma) && o.low_sigma > 0, f->has_sigma ? "--sigma" : "--low-sigma", o.low_sigma, "> 0");
+    if (f->has_high && o.high_sigma != 0.0 && !(isfinite(o.high_sigma) && o.high_sigma > o.low_sigma)) {
+      lumen_cli_error(CMD, "--high-sigma is %g, expected > --low-sigma (%g), or 0 (= 1.6 x --low-sigma)", o.high_sigma,
+                      o.low_sigma);
+      return 0;
+    }
+    return 1;
+  }
+  if (f->has_sigma) REQ(isfinite(f->sigma) && f->sigma > 0, "--sigma", f->sigma, "> 0");
+  for (int a = 0; a < 3 && f->has_sigma_axis && op[0] == 'g'; a++)
+    REQ(isfinite(f->sigma_axis[a]) && f->sigma_axis[a] >= 0, "--sigma-axis value", f->sigma_axis[a],
+        "> 0 (or 0 = --sigma)");
+  return 1;
+}
+
+static int check_window_ops(const char *op, const fvals *f) {
+  if (strcmp(op, "median") == 0 && f->has_size)
+    REQ(odd_window(f->size, 255), "--size", f->size, "an odd size 1..255");
+  if (strcmp(op, "sauvola") == 0) {
+    if (f->has_window) REQ(odd_window(f->window, 200001), "--window", f->window, "an odd size >= 1");
+    if (f->has_k) REQ(isfinite(f->k), "--k", f->k, "a finite value");
+    if (f->has_r) REQ(isfinite(f->r) && f->r > 0, "--r", f->r, "> 0");
+    if (f->has_fg) REQ(f->fg >= 1 && f->fg <= 255, "--foreground", f->fg, "1..255");
+  }
+  if (strcmp(op, "local_variance") == 0 || strcmp(op, "variance_binarize") == 0) {
+    if (f->has_window) REQ(odd_window(f->window, 200001), "--window", f->window, "an odd size >= 1");
+    if (f->has_alpha) REQ(isfinite(f->alpha) && f->alpha >= 0, "--alpha", f->alpha, ">= 0");
+  }
+  return 1;
+}
+
+static int check_morph(const char *op, const fvals *f) {
+  static const char *const morph[] = {"erode", "dilate", "open", "close", "tophat"};
+  int is_morph = 0;
+  for (int k = 0; k < 5; k++) is_morph |= strcmp(op, morph[k]) == 0;
+  if (!is_morph) return 1;
+  lumen_element el = f->has_element ? f->element : LUMEN_ELEMENT_DISK;
+  if (el == LUMEN_ELEMENT_DISK || el == LUMEN_ELEMENT_BALL) {
+    if (f->has_radius) REQ(f->radius >= 0 && f->radius <= 1000, "--radius", f->radius, "0..1000");
+  } else if (f->has_size) {
+    REQ(odd_window(f->size, 200001), "--size", f->size, "an odd size >= 1");
+  }
+  return 1;
+}
+
+static int check_levels(const char *op, const fvals *f) {
+  if (strcmp(op, "gamma") == 0) {
+    if (f->has_gamma) REQ(isfinite(f->gamma) && f->gamma > 0, "--gamma", f->gamma, "> 0");
+    if (f->has_max) REQ(isfinite(f->max_value) && f->max_value > 0, "--max-value", f->max_value, "> 0");
+  }
+  if (strcmp(op, "contrast") == 0) {
+    REQ(isfinite(f->contrast), "--contrast", f->contrast, "a finite value");
+    REQ(isfinite(f->brightness), "--brightness", f->brightness, "a finite value");
+    if (f->has_bins) REQ(f->bins >= 0, "--bins", f->bins, "0 (auto) or > 0");
+  }
+  if (strcmp(op, "bandpass") == 0) {
+    if (f->has_d0) REQ(isfinite(f->d0) && f->d0 >= 0, "--d0", f->d0, ">= 0");
+    if (f->has_width) REQ(isfinite(f->width) && f->width > 0, "--width", f->width, "> 0");
+    if (f->has_order) REQ(f->order >= 1 && f->order <= 64, "--order", f->order, "1..64");
+  }
+  if (strcmp(op, "otsu") == 0 && f->has_bins)
+    REQ(f->bins >= 0 && f->bins <= (1 << 24), "--bins", f->bins, "0 (auto) or 1..2^24");
+  if (strcmp(op, "entropy") == 0 && f->has_bins)
+    REQ(f->bins >= 0 && f->bins <= 65536, "--bins", f->bins, "0..65536");
+  if (strcmp(op, "mutual_information") == 0 && f->has_bins)
+    REQ(f->bins >= 1 && f->bins <= 4096, "--bins", f->bins, "1..4096");
+  if (strcmp(op, "variance") == 0) REQ(f->ddof == 0 || f->ddof == 1, "--ddof", f->ddof, "0 or 1");
+  return 1;
+}
+
+/* 1 when the values of the op's options are within the library's ranges that do not depend on
+   the image (the rest is checked when the op runs: exit 2 as well). */
+static int filter_check_values(const char *op, const fvals *f) {
+  int region = strcmp(op, "fill_holes") == 0 || strcmp(op, "label") == 0 || strcmp(op, "largest_component") == 0;
+  if (region && f->has_conn) REQ(f->conn >= 1, "--connectivity", f->conn, "1..the spatial dims");
+  if (strcmp(op, "gaussian") == 0 || strcmp(op, "dog") == 0 || strcmp(op, "log") == 0)
+    if (!check_smoothing(op, f)) return 0;
+  return check_window_ops(op, f) && check_morph(op, f) && check_levels(op, f);
+}
+#undef REQ
+
+/* The op name (aliases resolved) and every option, before anything is read: LUMEN_EXIT_OK, or
+   LUMEN_EXIT_USAGE with the message printed. */
+static int filter_parse(lumen_imgcli *c, fvals *f, int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] == '-' && a[1]) {
+      int r = lumen_imgcli_common(c, argc, argv, &i);
+      if (r == 0) r = filter_opt(f, argc, argv, &i);
+      if (r < 0) return LUMEN_EXIT_USAGE;
+      if (r == 0) {
+        lumen_cli_error(CMD, "unknown option '%s' (see 'lumen filter --help')", a);
+        return LUMEN_EXIT_USAGE;
+      }
+    } else if (!c->op) {
+      c->op = a;
+    } else {
+      c->pos[c->npos++] = argv[i];
+    }
+  }
+  if (!c->op) {
+    lumen_cli_error(CMD, "no op given (see 'lumen filter --help')");
+    return LUMEN_EXIT_USAGE;
+  }
+  int known = 0;
+  for (int k = 0; k < N_FILTER_OPS; k++) known |= strcmp(c->op, filter_ops[k]) == 0;
+  if (strcmp(c->op, "gaussian_laplace") == 0) c->op = "log", known = 1;
+  if (strcmp(c->op, "laplace") == 0) c->op = "log", known = 1;
+  if (!known) {
+    fprintf(stderr, "lumen filter: unknown op '%s', expected one of:", c->op);
+    for (int k = 0; k < N_FILTER_OPS; k++) fprintf(stderr, "%s %s", k ? "," : "", filter_ops[k]);
+    fputc('\n', stderr);
+    return LUMEN_EXIT_USAGE;
+  }
+  return filter_check_values(c->op, f) ? LUMEN_EXIT_OK : LUMEN_EXIT_USAGE;
+}
+
+int lumen_cmd_filter_check(int argc, char **argv) {
+  lumen_imgcli c;
+  memset(&c, 0, sizeof c);
+  c.cmd = CMD;
+  fvals f;
+  memset(&f, 0, sizeof f);
+  c.pos = calloc((size_t)argc + 1, sizeof *c.pos);
+  int rc = c.pos ? filter_parse(&c, &f, argc, argv) : LUMEN_EXIT_FAILURE;
+  free(f.kernel);
+  lumen_imgcli_free(&c);
+  return rc;
+}
+
 int lumen_cmd_filter(int argc, char **argv) {
   lumen_imgcli c;
   memset(&c, 0, sizeof c);
@@ -955,40 +1115,9 @@ int lumen_cmd_filter(int argc, char **argv) {
       goto out;
     }
   }
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (a[0] == '-' && a[1]) {
-      int r = lumen_imgcli_common(&c, argc, argv, &i);
-      if (r == 0) r = filter_opt(&f, argc, argv, &i);
-      if (r < 0) goto out;
-      if (r == 0) {
-        lumen_cli_error(CMD, "unknown option '%s' (see 'lumen filter --help')", a);
-        goto out;
-      }
-    } else if (!c.op) {
-      c.op = a;
-    } else {
-      c.pos[c.npos++] = argv[i];
-    }
-  }
-  if (!c.op) {
-    lumen_cli_error(CMD, "no op given (see 'lumen filter --help')");
-    goto out;
-  }
-  {
-    int known = 0;
-    for (int k = 0; k < N_FILTER_OPS; k++) known |= strcmp(c.op, filter_ops[k]) == 0;
-    if (strcmp(c.op, "gaussian_laplace") == 0) c.op = "log", known = 1;
-    if (strcmp(c.op, "laplace") == 0) c.op = "log", known = 1;
-    if (!known) {
-      fprintf(stderr, "lumen filter: unknown op '%s', expected one of:", c.op);
-      for (int k = 0; k < N_FILTER_OPS; k++) fprintf(stderr, "%s %s", k ? "," : "", filter_ops[k]);
-      fputc('\n', stderr);
-      goto out;
-    }
-  }
+  if ((rc = filter_parse(&c, &f, argc, argv)) != LUMEN_EXIT_OK) goto out;
   int stats = strcmp(c.op, "entropy") == 0 || strcmp(c.op, "variance") == 0 || strcmp(c.op, "mutual_information") == 0;
-  if (!lumen_imgcli_jobs(&c, !stats)) goto out;
+  if ((rc = lumen_imgcli_jobs(&c, !stats)) != LUMEN_EXIT_OK) goto out;
   if (!lumen_imgcli_context(&c)) {
     rc = LUMEN_EXIT_FAILURE;
     goto out;

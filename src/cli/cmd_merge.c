@@ -159,7 +159,8 @@ static void help(FILE *out) {
     "--out folder, as {prefix}_shard-K-of-N.part) into the outputs of one run: the stages before\n"
     "fitting are rerun with the options saved in the parts (from the folder they were run in), and\n"
     "stage D's results are taken from the parts, so the maps are byte-identical to one run.\n"
-    "All N parts are needed, run with the same options. docs/SCALE.md has a Slurm array script.\n");
+    "All N parts are needed, run with the same options. docs/SCALE.md has a Slurm array script.\n\n");
+  lumen_cli_help_exit_status(out);
 }
 
 int lumen_cmd_merge(int argc, char **argv) {
@@ -172,8 +173,12 @@ int lumen_cmd_merge(int argc, char **argv) {
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
     else if (!strcmp(argv[i], "--overwrite")) overwrite = 1;
     else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) quiet = 1;
-    else if (!strncmp(argv[i], "--", 2)) { lumen_cli_error(cmd, "unknown option '%s' (see 'lumen merge --help')", argv[i]); free(paths); return LUMEN_EXIT_USAGE; }
-    else paths[nparts++] = argv[i];
+    else if (argv[i][0] == '-' && argv[i][1]) {
+      if (!strcmp(argv[i], "--out")) lumen_cli_error(cmd, "--out needs a value (see 'lumen merge --help')");
+      else lumen_cli_error(cmd, "unknown option '%s' (see 'lumen merge --help')", argv[i]);
+      free(paths);
+      return LUMEN_EXIT_USAGE;
+    } else paths[nparts++] = argv[i];
   }
   if (!out || nparts == 0) {
     lumen_cli_error(cmd, "--out DIR and at least one PART are required (see 'lumen merge --help')");

@@ -51,12 +51,12 @@ static void segment_help(FILE *out) {
           "  -q                quiet (no progress, no summary);  -v: debug messages\n"
           "\n"
           "A progress bar (a terminal) or one line per image goes to stderr, then a summary line with the\n"
-          "device requested and used and any fallback reason. Exit status 0, 1 when an input cannot be\n"
-          "read or used, 2 for usage errors.\n"
+          "device requested and used and any fallback reason.\n"
           "\n"
           "examples:\n"
           "  lumen segment febds mammo.png mask.png --method dog\n"
-          "  lumen segment kmeans in.nii.gz labels.nii.gz --k 3 --labels\n");
+          "  lumen segment kmeans in.nii.gz labels.nii.gz --k 3 --labels\n\n");
+  lumen_cli_help_exit_status(out);
 }
 
 typedef struct svals {
@@ -246,21 +246,161 @@ static lumen_status segment_one(void *user, lumen_ctx *ctx, const char *device, 
   return LUMEN_OK;
 }
 
+/* ---- option values: checked against the library's rules before anything is read, so a bad value
+   is a usage error (exit 2) that names the option, not a failure of the first image */
+
+/* "--OPT: FIELD is V, expected E": the option as typed and the library's name for it */
+static int seg_require(int ok, const char *opt, const char *field, double value, const char *expected) {
+  if (!ok) lumen_cli_error(CMD, "%s: %s is %g, expected %s", opt, field, value, expected);
+  return ok;
+}
+#define REQ(cond, opt, field, value, expected) \
+  if (!seg_require((cond), opt, field, (double)(value), expected)) return 0
+
+static int odd_size(int w) { return w >= 1 && w % 2 == 1; }
+
+static int check_febds(const lumen_febds_opts *o) {
+  REQ(isfinite(o->dog_low_sigma) && o->dog_low_sigma > 0, "--dog-low-sigma", "dog_low_sigma", o->dog_low_sigma,
+      "> 0");
+  if (!(isfinite(o->dog_high_sigma) && o->dog_high_sigma > o->dog_low_sigma)) {
+    lumen_cli_error(CMD, "--dog-high-sigma: dog_high_sigma is %g, expected > dog_low_sigma (%g)",
+                    o->dog_high_sigma, o->dog_low_sigma);
+    return 0;
+  }
+  REQ(isfinite(o->log_sigma) && o->log_sigma > 0, "--log-sigma", "log_sigma", o->log_sigma, "> 0");
+  REQ(odd_size(o->median_size), "--median-size", "median_size", o->median_size, "an odd size >= 1");
+  REQ(isfinite(o->gamma) && o->gamma > 0, "--gamma", "gamma", o->gamma, "> 0");
+  REQ(isfinite(o->gamma_max) && o->gamma_max > 0, "--gamma-max", "gamma_max", o->gamma_max, "> 0");
+  REQ(o->closing_size == 0 || odd_size(o->closing_size), "--closing-size", "closing_size", o->closing_size,
+      "0 (none) or an odd size");
+  REQ(odd_size(o->variance_window), "--variance-window", "variance_window", o->variance_window,
+      "an odd size >= 1");
+  REQ(o->spatial_dims == 0 || o->spatial_dims == 2 || o->spatial_dims == 3, "--spatial-dims", "spatial_dims",
+      o->spatial_dims,
+      "2 (per slice) or 3 (volume)");
+  return 1;
+}
+
+static int check_clusters(lumen_segment_algo algo, const svals *v) {
+  if (algo == LUMEN_SEGMENT_KMEANS) {
+    const lumen_kmeans_opts *o = &v->kmeans;
+    REQ(o->k >= 2 && o->k <= LUMEN_CLUSTER_MAX, "--k", "k", o->k, "2..16 (clusters)");
+    REQ(o->max_iterations >= 1, "--max-iterations", "max_iterations", o->max_iterations, ">= 1");
+    REQ(isfinite(o->tolerance) && o->tolerance >= 0, "--tolerance", "tolerance", o->tolerance, ">= 0");
+    return 1;
+  }
+  const lumen_fcm_opts *o = &v->fcm;
+  REQ(o->c >= 2 && o->c <= LUMEN_CLUSTER_MAX, "--c", "c", o->c, "2..16 (clusters)");
+  REQ(isfinite(o->m) && o->m > 1, "--m", "m", o->m, "> 1");
+  REQ(o->max_iterations >= 1, "--max-iterations", "max_iterations", o->max_iterations, ">= 1");
+  REQ(isfinite(o->tolerance) && o->tolerance >= 0, "--tolerance", "tolerance", o->tolerance, ">= 0");
+  if (algo == LUMEN_SEGMENT_PFCM) {
+    REQ(isfinite(o->eta) && o->eta > 1, "--eta", "eta", o->eta, "> 1");
+    REQ(isfinite(o->a) && o->a >= 0, "--a", "a", o->a, ">= 0");
+    REQ(isfinite(o->b) && o->b > 0, "--b", "b", o->b, "> 0");
+    REQ(o->tau > 0 && o->tau <= 1, "--tau", "tau", o->tau, "in (0, 1]");
+  }
+  return 1;
+}
+
+/* 1 when the algorithm's option values are within the library's ranges that do not depend on
+   the image (the rest is checked when it runs: exit 2 as well). */
+static int segment_check_values(lumen_segment_algo algo, const svals *v) {
+  switch (algo) {
+    case LUMEN_SEGMENT_FEBDS: return check_febds(&v->febds);
+    case LUMEN_SEGMENT_KMEANS:
+    case LUMEN_SEGMENT_FCM:
+    case LUMEN_SEGMENT_PFCM: return check_clusters(algo, v);
+    case LUMEN_SEGMENT_REGION_GROW:
+      REQ(v->grow.connectivity == 0 || v->grow.connectivity == 1, "--connectivity", "connectivity",
+          v->grow.connectivity,
+          "0 (full) or 1 (faces)");
+      REQ(v->grow.smooth_radius >= 0, "--smooth-radius", "smooth_radius", v->grow.smooth_radius, ">= 0");
+      REQ(v->grow.max_gradient >= 0, "--max-gradient", "max_gradient", v->grow.max_gradient, ">= 0 (0 = off)");
+      return 1;
+    case LUMEN_SEGMENT_WINDOW:
+      REQ(isnan(v->window.width) || (isfinite(v->window.width) && v->window.width > 0), "--width", "width",
+          v->window.width,
+          "> 0");
+      REQ(isnan(v->window.center) || isfinite(v->window.center), "--center", "center", v->window.center, "a number");
+      REQ(isfinite(v->window.out_max) && v->window.out_max > 0, "--out-max", "out_max", v->window.out_max, "> 0");
+      return 1;
+    default: return 1;
+  }
+}
+#undef REQ
+
+static void svals_init(svals *v) {
+  memset(v, 0, sizeof *v);
+  lumen_febds_opts_init(&v->febds);
+  lumen_tophat_opts_init(&v->tophat);
+  lumen_kmeans_opts_init(&v->kmeans);
+  lumen_fcm_opts_init(&v->fcm);
+  lumen_region_grow_opts_init(&v->grow);
+  lumen_breast_mask_opts_init(&v->breast);
+  lumen_window_opts_init(&v->window);
+  lumen_bits_opts_init(&v->bits);
+}
+
+/* The algorithm and every option, before anything is read: LUMEN_EXIT_OK, or LUMEN_EXIT_USAGE
+   with the message printed. */
+static int segment_parse(lumen_imgcli *c, svals *v, lumen_segment_algo *algo, int argc, char **argv) {
+  *algo = LUMEN_SEGMENT_ALGO_COUNT;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] == '-' && a[1]) {
+      int r = lumen_imgcli_common(c, argc, argv, &i);
+      if (r == 0 && *algo == LUMEN_SEGMENT_ALGO_COUNT) {
+        lumen_cli_error(CMD, "give the algorithm before its options ('%s')", a);
+        return LUMEN_EXIT_USAGE;
+      }
+      if (r == 0) r = seg_opt(v, *algo, argc, argv, &i);
+      if (r < 0) return LUMEN_EXIT_USAGE;
+      if (r == 0) {
+        lumen_cli_error(CMD, "unknown option '%s' for %s (see 'lumen segment --help')", a, c->op);
+        return LUMEN_EXIT_USAGE;
+      }
+    } else if (!c->op) {
+      c->op = a;
+      if (lumen_segment_algo_parse(NULL, a, algo) != LUMEN_OK) {
+        lumen_cli_error(CMD,
+                        "unknown algorithm '%s', expected one of febds, tophat, kmeans, fcm, pfcm, region_grow, "
+                        "breast_mask, window, normalize_bits",
+                        a);
+        return LUMEN_EXIT_USAGE;
+      }
+    } else {
+      c->pos[c->npos++] = argv[i];
+    }
+  }
+  if (!c->op) {
+    lumen_cli_error(CMD, "no algorithm given (see 'lumen segment --help')");
+    return LUMEN_EXIT_USAGE;
+  }
+  return segment_check_values(*algo, v) ? LUMEN_EXIT_OK : LUMEN_EXIT_USAGE;
+}
+
+int lumen_cmd_segment_check(int argc, char **argv) {
+  lumen_imgcli c;
+  memset(&c, 0, sizeof c);
+  c.cmd = CMD;
+  svals v;
+  svals_init(&v);
+  lumen_segment_algo algo;
+  c.pos = calloc((size_t)argc + 1, sizeof *c.pos);
+  int rc = c.pos ? segment_parse(&c, &v, &algo, argc, argv) : LUMEN_EXIT_FAILURE;
+  free(v.seeds);
+  lumen_imgcli_free(&c);
+  return rc;
+}
+
 int lumen_cmd_segment(int argc, char **argv) {
   lumen_imgcli c;
   memset(&c, 0, sizeof c);
   c.cmd = CMD;
   c.precision = LUMEN_FILTER_PRECISION_DEFAULT;
   svals v;
-  memset(&v, 0, sizeof v);
-  lumen_febds_opts_init(&v.febds);
-  lumen_tophat_opts_init(&v.tophat);
-  lumen_kmeans_opts_init(&v.kmeans);
-  lumen_fcm_opts_init(&v.fcm);
-  lumen_region_grow_opts_init(&v.grow);
-  lumen_breast_mask_opts_init(&v.breast);
-  lumen_window_opts_init(&v.window);
-  lumen_bits_opts_init(&v.bits);
+  svals_init(&v);
   int rc = LUMEN_EXIT_USAGE;
   c.pos = calloc((size_t)argc + 1, sizeof *c.pos);
   if (!c.pos) return LUMEN_EXIT_FAILURE;
@@ -270,39 +410,9 @@ int lumen_cmd_segment(int argc, char **argv) {
       rc = LUMEN_EXIT_OK;
       goto out;
     }
-  lumen_segment_algo algo = LUMEN_SEGMENT_ALGO_COUNT;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (a[0] == '-' && a[1]) {
-      int r = lumen_imgcli_common(&c, argc, argv, &i);
-      if (r == 0 && algo == LUMEN_SEGMENT_ALGO_COUNT) {
-        lumen_cli_error(CMD, "give the algorithm before its options ('%s')", a);
-        goto out;
-      }
-      if (r == 0) r = seg_opt(&v, algo, argc, argv, &i);
-      if (r < 0) goto out;
-      if (r == 0) {
-        lumen_cli_error(CMD, "unknown option '%s' for %s (see 'lumen segment --help')", a, c.op);
-        goto out;
-      }
-    } else if (!c.op) {
-      c.op = a;
-      if (lumen_segment_algo_parse(NULL, a, &algo) != LUMEN_OK) {
-        lumen_cli_error(CMD,
-                        "unknown algorithm '%s', expected one of febds, tophat, kmeans, fcm, pfcm, region_grow, "
-                        "breast_mask, window, normalize_bits",
-                        a);
-        goto out;
-      }
-    } else {
-      c.pos[c.npos++] = argv[i];
-    }
-  }
-  if (!c.op) {
-    lumen_cli_error(CMD, "no algorithm given (see 'lumen segment --help')");
-    goto out;
-  }
-  if (!lumen_imgcli_jobs(&c, 1)) goto out;
+  lumen_segment_algo algo;
+  if ((rc = segment_parse(&c, &v, &algo, argc, argv)) != LUMEN_EXIT_OK) goto out;
+  if ((rc = lumen_imgcli_jobs(&c, 1)) != LUMEN_EXIT_OK) goto out;
   if (!lumen_imgcli_context(&c)) {
     rc = LUMEN_EXIT_FAILURE;
     goto out;

@@ -37,6 +37,9 @@ typedef struct lumen_imgcli {
 } lumen_imgcli;
 
 int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i);
+/* The jobs from the positional IN OUT pairs (need_out 0: inputs only) and --batch LIST. Returns the
+   exit status: LUMEN_EXIT_USAGE for a missing output or no input at all (nothing read),
+   LUMEN_EXIT_FAILURE when the --batch file is missing, unreadable, malformed or empty. */
 int lumen_imgcli_jobs(lumen_imgcli *c, int need_out);
 void lumen_imgcli_free(lumen_imgcli *c);
 int lumen_imgcli_read(lumen_imgcli *c, const char *path, lumen_image **out);
@@ -46,6 +49,9 @@ void lumen_imgcli_progress(lumen_imgcli *c, int done, int total, const char *nam
 void lumen_imgcli_summary(lumen_imgcli *c, const char *what, int nimages, const lumen_filter_report *rep);
 int lumen_imgcli_number(const char *cmd, const char *opt, const char *text, double *out);
 int lumen_imgcli_int(const char *cmd, const char *opt, const char *text, int *out);
+/* A range check of an option's value, before anything is read: returns ok, and when it is 0
+   prints "OPT is VALUE, expected EXPECTED" (a usage error: the caller exits 2). */
+int lumen_imgcli_require(const char *cmd, int ok, const char *opt, double value, const char *expected);
 int lumen_imgcli_same_shape(lumen_imgcli *c, lumen_image **imgs, int n);
 lumen_ctx *lumen_imgcli_context(lumen_imgcli *c);
 /* A further context with the command's log (for a reader, writer or device worker thread);

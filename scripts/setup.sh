@@ -23,6 +23,8 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # MPI (issue 7): mpirun -np N lumen dce/batch; tests/cli/test_mpi*.sh
   libopenmpi-dev openmpi-bin
+  # the report in a browser (issue 17): tests/cli/test_report_browser.sh renders report.html
+  chromium
 )
 
 missing=()

@@ -153,6 +153,14 @@ const char *lumen_fit_plan_backend_reason(const lumen_fit_plan *plan);
 /* The effective start value and bounds of fit parameter k (the options' overrides, else the
    bounds preset's defaults); any pointer may be NULL. LUMEN_ERR_INVALID_ARGUMENT for a bad k. */
 lumen_status lumen_fit_plan_param_bounds(const lumen_fit_plan *plan, int k, double *start, double *lo, double *hi);
+/* The model curve a fit describes, on the plan's samples (its AIF, convolution rule, TR and
+   relaxivity): y[0..n-1] for the PUBLIC parameters params (lumen_model_param_count values, as
+   lumen_fit_results.params holds them), per-curve consts (LUMEN_FIT_NCONSTS values, NULL for the
+   defaults) and an arterial delay in minutes (0 or NaN: none; as lumen_fit_results.delay).
+   Used for fitted-curve plots and residuals. LUMEN_ERR_INVALID_ARGUMENT for a NULL pointer or a
+   model without parameters (auc), LUMEN_ERR_OUT_OF_MEMORY. Thread-safe (the plan is read only). */
+lumen_status lumen_fit_plan_eval(const lumen_fit_plan *plan, const double *params, const double *consts,
+                                 double delay_min, double *y);
 
 #define LUMEN_FIT_NAME_MAX 64
 #define LUMEN_FIT_REASON_MAX 512

@@ -247,6 +247,13 @@ typedef struct lumen_png_write_opts {
 lumen_status lumen_png_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
                              const lumen_png_write_opts *opts);
 
+/* Writes an 8-bit RGB PNG (figures): rgb holds width x height pixels, 3 bytes each (R, G, B),
+   row-major, top row first. Atomic; overwrite as in lumen_png_write_opts. Errors:
+   LUMEN_ERR_INVALID_ARGUMENT (a side below 1 or over LUMEN_PNG_MAX_SIDE), LUMEN_ERR_NOT_BUILT,
+   and the atomic writer's. */
+lumen_status lumen_png_write_rgb8(lumen_ctx *ctx, const char *path, const uint8_t *rgb, int64_t width,
+                                  int64_t height, int overwrite);
+
 /* ------------------------------------------------------------------------------ text tables */
 
 /* Numeric text tables for `lumen fit` (curves, frame times, AIFs). Format: one row per line;

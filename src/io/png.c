@@ -1,5 +1,6 @@
-/* PNG reading and writing through libpng (grey 8/16 bit; colour read as luminance). libpng
-   reports errors by longjmp: every local changed after setjmp and used after it is volatile. */
+/* PNG reading and writing through libpng (grey 8/16 bit, and 8-bit RGB for figures, written;
+   colour read as luminance). libpng reports errors by longjmp: every local changed after setjmp
+   and used after it is volatile. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -22,6 +23,14 @@ lumen_status lumen_png_write(lumen_ctx *ctx, const char *path, const lumen_image
   (void)image;
   (void)opts;
   return lumen_fail(ctx, LUMEN_ERR_NOT_BUILT, "lumen_png_write: '%s': this build has no libpng", path ? path : "");
+}
+lumen_status lumen_png_write_rgb8(lumen_ctx *ctx, const char *path, const uint8_t *rgb, int64_t width,
+                                  int64_t height, int overwrite) {
+  (void)rgb;
+  (void)width;
+  (void)height;
+  (void)overwrite;
+  return lumen_fail(ctx, LUMEN_ERR_NOT_BUILT, "lumen_png_write_rgb8: '%s': this build has no libpng", path ? path : "");
 }
 
 #else
@@ -198,6 +207,80 @@ static void sink_write(png_structp png, png_bytep data, png_size_t n) {
 
 static void sink_flush(png_structp png) { (void)png; }
 
+/* Rows of the image being written: fill(arg, y, row) fills row y (rowbytes bytes). */
+typedef void (*png_row_fill)(void *arg, int64_t y, unsigned char *row);
+
+/* Encodes a w x h PNG (colour: PNG_COLOR_TYPE_GRAY or _RGB) through the atomic writer. */
+static lumen_status encode_png(lumen_ctx *ctx, const char *fn, const char *path, int64_t w, int64_t h, int depth,
+                               int colour, int overwrite, size_t rowbytes, png_row_fill fill, void *arg) {
+  unsigned char *row = malloc(rowbytes);
+  if (!row) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory writing '%s'", fn, path);
+  lumen_atomic_file *file = NULL;
+  lumen_status s = lumen_atomic_open(ctx, path, overwrite, 0, &file);
+  if (s != LUMEN_OK) {
+    free(row);
+    return lumen_fail(ctx, s, "%s: %s", fn, lumen_ctx_last_error(ctx));
+  }
+  png_err err;
+  memset(&err, 0, sizeof err);
+  png_sink sink = {file, LUMEN_OK};
+  png_sink *const sinkp = &sink;  /* read after longjmp through this pointer (set before setjmp) */
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
+  png_infop info = png ? png_create_info_struct(png) : NULL;
+  if (!png || !info) {
+    png_destroy_write_struct(png ? &png : NULL, NULL);
+    lumen_atomic_abort(file);
+    free(row);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory writing '%s'", fn, path);
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    lumen_atomic_abort(file);
+    free(row);
+    if (sinkp->status != LUMEN_OK) return lumen_fail(ctx, sinkp->status, "%s: %s", fn, lumen_ctx_last_error(ctx));
+    return lumen_fail(ctx, LUMEN_ERR_IO, "%s: cannot write '%s': %s", fn, path, err.message);
+  }
+  png_set_write_fn(png, sinkp, sink_write, sink_flush);
+  png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, depth, colour, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int64_t y = 0; y < h; y++) {
+    fill(arg, y, row);
+    png_write_row(png, row);
+  }
+  png_write_end(png, NULL);
+  png_destroy_write_struct(&png, &info);
+  free(row);
+  s = lumen_atomic_commit(file);
+  if (s != LUMEN_OK) return lumen_fail(ctx, s, "%s: %s", fn, lumen_ctx_last_error(ctx));
+  return LUMEN_OK;
+}
+
+typedef struct grey_rows {
+  const void *data;
+  lumen_dtype t;
+  int64_t w;
+  int depth, clip;
+  double lo, gain, maxv;
+} grey_rows;
+
+static void fill_grey(void *arg, int64_t y, unsigned char *row) {
+  const grey_rows *g = arg;
+  for (int64_t x = 0; x < g->w; x++) {
+    double v = value_at(g->data, g->t, y * g->w + x);
+    if (!g->clip) v = (v - g->lo) * g->gain;
+    if (!(v == v)) v = 0;  /* NaN */
+    v = v < 0 ? 0 : v > g->maxv ? g->maxv : v;
+    unsigned q = (unsigned)lrint(v);
+    if (g->depth == 16) {
+      row[2 * x] = (unsigned char)(q >> 8);  /* PNG is big-endian */
+      row[2 * x + 1] = (unsigned char)(q & 0xff);
+    } else {
+      row[x] = (unsigned char)q;
+    }
+  }
+}
+
 lumen_status lumen_png_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
                              const lumen_png_write_opts *opts) {
   static const char fn[] = "lumen_png_write";
@@ -247,60 +330,30 @@ lumen_status lumen_png_write(lumen_ctx *ctx, const char *path, const lumen_image
     lo = o.lo;
     hi = o.hi;
   }
-  double gain = hi > lo ? maxv / (hi - lo) : 0.0;
-  size_t rowbytes = (size_t)w * (depth == 16 ? 2 : 1);
-  unsigned char *row = malloc(rowbytes);
-  if (!row) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory writing '%s'", fn, path);
-  lumen_atomic_file *file = NULL;
-  lumen_status s = lumen_atomic_open(ctx, path, o.overwrite, 0, &file);
-  if (s != LUMEN_OK) {
-    free(row);
-    return lumen_fail(ctx, s, "%s: %s", fn, lumen_ctx_last_error(ctx));
-  }
-  png_err err;
-  memset(&err, 0, sizeof err);
-  png_sink sink = {file, LUMEN_OK};
-  png_sink *const sinkp = &sink;  /* read after longjmp through this pointer (set before setjmp) */
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
-  png_infop info = png ? png_create_info_struct(png) : NULL;
-  if (!png || !info) {
-    png_destroy_write_struct(png ? &png : NULL, NULL);
-    lumen_atomic_abort(file);
-    free(row);
-    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory writing '%s'", fn, path);
-  }
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    lumen_atomic_abort(file);
-    free(row);
-    if (sinkp->status != LUMEN_OK) return lumen_fail(ctx, sinkp->status, "%s: %s", fn, lumen_ctx_last_error(ctx));
-    return lumen_fail(ctx, LUMEN_ERR_IO, "%s: cannot write '%s': %s", fn, path, err.message);
-  }
-  png_set_write_fn(png, sinkp, sink_write, sink_flush);
-  png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, depth, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int64_t y = 0; y < h; y++) {
-    for (int64_t x = 0; x < w; x++) {
-      double v = value_at(data, t, y * w + x);
-      if (o.scaling != LUMEN_PNG_SCALE_CLIP) v = (v - lo) * gain;
-      if (!(v == v)) v = 0;  /* NaN */
-      v = v < 0 ? 0 : v > maxv ? maxv : v;
-      unsigned q = (unsigned)lrint(v);
-      if (depth == 16) {
-        row[2 * x] = (unsigned char)(q >> 8);  /* PNG is big-endian */
-        row[2 * x + 1] = (unsigned char)(q & 0xff);
-      } else {
-        row[x] = (unsigned char)q;
-      }
-    }
-    png_write_row(png, row);
-  }
-  png_write_end(png, NULL);
-  png_destroy_write_struct(&png, &info);
-  free(row);
-  s = lumen_atomic_commit(file);
-  if (s != LUMEN_OK) return lumen_fail(ctx, s, "%s: %s", fn, lumen_ctx_last_error(ctx));
-  return LUMEN_OK;
+  grey_rows g = {data, t, w, depth, o.scaling == LUMEN_PNG_SCALE_CLIP, lo, hi > lo ? maxv / (hi - lo) : 0.0, maxv};
+  return encode_png(ctx, fn, path, w, h, depth, PNG_COLOR_TYPE_GRAY, o.overwrite, (size_t)w * (depth == 16 ? 2 : 1),
+                    fill_grey, &g);
+}
+
+typedef struct rgb_rows {
+  const uint8_t *rgb;
+  int64_t w;
+} rgb_rows;
+
+static void fill_rgb(void *arg, int64_t y, unsigned char *row) {
+  const rgb_rows *r = arg;
+  memcpy(row, r->rgb + (size_t)y * (size_t)r->w * 3, (size_t)r->w * 3);
+}
+
+lumen_status lumen_png_write_rgb8(lumen_ctx *ctx, const char *path, const uint8_t *rgb, int64_t width,
+                                  int64_t height, int overwrite) {
+  static const char fn[] = "lumen_png_write_rgb8";
+  LUMEN_REQUIRE_NOT_NULL(ctx, path);
+  LUMEN_REQUIRE_NOT_NULL(ctx, rgb);
+  if (width < 1 || height < 1 || width > LUMEN_PNG_MAX_SIDE || height > LUMEN_PNG_MAX_SIDE)
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: '%s': %lld x %lld, expected 1..%u per side", fn, path,
+                      (long long)width, (long long)height, LUMEN_PNG_MAX_SIDE);
+  rgb_rows r = {rgb, width};
+  return encode_png(ctx, fn, path, width, height, 8, PNG_COLOR_TYPE_RGB, overwrite, (size_t)width * 3, fill_rgb, &r);
 }
 #endif

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pipeline/figure.h"
 #include "pipeline/pipe_internal.h"
 
 void pipe_aif_free(pipe_aif *aif) {
@@ -328,17 +329,30 @@ static lumen_status write_aif(pipe_run *run, const pipe_stage_b_in *in, pipe_aif
     double *x = malloc(sizeof(double) * (size_t)in->nt);
     if (!x) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
     for (int64_t i = 0; i < in->nt; ++i) x[i] = in->t_min[i];
-    st = pipe_render_plot(run, name, (int)in->nt, x, aif->cp, in->tissue_mean);
+    char title[160];
+    snprintf(title, sizeof title, "AIF (%s) and mean tissue curve", aif->method);
+    pipe_plot plot;
+    memset(&plot, 0, sizeof plot);
+    plot.title = title;
+    plot.xlabel = "time from the first frame (min)";
+    plot.ylabel = "concentration (mM)";
+    plot.y_from_zero = 1;
+    plot.series[plot.n_series++] = (pipe_series){x, aif->cp, (int)in->nt, "AIF: plasma Cp", (pipe_rgb){213, 94, 0}, PIPE_LINE};
+    if (in->tissue_mean)
+      plot.series[plot.n_series++] =
+          (pipe_series){x, in->tissue_mean, (int)in->nt, "mean tissue C(t), fitted voxels", (pipe_rgb){0, 114, 178}, PIPE_DASHED};
+    pipe_svg_plot(&run->aif_svg, &plot);
+    st = pipe_render_plot_png(run, name, &plot);
     free(x);
     if (st == LUMEN_ERR_NOT_BUILT) { lumen_ctx_clear_error(run->ctx); st = LUMEN_OK; }
-    else if (st == LUMEN_OK) {
-      snprintf(run->aif_png, sizeof run->aif_png, "figures/%s", name);
+    else if (st == LUMEN_OK) snprintf(run->aif_png, sizeof run->aif_png, "figures/%s", name);
+    if (st == LUMEN_OK) {
       double pk = -INFINITY, cmax = -INFINITY;
       for (int64_t i = 0; i < in->nt; ++i) { pk = fmax(pk, aif->cp[i]); if (in->tissue_mean) cmax = fmax(cmax, in->tissue_mean[i]); }
       snprintf(run->aif_caption, sizeof run->aif_caption,
                "AIF (%s): plasma concentration Cp (solid) and the mean tissue concentration of the fitted voxels "
-               "(thin), against time 0 .. %.2f min; vertical axis 0 .. %.3g mM (AIF peak %.3g mM, tissue peak %.3g mM).",
-               aif->method, in->t_min[in->nt - 1], fmax(pk, cmax) * 1.05, pk, cmax);
+               "(dashed) against time, 0 .. %.2f min; AIF peak %.3g mM, tissue peak %.3g mM.",
+               aif->method, in->t_min[in->nt - 1], pk, cmax);
     }
   }
   return st;

@@ -259,6 +259,13 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
                    (long long)ms->failed, res.backend_requested, res.backend_selected, res.backend_used, res.reason,
                    res.seconds, ms->fits_per_s, warm ? " (after an untimed warm-up fit)" : "");
     pipe_judge_model(run, mname, nlist, ms->at_bound, ms->failed, bound_text);
+    if (strcmp(res.backend_used, res.backend_selected))
+      pipe_warn(run, "%s: backend selected %s but used %s (%s)", mname, res.backend_selected, res.backend_used,
+                res.reason);
+    pipe_curve_in ci = {model, plan, &res, list, nlist, nt, data, consts, t_min, 1.0,
+                        "time from the first frame (min)",
+                        model == LUMEN_MODEL_FXR ? "R1 (1/s)" : "concentration (mM)", NULL};
+    pipe_curve_figure(run, &ci);
   }
   /* maps */
   double tw = pipe_now();
@@ -556,10 +563,12 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
           /* the run log prints "T1 <how>": the how starts after the word T1 */
           snprintf(t1_how, sizeof t1_how, "map '%s' in %s (detected: median %.4g %s inside the mask %s 10)%s", cfg->t1map,
                    ms ? "ms" : "s", med, ms ? "ms" : "s", ms ? ">" : "<=", nbad ? "" : "");
+          if (ms)
+            pipe_warn(&run, "unit correction: T1 map '%s' read as milliseconds (median %.4g inside the mask > 10) and "
+                            "converted to seconds", cfg->t1map, med);
           if (nbad) {
-            lumen_log(ctx, LUMEN_LOG_WARNING,
-                      "T1 map '%s': %lld voxels inside the mask have T1 <= 0 or not finite (zero or negative T1); "
-                      "they are not fitted (state invalid_input)", cfg->t1map, (long long)nbad);
+            pipe_warn(&run, "T1 map '%s': %lld voxels inside the mask have T1 <= 0 or not finite (zero or negative T1); "
+                            "they are not fitted (state invalid_input)", cfg->t1map, (long long)nbad);
             size_t l = strlen(t1_how);
             snprintf(t1_how + l, sizeof t1_how - l, "; %lld voxels with T1 <= 0 or not finite", (long long)nbad);
           }
@@ -580,7 +589,11 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
     st = read_map3(&run, "B1 map", cfg->b1, cfg->dce, &b1);
     if (st == LUMEN_OK) {
       double med = mask_median(&run, b1, NULL);
-      if (med > 10) for (int64_t v = 0; v < run.nvox; ++v) b1[v] *= 0.01f;
+      if (med > 10) {
+        for (int64_t v = 0; v < run.nvox; ++v) b1[v] *= 0.01f;
+        pipe_warn(&run, "unit correction: B1 map '%s' read as percent (median %.4g inside the mask > 10) and divided "
+                        "by 100", cfg->b1, med);
+      }
     }
   }
   sum->masked = run.n_mask;

@@ -39,15 +39,20 @@ double pipe_percentile(double *v, int64_t n, double p); /* sorts v */
 
 /* ---- one run: geometry, mask, the outputs written, the inputs read */
 #define PIPE_MAX_OUTPUTS 256
+#define PIPE_HIST_BINS 48
 #define PIPE_MAX_INPUTS 48
 
 typedef struct pipe_output {
   char path[LUMEN_PIPE_PATH_MAX];
   char name[256];          /* file name inside out */
   char param[32], unit[32], model[32];
-  char png[320], hist[320];/* figure file names (figures/...), "" when none */
+  char png[320];           /* the map's figure (figures/...), "" when none */
   double lo, hi, median;   /* display window and median inside the mask */
   int64_t n_finite;
+  int categorical;         /* state and best-model maps: values are categories, not a scale */
+  int has_hist;            /* hist holds the map's histogram (report.html) */
+  int64_t hist[PIPE_HIST_BINS]; /* finite values in the mask: bins over [lo, hi], or category counts */
+  int64_t n_below, n_above;/* finite values in the mask outside the window */
   int is_map;
   char checksum[17];
 } pipe_output;
@@ -79,6 +84,8 @@ typedef struct pipe_run {
   pipe_sb warnings;        /* the run's warnings, one line each ('\n'-terminated; run log, report) */
   char aif_png[320];
   char aif_caption[512];
+  pipe_sb aif_svg;         /* the AIF plot for report.html */
+  pipe_sb curves_svg;      /* fitted-curve plots for report.html (curves.c) */
   double t_start;
   lumen_pipe_summary *sum;
   int locked;              /* lock_fd holds OUT/.lumen.lock (outdir.c) */
@@ -117,7 +124,7 @@ void pipe_state_legend(char *buf, size_t size);
 void pipe_at_bound_json(pipe_sb *b, char *text, size_t size, lumen_model model, const lumen_fit_results *res);
 /* Appends `"PARAM": [lo, hi, start], ...` for every fit parameter: the plan's effective values. */
 void pipe_bounds_json(pipe_sb *b, const lumen_fit_plan *plan, lumen_model model);
-/* Judges one fitted model (or the T1 fit): a warning for voxels on a bound; more than half the
+/* Judges one fitted model (or the T1 fit): a warning for voxels on a bound and for failed voxels; more than half the
    voxels failing marks the run's results unreliable (summary) with a warning. */
 void pipe_judge_model(pipe_run *run, const char *what, int64_t fitted, int64_t at_bound, int64_t failed,
                       const char *bound_text);
@@ -151,13 +158,35 @@ void pipe_fit_options_t1(const lumen_pipe_config *cfg, lumen_model method, doubl
 /* run log + report */
 lumen_status pipe_write_runlog(pipe_run *run);
 lumen_status pipe_write_report(pipe_run *run);
-/* figure rendering */
-/* Window (2nd..98th percentile), median and finite count of a map inside the mask, for the report. */
+/* figure rendering (report.c) */
+/* Window (2nd..98th percentile), median, finite count and histogram of a map inside the mask. */
 void pipe_map_stats(pipe_run *run, const float *data, pipe_output *o);
+/* The map's standalone figure PNG: colour montage with title, colour bar or legend. */
 lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *o);
-lumen_status pipe_render_plot(pipe_run *run, const char *name, int n, const double *x, const double *y1,
-                              const double *y2);
-lumen_status pipe_render_hist(pipe_run *run, const float *data, pipe_output *o);
+struct pipe_plot;
+/* A standalone line-plot PNG (figures/NAME): title, numbered axes, legend. */
+lumen_status pipe_render_plot_png(pipe_run *run, const char *name, const struct pipe_plot *p);
+
+/* The fitted-curve figure of one model (curves.c): measured samples and fitted model curves at
+   the voxels at the 10th, 50th and 90th percentile of the headline parameter (Ktrans; T1) among
+   the converged voxels, appended to run->curves_svg. Optional: out of memory skips it. */
+typedef struct pipe_curve_in {
+  lumen_model model;
+  const lumen_fit_plan *plan;
+  const lumen_fit_results *res;
+  const int64_t *list;     /* voxel index of each fitted curve */
+  int64_t nlist, nt;
+  const float *data;       /* nlist x nt, the data fitted */
+  const float *consts;     /* nlist x LUMEN_FIT_NCONSTS, or NULL */
+  const double *x;         /* nt sample positions of the plan */
+  double x_scale;          /* displayed x = x * x_scale (radians -> degrees) */
+  const char *xlabel, *ylabel;
+  const lumen_fit_options *dense; /* non-NULL (T1 fits of a few volumes): the model is drawn on
+                                     PIPE_CURVE_DENSE points across the samples, from a plan of
+                                     these options */
+} pipe_curve_in;
+#define PIPE_CURVE_DENSE 97
+void pipe_curve_figure(pipe_run *run, const pipe_curve_in *in);
 
 /* plausibility of values whose unit is easily confused (plausible.c): LUMEN_ERR_INVALID_ARGUMENT
    naming source ("--tr", "sidecar 'x.json' RepetitionTime"), the value and the likely mistake;

@@ -1,26 +1,20 @@
-/* Figures (rasterised here, written as grey PNGs through lumen_png_write) and report.html. */
+/* Figures and report.html: standalone figure PNGs (colour montages of the maps with a colour bar
+   or a legend, the AIF plot), each with its title and unit, and the page that shows them with
+   inline SVG plots (svg_plot.c, curves.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pipeline/figure.h"
 #include "pipeline/pipe_internal.h"
 
-static lumen_status write_png(pipe_run *run, const char *name, uint8_t *px, int64_t w, int64_t h) {
+static lumen_status write_canvas(pipe_run *run, const char *name, const pipe_canvas *c) {
   char dir[LUMEN_PIPE_PATH_MAX], path[LUMEN_PIPE_PATH_MAX];
   pipe_join(dir, sizeof dir, run->out, "figures");
   lumen_status st = pipe_before_write(run);
   if (st == LUMEN_OK) st = pipe_mkdir_p(run->ctx, dir);
   if (st != LUMEN_OK) return st;
   pipe_join(path, sizeof path, dir, name);
-  int64_t dims[2] = {w, h};
-  lumen_image *im = NULL;
-  st = lumen_image_wrap(run->ctx, px, 2, dims, LUMEN_DTYPE_UINT8, lumen_device_cpu(), &im);
-  if (st != LUMEN_OK) return st;
-  lumen_png_write_opts po;
-  memset(&po, 0, sizeof po);
-  po.bit_depth = 8;
-  po.overwrite = run->cfg->overwrite;
-  st = lumen_png_write(run->ctx, path, im, &po);
-  lumen_image_free(im);
+  st = lumen_png_write_rgb8(run->ctx, path, c->px, c->w, c->h, run->cfg->overwrite);
   if (st == LUMEN_OK) {
     char rel[300];
     snprintf(rel, sizeof rel, "figures/%s", name);
@@ -29,11 +23,29 @@ static lumen_status write_png(pipe_run *run, const char *name, uint8_t *px, int6
   return st;
 }
 
-/* Display window: 2nd..98th percentile of the finite values inside the mask (state: 0..6). */
+/* ---- categorical maps: fit states and the best model by AIC */
+static int is_categorical(const pipe_output *o) {
+  return !strcmp(o->param, "state") || (!strcmp(o->model, "best") && !strcmp(o->param, "model"));
+}
+static int category_count(const pipe_output *o) {
+  return !strcmp(o->param, "state") ? LUMEN_FIT_STATE_COUNT : LUMEN_MODEL_COUNT;
+}
+static const char *category_name(const pipe_output *o, int k) {
+  return !strcmp(o->param, "state") ? lumen_fit_state_name((lumen_fit_state)k) : lumen_model_name((lumen_model)k);
+}
+static pipe_rgb category_rgb(const pipe_output *o, int k) {
+  return !strcmp(o->param, "state") ? pipe_state_colour(k) : pipe_category_colour(k);
+}
+
+/* Display window: 2nd..98th percentile of the finite values inside the mask (categories: all);
+   the histogram over the window (categories: the count of each). */
 void pipe_map_stats(pipe_run *run, const float *data, pipe_output *o) {
   double *v = malloc(sizeof(double) * (size_t)run->nvox);
   o->lo = o->hi = o->median = NAN;
-  o->n_finite = 0;
+  o->n_finite = o->n_below = o->n_above = 0;
+  o->categorical = is_categorical(o);
+  o->has_hist = 0;
+  memset(o->hist, 0, sizeof o->hist);
   if (!v) return;
   int64_t n = 0;
   for (int64_t i = 0; i < run->nvox; ++i)
@@ -43,9 +55,21 @@ void pipe_map_stats(pipe_run *run, const float *data, pipe_output *o) {
     o->median = pipe_median(v, n);
     o->lo = pipe_percentile(v, n, 2);
     o->hi = pipe_percentile(v, n, 98);
-    if (!strcmp(o->param, "state")) { o->lo = 0; o->hi = LUMEN_FIT_STATE_COUNT - 1; }
+    if (o->categorical) { o->lo = 0; o->hi = category_count(o) - 1; }
     if (!(o->hi > o->lo)) { o->lo = v[0]; o->hi = v[n - 1]; }
     if (!(o->hi > o->lo)) o->hi = o->lo + 1;
+    for (int64_t i = 0; i < n; ++i) {
+      if (o->categorical) {
+        int k = (int)v[i];
+        if (k >= 0 && k < PIPE_HIST_BINS && k == v[i]) ++o->hist[k];
+        continue;
+      }
+      int k = (int)floor((v[i] - o->lo) / (o->hi - o->lo) * PIPE_HIST_BINS);
+      if (v[i] < o->lo) ++o->n_below;
+      else if (v[i] > o->hi) ++o->n_above;
+      else ++o->hist[k < PIPE_HIST_BINS ? k : PIPE_HIST_BINS - 1];
+    }
+    o->has_hist = 1;
   }
   free(v);
 }
@@ -56,124 +80,211 @@ static void base_name(const char *name, char *out, size_t size) {
   if (d) *d = '\0';
 }
 
+/* "etofts Ktrans (1/min)", "best model (AIC)", "T1map T1 (s)" */
+static void map_title(const pipe_output *o, char *buf, size_t size) {
+  if (!strcmp(o->model, "best") && !strcmp(o->param, "model"))
+    snprintf(buf, size, "best model (lowest AIC)");
+  else
+    snprintf(buf, size, "%s%s%s%s%s%s", o->model, o->model[0] ? " " : "", o->param, o->unit[0] ? " (" : "", o->unit,
+             o->unit[0] ? ")" : "");
+}
+
+typedef struct montage {
+  int ns, cols, rows, sc, tw, th;  /* slices shown, grid, scale, tile size */
+  int left, top, cell_w, cell_h;   /* tile area origin and pitch */
+} montage;
+
+enum { TILE_LABEL = 12, TILE_GAP = 8, BAR_W = 18 };
+
+static void montage_layout(const pipe_run *run, montage *m) {
+  int64_t big = run->nx > run->ny ? run->nx : run->ny;
+  m->ns = run->nz < 12 ? (int)run->nz : 12;
+  m->sc = big >= 256 ? 1 : (int)((256 + big - 1) / big); /* nearest-neighbour up to ~256 px per tile */
+  if (m->sc > 8) m->sc = 8;
+  m->cols = (int)ceil(sqrt((double)m->ns));
+  m->rows = (m->ns + m->cols - 1) / m->cols;
+  m->tw = (int)run->nx * m->sc;
+  m->th = (int)run->ny * m->sc;
+  m->left = 10;
+  m->top = 46;
+  m->cell_w = m->tw + TILE_GAP;
+  m->cell_h = m->th + TILE_LABEL + TILE_GAP;
+}
+
+static pipe_rgb voxel_rgb(const pipe_run *run, const pipe_output *o, int64_t i, float v) {
+  if (!run->mask[i]) return PIPE_OUTSIDE_RGB;
+  if (!isfinite(v)) return PIPE_NAN_RGB;
+  if (o->categorical) return category_rgb(o, (int)v);
+  return pipe_viridis((v - o->lo) / (o->hi - o->lo));
+}
+
+static void draw_tiles(pipe_canvas *c, const pipe_run *run, const float *data, const pipe_output *o,
+                       const montage *m) {
+  for (int s = 0; s < m->ns; ++s) {
+    int64_t z = m->ns > 1 ? (int64_t)((double)s * (double)(run->nz - 1) / (double)(m->ns - 1) + 0.5) : 0;
+    int ox = m->left + (s % m->cols) * m->cell_w, oy = m->top + (s / m->cols) * m->cell_h;
+    char lab[32];
+    snprintf(lab, sizeof lab, "z=%lld", (long long)z);
+    pipe_canvas_text(c, ox, oy, 1, lab, PIPE_INK_RGB);
+    oy += TILE_LABEL;
+    for (int64_t y = 0; y < run->ny; ++y)
+      for (int64_t x = 0; x < run->nx; ++x) {
+        int64_t i = (z * run->ny + y) * run->nx + x;
+        pipe_rgb col = voxel_rgb(run, o, i, data[i]);
+        /* y up, as radiological viewers show the first voxel row at the bottom */
+        pipe_canvas_fill(c, ox + (int)x * m->sc, oy + (int)(run->ny - 1 - y) * m->sc, m->sc, m->sc, col);
+      }
+  }
+}
+
+static void swatch(pipe_canvas *c, int x, int y, pipe_rgb col, const char *text) {
+  pipe_canvas_fill(c, x, y, 12, 10, col);
+  pipe_canvas_frame(c, x, y, 12, 10, (pipe_rgb){120, 120, 120});
+  pipe_canvas_text(c, x + 18, y + 2, 1, text, PIPE_INK_RGB);
+}
+
+/* Colour bar with numbered ticks and the unit (continuous maps); returns its width. */
+static int colour_bar(pipe_canvas *c, const pipe_output *o, int x, int y, int h, int dry) {
+  double t[16], step;
+  int n = pipe_ticks(o->lo, o->hi, 6, t, &step), w = 0;
+  char lab[64];
+  for (int i = 0; i < n; ++i) {
+    pipe_tick_label(t[i], step, lab, sizeof lab);
+    int tw = pipe_text_width(lab, 1);
+    w = tw > w ? tw : w;
+  }
+  const char *unit = o->unit[0] ? o->unit : "no unit";
+  int uw = pipe_text_width(unit, 1);
+  int width = BAR_W + 10 + w;
+  width = width > uw ? width : uw;
+  width = width > 100 ? width : 100;
+  if (dry) return width;
+  pipe_canvas_text(c, x, y, 1, unit, PIPE_INK_RGB);
+  int by = y + 14;
+  for (int r = 0; r < h; ++r)
+    pipe_canvas_fill(c, x, by + r, BAR_W, 1, pipe_viridis((double)(h - 1 - r) / (double)(h > 1 ? h - 1 : 1)));
+  pipe_canvas_frame(c, x - 1, by - 1, BAR_W + 2, h + 2, PIPE_INK_RGB);
+  for (int i = 0; i < n; ++i) {
+    int ty = by + (int)lrint((o->hi - t[i]) / (o->hi - o->lo) * (h - 1));
+    pipe_canvas_fill(c, x + BAR_W, ty, 4, 1, PIPE_INK_RGB);
+    pipe_tick_label(t[i], step, lab, sizeof lab);
+    pipe_canvas_text(c, x + BAR_W + 7, ty - 3, 1, lab, PIPE_INK_RGB);
+  }
+  swatch(c, x, by + h + 10, PIPE_NAN_RGB, "NaN in mask");
+  swatch(c, x, by + h + 26, PIPE_OUTSIDE_RGB, "outside mask");
+  pipe_canvas_text(c, x, by + h + 44, 1, "2nd-98th pct", (pipe_rgb){90, 90, 90});
+  return width;
+}
+
+/* Legend of the categories present in the mask, with their voxel counts; returns its width. */
+static int category_legend(pipe_canvas *c, const pipe_output *o, int x, int y, int dry) {
+  int w = 0, row = 0;
+  char lab[96];
+  for (int k = 0; k < category_count(o) && k < PIPE_HIST_BINS; ++k) {
+    if (!o->hist[k]) continue;
+    snprintf(lab, sizeof lab, "%s: %lld", category_name(o, k), (long long)o->hist[k]);
+    int tw = 18 + pipe_text_width(lab, 1);
+    w = tw > w ? tw : w;
+    if (!dry) swatch(c, x, y + 16 * row, category_rgb(o, k), lab);
+    ++row;
+  }
+  if (!dry) {
+    swatch(c, x, y + 16 * row++, PIPE_OUTSIDE_RGB, "outside mask");
+    if (o->n_finite < 1) swatch(c, x, y + 16 * row, PIPE_NAN_RGB, "NaN in mask");
+  }
+  return w > 100 ? w : 100;
+}
+
 lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *o) {
   pipe_map_stats(run, data, o);
-  int64_t nx = run->nx, ny = run->ny, nz = run->nz;
-  int ns = nz < 12 ? (int)nz : 12;
-  int64_t big = nx > ny ? nx : ny;
-  int sc = big >= 128 ? 1 : (int)(128 / big);
-  if (sc > 8) sc = 8;
-  int cols = (int)ceil(sqrt((double)ns)), rows = (ns + cols - 1) / cols;
-  int64_t tw = nx * sc, th = ny * sc, gap = 2;
-  int64_t W = cols * (tw + gap) + 6 + 16, H = rows * (th + gap);
-  uint8_t *px = calloc((size_t)(W * H), 1);
-  if (!px) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory");
-  double lo = o->lo, hi = o->hi;
-  for (int s = 0; s < ns; ++s) {
-    int64_t z = ns > 1 ? (int64_t)((double)s * (double)(nz - 1) / (double)(ns - 1) + 0.5) : 0;
-    int64_t ox = (s % cols) * (tw + gap), oy = (s / cols) * (th + gap);
-    for (int64_t r = 0; r < th; ++r) {
-      int64_t y = ny - 1 - r / sc;
-      for (int64_t c = 0; c < tw; ++c) {
-        int64_t x = c / sc;
-        float v = data[(z * ny + y) * nx + x];
-        uint8_t g = 0;
-        if (isfinite(v) && isfinite(lo)) {
-          double f = (v - lo) / (hi - lo);
-          f = f < 0 ? 0 : f > 1 ? 1 : f;
-          g = (uint8_t)(1 + 254 * f + 0.5);
-        }
-        px[(oy + r) * W + ox + c] = g;
-      }
-    }
-  }
-  /* grey bar: top = hi, bottom = lo */
-  for (int64_t r = 0; r < H; ++r)
-    for (int64_t c = W - 16; c < W; ++c) px[r * W + c] = (uint8_t)(1 + 254.0 * (double)(H - 1 - r) / (double)(H > 1 ? H - 1 : 1));
+  montage m;
+  montage_layout(run, &m);
+  char title[160], sub[400];
+  map_title(o, title, sizeof title);
+  snprintf(sub, sizeof sub, "%s: %d of %lld slices (z), y up; voxels scaled x%d", run->prefix, m.ns,
+           (long long)run->nz, m.sc);
+  int tiles_w = m.cols * m.cell_w, tiles_h = m.rows * m.cell_h;
+  int bar_h = tiles_h - 70 < 120 ? 120 : tiles_h - 70 > 360 ? 360 : tiles_h - 70;
+  int panel_w = o->categorical ? category_legend(NULL, o, 0, 0, 1) : colour_bar(NULL, o, 0, 0, bar_h, 1);
+  int panel_h = o->categorical ? 16 * (category_count(o) + 2) : bar_h + 64;
+  int W = m.left + tiles_w + 10 + panel_w + 10, H = m.top + (tiles_h > panel_h ? tiles_h : panel_h) + 6;
+  int tw = 20 + pipe_text_width(title, 2), sw = 20 + pipe_text_width(sub, 1);
+  W = W > tw ? W : tw;
+  W = W > sw ? W : sw;
+  pipe_canvas c;
+  if (pipe_canvas_init(&c, W, H) != 0) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory");
+  pipe_canvas_text(&c, 10, 8, 2, title, PIPE_INK_RGB);
+  pipe_canvas_text(&c, 10, 30, 1, sub, (pipe_rgb){70, 70, 70});
+  draw_tiles(&c, run, data, o, &m);
+  int px = m.left + tiles_w + 10;
+  if (o->categorical)
+    category_legend(&c, o, px, m.top, 0);
+  else
+    colour_bar(&c, o, px, m.top, bar_h, 0);
   char b[256], name[300];
   base_name(o->name, b, sizeof b);
   snprintf(name, sizeof name, "%s.png", b);
-  lumen_status st = write_png(run, name, px, W, H);
-  free(px);
+  lumen_status st = write_canvas(run, name, &c);
+  pipe_canvas_free(&c);
   if (st == LUMEN_OK) snprintf(o->png, sizeof o->png, "figures/%s", name);
   return st;
 }
 
-lumen_status pipe_render_hist(pipe_run *run, const float *data, pipe_output *o) {
-  if (!isfinite(o->lo)) return LUMEN_OK;
-  enum { NB = 64, W = 320, H = 120 };
-  int64_t cnt[NB] = {0}, mx = 0;
-  for (int64_t i = 0; i < run->nvox; ++i) {
-    if (!run->mask[i] || !isfinite(data[i])) continue;
-    int k = (int)floor((data[i] - o->lo) / (o->hi - o->lo) * NB);
-    if (k < 0 || k >= NB) continue;
-    ++cnt[k];
-  }
-  for (int k = 0; k < NB; ++k) if (cnt[k] > mx) mx = cnt[k];
-  uint8_t *px = malloc(W * H);
-  if (!px) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory");
-  memset(px, 255, W * H);
-  for (int k = 0; k < NB; ++k) {
-    int h = mx ? (int)((double)cnt[k] / (double)mx * (H - 4)) : 0;
-    for (int c = k * (W / NB); c < (k + 1) * (W / NB) - 1; ++c)
-      for (int r = H - 1 - h; r < H; ++r) px[r * W + c] = 60;
-  }
-  for (int c = 0; c < W; ++c) px[(H - 1) * W + c] = 0;
-  char b[256], name[300];
-  base_name(o->name, b, sizeof b);
-  snprintf(name, sizeof name, "%s_hist.png", b);
-  lumen_status st = write_png(run, name, px, W, H);
-  free(px);
-  if (st == LUMEN_OK) snprintf(o->hist, sizeof o->hist, "figures/%s", name);
-  return st;
-}
+/* ---- a standalone line plot (the AIF figure) */
+enum { PW = 720, PH = 420, PL = 70, PR = 20, PT = 56, PB = 50 };
 
-static void line(uint8_t *px, int W, int H, double x0, double y0, double x1, double y1, uint8_t g, int thick) {
-  int n = (int)(fmax(fabs(x1 - x0), fabs(y1 - y0)) * 2) + 1;
-  for (int i = 0; i <= n; ++i) {
-    double x = x0 + (x1 - x0) * i / n, y = y0 + (y1 - y0) * i / n;
-    for (int dy = 0; dy < thick; ++dy)
-      for (int dx = 0; dx < thick; ++dx) {
-        int xi = (int)x + dx, yi = (int)y + dy;
-        if (xi >= 0 && xi < W && yi >= 0 && yi < H) px[yi * W + xi] = g;
-      }
-  }
-}
+static double plot_x(const double r[4], double x) { return PL + (x - r[0]) / (r[1] - r[0]) * (PW - PL - PR); }
+static double plot_y(const double r[4], double y) { return PH - PB - (y - r[2]) / (r[3] - r[2]) * (PH - PT - PB); }
 
-lumen_status pipe_render_plot(pipe_run *run, const char *name, int n, const double *x, const double *y1,
-                              const double *y2) {
-  enum { W = 640, H = 360, L = 40, R = 10, T = 10, B = 30 };
-  uint8_t *px = malloc(W * H);
-  if (!px) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory");
-  memset(px, 255, W * H);
-  double ymax = 0, ymin = 0;
+static void plot_axes(pipe_canvas *c, const pipe_plot *p, const double r[4]) {
+  double t[16], step;
+  char lab[64];
+  int n = pipe_ticks(r[0], r[1], 9, t, &step);
   for (int i = 0; i < n; ++i) {
-    if (isfinite(y1[i])) { ymax = fmax(ymax, y1[i]); ymin = fmin(ymin, y1[i]); }
-    if (y2 && isfinite(y2[i])) { ymax = fmax(ymax, y2[i]); ymin = fmin(ymin, y2[i]); }
+    double x = plot_x(r, t[i]);
+    pipe_canvas_line(c, x, PT, x, PH - PB + 4, PIPE_GRID_RGB, 1);
+    pipe_tick_label(t[i], step, lab, sizeof lab);
+    pipe_canvas_text(c, (int)x - pipe_text_width(lab, 1) / 2, PH - PB + 8, 1, lab, PIPE_INK_RGB);
   }
-  ymax *= 1.05;
-  if (!(ymax > ymin)) ymax = ymin + 1;
-  double xmin = x[0], xmax = x[n - 1] > x[0] ? x[n - 1] : x[0] + 1;
-#define PX(v) (L + ((v) - xmin) / (xmax - xmin) * (W - L - R))
-#define PY(v) (H - B - ((v) - ymin) / (ymax - ymin) * (H - T - B))
-  for (int k = 0; k <= 10; ++k) { /* grid */
-    double gx = L + k * (W - L - R) / 10.0, gy = T + k * (H - T - B) / 10.0;
-    line(px, W, H, gx, T, gx, H - B, 225, 1);
-    line(px, W, H, L, gy, W - R, gy, 225, 1);
-    line(px, W, H, gx, H - B, gx, H - B + 5, 0, 1);
-    line(px, W, H, L - 5, gy, L, gy, 0, 1);
+  n = pipe_ticks(r[2], r[3], 7, t, &step);
+  for (int i = 0; i < n; ++i) {
+    double y = plot_y(r, t[i]);
+    pipe_canvas_line(c, PL - 4, y, PW - PR, y, PIPE_GRID_RGB, 1);
+    pipe_tick_label(t[i], step, lab, sizeof lab);
+    pipe_canvas_text(c, PL - 8 - pipe_text_width(lab, 1), (int)y - 3, 1, lab, PIPE_INK_RGB);
   }
-  line(px, W, H, L, H - B, W - R, H - B, 0, 2);
-  line(px, W, H, L, T, L, H - B, 0, 2);
-  if (y2)
-    for (int i = 1; i < n; ++i)
-      if (isfinite(y2[i - 1]) && isfinite(y2[i])) line(px, W, H, PX(x[i - 1]), PY(y2[i - 1]), PX(x[i]), PY(y2[i]), 130, 1);
-  for (int i = 1; i < n; ++i)
-    if (isfinite(y1[i - 1]) && isfinite(y1[i])) line(px, W, H, PX(x[i - 1]), PY(y1[i - 1]), PX(x[i]), PY(y1[i]), 0, 2);
-#undef PX
-#undef PY
-  lumen_status st = write_png(run, name, px, W, H);
-  free(px);
+  pipe_canvas_frame(c, PL, PT, PW - PL - PR, PH - PT - PB, PIPE_INK_RGB);
+  pipe_canvas_text(c, (PL + PW - PR - pipe_text_width(p->xlabel, 1)) / 2, PH - 18, 1, p->xlabel, PIPE_INK_RGB);
+  pipe_canvas_text(c, 8, PT - 16, 1, p->ylabel, PIPE_INK_RGB);
+  pipe_canvas_text(c, 10, 10, 2, p->title, PIPE_INK_RGB);
+}
+
+lumen_status pipe_render_plot_png(pipe_run *run, const char *name, const pipe_plot *p) {
+  double r[4];
+  pipe_plot_range(p, r);
+  int tw = 20 + pipe_text_width(p->title, 2);
+  pipe_canvas c;
+  if (pipe_canvas_init(&c, PW > tw ? PW : tw, PH) != 0)
+    return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory");
+  plot_axes(&c, p, r);
+  int row = 0;
+  for (int s = 0; s < p->n_series; ++s) {
+    const pipe_series *se = &p->series[s];
+    for (int i = 0; i < se->n; ++i) {
+      double x = plot_x(r, se->x[i]), y = plot_y(r, se->y[i]);
+      if (se->style == PIPE_MARKERS && isfinite(se->y[i])) pipe_canvas_fill(&c, (int)x - 2, (int)y - 2, 4, 4, se->colour);
+      if (se->style != PIPE_MARKERS && i > 0 && isfinite(se->y[i - 1]) && isfinite(se->y[i]) &&
+          (se->style == PIPE_LINE || i % 2))
+        pipe_canvas_line(&c, plot_x(r, se->x[i - 1]), plot_y(r, se->y[i - 1]), x, y, se->colour, 2);
+    }
+    if (se->label) {
+      int ly = PT + 10 + 16 * row++, lx = PW - PR - 230;
+      pipe_canvas_fill(&c, lx, ly + 2, 22, 3, se->colour);
+      pipe_canvas_text(&c, lx + 28, ly, 1, se->label, PIPE_INK_RGB);
+    }
+  }
+  lumen_status st = write_canvas(run, name, &c);
+  pipe_canvas_free(&c);
   return st;
 }
 
@@ -196,6 +307,28 @@ static void html_image(pipe_sb *b, const char *src, const char *alt) {
   pipe_sb_printf(b, "\">");
 }
 
+static void report_warnings(pipe_run *run, pipe_sb *b) {
+  if (run->sum && run->sum->unreliable) {
+    pipe_sb_printf(b, "<p class=\"unreliable\"><b>Results unreliable:</b> ");
+    pipe_sb_html(b, run->sum->unreliable_why);
+    pipe_sb_printf(b, "</p>\n");
+  }
+  pipe_sb_printf(b, "<h2 id=\"warnings\">Warnings</h2>\n");
+  if (!run->warnings.s || !run->warnings.s[0]) {
+    pipe_sb_printf(b, "<p>None: no fallback (AIF, backend), no voxel failed or at a bound, no unit corrected.</p>\n");
+    return;
+  }
+  pipe_sb_printf(b, "<ul class=\"warnings\">\n"); /* pipe_warn's lines, at the top where a reader starts */
+  char line[1024];
+  for (const char *w = pipe_next_warning(run->warnings.s, line, sizeof line); w;
+       w = pipe_next_warning(w, line, sizeof line)) {
+    pipe_sb_printf(b, "<li>");
+    pipe_sb_html(b, line);
+    pipe_sb_printf(b, "</li>\n");
+  }
+  pipe_sb_printf(b, "</ul>\n");
+}
+
 static void report_head(pipe_run *run, pipe_sb *b) {
   char json[300], txt[300];
   snprintf(json, sizeof json, "%s_runlog.json", run->prefix);
@@ -205,10 +338,14 @@ static void report_head(pipe_run *run, pipe_sb *b) {
   pipe_sb_printf(b, " report: ");
   pipe_sb_html(b, run->prefix);
   pipe_sb_printf(b,
-                 "</title>\n<style>body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
+                 "</title>\n<style>body{font-family:sans-serif;margin:1.5em;max-width:1250px}"
                  "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:2px 6px;font-size:90%%}"
-                 ".fig{display:inline-block;vertical-align:top;margin:0 1em 1.2em 0}"
-                 ".fig img{image-rendering:pixelated;border:1px solid #888}pre{background:#f4f4f4;padding:.5em}"
+                 ".fig{display:inline-block;vertical-align:top;margin:0 1em 1.2em 0;max-width:100%%}"
+                 ".fig img{image-rendering:pixelated;max-width:100%%;border:1px solid #ccc;vertical-align:top}"
+                 "svg.plot{max-width:100%%;height:auto;border:1px solid #ccc;vertical-align:top}"
+                 "pre{background:#f4f4f4;padding:.5em;white-space:pre-wrap;overflow-wrap:anywhere}"
+                 ".warnings{background:#fff4d6;padding:.5em 2em}"
+                 ".unreliable{background:#fdd;border:2px solid #c00;padding:.5em}"
                  "</style></head><body>\n<h1>lumen ");
   pipe_sb_html(b, run->command);
   pipe_sb_printf(b, ": ");
@@ -222,39 +359,61 @@ static void report_head(pipe_run *run, pipe_sb *b) {
   pipe_sb_printf(b, ", ");
   html_link(b, txt, txt);
   pipe_sb_printf(b, ".</p>\n");
-  if (run->sum && run->sum->unreliable) {
-    pipe_sb_printf(b, "<p style=\"background:#fdd;border:2px solid #c00;padding:.5em\"><b>Results unreliable:</b> ");
-    pipe_sb_html(b, run->sum->unreliable_why);
-    pipe_sb_printf(b, "</p>\n");
-  }
-  if (run->warnings.s && run->warnings.s[0]) { /* pipe_warn's lines, at the top where a reader starts */
-    pipe_sb_printf(b, "<h2>Warnings</h2>\n<ul style=\"background:#fff4d6;padding:.5em 2em\">\n");
-    char line[1024];
-    for (const char *w = pipe_next_warning(run->warnings.s, line, sizeof line); w;
-         w = pipe_next_warning(w, line, sizeof line)) {
-      pipe_sb_printf(b, "<li>");
-      pipe_sb_html(b, line);
-      pipe_sb_printf(b, "</li>\n");
-    }
-    pipe_sb_printf(b, "</ul>\n");
-  }
-  pipe_sb_printf(b, "<h2>Stage summaries</h2>\n<pre style=\"white-space:pre-wrap\">");
+  report_warnings(run, b);
+  pipe_sb_printf(b, "<h2>Stage summaries</h2>\n<pre>");
   pipe_sb_html(b, run->text.s);
   pipe_sb_printf(b, "</pre>\n");
-  if (run->aif_png[0]) {
-    pipe_sb_printf(b, "<h2>Arterial input function</h2>\n<div class=\"fig\">");
-    html_image(b, run->aif_png, "AIF plot");
-    pipe_sb_printf(b, "<br>");
+  if (run->aif_svg.s) {
+    pipe_sb_printf(b, "<h2>Arterial input function</h2>\n<div class=\"fig\">%s<br>", run->aif_svg.s);
     pipe_sb_html(b, run->aif_caption);
+    if (run->aif_png[0]) {
+      pipe_sb_printf(b, " Figure: ");
+      html_link(b, run->aif_png, run->aif_png);
+      pipe_sb_printf(b, ".");
+    }
     pipe_sb_printf(b, "</div>\n");
+  }
+  if (run->curves_svg.s) {
+    pipe_sb_printf(b, "<h2>Measured and fitted curves</h2>\n<p>Per model, the voxels at the 10th, 50th and 90th "
+                      "percentile of its headline parameter among the converged voxels: the data fitted (dots) "
+                      "and the model curve of the fitted parameters (line).</p>\n%s",
+                   run->curves_svg.s);
   }
 }
 
+static void report_histogram(pipe_sb *b, const pipe_output *o) {
+  if (!o->has_hist) return;
+  char title[160], xlabel[160];
+  map_title(o, title, sizeof title);
+  snprintf(xlabel, sizeof xlabel, "%s%s%s%s", o->param, o->unit[0] ? " (" : "", o->unit, o->unit[0] ? ")" : "");
+  if (o->categorical) { /* a table of the counts: the legend of the figure says the same */
+    pipe_sb_printf(b, " <table style=\"display:inline-table;vertical-align:top\"><tr><th>category</th>"
+                      "<th>voxels in mask</th></tr>");
+    for (int k = 0; k < category_count(o) && k < PIPE_HIST_BINS; ++k) {
+      if (!o->hist[k]) continue;
+      char hex[8];
+      pipe_rgb_hex(category_rgb(o, k), hex);
+      pipe_sb_printf(b, "<tr><td><span style=\"background:%s\">&nbsp;&nbsp;&nbsp;</span> %d ", hex, k);
+      pipe_sb_html(b, category_name(o, k));
+      pipe_sb_printf(b, "</td><td>%lld</td></tr>", (long long)o->hist[k]);
+    }
+    pipe_sb_printf(b, "</table>");
+    return;
+  }
+  pipe_sb_printf(b, " "); /* beside the map where the page is wide enough */
+  pipe_svg_hist(b, title, xlabel, o->lo, o->hi, o->hist, PIPE_HIST_BINS);
+  pipe_sb_printf(b, "<br>histogram of the finite values in the mask, %.4g .. %.4g", o->lo, o->hi);
+  if (o->n_below || o->n_above)
+    pipe_sb_printf(b, " (%lld below, %lld above)", (long long)o->n_below, (long long)o->n_above);
+}
+
 static void report_maps(pipe_run *run, pipe_sb *b) {
-  pipe_sb_printf(b, "<h2>Maps</h2>\n<p>Each montage shows up to 12 slices (z increasing left to right, top to "
-                    "bottom; y up), grey from the 2nd (dark) to the 98th percentile (white) of the values inside "
-                    "the mask, the bar at the right is the scale; black is NaN (not fitted or failed). "
-                    "Histograms cover the same range.</p>\n<table><tr><th>map</th><th>unit</th><th>window</th>"
+  pipe_sb_printf(b, "<h2>Maps</h2>\n<p>Each figure shows up to 12 slices (z increasing left to right, top to "
+                    "bottom; y up), scaled up with nearest-neighbour; continuous maps in the viridis colour map "
+                    "from the 2nd to the 98th percentile of the values inside the mask (the colour bar gives the "
+                    "numbers and the unit), red where a voxel in the mask is NaN (not fitted or failed), light grey "
+                    "outside the mask; state and best-model maps in categorical colours with their legend. The "
+                    "figure PNGs in figures/ stand alone.</p>\n<table><tr><th>map</th><th>unit</th><th>window</th>"
                     "<th>median</th><th>finite voxels in mask</th></tr>\n");
   for (int i = 0; i < run->n_outputs; ++i) {
     pipe_output *o = &run->outputs[i];
@@ -270,21 +429,13 @@ static void report_maps(pipe_run *run, pipe_sb *b) {
   for (int i = 0; i < run->n_outputs; ++i) {
     pipe_output *o = &run->outputs[i];
     if (!o->is_map || !o->png[0]) continue;
+    char title[160];
+    map_title(o, title, sizeof title);
     pipe_sb_printf(b, "<div class=\"fig\"><b>");
-    pipe_sb_html(b, o->model);
-    pipe_sb_printf(b, "%s", o->model[0] ? " " : "");
-    pipe_sb_html(b, o->param);
-    pipe_sb_printf(b, "</b> (");
-    pipe_sb_html(b, o->unit[0] ? o->unit : "no unit");
-    pipe_sb_printf(b, ")<br>");
-    html_image(b, o->png, o->param);
-    pipe_sb_printf(b, "<br>%.4g (dark) .. %.4g (white) ", o->lo, o->hi);
-    pipe_sb_html(b, o->unit);
-    if (o->hist[0]) {
-      pipe_sb_printf(b, "<br>");
-      html_image(b, o->hist, "histogram");
-      pipe_sb_printf(b, "<br>histogram in the mask, %.4g .. %.4g", o->lo, o->hi);
-    }
+    pipe_sb_html(b, title);
+    pipe_sb_printf(b, "</b><br>");
+    html_image(b, o->png, title);
+    report_histogram(b, o);
     pipe_sb_printf(b, "</div>\n");
   }
   pipe_sb_printf(b, "<h2>Files</h2>\n<ul>\n");
@@ -301,7 +452,10 @@ lumen_status pipe_write_report(pipe_run *run) {
   report_head(run, &b);
   report_maps(run, &b);
   pipe_sb_printf(&b, "</ul>\n</body></html>\n");
-  if (b.oom) { pipe_sb_free(&b); return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory"); }
+  if (b.oom || run->aif_svg.oom || run->curves_svg.oom) {
+    pipe_sb_free(&b);
+    return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory");
+  }
   lumen_status st = pipe_write_text_file(run, "report.html", b.s);
   pipe_sb_free(&b);
   if (st == LUMEN_OK && run->sum) pipe_join(run->sum->report, sizeof run->sum->report, run->out, "report.html");

@@ -102,7 +102,11 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
       memcpy(b1, lumen_image_const_data(bi), sizeof(float) * (size_t)run->nvox);
       double s = 0; int64_t c = 0;
       for (int64_t v = 0; v < run->nvox; ++v) if (run->mask[v] && isfinite(b1[v])) { s += b1[v]; ++c; }
-      if (c && s / (double)c > 10) for (int64_t v = 0; v < run->nvox; ++v) b1[v] *= 0.01f;
+      if (c && s / (double)c > 10) {
+        for (int64_t v = 0; v < run->nvox; ++v) b1[v] *= 0.01f;
+        pipe_warn(run, "unit correction: B1 map '%s' read as percent (mean %.4g inside the mask > 10) and divided by "
+                       "100", cfg->b1, s / (double)c);
+      }
     }
     lumen_image_free(bi);
   }
@@ -213,6 +217,12 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
                    mname, n, (long long)nl, (long long)conv, (long long)atb, bound_text, (long long)failed,
                    res.backend_requested, res.backend_selected, res.backend_used, res.reason, tf, fps);
     pipe_judge_model(run, "T1", nl, atb, failed, bound_text);
+    if (strcmp(res.backend_used, res.backend_selected))
+      pipe_warn(run, "T1: backend selected %s but used %s (%s)", res.backend_selected, res.backend_used, res.reason);
+    pipe_curve_in ci = {method, plan, &res, list, nl, n, data, consts, xs, vfa ? 180 / PI : 1.0,
+                        vfa ? "flip angle (deg)" : method == LUMEN_MODEL_IR ? "inversion time (s)" : "recovery time (s)",
+                        "signal (a.u.)", &o};
+    pipe_curve_figure(run, &ci);
     lumen_log(ctx, LUMEN_LOG_INFO, "T1 %s: backend requested %s, selected %s, used %s (%s)", mname, res.backend_requested,
               res.backend_selected, res.backend_used, res.reason);
     if (run->sum && run->sum->n_models < LUMEN_MODEL_COUNT) {

@@ -321,7 +321,6 @@ lumen_status pipe_write_map(pipe_run *run, const char *name, const float *data, 
   if (run->cfg->report) pipe_map_stats(run, data, o);  /* every map's row in the report table */
   if (figure && run->cfg->report) {
     st = pipe_render_montage(run, data, o);
-    if (st == LUMEN_OK) st = pipe_render_hist(run, data, o);
     if (st == LUMEN_ERR_NOT_BUILT) { lumen_ctx_clear_error(ctx); st = LUMEN_OK; }
   }
   return st;
@@ -335,6 +334,8 @@ void pipe_run_free(pipe_run *run) {
   pipe_sb_free(&run->text);
   pipe_sb_free(&run->aif_json);
   pipe_sb_free(&run->warnings);
+  pipe_sb_free(&run->aif_svg);
+  pipe_sb_free(&run->curves_svg);
 }
 
 void pipe_warn(pipe_run *run, const char *fmt, ...) {
@@ -395,6 +396,9 @@ void pipe_judge_model(pipe_run *run, const char *what, int64_t fitted, int64_t a
     pipe_warn(run, "%s: %lld of %lld voxels rest on a bound of the fit%s: their values are the bound, not an estimate "
                    "(state at_bound); widen --bounds if the tissue allows",
               what, (long long)at_bound, (long long)fitted, bound_text);
+  if (failed > 0 && 2 * failed <= fitted)
+    pipe_warn(run, "%s: %lld of %lld fitted voxels failed (states other than converged and at_bound): NaN in the "
+                   "maps, the state map says why", what, (long long)failed, (long long)fitted);
   if (fitted > 0 && 2 * failed > fitted) {
     char why[512];
     snprintf(why, sizeof why, "%s: %lld of %lld fitted voxels failed (states other than converged and at_bound)", what,

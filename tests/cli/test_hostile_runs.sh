@@ -107,7 +107,9 @@ html_safe() { # no tag or attribute but lumen's own, no event handler, every lin
 import sys
 from html.parser import HTMLParser
 ok = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "code", "a", "ul", "li", "pre", "div",
-      "b", "br", "img", "table", "tr", "th", "td"}
+      "b", "br", "img", "table", "tr", "th", "td", "span",
+      # the inline SVG plots (issue 17): shapes and text only, no script, no foreignObject, no link
+      "svg", "rect", "line", "polyline", "circle", "g", "text"}
 class P(HTMLParser):
     def handle_starttag(self, tag, attrs):
         assert tag in ok, "tag " + tag

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The report of lumen dce (issue 17 items 7-10): inline SVG plots with numbered axes and units
+# (AIF, histograms, measured and fitted curves at the 10th/50th/90th percentile voxels, checked
+# against the maps), figure PNGs in colour that stand alone (viridis with a colour bar, NaN in a
+# colour of its own, categorical state and best-model maps), and the warnings section at the top
+# (unit corrections, voxels at a bound or failed). The browser check is test_report_browser.sh.
+set -u
+bin=${LUMEN_BIN:?LUMEN_BIN not set}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+ins() { python3 "$here/report_inspect.py" "$@"; }
+
+"$bin" dce-demo --out demo -q > /dev/null 2> err.txt || { cat err.txt; echo "FAIL: dce-demo"; exit 1; }
+R=demo/report.html
+# ---- 9. warnings first: before the stage summaries, with the unit correction and the bound
+line_of() { grep -n -m1 -- "$1" $R | cut -d: -f1; }
+check "warnings section before the stage summaries" \
+  "[ -n \"\$(line_of '<h2 id=\"warnings\">Warnings')\" ] && [ \$(line_of '<h2 id=\"warnings\">Warnings') -lt \$(line_of '<h2>Stage summaries') ]"
+check "warning: the T1 map read as ms (a unit correction)" \
+  "grep -q '<li>unit correction: T1 map .*read as milliseconds' $R"
+check "warning: tofts voxels at a bound, with the count" "grep -Eq '<li>tofts: [0-9]+ of 864 voxels rest on a bound' $R"
+check "stage lines wrap (pre-wrap)" "grep -q 'pre{[^}]*white-space:pre-wrap' $R"
+# ---- 7. SVG plots with numbered axes and units
+check "AIF plot: inline SVG with both axis titles and its legend" \
+  "grep -q '<title>AIF (auto:detected-vessels) and mean tissue curve</title>' $R && grep -q '>time from the first frame (min)</text>' $R && grep -q '>concentration (mM)</text>' $R && grep -q '>AIF: plasma Cp</text>' $R"
+check "histograms: inline SVG per figured map, y axis 'voxels'" \
+  "[ \$(grep -o '>voxels</text>' $R | wc -l) -ge 10 ] && grep -q '<title>etofts Ktrans (1/min)</title>' $R"
+check "fitted curves: one plot per model (tofts, etofts)" \
+  "grep -q '<title>tofts: measured (dots) and fitted (line)' $R && grep -q '<title>etofts: measured (dots) and fitted (line)' $R"
+ins curves $R demo sub-demo > out.txt 2>&1; rc=$?
+cat out.txt
+check "fitted curves: the labelled voxels are the p10/p50/p90 voxels of the Ktrans map, values agree" "[ $rc -eq 0 ]"
+# ---- 8./10. figure PNGs: colour, scaled, colour bar, categorical maps
+K=demo/figures/sub-demo_model-etofts_param-Ktrans.png
+read -r w h ct < <(ins png-info $K)
+check "Ktrans figure: RGB (colour type $ct), 2 slices of 32x24 scaled x8 ($w x $h)" "[ \"$ct\" = 2 ] && [ $w -ge 520 ] && [ $h -ge 200 ]"
+check "Ktrans figure: viridis colour bar ends and the outside-mask grey" "ins png-has $K 68,1,84 253,231,37 236,236,236"
+nan0=$(ins png-count $K 228,26,28)
+check "Ktrans figure: the NaN colour only in its legend swatch ($nan0 pixels; no failed voxel in the demo)" \
+  "[ \"$nan0\" -gt 0 ] && [ \"$nan0\" -le 80 ]"  # the swatch: 10 x 8 inside its frame
+check "tofts state figure: converged green and at_bound yellow" \
+  "ins png-has demo/figures/sub-demo_model-tofts_param-state.png 0,158,115 240,228,66"
+check "etofts state figure: no at_bound" "ins png-lacks demo/figures/sub-demo_model-etofts_param-state.png 240,228,66"
+check "best model figure: the etofts category colour, no viridis" \
+  "ins png-has demo/figures/sub-demo_model-best_param-model.png 230,159,0 && ins png-lacks demo/figures/sub-demo_model-best_param-model.png 253,231,37"
+check "AIF figure PNG: RGB" "[ \"\$(ins png-info demo/figures/sub-demo_aif.png | cut -d' ' -f3)\" = 2 ]"
+check "report: categorical legend table for the state map" "grep -q '7 at_bound</td>' $R"
+
+# ---- a voxel that fails: NaN in the mask gets its colour, the warnings say so
+ins nifti-set demo/sub-demo_T1map.nii.gz bad_T1.nii.gz 5,3,0 0 || { echo "FAIL: nifti-set"; exit 1; }
+"$bin" dce --dce demo/sub-demo_dce.nii.gz --t1map bad_T1.nii.gz --mask demo/sub-demo_mask.nii.gz --models etofts \
+  --aif parker -q --out bad 2> err.txt; rc=$?
+check "dce with one T1 = 0 voxel: exit 0" "[ $rc -eq 0 ]" || cat err.txt
+check "warning: the T1 <= 0 voxel, and 1 failed voxel" \
+  "grep -q '<li>T1 map .*1 voxels inside the mask have T1 &lt;= 0' bad/report.html && grep -q '<li>etofts: 1 of 864 fitted voxels failed' bad/report.html"
+nan1=$(ins png-count bad/figures/sub-demo_model-etofts_param-Ktrans.png 228,26,28)
+check "Ktrans figure: the failed voxel in the NaN colour (8x8 pixels more: $nan0 -> $nan1)" "[ \"$nan1\" = \$((nan0 + 64)) ]"
+check "state figure: the invalid_input colour" "ins png-has bad/figures/sub-demo_model-etofts_param-state.png 213,94,0"
+exit $fail

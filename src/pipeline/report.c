@@ -59,15 +59,18 @@ void pipe_map_stats(pipe_run *run, const float *data, pipe_output *o) {
     if (!(o->hi > o->lo)) { o->lo = v[0]; o->hi = v[n - 1]; }
     if (!(o->hi > o->lo)) o->hi = o->lo + 1;
     for (int64_t i = 0; i < n; ++i) {
-      if (o->categorical) {
-        int k = (int)v[i];
-        if (k >= 0 && k < PIPE_HIST_BINS && k == v[i]) ++o->hist[k];
+      if (o->categorical) { /* range checked before the conversion: (int) of a huge float is undefined */
+        if (v[i] >= 0 && v[i] < PIPE_HIST_BINS && v[i] == floor(v[i])) ++o->hist[(int)v[i]];
         continue;
       }
-      int k = (int)floor((v[i] - o->lo) / (o->hi - o->lo) * PIPE_HIST_BINS);
-      if (v[i] < o->lo) ++o->n_below;
-      else if (v[i] > o->hi) ++o->n_above;
-      else ++o->hist[k < PIPE_HIST_BINS ? k : PIPE_HIST_BINS - 1];
+      if (v[i] < o->lo) {
+        ++o->n_below;
+      } else if (v[i] > o->hi) {
+        ++o->n_above;
+      } else {
+        int k = (int)floor((v[i] - o->lo) / (o->hi - o->lo) * PIPE_HIST_BINS);
+        ++o->hist[k < PIPE_HIST_BINS ? k : PIPE_HIST_BINS - 1];
+      }
     }
     o->has_hist = 1;
   }
@@ -96,6 +99,8 @@ typedef struct montage {
 
 enum { TILE_LABEL = 12, TILE_GAP = 8, BAR_W = 18 };
 
+#define PIPE_FIGURE_MAX_SIDE 8192
+
 static void montage_layout(const pipe_run *run, montage *m) {
   int64_t big = run->nx > run->ny ? run->nx : run->ny;
   m->ns = run->nz < 12 ? (int)run->nz : 12;
@@ -103,8 +108,9 @@ static void montage_layout(const pipe_run *run, montage *m) {
   if (m->sc > 8) m->sc = 8;
   m->cols = (int)ceil(sqrt((double)m->ns));
   m->rows = (m->ns + m->cols - 1) / m->cols;
-  m->tw = (int)run->nx * m->sc;
-  m->th = (int)run->ny * m->sc;
+  int64_t tw = run->nx * m->sc, th = run->ny * m->sc; /* checked against PIPE_FIGURE_MAX_SIDE by the caller */
+  m->tw = tw > PIPE_FIGURE_MAX_SIDE ? PIPE_FIGURE_MAX_SIDE + 1 : (int)tw;
+  m->th = th > PIPE_FIGURE_MAX_SIDE ? PIPE_FIGURE_MAX_SIDE + 1 : (int)th;
   m->left = 10;
   m->top = 46;
   m->cell_w = m->tw + TILE_GAP;
@@ -114,7 +120,7 @@ static void montage_layout(const pipe_run *run, montage *m) {
 static pipe_rgb voxel_rgb(const pipe_run *run, const pipe_output *o, int64_t i, float v) {
   if (!run->mask[i]) return PIPE_OUTSIDE_RGB;
   if (!isfinite(v)) return PIPE_NAN_RGB;
-  if (o->categorical) return category_rgb(o, (int)v);
+  if (o->categorical) return v >= 0 && v < PIPE_HIST_BINS ? category_rgb(o, (int)v) : PIPE_NAN_RGB;
   return pipe_viridis((v - o->lo) / (o->hi - o->lo));
 }
 
@@ -199,6 +205,13 @@ lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *
   pipe_map_stats(run, data, o);
   montage m;
   montage_layout(run, &m);
+  if ((int64_t)m.cols * m.cell_w > PIPE_FIGURE_MAX_SIDE || (int64_t)m.rows * m.cell_h > PIPE_FIGURE_MAX_SIDE) {
+    static const char why[] = "slices too large for a figure";
+    if (!run->warnings.s || !strstr(run->warnings.s, why))
+      pipe_warn(run, "map figures skipped: %s (%lld x %lld voxels per slice)", why, (long long)run->nx,
+                (long long)run->ny);
+    return LUMEN_OK;
+  }
   char title[160], sub[400];
   map_title(o, title, sizeof title);
   snprintf(sub, sizeof sub, "%s: %d of %lld slices (z), y up; voxels scaled x%d", run->prefix, m.ns,
@@ -272,7 +285,7 @@ lumen_status pipe_render_plot_png(pipe_run *run, const char *name, const pipe_pl
     const pipe_series *se = &p->series[s];
     for (int i = 0; i < se->n; ++i) {
       double x = plot_x(r, se->x[i]), y = plot_y(r, se->y[i]);
-      if (se->style == PIPE_MARKERS && isfinite(se->y[i])) pipe_canvas_fill(&c, (int)x - 2, (int)y - 2, 4, 4, se->colour);
+      if (se->style == PIPE_MARKERS && fabs(x) < 1e6 && fabs(y) < 1e6) pipe_canvas_fill(&c, (int)x - 2, (int)y - 2, 4, 4, se->colour);
       if (se->style != PIPE_MARKERS && i > 0 && isfinite(se->y[i - 1]) && isfinite(se->y[i]) &&
           (se->style == PIPE_LINE || i % 2))
         pipe_canvas_line(&c, plot_x(r, se->x[i - 1]), plot_y(r, se->y[i - 1]), x, y, se->colour, 2);

@@ -25,8 +25,11 @@ help:
 setup:
 	@bash scripts/setup.sh
 
+# test builds compile the fault-injection hooks (LUMEN_TEST_HOOKS); every other build leaves them out
+TEST_HOOKS ?= OFF
+
 configure:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DLUMEN_TEST_HOOKS=$(TEST_HOOKS) $(CMAKE_ARGS)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -34,23 +37,24 @@ build: configure
 test-only:
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-hostile: build
+hostile:
+	$(MAKE) --no-print-directory build TEST_HOOKS=ON
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L hostile
 
 test:
 	@bash scripts/setup.sh
-	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory build TEST_HOOKS=ON
 	$(MAKE) --no-print-directory test-only
 
 sanitize:
 	@bash scripts/setup.sh
-	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_SANITIZE=ON $(CMAKE_ARGS)
+	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_SANITIZE=ON -DLUMEN_TEST_HOOKS=ON $(CMAKE_ARGS)
 	cmake --build $(SAN_BUILD) -j $(JOBS)
 	ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
 
 fuzz:
 	@bash scripts/setup.sh
-	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory build TEST_HOOKS=ON
 	bash fuzz/run.sh $(BUILD) $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 demo:

@@ -168,6 +168,7 @@ else
   row cuda SKIP "$([ "$CUDA_MODE" = off ] && echo "--cuda off" || echo "no nvcc: CPU tiers only")"
 fi
 if [ $RUN_TESTS -eq 1 ]; then CMAKE_ARGS+=(-DLUMEN_TESTS=ON); else CMAKE_ARGS+=(-DLUMEN_TESTS=OFF); fi
+CMAKE_ARGS+=(-DLUMEN_TEST_HOOKS=OFF) # an installed lumen has no fault-injection hooks
 
 # ---------------------------------------------------------------------------- build, install
 say "configuring in $BUILD_DIR (log: $LOG_DIR/configure.log)"

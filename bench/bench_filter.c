@@ -8,14 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "lumen/lumen.h"
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "core/internal.h"  /* lumen_now_seconds */
 
 typedef lumen_status (*run_fn)(lumen_ctx *, const lumen_image *, const char *, lumen_image **);
 
@@ -108,9 +102,9 @@ static void bench(lumen_ctx *ctx, const char *name, run_fn fn, const lumen_image
   lumen_image *out = NULL;
   if (g_only && !strstr(name, g_only)) return;
   for (int r = 0; r < reps; r++) {
-    double t = now();
+    double t = lumen_now_seconds();
     lumen_status s = fn(ctx, in, g_device, &out);
-    t = now() - t;
+    t = lumen_now_seconds() - t;
     if (s != LUMEN_OK) {
       printf("%-22s failed: %s\n", name, lumen_ctx_last_error(ctx));
       return;

@@ -35,6 +35,7 @@
 #include "lumen/fit.h"
 #include "models/models_f64.h"
 #include "lumen_build_config.h"
+#include "core/internal.h"  /* lumen_now_seconds */
 
 #define MAX_LIST 16
 #define FRAME_S 5.0
@@ -382,12 +383,6 @@ typedef struct measure {
   char why[160];
 } measure;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* CPU time of the process (every thread): on a machine shared with other work, curves per CPU
    second shows what the fitting costs, independently of how much of the machine it got. */
 static double cpu_s(void) {
@@ -408,9 +403,7 @@ static double median_inplace(double *v, int64_t n) {
 }
 
 static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int64_t curves, double budget) {
-  measure me;
-  memset(&me, 0, sizeof me);
-  me.curves = curves;
+  measure me = {.curves = curves};
   lumen_fit_options o;
   lumen_fit_options_init(&o);
   o.model = d->model;
@@ -452,10 +445,7 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   if (chunk < 1000) chunk = 1000;
   if (!strncmp(tier, "cuda", 4)) {
     chunk = curves;
-    lumen_fit_results warm;
-    memset(&warm, 0, sizeof warm);
-    warm.params = params;
-    warm.state = state;
+    lumen_fit_results warm = {.params = params, .state = state};
     s = lumen_fit_execute(ctx, plan, curves < 1024 ? curves : 1024, d->data, d->consts, &warm);
     if (s != LUMEN_OK) snprintf(me.why, sizeof me.why, "warm-up: %s", lumen_ctx_last_error(ctx));
   }
@@ -463,14 +453,11 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   double secs = 0, cpu_secs = 0;
   while (done < curves && s == LUMEN_OK && (done == 0 || secs < budget)) {
     int64_t nc = curves - done < chunk ? curves - done : chunk;
-    lumen_fit_results res;
-    memset(&res, 0, sizeof res);
-    res.params = params + done * np;
-    res.state = state + done;
-    double t0 = now_s(), u0 = cpu_s();
+    lumen_fit_results res = {.params = params + done * np, .state = state + done};
+    double t0 = lumen_now_seconds(), u0 = cpu_s();
     s = lumen_fit_execute(ctx, plan, nc, d->data + done * d->n, d->consts ? d->consts + done * LUMEN_FIT_NCONSTS : NULL,
                           &res);
-    secs += now_s() - t0;
+    secs += lumen_now_seconds() - t0;
     cpu_secs += cpu_s() - u0;
     me.kernel_s += res.kernel_seconds;
     if (s == LUMEN_OK) snprintf(me.used, sizeof me.used, "%s", res.backend_used);

@@ -7,14 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "lumen/precision.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "core/internal.h"  /* lumen_now_seconds */
 
 static volatile uint32_t sink;
 
@@ -38,39 +32,39 @@ int main(int argc, char **argv) {
   }
   printf("lumen conversion path: %s, %zu elements x %d\n", lumen_convert_path_name(), n, reps);
 
-  double t = now_s();
+  double t = lumen_now_seconds();
   for (int r = 0; r < reps; ++r) for (size_t i = 0; i < n; ++i) h[i] = lumen_float_to_half(f[i]);
-  report("f32 -> f16", "scalar", now_s() - t, n, reps);
+  report("f32 -> f16", "scalar", lumen_now_seconds() - t, n, reps);
   sink = h[n / 2];
-  t = now_s();
+  t = lumen_now_seconds();
   for (int r = 0; r < reps; ++r) lumen_convert_f32_to_f16(f, h, (int64_t)n);
-  report("f32 -> f16", "array", now_s() - t, n, reps);
+  report("f32 -> f16", "array", lumen_now_seconds() - t, n, reps);
 
-  t = now_s();
+  t = lumen_now_seconds();
   for (int r = 0; r < reps; ++r) for (size_t i = 0; i < n; ++i) g[i] = lumen_half_to_float(h[i]);
-  report("f16 -> f32", "scalar", now_s() - t, n, reps);
-  t = now_s();
+  report("f16 -> f32", "scalar", lumen_now_seconds() - t, n, reps);
+  t = lumen_now_seconds();
   for (int r = 0; r < reps; ++r) lumen_convert_f16_to_f32(h, g, (int64_t)n);
-  report("f16 -> f32", "array", now_s() - t, n, reps);
+  report("f16 -> f32", "array", lumen_now_seconds() - t, n, reps);
 
-  t = now_s();
+  t = lumen_now_seconds();
   for (int r = 0; r < reps; ++r) {
     for (size_t i = 0; i < n; ++i) h[i] = lumen_float_to_bfloat16(f[i]);
   }
-  report("f32 -> bf16", "scalar", now_s() - t, n, reps);
+  report("f32 -> bf16", "scalar", lumen_now_seconds() - t, n, reps);
   sink = h[n / 3];
-  t = now_s();
+  t = lumen_now_seconds();
   for (int r = 0; r < reps; ++r) lumen_convert_f32_to_bf16(f, h, (int64_t)n);
-  report("f32 -> bf16", "array", now_s() - t, n, reps);
+  report("f32 -> bf16", "array", lumen_now_seconds() - t, n, reps);
 
-  t = now_s();
+  t = lumen_now_seconds();
   for (int r = 0; r < reps; ++r) {
     for (size_t i = 0; i < n; ++i) g[i] = lumen_bfloat16_to_float(h[i]);
   }
-  report("bf16 -> f32", "scalar", now_s() - t, n, reps);
-  t = now_s();
+  report("bf16 -> f32", "scalar", lumen_now_seconds() - t, n, reps);
+  t = lumen_now_seconds();
   for (int r = 0; r < reps; ++r) lumen_convert_bf16_to_f32(h, g, (int64_t)n);
-  report("bf16 -> f32", "array", now_s() - t, n, reps);
+  report("bf16 -> f32", "array", lumen_now_seconds() - t, n, reps);
 
   uint32_t last;
   memcpy(&last, g + n / 4, sizeof last);

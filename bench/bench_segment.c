@@ -4,14 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include "lumen/lumen.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "core/internal.h"  /* lumen_now_seconds */
 
 int main(int argc, char **argv) {
   int reps = argc > 1 ? atoi(argv[1]) : 3;
@@ -45,9 +39,9 @@ int main(int argc, char **argv) {
     lumen_status s = LUMEN_OK;
     for (int r = 0; r < reps && s == LUMEN_OK; r++) {
       lumen_image *mask = NULL;
-      double t0 = now();
+      double t0 = lumen_now_seconds();
       s = lumen_segment_febds(ctx, img, &o, &mask, NULL);
-      double t = now() - t0;
+      double t = lumen_now_seconds() - t0;
       if (t < best) best = t;
       lumen_image_free(mask);
     }

@@ -291,13 +291,9 @@ void mexFunction(int nlhs, mxArray *plhs[], int nrhs, const mxArray *prhs[]) {
     ro.weights = col(&w, j0);
     lumen_status st = lumen_fit_plan_create(g_ctx, &ro, (int)n, x, cp, &g_plan);
     if (st != LUMEN_OK) fail_lumen(st);
-    lumen_fit_results r;
-    memset(&r, 0, sizeof r);
-    r.params = mxMalloc(((j1 - j0) * (size_t)npub + 1) * sizeof(double));
-    r.state = S + j0;
-    r.chi2 = C + j0;
-    r.iterations = I + j0;
-    r.derived = derived ? derived + j0 * (size_t)nd : NULL;
+    lumen_fit_results r = {
+        .params = mxMalloc(((j1 - j0) * (size_t)npub + 1) * sizeof(double)), .state = S + j0, .chi2 = C + j0,
+        .iterations = I + j0, .derived = derived ? derived + j0 * (size_t)nd : NULL};
     if (single)
       st = lumen_fit_execute(g_ctx, g_plan, (int64_t)(j1 - j0), (const float *)mxGetData(data) + j0 * n, NULL, &r);
     else

@@ -6,6 +6,7 @@
    Cp = Cb / (1 - Hct). */
 #ifndef LUMEN_AIF_H
 #define LUMEN_AIF_H
+#include "lumen/export.h"
 
 #include <stdint.h>
 #include "lumen/status.h"
@@ -45,16 +46,16 @@ typedef struct lumen_aif_options {
 } lumen_aif_options;
 
 /* "parker", "georgiou", "weinmann", "fritz-hansen"; "unknown" otherwise. */
-const char *lumen_aif_name(lumen_aif_kind kind);
-lumen_status lumen_aif_parse(const char *name, lumen_aif_kind *out);
+LUMEN_API const char *lumen_aif_name(lumen_aif_kind kind);
+LUMEN_API lumen_status lumen_aif_parse(const char *name, lumen_aif_kind *out);
 /* 1 when the published model gives plasma concentration, 0 for whole blood, -1 if unknown. */
-int lumen_aif_is_plasma(lumen_aif_kind kind);
-void lumen_aif_options_init(lumen_aif_options *opts);
+LUMEN_API int lumen_aif_is_plasma(lumen_aif_kind kind);
+LUMEN_API void lumen_aif_options_init(lumen_aif_options *opts);
 
 /* Evaluates a population AIF at n times t (minutes, any order, finite) into out (n values, mM):
    plasma or whole blood as opts->plasma asks, converting with opts->hct where the model's own
    quantity differs. n may be 0. */
-lumen_status lumen_aif_population(lumen_ctx *ctx, const lumen_aif_options *opts, int64_t n,
+LUMEN_API lumen_status lumen_aif_population(lumen_ctx *ctx, const lumen_aif_options *opts, int64_t n,
                                   const double *t, double *out);
 
 /* ---------------------------------------------------------------- SPGR signal conversion */
@@ -69,7 +70,7 @@ typedef enum lumen_conc_state {
 } lumen_conc_state;
 
 /* "ok", "out_of_range", "not_finite", "bad_baseline"; "unknown" otherwise. */
-const char *lumen_conc_state_name(lumen_conc_state state);
+LUMEN_API const char *lumen_conc_state_name(lumen_conc_state state);
 
 typedef struct lumen_spgr_options {
   double flip_angle;     /* nominal flip angle, radians, in (0, pi) */
@@ -81,7 +82,7 @@ typedef struct lumen_spgr_options {
   double invalid_value;  /* value written for flagged samples, default 0 (never NaN) */
 } lumen_spgr_options;
 
-void lumen_spgr_options_init(lumen_spgr_options *opts);
+LUMEN_API void lumen_spgr_options_init(lumen_spgr_options *opts);
 
 /* SPGR signal -> R1 (1/s) with the pre-contrast T1 t10 (s) and the baseline mean S0:
    M0 sin a = S0 (1 - cos a E10)/(1 - E10), x = S/(M0 sin a), E1 = (1 - x)/(1 - x cos a),
@@ -89,18 +90,18 @@ void lumen_spgr_options_init(lumen_spgr_options *opts);
    opts->invalid_value; *n_invalid (may be NULL) counts them. A bad baseline or t10 flags every
    sample (LUMEN_CONC_BAD_BASELINE) and still returns LUMEN_OK: it is a property of the voxel.
    Errors: NULL pointers, n < 1, options out of range, baseline range outside [0, n). */
-lumen_status lumen_spgr_signal_to_r1(lumen_ctx *ctx, const lumen_spgr_options *opts, double t10,
+LUMEN_API lumen_status lumen_spgr_signal_to_r1(lumen_ctx *ctx, const lumen_spgr_options *opts, double t10,
                                      int64_t n, const double *signal, double *r1_out,
                                      uint8_t *state, int64_t *n_invalid);
 /* The same, then C = (R1 - 1/t10)/r1 (mM). */
-lumen_status lumen_spgr_signal_to_conc(lumen_ctx *ctx, const lumen_spgr_options *opts, double t10,
+LUMEN_API lumen_status lumen_spgr_signal_to_conc(lumen_ctx *ctx, const lumen_spgr_options *opts, double t10,
                                        int64_t n, const double *signal, double *conc_out,
                                        uint8_t *state, int64_t *n_invalid);
 /* Fast exchange: R1 = R10 + r1 C for n samples (r10 in 1/s, r1 in 1/(mM s)). out may be conc. */
-lumen_status lumen_conc_to_r1(lumen_ctx *ctx, double r10, double r1, int64_t n, const double *conc,
+LUMEN_API lumen_status lumen_conc_to_r1(lumen_ctx *ctx, double r10, double r1, int64_t n, const double *conc,
                               double *r1_out);
 /* Forward SPGR: S = M0 sin a (1 - E1)/(1 - cos a E1), E1 = exp(-TR R1), a = b1 * flip_angle. */
-lumen_status lumen_spgr_r1_to_signal(lumen_ctx *ctx, const lumen_spgr_options *opts, double m0,
+LUMEN_API lumen_status lumen_spgr_r1_to_signal(lumen_ctx *ctx, const lumen_spgr_options *opts, double m0,
                                      int64_t n, const double *r1, double *signal_out);
 
 #ifdef __cplusplus

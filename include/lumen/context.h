@@ -1,6 +1,7 @@
 /* lumen: the context carries error messages, callbacks and defaults for a caller. */
 #ifndef LUMEN_CONTEXT_H
 #define LUMEN_CONTEXT_H
+#include "lumen/export.h"
 
 #include <stddef.h>
 #include "lumen/status.h"
@@ -28,36 +29,36 @@ typedef int (*lumen_progress_fn)(void *user, double fraction, const char *stage)
 
 /* Creates a context with: no callbacks, log level WARNING, threads 0 (= all cores),
    default device "cpu", default precision FULL. */
-lumen_status lumen_ctx_create(lumen_ctx **out);
-void lumen_ctx_destroy(lumen_ctx *ctx);   /* NULL is allowed */
+LUMEN_API lumen_status lumen_ctx_create(lumen_ctx **out);
+LUMEN_API void lumen_ctx_destroy(lumen_ctx *ctx);   /* NULL is allowed */
 
 /* The message of the last failed call made with this context ("" if none). The pointer is
    valid on the calling thread until its next call of this function. Thread-safe. */
-const char *lumen_ctx_last_error(const lumen_ctx *ctx);
+LUMEN_API const char *lumen_ctx_last_error(const lumen_ctx *ctx);
 /* Status of the last failed call (LUMEN_OK if none or cleared). */
-lumen_status lumen_ctx_last_status(const lumen_ctx *ctx);
-void lumen_ctx_clear_error(lumen_ctx *ctx);
+LUMEN_API lumen_status lumen_ctx_last_status(const lumen_ctx *ctx);
+LUMEN_API void lumen_ctx_clear_error(lumen_ctx *ctx);
 
-lumen_status lumen_ctx_set_log(lumen_ctx *ctx, lumen_log_fn fn, void *user, lumen_log_level level);
-lumen_status lumen_ctx_set_progress(lumen_ctx *ctx, lumen_progress_fn fn, void *user);
+LUMEN_API lumen_status lumen_ctx_set_log(lumen_ctx *ctx, lumen_log_fn fn, void *user, lumen_log_level level);
+LUMEN_API lumen_status lumen_ctx_set_progress(lumen_ctx *ctx, lumen_progress_fn fn, void *user);
 
 /* Threads for CPU work: 0 means all cores; negative is an error. */
-lumen_status lumen_ctx_set_threads(lumen_ctx *ctx, int threads);
+LUMEN_API lumen_status lumen_ctx_set_threads(lumen_ctx *ctx, int threads);
 /* The number of threads CPU work will use (resolves 0 to the core count). */
-int lumen_ctx_threads(const lumen_ctx *ctx);
+LUMEN_API int lumen_ctx_threads(const lumen_ctx *ctx);
 
 /* Default device for operations given no device and no input image on a device:
    "cpu", "cuda" (= cuda:0) or "cuda:N". The device need not exist now: it is resolved when used. */
-lumen_status lumen_ctx_set_default_device(lumen_ctx *ctx, const char *device);
+LUMEN_API lumen_status lumen_ctx_set_default_device(lumen_ctx *ctx, const char *device);
 /* Writes the default device's name into buf. */
-lumen_status lumen_ctx_default_device(const lumen_ctx *ctx, char *buf, size_t size);
+LUMEN_API lumen_status lumen_ctx_default_device(const lumen_ctx *ctx, char *buf, size_t size);
 
-lumen_status lumen_ctx_set_default_precision(lumen_ctx *ctx, lumen_precision precision);
-lumen_precision lumen_ctx_default_precision(const lumen_ctx *ctx);
+LUMEN_API lumen_status lumen_ctx_set_default_precision(lumen_ctx *ctx, lumen_precision precision);
+LUMEN_API lumen_precision lumen_ctx_default_precision(const lumen_ctx *ctx);
 
 /* Library version ("0.1.0") and a one-line description of what this build contains. */
-const char *lumen_version(void);
-const char *lumen_build_info(void);
+LUMEN_API const char *lumen_version(void);
+LUMEN_API const char *lumen_build_info(void);
 
 #ifdef __cplusplus
 }

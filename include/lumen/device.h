@@ -1,6 +1,7 @@
 /* lumen: devices ("cpu", "cuda:N"), their properties, and device contexts. */
 #ifndef LUMEN_DEVICE_H
 #define LUMEN_DEVICE_H
+#include "lumen/export.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -33,28 +34,28 @@ typedef struct lumen_device_info {
 } lumen_device_info;
 
 /* The CPU device. */
-lumen_device lumen_device_cpu(void);
+LUMEN_API lumen_device lumen_device_cpu(void);
 /* Parses "cpu", "cuda" (= cuda:0) or "cuda:N" (N >= 0). Does not check that it exists. */
-lumen_status lumen_device_parse(lumen_ctx *ctx, const char *text, lumen_device *out);
+LUMEN_API lumen_status lumen_device_parse(lumen_ctx *ctx, const char *text, lumen_device *out);
 /* Writes "cpu" or "cuda:N" into buf (at least 16 bytes is always enough). */
-lumen_status lumen_device_format(lumen_device device, char *buf, size_t size);
-int lumen_device_equal(lumen_device a, lumen_device b);
+LUMEN_API lumen_status lumen_device_format(lumen_device device, char *buf, size_t size);
+LUMEN_API int lumen_device_equal(lumen_device a, lumen_device b);
 
 /* Whether this build contains CUDA code (1) or not (0). */
-int lumen_cuda_built(void);
+LUMEN_API int lumen_cuda_built(void);
 /* Probes CUDA at run time. LUMEN_OK and the device count when at least one device is usable;
    otherwise LUMEN_ERR_NOT_BUILT or LUMEN_ERR_NO_DEVICE with the reason (no driver, driver too
    old, no device, ...) in the context's last error and in reason (when reason is not NULL).
    Never fails on a machine without a GPU or driver beyond returning that status. */
-lumen_status lumen_cuda_probe(lumen_ctx *ctx, int *device_count, char *reason, size_t reason_size);
+LUMEN_API lumen_status lumen_cuda_probe(lumen_ctx *ctx, int *device_count, char *reason, size_t reason_size);
 /* CUDA driver and runtime versions as 1000*major + 10*minor (0 when unknown). */
-lumen_status lumen_cuda_versions(lumen_ctx *ctx, int *driver_version, int *runtime_version);
+LUMEN_API lumen_status lumen_cuda_versions(lumen_ctx *ctx, int *driver_version, int *runtime_version);
 
 /* Lists the CPU and every usable CUDA device into infos (up to capacity entries).
    *count receives the number of devices that exist, which may exceed capacity. */
-lumen_status lumen_devices_list(lumen_ctx *ctx, lumen_device_info *infos, int capacity, int *count);
+LUMEN_API lumen_status lumen_devices_list(lumen_ctx *ctx, lumen_device_info *infos, int capacity, int *count);
 /* Properties of one device, memory figures current. */
-lumen_status lumen_device_get_info(lumen_ctx *ctx, lumen_device device, lumen_device_info *out);
+LUMEN_API lumen_status lumen_device_get_info(lumen_ctx *ctx, lumen_device device, lumen_device_info *out);
 
 /* ----- device contexts: scope work to a device and release its cached memory at the end */
 typedef struct lumen_device_ctx lumen_device_ctx;
@@ -69,18 +70,18 @@ typedef struct lumen_memory_stats {
 /* Opens a context on device ("cpu", "cuda:N"). If that device cannot be used and fallback is
    not NULL, the fallback device is used instead and a warning with the reason is logged;
    lumen_device_ctx_fell_back() tells whether that happened. */
-lumen_status lumen_device_ctx_open(lumen_ctx *ctx, const char *device, const char *fallback,
+LUMEN_API lumen_status lumen_device_ctx_open(lumen_ctx *ctx, const char *device, const char *fallback,
                                    lumen_device_ctx **out);
-lumen_device lumen_device_ctx_device(const lumen_device_ctx *dctx);
-int lumen_device_ctx_fell_back(const lumen_device_ctx *dctx);
-lumen_status lumen_device_ctx_memory(lumen_device_ctx *dctx, lumen_memory_stats *out);
+LUMEN_API lumen_device lumen_device_ctx_device(const lumen_device_ctx *dctx);
+LUMEN_API int lumen_device_ctx_fell_back(const lumen_device_ctx *dctx);
+LUMEN_API lumen_status lumen_device_ctx_memory(lumen_device_ctx *dctx, lumen_memory_stats *out);
 /* Returns cached device memory (CUDA's stream-ordered pool) to the driver. */
-lumen_status lumen_device_ctx_release_cache(lumen_device_ctx *dctx);
+LUMEN_API lumen_status lumen_device_ctx_release_cache(lumen_device_ctx *dctx);
 /* Releases cached memory and frees the context. NULL is allowed. */
-void lumen_device_ctx_close(lumen_device_ctx *dctx);
+LUMEN_API void lumen_device_ctx_close(lumen_device_ctx *dctx);
 
 /* Memory statistics of any device without opening a context. */
-lumen_status lumen_device_memory(lumen_ctx *ctx, lumen_device device, lumen_memory_stats *out);
+LUMEN_API lumen_status lumen_device_memory(lumen_ctx *ctx, lumen_device device, lumen_memory_stats *out);
 
 #ifdef __cplusplus
 }

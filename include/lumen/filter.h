@@ -30,6 +30,7 @@
  */
 #ifndef LUMEN_FILTER_H
 #define LUMEN_FILTER_H
+#include "lumen/export.h"
 
 #include <stdint.h>
 #include "lumen/context.h"
@@ -82,16 +83,16 @@ typedef struct lumen_filter_exec {
   lumen_filter_report *report;  /* optional out: where the op ran, fallback and reason */
 } lumen_filter_exec;
 
-void lumen_filter_exec_init(lumen_filter_exec *exec);
+LUMEN_API void lumen_filter_exec_init(lumen_filter_exec *exec);
 
 /* Names of boundary modes ("reflect", "nearest", "constant", "wrap", "mirror") and parsing. */
-const char *lumen_boundary_name(lumen_boundary mode);
-lumen_status lumen_boundary_parse(const char *name, lumen_boundary *out);
+LUMEN_API const char *lumen_boundary_name(lumen_boundary mode);
+LUMEN_API lumen_status lumen_boundary_parse(const char *name, lumen_boundary *out);
 
 /* The ops lumen_filter dispatches, by name, and whether a CUDA kernel is registered for one. */
-int lumen_filter_op_count(void);
-const char *lumen_filter_op_name(int index);   /* NULL when out of range */
-int lumen_filter_op_has_cuda(const char *op);  /* 1 or 0 */
+LUMEN_API int lumen_filter_op_count(void);
+LUMEN_API const char *lumen_filter_op_name(int index);   /* NULL when out of range */
+LUMEN_API int lumen_filter_op_has_cuda(const char *op);  /* 1 or 0 */
 
 /* ------------------------------------------------------------------ Gaussian family */
 
@@ -105,18 +106,18 @@ typedef struct lumen_gaussian_opts {
   double cval;             /* value outside the image for CONSTANT; default 0 */
   int spatial_dims;        /* 0 (default) = min(ndim, 3); 1, 2 or 3: the rest is a batch */
 } lumen_gaussian_opts;
-void lumen_gaussian_opts_init(lumen_gaussian_opts *opts);
+LUMEN_API void lumen_gaussian_opts_init(lumen_gaussian_opts *opts);
 
 /* scipy.ndimage.gaussian_filter (separable, float32 accumulation). */
-lumen_status lumen_filter_gaussian(lumen_ctx *ctx, const lumen_image *in, const lumen_gaussian_opts *opts,
+LUMEN_API lumen_status lumen_filter_gaussian(lumen_ctx *ctx, const lumen_image *in, const lumen_gaussian_opts *opts,
                                    lumen_image **out);
 /* A 3-D/4-D image as a batch of 2-D images (axes 0, 1 filtered; the others are the batch):
    the same as lumen_filter_gaussian with spatial_dims = 2. Result per slice == 2-D op. */
-lumen_status lumen_filter_gaussian_batch(lumen_ctx *ctx, const lumen_image *batch, const lumen_gaussian_opts *opts,
+LUMEN_API lumen_status lumen_filter_gaussian_batch(lumen_ctx *ctx, const lumen_image *batch, const lumen_gaussian_opts *opts,
                                          lumen_image **out);
 /* n separate images of one shape and dtype; out[i] receives the filtered in[i]. All or nothing:
    on failure every out[i] is NULL. Mismatched shapes are LUMEN_ERR_INVALID_ARGUMENT. */
-lumen_status lumen_filter_gaussian_many(lumen_ctx *ctx, int64_t n, const lumen_image *const *in,
+LUMEN_API lumen_status lumen_filter_gaussian_many(lumen_ctx *ctx, int64_t n, const lumen_image *const *in,
                                         const lumen_gaussian_opts *opts, lumen_image **out);
 
 typedef struct lumen_dog_opts {
@@ -129,9 +130,9 @@ typedef struct lumen_dog_opts {
   double cval;             /* 0 */
   int spatial_dims;        /* 0 */
 } lumen_dog_opts;
-void lumen_dog_opts_init(lumen_dog_opts *opts);
+LUMEN_API void lumen_dog_opts_init(lumen_dog_opts *opts);
 /* G_low(I) - G_high(I), as skimage.filters.difference_of_gaussians. */
-lumen_status lumen_filter_dog(lumen_ctx *ctx, const lumen_image *in, const lumen_dog_opts *opts, lumen_image **out);
+LUMEN_API lumen_status lumen_filter_dog(lumen_ctx *ctx, const lumen_image *in, const lumen_dog_opts *opts, lumen_image **out);
 
 typedef struct lumen_laplace_opts {
   lumen_filter_exec exec;
@@ -145,9 +146,9 @@ typedef struct lumen_laplace_opts {
                               of-Gaussian passes). 1: the reference framework's form: Gaussian
                               (mode), then the 4/6-neighbour discrete Laplacian with MIRROR borders */
 } lumen_laplace_opts;
-void lumen_laplace_opts_init(lumen_laplace_opts *opts);
+LUMEN_API void lumen_laplace_opts_init(lumen_laplace_opts *opts);
 /* Laplacian of Gaussian. */
-lumen_status lumen_filter_gaussian_laplace(lumen_ctx *ctx, const lumen_image *in, const lumen_laplace_opts *opts,
+LUMEN_API lumen_status lumen_filter_gaussian_laplace(lumen_ctx *ctx, const lumen_image *in, const lumen_laplace_opts *opts,
                                            lumen_image **out);
 
 /* ------------------------------------------------------------------ rank, point and linear ops */
@@ -159,8 +160,8 @@ typedef struct lumen_median_opts {
   double cval;             /* 0 */
   int spatial_dims;        /* 0 */
 } lumen_median_opts;
-void lumen_median_opts_init(lumen_median_opts *opts);
-lumen_status lumen_filter_median(lumen_ctx *ctx, const lumen_image *in, const lumen_median_opts *opts,
+LUMEN_API void lumen_median_opts_init(lumen_median_opts *opts);
+LUMEN_API lumen_status lumen_filter_median(lumen_ctx *ctx, const lumen_image *in, const lumen_median_opts *opts,
                                  lumen_image **out);
 
 typedef struct lumen_gamma_opts {
@@ -168,17 +169,17 @@ typedef struct lumen_gamma_opts {
   double gamma;            /* default 1.0 (FEBDS uses 1.25); > 0 */
   double max_value;        /* default 4095 (12-bit data): out = max * clamp(x / max, 0, inf)^gamma */
 } lumen_gamma_opts;
-void lumen_gamma_opts_init(lumen_gamma_opts *opts);
-lumen_status lumen_filter_gamma(lumen_ctx *ctx, const lumen_image *in, const lumen_gamma_opts *opts,
+LUMEN_API void lumen_gamma_opts_init(lumen_gamma_opts *opts);
+LUMEN_API lumen_status lumen_filter_gamma(lumen_ctx *ctx, const lumen_image *in, const lumen_gamma_opts *opts,
                                 lumen_image **out);
 
 typedef struct lumen_abs_opts {
   lumen_filter_exec exec;
 } lumen_abs_opts;
-void lumen_abs_opts_init(lumen_abs_opts *opts);
+LUMEN_API void lumen_abs_opts_init(lumen_abs_opts *opts);
 /* Absolute value |x| (float output in the storage precision; NaN stays NaN). FEBDS takes it of
    the enhanced image before the median, on the algorithm's device. */
-lumen_status lumen_filter_abs(lumen_ctx *ctx, const lumen_image *in, const lumen_abs_opts *opts, lumen_image **out);
+LUMEN_API lumen_status lumen_filter_abs(lumen_ctx *ctx, const lumen_image *in, const lumen_abs_opts *opts, lumen_image **out);
 
 typedef struct lumen_contrast_opts {
   lumen_filter_exec exec;
@@ -186,10 +187,10 @@ typedef struct lumen_contrast_opts {
   double brightness;       /* default 0 */
   int bins;                /* 0 (default) = 255 when max(I) <= 255 else 4095; or a positive value */
 } lumen_contrast_opts;
-void lumen_contrast_opts_init(lumen_contrast_opts *opts);
+LUMEN_API void lumen_contrast_opts_init(lumen_contrast_opts *opts);
 /* Reference contrast adjustment: a = contrast / (bins / 2) + 1, b = brightness - contrast,
    out = clamp(a * x + b, 0, bins). */
-lumen_status lumen_filter_contrast(lumen_ctx *ctx, const lumen_image *in, const lumen_contrast_opts *opts,
+LUMEN_API lumen_status lumen_filter_contrast(lumen_ctx *ctx, const lumen_image *in, const lumen_contrast_opts *opts,
                                    lumen_image **out);
 
 typedef struct lumen_convolve_opts {
@@ -204,8 +205,8 @@ typedef struct lumen_convolve_opts {
                               the reference framework's 'convolution' is correlation with CONSTANT 0) */
   int spatial_dims;        /* 0 */
 } lumen_convolve_opts;
-void lumen_convolve_opts_init(lumen_convolve_opts *opts);
-lumen_status lumen_filter_convolve(lumen_ctx *ctx, const lumen_image *in, const lumen_convolve_opts *opts,
+LUMEN_API void lumen_convolve_opts_init(lumen_convolve_opts *opts);
+LUMEN_API lumen_status lumen_filter_convolve(lumen_ctx *ctx, const lumen_image *in, const lumen_convolve_opts *opts,
                                    lumen_image **out);
 
 typedef struct lumen_bandpass_opts {
@@ -215,11 +216,11 @@ typedef struct lumen_bandpass_opts {
   int order;               /* Butterworth order n; default 3; >= 1 */
   int spatial_dims;        /* 0 */
 } lumen_bandpass_opts;
-void lumen_bandpass_opts_init(lumen_bandpass_opts *opts);
+LUMEN_API void lumen_bandpass_opts_init(lumen_bandpass_opts *opts);
 /* Butterworth band-pass in the Fourier domain, H = 1 / (1 + ((D^2 - D0^2) / (8 W D))^(2n)) with D
    the distance from the zero frequency (the centre of the shifted spectrum; H(0) = 0), applied to
    the real FFT of the image (FFTW, loaded at run time; LUMEN_ERR_NOT_BUILT when absent). */
-lumen_status lumen_filter_bandpass(lumen_ctx *ctx, const lumen_image *in, const lumen_bandpass_opts *opts,
+LUMEN_API lumen_status lumen_filter_bandpass(lumen_ctx *ctx, const lumen_image *in, const lumen_bandpass_opts *opts,
                                    lumen_image **out);
 
 /* ------------------------------------------------------------------ thresholds */
@@ -229,10 +230,10 @@ typedef struct lumen_otsu_opts {
   int bins;                /* 0 (default) = 256 when the data lie in [0, 255], else 4096 (reference);
                               skimage.filters.threshold_otsu's default is 256 */
 } lumen_otsu_opts;
-void lumen_otsu_opts_init(lumen_otsu_opts *opts);
+LUMEN_API void lumen_otsu_opts_init(lumen_otsu_opts *opts);
 /* skimage.filters.threshold_otsu (float semantics: a histogram of bins over [min, max]).
    *threshold receives the value; mask (may be NULL) receives uint8 (I > threshold). */
-lumen_status lumen_filter_otsu(lumen_ctx *ctx, const lumen_image *in, const lumen_otsu_opts *opts, double *threshold,
+LUMEN_API lumen_status lumen_filter_otsu(lumen_ctx *ctx, const lumen_image *in, const lumen_otsu_opts *opts, double *threshold,
                                lumen_image **mask);
 
 typedef struct lumen_sauvola_opts {
@@ -244,10 +245,10 @@ typedef struct lumen_sauvola_opts {
   int foreground;          /* mask value, 1..255; default 255 (reference) */
   int spatial_dims;        /* 0 */
 } lumen_sauvola_opts;
-void lumen_sauvola_opts_init(lumen_sauvola_opts *opts);
+LUMEN_API void lumen_sauvola_opts_init(lumen_sauvola_opts *opts);
 /* T = m (1 + k (s / r - 1)), m and s the window mean and standard deviation with MIRROR borders
    (skimage.filters.threshold_sauvola). */
-lumen_status lumen_filter_sauvola(lumen_ctx *ctx, const lumen_image *in, const lumen_sauvola_opts *opts,
+LUMEN_API lumen_status lumen_filter_sauvola(lumen_ctx *ctx, const lumen_image *in, const lumen_sauvola_opts *opts,
                                   lumen_image **out);
 
 typedef struct lumen_local_variance_opts {
@@ -258,13 +259,13 @@ typedef struct lumen_local_variance_opts {
   double alpha;            /* binarisation only: default 1.0 (FEBDS fft) */
   int spatial_dims;        /* 0 */
 } lumen_local_variance_opts;
-void lumen_local_variance_opts_init(lumen_local_variance_opts *opts);
+LUMEN_API void lumen_local_variance_opts_init(lumen_local_variance_opts *opts);
 /* Window variance E[x^2] - E[x]^2 (population, float64 sums), float output. */
-lumen_status lumen_filter_local_variance(lumen_ctx *ctx, const lumen_image *in,
+LUMEN_API lumen_status lumen_filter_local_variance(lumen_ctx *ctx, const lumen_image *in,
                                          const lumen_local_variance_opts *opts, lumen_image **out);
 /* Reference local-variance binarisation: uint8 (lv^2 >= alpha * gv^2), gv the global population
    variance of the image. */
-lumen_status lumen_filter_variance_binarize(lumen_ctx *ctx, const lumen_image *in,
+LUMEN_API lumen_status lumen_filter_variance_binarize(lumen_ctx *ctx, const lumen_image *in,
                                             const lumen_local_variance_opts *opts, lumen_image **out);
 
 /* ------------------------------------------------------------------ morphology, regions */
@@ -296,8 +297,8 @@ typedef struct lumen_morph_opts {
                               1: binary, input != 0 is foreground, uint8 0/1 output
                               (skimage.morphology.binary_*: pixels outside the image are ignored) */
 } lumen_morph_opts;
-void lumen_morph_opts_init(lumen_morph_opts *opts);
-lumen_status lumen_filter_morphology(lumen_ctx *ctx, const lumen_image *in, const lumen_morph_opts *opts,
+LUMEN_API void lumen_morph_opts_init(lumen_morph_opts *opts);
+LUMEN_API lumen_status lumen_filter_morphology(lumen_ctx *ctx, const lumen_image *in, const lumen_morph_opts *opts,
                                      lumen_image **out);
 
 typedef struct lumen_region_opts {
@@ -306,16 +307,16 @@ typedef struct lumen_region_opts {
                               as scipy.ndimage.generate_binary_structure */
   int spatial_dims;        /* 0 */
 } lumen_region_opts;
-void lumen_region_opts_init(lumen_region_opts *opts);
+LUMEN_API void lumen_region_opts_init(lumen_region_opts *opts);
 /* scipy.ndimage.binary_fill_holes: uint8 0/1 (input != 0 is foreground). */
-lumen_status lumen_filter_fill_holes(lumen_ctx *ctx, const lumen_image *in, const lumen_region_opts *opts,
+LUMEN_API lumen_status lumen_filter_fill_holes(lumen_ctx *ctx, const lumen_image *in, const lumen_region_opts *opts,
                                      lumen_image **out);
 /* scipy.ndimage.label: int32 labels 1..count in raster order (0 = background); count may be NULL.
    With spatial_dims < ndim the labels continue across the batch. */
-lumen_status lumen_filter_label(lumen_ctx *ctx, const lumen_image *in, const lumen_region_opts *opts,
+LUMEN_API lumen_status lumen_filter_label(lumen_ctx *ctx, const lumen_image *in, const lumen_region_opts *opts,
                                 lumen_image **labels, int64_t *count);
 /* uint8 mask of the largest connected component (ties: the lowest label); all 0 when empty. */
-lumen_status lumen_filter_largest_component(lumen_ctx *ctx, const lumen_image *in, const lumen_region_opts *opts,
+LUMEN_API lumen_status lumen_filter_largest_component(lumen_ctx *ctx, const lumen_image *in, const lumen_region_opts *opts,
                                             lumen_image **mask);
 
 /* ------------------------------------------------------------------ statistics */
@@ -326,10 +327,10 @@ typedef struct lumen_stats_opts {
                               0 = one bin per distinct value (skimage.measure.shannon_entropy) */
   int ddof;                /* variance: 0 (default, population) or 1 (sample) */
 } lumen_stats_opts;
-void lumen_stats_opts_init(lumen_stats_opts *opts);
+LUMEN_API void lumen_stats_opts_init(lumen_stats_opts *opts);
 
 /* Shannon entropy of the histogram, in bits. */
-lumen_status lumen_filter_entropy(lumen_ctx *ctx, const lumen_image *in, const lumen_stats_opts *opts,
+LUMEN_API lumen_status lumen_filter_entropy(lumen_ctx *ctx, const lumen_image *in, const lumen_stats_opts *opts,
                                   double *entropy);
 
 typedef struct lumen_mi_result {
@@ -338,11 +339,11 @@ typedef struct lumen_mi_result {
 } lumen_mi_result;
 /* Mutual information from a bins x bins joint histogram (each image over its own [min, max]);
    a and b must have the same number of voxels (shape mismatch is an error). bins >= 1 here. */
-lumen_status lumen_filter_mutual_information(lumen_ctx *ctx, const lumen_image *a, const lumen_image *b,
+LUMEN_API lumen_status lumen_filter_mutual_information(lumen_ctx *ctx, const lumen_image *a, const lumen_image *b,
                                              const lumen_stats_opts *opts, lumen_mi_result *out);
 
 /* Mean and variance (float64 sums) of every voxel; either pointer may be NULL. */
-lumen_status lumen_filter_variance(lumen_ctx *ctx, const lumen_image *in, const lumen_stats_opts *opts, double *mean,
+LUMEN_API lumen_status lumen_filter_variance(lumen_ctx *ctx, const lumen_image *in, const lumen_stats_opts *opts, double *mean,
                                    double *variance);
 
 #ifdef __cplusplus

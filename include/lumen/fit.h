@@ -21,6 +21,7 @@
    (E, ve, vp, Fp) with E = Ktrans / Fp: lumen_fit_param_name() names them. */
 #ifndef LUMEN_FIT_H
 #define LUMEN_FIT_H
+#include "lumen/export.h"
 
 #include <stdint.h>
 #include "lumen/context.h"
@@ -55,7 +56,7 @@ typedef enum lumen_fit_tier {
 } lumen_fit_tier;
 
 /* "cuda", "cpu", "cpu_single", "standard"; "unknown" otherwise. */
-const char *lumen_fit_tier_name(lumen_fit_tier tier);
+LUMEN_API const char *lumen_fit_tier_name(lumen_fit_tier tier);
 /* Checks a backend request: "auto", "accelerated", "standard", "cpu", "cpu_single", "cuda" or a
    ROCKETSHIP alias ("gpufit" -> accelerated, "cpu" -> standard when rocketship_names is set,
    "gpufit_cuda" -> cuda, "cpufit_cpu" / "gpufit_cpu_fallback" -> cpu, "pure_cpu" -> standard).
@@ -63,23 +64,23 @@ const char *lumen_fit_tier_name(lumen_fit_tier tier);
    Note: lumen's own name "cpu" is the OpenMP tier; ROCKETSHIP's "cpu" meant its pure-MATLAB
    path, which is lumen's standard tier: pass rocketship_names = 1 (or prefix "rocketship:")
    to read names the ROCKETSHIP way. */
-lumen_status lumen_fit_backend_parse(lumen_ctx *ctx, const char *request, int rocketship_names,
+LUMEN_API lumen_status lumen_fit_backend_parse(lumen_ctx *ctx, const char *request, int rocketship_names,
                                      char *canonical, size_t canonical_size);
-const char *lumen_fit_precision_name(lumen_fit_precision p);  /* "float32", "float64" */
-const char *lumen_fit_conv_name(lumen_fit_conv c);            /* "exact", "trapezoid" */
+LUMEN_API const char *lumen_fit_precision_name(lumen_fit_precision p);  /* "float32", "float64" */
+LUMEN_API const char *lumen_fit_conv_name(lumen_fit_conv c);            /* "exact", "trapezoid" */
 /* "physical", "rocketship" (lumen_fit_bounds_preset, include/lumen/models.h); "unknown" otherwise. */
-const char *lumen_fit_bounds_preset_name(lumen_fit_bounds_preset preset);
+LUMEN_API const char *lumen_fit_bounds_preset_name(lumen_fit_bounds_preset preset);
 /* Parses a preset name (case-insensitive); LUMEN_ERR_INVALID_ARGUMENT with a message naming the
    choices otherwise. */
-lumen_status lumen_fit_bounds_preset_parse(lumen_ctx *ctx, const char *name, lumen_fit_bounds_preset *out);
+LUMEN_API lumen_status lumen_fit_bounds_preset_parse(lumen_ctx *ctx, const char *name, lumen_fit_bounds_preset *out);
 
 /* Number and names of the FIT parameters (== public ones except 2cxm: "E" first). */
-int lumen_fit_param_count(lumen_model model);
-const char *lumen_fit_param_name(lumen_model model, int i);
+LUMEN_API int lumen_fit_param_count(lumen_model model);
+LUMEN_API const char *lumen_fit_param_name(lumen_model model, int i);
 /* Derived values reported beside the parameters (kep, PS, E, vp of 2cum, R1, AUC values...). */
-int lumen_fit_derived_count(lumen_model model);
-const char *lumen_fit_derived_name(lumen_model model, int i);
-const char *lumen_fit_derived_unit(lumen_model model, int i);
+LUMEN_API int lumen_fit_derived_count(lumen_model model);
+LUMEN_API const char *lumen_fit_derived_name(lumen_model model, int i);
+LUMEN_API const char *lumen_fit_derived_unit(lumen_model model, int i);
 
 /* Plausible ranges where a unit is easily confused, shared by lumen_fit_plan_create and the
    pipelines' checks (src/pipeline/plausible.c): an SPGR TR in seconds (0.5..100 ms), a gadolinium
@@ -118,13 +119,13 @@ typedef struct lumen_fit_options {
   int rocketship_names;          /* 1: read backend names as ROCKETSHIP does ("cpu" = standard) */
   int force_cpu;                 /* 1 with "auto": use the standard tier (ROCKETSHIP's force_cpu) */
   double tr;                     /* vfa family, ir: repetition time in seconds (0 = unset; ir: infinite) */
-  double r1;                     /* fxr: relaxivity in 1/(mM s); default 4.5 */
+  double r1;                     /* fxr: relaxivity in 1/(mM s); default LUMEN_DEFAULT_RELAXIVITY (4.5) */
   double auc_window;             /* auc: window length in minutes from injection; default 1.5 (90 s) */
   double auc_t0;                 /* auc: injection time in minutes; NaN (default) = first sample */
 } lumen_fit_options;
 
 /* Fills the defaults above. Always call it before setting fields. */
-void lumen_fit_options_init(lumen_fit_options *opts);
+LUMEN_API void lumen_fit_options_init(lumen_fit_options *opts);
 
 typedef struct lumen_fit_plan lumen_fit_plan;
 
@@ -136,30 +137,30 @@ typedef struct lumen_fit_plan lumen_fit_plan;
    given for radians), a vfa family TR outside [0.5e-3, 0.1] s (milliseconds given for seconds),
    an fxr relaxivity r1 outside [1, 50] 1/(mM s). Selects the backend tier (see
    lumen_fit_plan_backend). */
-lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts, int n, const double *x,
+LUMEN_API lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts, int n, const double *x,
                                    const double *cp, lumen_fit_plan **out);
-void lumen_fit_plan_destroy(lumen_fit_plan *plan);  /* NULL is allowed */
+LUMEN_API void lumen_fit_plan_destroy(lumen_fit_plan *plan);  /* NULL is allowed */
 /* Checks options as lumen_fit_plan_create does (backend name, bounds against starts, fixed
    parameters, model options), on a stand-in sample grid, without data: front ends call it to
    report a usage error before they read or write anything. Same status and message as the plan. */
-lumen_status lumen_fit_options_check(lumen_ctx *ctx, const lumen_fit_options *opts);
+LUMEN_API lumen_status lumen_fit_options_check(lumen_ctx *ctx, const lumen_fit_options *opts);
 
-int lumen_fit_plan_samples(const lumen_fit_plan *plan);     /* n */
-lumen_model lumen_fit_plan_model(const lumen_fit_plan *plan);
+LUMEN_API int lumen_fit_plan_samples(const lumen_fit_plan *plan);     /* n */
+LUMEN_API lumen_model lumen_fit_plan_model(const lumen_fit_plan *plan);
 /* Backend requested (canonical), selected at plan time, and the reason for the choice. */
-const char *lumen_fit_plan_backend_requested(const lumen_fit_plan *plan);
-const char *lumen_fit_plan_backend_selected(const lumen_fit_plan *plan);
-const char *lumen_fit_plan_backend_reason(const lumen_fit_plan *plan);
+LUMEN_API const char *lumen_fit_plan_backend_requested(const lumen_fit_plan *plan);
+LUMEN_API const char *lumen_fit_plan_backend_selected(const lumen_fit_plan *plan);
+LUMEN_API const char *lumen_fit_plan_backend_reason(const lumen_fit_plan *plan);
 /* The effective start value and bounds of fit parameter k (the options' overrides, else the
    bounds preset's defaults); any pointer may be NULL. LUMEN_ERR_INVALID_ARGUMENT for a bad k. */
-lumen_status lumen_fit_plan_param_bounds(const lumen_fit_plan *plan, int k, double *start, double *lo, double *hi);
+LUMEN_API lumen_status lumen_fit_plan_param_bounds(const lumen_fit_plan *plan, int k, double *start, double *lo, double *hi);
 /* The model curve a fit describes, on the plan's samples (its AIF, convolution rule, TR and
    relaxivity): y[0..n-1] for the PUBLIC parameters params (lumen_model_param_count values, as
    lumen_fit_results.params holds them), per-curve consts (LUMEN_FIT_NCONSTS values, NULL for the
    defaults) and an arterial delay in minutes (0 or NaN: none; as lumen_fit_results.delay).
    Used for fitted-curve plots and residuals. LUMEN_ERR_INVALID_ARGUMENT for a NULL pointer or a
    model without parameters (auc), LUMEN_ERR_OUT_OF_MEMORY. Thread-safe (the plan is read only). */
-lumen_status lumen_fit_plan_eval(const lumen_fit_plan *plan, const double *params, const double *consts,
+LUMEN_API lumen_status lumen_fit_plan_eval(const lumen_fit_plan *plan, const double *params, const double *consts,
                                  double delay_min, double *y);
 
 #define LUMEN_FIT_NAME_MAX 64
@@ -203,9 +204,9 @@ typedef struct lumen_fit_results {
 #define LUMEN_FIT_NCONSTS 2
 #define LUMEN_FIT_CONST_R10 0
 #define LUMEN_FIT_CONST_B1 1
-lumen_status lumen_fit_execute(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves, const float *data,
+LUMEN_API lumen_status lumen_fit_execute(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves, const float *data,
                                const float *consts, lumen_fit_results *results);
-lumen_status lumen_fit_execute_f64(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves,
+LUMEN_API lumen_status lumen_fit_execute_f64(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves,
                                    const double *data, const double *consts, lumen_fit_results *results);
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 /* lumen: per-curve fit states, shared by every solver tier, the CLI and the bindings. */
 #ifndef LUMEN_FIT_STATE_H
 #define LUMEN_FIT_STATE_H
+#include "lumen/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,9 +25,9 @@ typedef enum lumen_fit_state {
 } lumen_fit_state;
 
 /* "converged", "max_iterations", ..., "at_bound"; "unknown" otherwise. */
-const char *lumen_fit_state_name(lumen_fit_state state);
+LUMEN_API const char *lumen_fit_state_name(lumen_fit_state state);
 /* 1 when a curve in this state has parameter values (converged, at_bound, max_iterations), else 0. */
-int lumen_fit_state_has_values(lumen_fit_state state);
+LUMEN_API int lumen_fit_state_has_values(lumen_fit_state state);
 
 #ifdef __cplusplus
 }

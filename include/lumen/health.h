@@ -1,6 +1,7 @@
 /* lumen: what this build and machine can do, as PASS / FAIL / SKIP rows (`lumen backends`). */
 #ifndef LUMEN_HEALTH_H
 #define LUMEN_HEALTH_H
+#include "lumen/export.h"
 
 #include "lumen/context.h"
 
@@ -24,12 +25,12 @@ typedef struct lumen_check {
 } lumen_check;
 
 /* "PASS", "FAIL", "SKIP". */
-const char *lumen_check_status_name(lumen_check_status status);
+LUMEN_API const char *lumen_check_status_name(lumen_check_status status);
 
 /* Runs the library's checks (CPU and threads, OpenMP, precision conversion, CUDA build, driver,
    each device, ...) and writes up to capacity rows; *count receives how many rows there are.
    Never fails because a GPU or driver is missing: that is a SKIP row with the reason. */
-lumen_status lumen_health_checks(lumen_ctx *ctx, lumen_check *rows, int capacity, int *count);
+LUMEN_API lumen_status lumen_health_checks(lumen_ctx *ctx, lumen_check *rows, int capacity, int *count);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@
    - Output pointers are cleared on failure; objects are freed by the matching *_free / *_clear. */
 #ifndef LUMEN_IO_H
 #define LUMEN_IO_H
+#include "lumen/export.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -33,11 +34,11 @@ extern "C" {
 /* Writes a small NIfTI-1 file (gzip-compressed) to a temporary folder with nifti_clib, reads
    it back and compares dimensions and voxels. LUMEN_OK when it all matches; detail describes
    what was done or what failed. */
-lumen_status lumen_io_selftest(lumen_ctx *ctx, char *detail, size_t detail_size);
+LUMEN_API lumen_status lumen_io_selftest(lumen_ctx *ctx, char *detail, size_t detail_size);
 
 /* The memory limit used when an options struct gives max_bytes = 0: min(16 GiB, physical
    memory). A max_bytes given by the caller is also capped at physical memory. */
-int64_t lumen_io_default_max_bytes(void);
+LUMEN_API int64_t lumen_io_default_max_bytes(void);
 
 /* ------------------------------------------------------------------------------------ NIfTI */
 
@@ -103,10 +104,10 @@ typedef struct lumen_nifti_info {
 /* Progress: for data over 16 MiB, reports "read <file name>" to the context's progress callback
    (0, every 16 MiB, 1 when complete); a callback that cancels ends the read with
    LUMEN_ERR_CANCELLED and no image. */
-lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts,
+LUMEN_API lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts,
                               lumen_image **out, lumen_nifti_info *info);
 /* Reads and validates only the header (same checks as lumen_nifti_read, data not read). */
-lumen_status lumen_nifti_read_header(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts,
+LUMEN_API lumen_status lumen_nifti_read_header(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts,
                                      lumen_nifti_info *info);
 
 typedef struct lumen_nifti_write_opts {
@@ -127,7 +128,7 @@ typedef struct lumen_nifti_write_opts {
    the image's (float32, float64, integers); float16/bfloat16 images are stored as float32.
    The affine goes to sform and qform (qform is its closest rigid part, as nifti_clib makes it),
    pixdim from the spacing. Atomic (see the top of this header). */
-lumen_status lumen_nifti_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
+LUMEN_API lumen_status lumen_nifti_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
                                const lumen_nifti_write_opts *opts);
 
 /* ------------------------------------------------------------------------- JSON (sidecars) */
@@ -135,48 +136,48 @@ lumen_status lumen_nifti_write(lumen_ctx *ctx, const char *path, const lumen_ima
 /* A JSON object (top level must be an object), read from a file or built for writing. */
 typedef struct lumen_json lumen_json;
 
-lumen_status lumen_json_create(lumen_ctx *ctx, lumen_json **out);
+LUMEN_API lumen_status lumen_json_create(lumen_ctx *ctx, lumen_json **out);
 /* Reads a JSON object file (at most 64 MiB). Bad JSON: LUMEN_ERR_FORMAT naming the file and the
    line:column where parsing stopped. */
-lumen_status lumen_json_read(lumen_ctx *ctx, const char *path, lumen_json **out);
+LUMEN_API lumen_status lumen_json_read(lumen_ctx *ctx, const char *path, lumen_json **out);
 /* Parses text; name is used in messages (NULL: "<text>"). */
-lumen_status lumen_json_parse(lumen_ctx *ctx, const char *text, size_t length, const char *name, lumen_json **out);
-void lumen_json_free(lumen_json *json);  /* NULL is allowed */
+LUMEN_API lumen_status lumen_json_parse(lumen_ctx *ctx, const char *text, size_t length, const char *name, lumen_json **out);
+LUMEN_API void lumen_json_free(lumen_json *json);  /* NULL is allowed */
 
 /* Top-level keys in file order. */
-int64_t     lumen_json_count(const lumen_json *json);
-const char *lumen_json_key(const lumen_json *json, int64_t index);  /* NULL when out of range */
-int         lumen_json_has(const lumen_json *json, const char *key);
+LUMEN_API int64_t     lumen_json_count(const lumen_json *json);
+LUMEN_API const char *lumen_json_key(const lumen_json *json, int64_t index);  /* NULL when out of range */
+LUMEN_API int         lumen_json_has(const lumen_json *json, const char *key);
 
 /* Getters: a missing key gives LUMEN_OK with *found = 0 and the output untouched (found may be
    NULL); a present key of the wrong type gives LUMEN_ERR_FORMAT naming the file and the key. */
-lumen_status lumen_json_get_number(lumen_ctx *ctx, const lumen_json *json, const char *key, double *out, int *found);
+LUMEN_API lumen_status lumen_json_get_number(lumen_ctx *ctx, const lumen_json *json, const char *key, double *out, int *found);
 /* Copy of a string value; free with free(). */
-lumen_status lumen_json_get_string(lumen_ctx *ctx, const lumen_json *json, const char *key, char **out, int *found);
+LUMEN_API lumen_status lumen_json_get_string(lumen_ctx *ctx, const lumen_json *json, const char *key, char **out, int *found);
 /* A number or an array of numbers; *out (malloc'ed, free with free(); NULL when n is 0). */
-lumen_status lumen_json_get_numbers(lumen_ctx *ctx, const lumen_json *json, const char *key, double **out,
+LUMEN_API lumen_status lumen_json_get_numbers(lumen_ctx *ctx, const lumen_json *json, const char *key, double **out,
                                     int64_t *n, int *found);
 /* Any value printed as compact JSON text; free with free(). */
-lumen_status lumen_json_get_text(lumen_ctx *ctx, const lumen_json *json, const char *key, char **out, int *found);
+LUMEN_API lumen_status lumen_json_get_text(lumen_ctx *ctx, const lumen_json *json, const char *key, char **out, int *found);
 
 /* Setters replace an existing key (keeping its place) or append. */
-lumen_status lumen_json_set_number(lumen_ctx *ctx, lumen_json *json, const char *key, double value);
+LUMEN_API lumen_status lumen_json_set_number(lumen_ctx *ctx, lumen_json *json, const char *key, double value);
 /* Exact even beyond 2^53 (written as digits; reading it back gives the nearest double). */
-lumen_status lumen_json_set_int(lumen_ctx *ctx, lumen_json *json, const char *key, int64_t value);
-lumen_status lumen_json_set_bool(lumen_ctx *ctx, lumen_json *json, const char *key, int value);
-lumen_status lumen_json_set_string(lumen_ctx *ctx, lumen_json *json, const char *key, const char *value);
-lumen_status lumen_json_set_numbers(lumen_ctx *ctx, lumen_json *json, const char *key, const double *values,
+LUMEN_API lumen_status lumen_json_set_int(lumen_ctx *ctx, lumen_json *json, const char *key, int64_t value);
+LUMEN_API lumen_status lumen_json_set_bool(lumen_ctx *ctx, lumen_json *json, const char *key, int value);
+LUMEN_API lumen_status lumen_json_set_string(lumen_ctx *ctx, lumen_json *json, const char *key, const char *value);
+LUMEN_API lumen_status lumen_json_set_numbers(lumen_ctx *ctx, lumen_json *json, const char *key, const double *values,
                                     int64_t n);
-lumen_status lumen_json_set_strings(lumen_ctx *ctx, lumen_json *json, const char *key,
+LUMEN_API lumen_status lumen_json_set_strings(lumen_ctx *ctx, lumen_json *json, const char *key,
                                     const char *const *values, int64_t n);
 /* Any JSON value given as text (an object, an array, ...). Bad text: LUMEN_ERR_FORMAT. */
-lumen_status lumen_json_set_text(lumen_ctx *ctx, lumen_json *json, const char *key, const char *json_text);
-lumen_status lumen_json_remove(lumen_ctx *ctx, lumen_json *json, const char *key);
+LUMEN_API lumen_status lumen_json_set_text(lumen_ctx *ctx, lumen_json *json, const char *key, const char *json_text);
+LUMEN_API lumen_status lumen_json_remove(lumen_ctx *ctx, lumen_json *json, const char *key);
 /* Pretty-printed text (cJSON layout, tab indent, final newline); free with free(). Non-finite numbers
    are written as null (JSON has no NaN). */
-lumen_status lumen_json_to_text(lumen_ctx *ctx, const lumen_json *json, char **out);
+LUMEN_API lumen_status lumen_json_to_text(lumen_ctx *ctx, const lumen_json *json, char **out);
 /* Atomic write (see the top of this header). */
-lumen_status lumen_json_write(lumen_ctx *ctx, const lumen_json *json, const char *path, int overwrite);
+LUMEN_API lumen_status lumen_json_write(lumen_ctx *ctx, const lumen_json *json, const char *path, int overwrite);
 
 /* Acquisition values of a BIDS sidecar. Absent values are NaN / 0 frames. */
 typedef struct lumen_acquisition {
@@ -195,19 +196,19 @@ typedef struct lumen_acquisition {
 } lumen_acquisition;
 
 /* The sidecar name of a NIfTI file: NAME.nii.gz / NAME.nii -> NAME.json (else PATH.json). */
-lumen_status lumen_sidecar_path(lumen_ctx *ctx, const char *nifti_path, char *buf, size_t size);
+LUMEN_API lumen_status lumen_sidecar_path(lumen_ctx *ctx, const char *nifti_path, char *buf, size_t size);
 /* Reads a sidecar file into acq (overwritten: clear a used one first); json_out (may be NULL)
    receives the whole object for other keys.
    A value of the wrong type (e.g. "FlipAngle": "30") is LUMEN_ERR_FORMAT naming the key; so is a
    FlipAngle, RepetitionTime or RepetitionTimeExcitation that is not finite or not > 0 (1e999 reads
    as inf), and an EchoTime or InversionTime that is not finite. */
-lumen_status lumen_sidecar_read(lumen_ctx *ctx, const char *json_path, lumen_acquisition *acq,
+LUMEN_API lumen_status lumen_sidecar_read(lumen_ctx *ctx, const char *json_path, lumen_acquisition *acq,
                                 lumen_json **json_out);
 /* Reads the sidecar next to a NIfTI file when there is one: *found = 0 (acq all absent, LUMEN_OK)
    when the file does not exist. json_out may be NULL. */
-lumen_status lumen_sidecar_read_for(lumen_ctx *ctx, const char *nifti_path, lumen_acquisition *acq,
+LUMEN_API lumen_status lumen_sidecar_read_for(lumen_ctx *ctx, const char *nifti_path, lumen_acquisition *acq,
                                     lumen_json **json_out, int *found);
-void lumen_acquisition_clear(lumen_acquisition *acq);  /* frees frame_times_s, sets all absent */
+LUMEN_API void lumen_acquisition_clear(lumen_acquisition *acq);  /* frees frame_times_s, sets all absent */
 
 /* ------------------------------------------------------------------------------------- PNG */
 
@@ -225,7 +226,7 @@ typedef struct lumen_png_read_opts {
    Colour (RGB, palette) becomes luminance with Rec. 709 weights (0.2126 R + 0.7152 G + 0.0722 B,
    libpng's rgb_to_gray on the stored values); alpha is dropped; 1/2/4-bit grey is expanded
    to 8 bits (0..255 scaled). bit_depth (may be NULL) receives 8 or 16. */
-lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_read_opts *opts,
+LUMEN_API lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_read_opts *opts,
                             lumen_image **out, int *bit_depth);
 
 typedef enum lumen_png_scaling {
@@ -244,14 +245,14 @@ typedef struct lumen_png_write_opts {
 
 /* Writes a grey PNG from a host image with dims {width, height} (a 3-D/4-D image with trailing
    dims of 1 is accepted), any dtype. Atomic (see the top of this header). */
-lumen_status lumen_png_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
+LUMEN_API lumen_status lumen_png_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
                              const lumen_png_write_opts *opts);
 
 /* Writes an 8-bit RGB PNG (figures): rgb holds width x height pixels, 3 bytes each (R, G, B),
    row-major, top row first. Atomic; overwrite as in lumen_png_write_opts. Errors:
    LUMEN_ERR_INVALID_ARGUMENT (a side below 1 or over LUMEN_PNG_MAX_SIDE), LUMEN_ERR_NOT_BUILT,
    and the atomic writer's. */
-lumen_status lumen_png_write_rgb8(lumen_ctx *ctx, const char *path, const uint8_t *rgb, int64_t width,
+LUMEN_API lumen_status lumen_png_write_rgb8(lumen_ctx *ctx, const char *path, const uint8_t *rgb, int64_t width,
                                   int64_t height, int overwrite);
 
 /* ------------------------------------------------------------------------------ text tables */
@@ -276,13 +277,13 @@ typedef struct lumen_table {
   char **names;             /* cols column names from a header row, or NULL */
 } lumen_table;
 
-lumen_status lumen_read_table(lumen_ctx *ctx, const char *path, const lumen_table_opts *opts, lumen_table *out);
+LUMEN_API lumen_status lumen_read_table(lumen_ctx *ctx, const char *path, const lumen_table_opts *opts, lumen_table *out);
 /* The same on text in memory; name is used in messages (NULL: "<text>"). */
-lumen_status lumen_parse_table(lumen_ctx *ctx, const char *text, size_t length, const char *name,
+LUMEN_API lumen_status lumen_parse_table(lumen_ctx *ctx, const char *text, size_t length, const char *name,
                                const lumen_table_opts *opts, lumen_table *out);
 /* Column c as a new array of rows values (free with free()). */
-lumen_status lumen_table_column(lumen_ctx *ctx, const lumen_table *table, int64_t c, double **out);
-void lumen_table_clear(lumen_table *table);  /* frees everything, zeroes the struct */
+LUMEN_API lumen_status lumen_table_column(lumen_ctx *ctx, const lumen_table *table, int64_t c, double **out);
+LUMEN_API void lumen_table_clear(lumen_table *table);  /* frees everything, zeroes the struct */
 
 #ifdef __cplusplus
 }

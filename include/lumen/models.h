@@ -1,6 +1,7 @@
 /* lumen: the models lumen fits, their parameters, names and units (see docs/MODELS.md). */
 #ifndef LUMEN_MODELS_H
 #define LUMEN_MODELS_H
+#include "lumen/export.h"
 
 #include "lumen/status.h"
 
@@ -26,16 +27,20 @@ typedef enum lumen_model {
 } lumen_model;
 
 #define LUMEN_MODEL_MAX_PARAMS 8
+/* The default contrast-agent relaxivity r1, 1/(mM s) (gadoterate-class agents at 1.5 T): the one
+   definition behind lumen_fit_options.r1, lumen_conc_options.r1, the pipeline's concentration-input
+   default, the demo phantom and lumen fit --r1. */
+#define LUMEN_DEFAULT_RELAXIVITY 4.5
 
 /* "tofts", ...; "unknown" for an unknown value. */
-const char *lumen_model_name(lumen_model model);
+LUMEN_API const char *lumen_model_name(lumen_model model);
 /* Parses a lumen model name; LUMEN_ERR_INVALID_ARGUMENT if unknown. */
-lumen_status lumen_model_parse(const char *name, lumen_model *out);
+LUMEN_API lumen_status lumen_model_parse(const char *name, lumen_model *out);
 /* Number of fitted parameters (0 for AUC); -1 for an unknown model. */
-int lumen_model_param_count(lumen_model model);
+LUMEN_API int lumen_model_param_count(lumen_model model);
 /* Name ("Ktrans") and unit ("1/min") of parameter i; NULL when out of range. */
-const char *lumen_model_param_name(lumen_model model, int i);
-const char *lumen_model_param_unit(lumen_model model, int i);
+LUMEN_API const char *lumen_model_param_name(lumen_model model, int i);
+LUMEN_API const char *lumen_model_param_unit(lumen_model model, int i);
 /* The default bounds of the fit parameters come in presets (docs/MODELS.md has the table);
    a per-parameter lo/hi given in lumen_fit_options always wins over the preset. */
 typedef enum lumen_fit_bounds_preset {
@@ -48,11 +53,11 @@ typedef enum lumen_fit_bounds_preset {
 
 /* Default start value and bounds of public parameter i in the physical preset (in the units
    above; any pointer may be NULL). LUMEN_ERR_INVALID_ARGUMENT for an unknown model or index. */
-lumen_status lumen_model_param_defaults(lumen_model model, int i, double *start, double *lo,
+LUMEN_API lumen_status lumen_model_param_defaults(lumen_model model, int i, double *start, double *lo,
                                         double *hi);
 /* The same in a bounds preset (starts are the same in every preset).
    LUMEN_ERR_INVALID_ARGUMENT for an unknown model, index or preset. */
-lumen_status lumen_model_param_defaults_preset(lumen_model model, int i, lumen_fit_bounds_preset preset,
+LUMEN_API lumen_status lumen_model_param_defaults_preset(lumen_model model, int i, lumen_fit_bounds_preset preset,
                                                double *start, double *lo, double *hi);
 
 #ifdef __cplusplus

@@ -14,6 +14,7 @@
    progress of stage D to its progress callback. */
 #ifndef LUMEN_PIPELINE_H
 #define LUMEN_PIPELINE_H
+#include "lumen/export.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +33,14 @@ typedef enum lumen_pipe_input_type {
   LUMEN_PIPE_INPUT_SIGNAL = 0,     /* SPGR signal: stage A converts it */
   LUMEN_PIPE_INPUT_CONCENTRATION   /* tissue concentration in mM already: stage A skipped */
 } lumen_pipe_input_type;
+
+/* A stage D executor of `lumen dce`: fits the n curves (nt samples each; consts may be NULL) in
+   place of the pipeline's own lumen_fit_execute calls and fills res as lumen_fit_execute would.
+   The distributed runs set one (src/dist: a --shard part fits its range, MPI ranks share the
+   work); NULL (the default) fits in this process. */
+typedef lumen_status (*lumen_pipe_fit_fn)(void *user, lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model,
+                                          int64_t n, int64_t nt, const float *data, const float *consts,
+                                          lumen_fit_results *res);
 
 /* Everything a run can be told. Strings are owned by the struct (set through
    lumen_pipe_config_set or strdup'ed by the caller; freed by lumen_pipe_config_clear). NaN or
@@ -95,21 +104,23 @@ typedef struct lumen_pipe_config {
   int compress_level;              /* gzip level of the maps, default 1 (fast) */
   int resume;                      /* dce: continue a killed run from its stage D checkpoints (implies overwrite) */
   int chunk_voxels;                /* dce: curves per stage D checkpoint chunk; 0 = 65536 */
+  lumen_pipe_fit_fn fit_executor;  /* dce stage D executor (NULL: fit here); not owned */
+  void *fit_executor_user;
 } lumen_pipe_config;
 
-void lumen_pipe_config_init(lumen_pipe_config *cfg);
-void lumen_pipe_config_clear(lumen_pipe_config *cfg);
+LUMEN_API void lumen_pipe_config_init(lumen_pipe_config *cfg);
+LUMEN_API void lumen_pipe_config_clear(lumen_pipe_config *cfg);
 
 /* Sets one key (the long option name without "--", '-' and '_' alike, e.g. "blood-t1", or a
    ROCKETSHIP dce_preferences.txt key). *known (may be NULL) = 0 for an unknown key, which is
    then ignored with LUMEN_OK; a bad value is LUMEN_ERR_INVALID_ARGUMENT naming key and value.
    where names the source in messages ("--relaxivity", "cfg.txt:12"). */
-lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *key, const char *value,
+LUMEN_API lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *key, const char *value,
                                    const char *where, int *known);
 /* Reads a config file of `key = value` lines ('#' and '%' comments, blank lines; ROCKETSHIP's
    dce_preferences.txt format). Keys it does not understand are logged as warnings. Values set in
    the file are overridden by later lumen_pipe_config_set calls (command line after file). */
-lumen_status lumen_pipe_config_read(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *path);
+LUMEN_API lumen_status lumen_pipe_config_read(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *path);
 /* Checks the plausibility of the acquisition values in cfg where a unit is easily confused (a TR
    in ms given as seconds, a flip angle in radians, a frame interval in ms, a relaxivity per ms,
    a T1 or blood T1 in ms, a hematocrit in percent): LUMEN_ERR_INVALID_ARGUMENT with a message
@@ -121,9 +132,9 @@ lumen_status lumen_pipe_config_read(lumen_ctx *ctx, lumen_pipe_config *cfg, cons
    (a file-name part: not empty, no '/', not starting with '.', no control characters, UTF-8),
    the models, the t1 method, the AIF name, the baseline range, and the fit options of every
    model the run fits, by building a test fit plan (backend name, bounds vs starts, ...). */
-lumen_status lumen_pipe_config_check(lumen_ctx *ctx, const lumen_pipe_config *cfg, const char *command);
+LUMEN_API lumen_status lumen_pipe_config_check(lumen_ctx *ctx, const lumen_pipe_config *cfg, const char *command);
 /* Records the command line (argv[0..argc), shell-quoted, space-separated) for the run log. */
-lumen_status lumen_pipe_config_set_command_line(lumen_ctx *ctx, lumen_pipe_config *cfg, int argc,
+LUMEN_API lumen_status lumen_pipe_config_set_command_line(lumen_ctx *ctx, lumen_pipe_config *cfg, int argc,
                                                 const char *const *argv);
 
 /* Per-model stage D summary (also in the run log). */
@@ -157,30 +168,30 @@ typedef struct lumen_pipe_summary {
 } lumen_pipe_summary;
 
 /* Runs `lumen dce` (stages A, B, D, outputs, run log, report). summary may be NULL. */
-lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *summary);
+LUMEN_API lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *summary);
 /* Runs `lumen t1` (cfg->method, cfg->vfa[] as inputs, flip angles / times from sidecars or cfg). */
-lumen_status lumen_pipeline_t1(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *summary);
+LUMEN_API lumen_status lumen_pipeline_t1(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *summary);
 
 /* The embedded synthetic phantom (`lumen demo`): writes DIR/sub-demo_dce.nii.gz (+ sidecar),
    DIR/sub-demo_T1map.nii.gz, DIR/sub-demo_mask.nii.gz, runs lumen_pipeline_dce on them (tofts,
    etofts, Parker AIF with the bolus arrival from the data), and prints a truth-versus-estimate
    table to out (may be NULL). backend may be NULL (auto). */
-lumen_status lumen_pipeline_demo(lumen_ctx *ctx, const char *out_dir, int overwrite, const char *backend,
+LUMEN_API lumen_status lumen_pipeline_demo(lumen_ctx *ctx, const char *out_dir, int overwrite, const char *backend,
                                  FILE *out, lumen_pipe_summary *summary);
 
 /* ---- helpers (public for tests and bindings) */
 
 /* FNV-1a 64-bit hash of a file's bytes, as 16 hex digits (the run log's checksum). */
-lumen_status lumen_pipe_checksum_file(lumen_ctx *ctx, const char *path, char hex[17]);
+LUMEN_API lumen_status lumen_pipe_checksum_file(lumen_ctx *ctx, const char *path, char hex[17]);
 /* Lin's concordance correlation coefficient of n pairs. */
-double lumen_pipe_ccc(const double *a, const double *b, int64_t n);
+LUMEN_API double lumen_pipe_ccc(const double *a, const double *b, int64_t n);
 /* Bolus arrival: the index of the last frame before the mean curve y (n frames) rises above its
    baseline (frames [b0, b1)) by max(4 SD, 2 % of its peak rise); -1 when it never does. */
-int64_t lumen_pipe_detect_arrival(const double *y, int64_t n, int64_t b0, int64_t b1);
+LUMEN_API int64_t lumen_pipe_detect_arrival(const double *y, int64_t n, int64_t b0, int64_t b1);
 /* ROCKETSHIP-style biexponential AIF fitted to (t in min, c): zero before t_start, a linear
    ramp to A + B at the peak time t0, then A e^{-c (t - t0)} + B e^{-d (t - t0)}. Writes the
    model evaluated at t into fitted; params (may be NULL) = {A, B, c, d, t0, t_start}. */
-lumen_status lumen_pipe_fit_biexp_aif(lumen_ctx *ctx, int64_t n, const double *t, const double *c, double *fitted,
+LUMEN_API lumen_status lumen_pipe_fit_biexp_aif(lumen_ctx *ctx, int64_t n, const double *t, const double *c, double *fitted,
                                       double params[6]);
 
 #ifdef __cplusplus

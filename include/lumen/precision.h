@@ -1,6 +1,7 @@
 /* lumen: element types and float32 <-> float16 / bfloat16 conversion. */
 #ifndef LUMEN_PRECISION_H
 #define LUMEN_PRECISION_H
+#include "lumen/export.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -36,33 +37,33 @@ typedef enum lumen_dtype {
 } lumen_dtype;
 
 /* Bytes per element; 0 for an unknown value. */
-size_t lumen_dtype_size(lumen_dtype dtype);
+LUMEN_API size_t lumen_dtype_size(lumen_dtype dtype);
 /* "float32", "float16", "bfloat16", "uint8", ...; "unknown" for an unknown value. */
-const char *lumen_dtype_name(lumen_dtype dtype);
+LUMEN_API const char *lumen_dtype_name(lumen_dtype dtype);
 /* Parses a dtype name as printed by lumen_dtype_name. Returns LUMEN_ERR_INVALID_ARGUMENT if unknown. */
-lumen_status lumen_dtype_parse(const char *name, lumen_dtype *out);
+LUMEN_API lumen_status lumen_dtype_parse(const char *name, lumen_dtype *out);
 /* "full", "half", "bfloat16"; "unknown" otherwise. */
-const char *lumen_precision_name(lumen_precision precision);
-lumen_status lumen_precision_parse(const char *name, lumen_precision *out);
+LUMEN_API const char *lumen_precision_name(lumen_precision precision);
+LUMEN_API lumen_status lumen_precision_parse(const char *name, lumen_precision *out);
 /* The storage dtype of a precision (FULL -> FLOAT32, ...). */
-lumen_dtype lumen_precision_dtype(lumen_precision precision);
+LUMEN_API lumen_dtype lumen_precision_dtype(lumen_precision precision);
 
 /* Scalar conversions: round to nearest, ties to even; NaN stays NaN (sign and the top
    payload bits kept, quieted), +-Inf stays +-Inf, overflow goes to +-Inf, subnormals exact. */
-uint16_t lumen_float_to_half(float value);
-float    lumen_half_to_float(uint16_t bits);
-uint16_t lumen_float_to_bfloat16(float value);
-float    lumen_bfloat16_to_float(uint16_t bits);
+LUMEN_API uint16_t lumen_float_to_half(float value);
+LUMEN_API float    lumen_half_to_float(uint16_t bits);
+LUMEN_API uint16_t lumen_float_to_bfloat16(float value);
+LUMEN_API float    lumen_bfloat16_to_float(uint16_t bits);
 
 /* Array conversions (same rounding as the scalar ones), vectorised where the CPU allows
    (chosen at run time). in and out must not overlap. count may be 0. */
-lumen_status lumen_convert_f32_to_f16(const float *in, uint16_t *out, int64_t count);
-lumen_status lumen_convert_f16_to_f32(const uint16_t *in, float *out, int64_t count);
-lumen_status lumen_convert_f32_to_bf16(const float *in, uint16_t *out, int64_t count);
-lumen_status lumen_convert_bf16_to_f32(const uint16_t *in, float *out, int64_t count);
+LUMEN_API lumen_status lumen_convert_f32_to_f16(const float *in, uint16_t *out, int64_t count);
+LUMEN_API lumen_status lumen_convert_f16_to_f32(const uint16_t *in, float *out, int64_t count);
+LUMEN_API lumen_status lumen_convert_f32_to_bf16(const float *in, uint16_t *out, int64_t count);
+LUMEN_API lumen_status lumen_convert_bf16_to_f32(const uint16_t *in, float *out, int64_t count);
 
 /* Name of the conversion path in use ("f16c+avx2", "scalar", ...), for reports. */
-const char *lumen_convert_path_name(void);
+LUMEN_API const char *lumen_convert_path_name(void);
 
 #ifdef __cplusplus
 }

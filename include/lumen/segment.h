@@ -24,6 +24,7 @@
  */
 #ifndef LUMEN_SEGMENT_H
 #define LUMEN_SEGMENT_H
+#include "lumen/export.h"
 
 #include <stdint.h>
 #include "lumen/context.h"
@@ -43,10 +44,10 @@ typedef enum lumen_febds_method {
   LUMEN_FEBDS_METHOD_COUNT
 } lumen_febds_method;
 
-const char *lumen_febds_method_name(lumen_febds_method method); /* "dog", "log", "fft"; "unknown" */
+LUMEN_API const char *lumen_febds_method_name(lumen_febds_method method); /* "dog", "log", "fft"; "unknown" */
 /* Parses "dog", "log" or "fft"; anything else is LUMEN_ERR_INVALID_ARGUMENT with a message that
    names the valid methods (ctx may be NULL: no message). */
-lumen_status lumen_febds_method_parse(lumen_ctx *ctx, const char *name, lumen_febds_method *out);
+LUMEN_API lumen_status lumen_febds_method_parse(lumen_ctx *ctx, const char *name, lumen_febds_method *out);
 
 typedef struct lumen_febds_opts {
   lumen_filter_exec exec;
@@ -69,12 +70,12 @@ typedef struct lumen_febds_opts {
   int fill_holes;             /* 1: fill holes at the end; 0: no */
   int spatial_dims;           /* 2 (default): per 2-D slice; 3: a 3-D image as one volume */
 } lumen_febds_opts;
-void lumen_febds_opts_init(lumen_febds_opts *opts);
+LUMEN_API void lumen_febds_opts_init(lumen_febds_opts *opts);
 
 /* FEBDS microcalcification segmentation: enhance (method), |.|, median, gamma, threshold (Otsu for
    dog/log, local-variance binarisation for fft), binary closing, hole filling. *mask: uint8 0/1.
    threshold (may be NULL) receives the Otsu threshold of the last slice (NaN for fft). */
-lumen_status lumen_segment_febds(lumen_ctx *ctx, const lumen_image *in, const lumen_febds_opts *opts,
+LUMEN_API lumen_status lumen_segment_febds(lumen_ctx *ctx, const lumen_image *in, const lumen_febds_opts *opts,
                                  lumen_image **mask, double *threshold);
 
 /* ------------------------------------------------------------------ white top-hat */
@@ -85,9 +86,9 @@ typedef struct lumen_tophat_opts {
   int output_mask;         /* 0 (default): the float top-hat map; 1: uint8 mask (map > Otsu threshold) */
   int spatial_dims;        /* 2 (default) per slice (disk); 3: ball */
 } lumen_tophat_opts;
-void lumen_tophat_opts_init(lumen_tophat_opts *opts);
+LUMEN_API void lumen_tophat_opts_init(lumen_tophat_opts *opts);
 /* max(I - open(I), 0) with a disk: bright details smaller than the disk. */
-lumen_status lumen_segment_tophat(lumen_ctx *ctx, const lumen_image *in, const lumen_tophat_opts *opts,
+LUMEN_API lumen_status lumen_segment_tophat(lumen_ctx *ctx, const lumen_image *in, const lumen_tophat_opts *opts,
                                   lumen_image **out);
 
 /* ------------------------------------------------------------------ intensity clustering */
@@ -117,9 +118,9 @@ typedef struct lumen_kmeans_opts {
   uint64_t seed;           /* 42: k-means++ seeding (deterministic for a seed, any thread count) */
   lumen_cluster_output output;  /* MASK */
 } lumen_kmeans_opts;
-void lumen_kmeans_opts_init(lumen_kmeans_opts *opts);
+LUMEN_API void lumen_kmeans_opts_init(lumen_kmeans_opts *opts);
 /* Lloyd's k-means on voxel intensities with k-means++ seeding. result may be NULL. */
-lumen_status lumen_segment_kmeans(lumen_ctx *ctx, const lumen_image *in, const lumen_kmeans_opts *opts,
+LUMEN_API lumen_status lumen_segment_kmeans(lumen_ctx *ctx, const lumen_image *in, const lumen_kmeans_opts *opts,
                                   lumen_image **out, lumen_cluster_result *result);
 
 typedef struct lumen_fcm_opts {
@@ -136,15 +137,15 @@ typedef struct lumen_fcm_opts {
   double b;                /* 4.0 weight of typicalities */
   double tau;              /* 0.04: PFCM mask = max typicality < tau and not the darkest cluster */
 } lumen_fcm_opts;
-void lumen_fcm_opts_init(lumen_fcm_opts *opts);
+LUMEN_API void lumen_fcm_opts_init(lumen_fcm_opts *opts);
 /* Fuzzy c-means on intensities: u_ij ~ d_ij^(-2/(m-1)). */
-lumen_status lumen_segment_fcm(lumen_ctx *ctx, const lumen_image *in, const lumen_fcm_opts *opts,
+LUMEN_API lumen_status lumen_segment_fcm(lumen_ctx *ctx, const lumen_image *in, const lumen_fcm_opts *opts,
                                lumen_image **out, lumen_cluster_result *result);
 /* Possibilistic fuzzy c-means: FCM start, then memberships and typicalities
    t_ij = 1 / (1 + ((b / gamma_j) d_ij^2)^(1/(eta-1))), gamma_j = sum u^m d^2 / sum u^m (from FCM).
    output MASK: voxels atypical of every cluster (max_j t_ij < tau) whose hard assignment is not
    the darkest cluster; LABELS: the hard assignment. */
-lumen_status lumen_segment_pfcm(lumen_ctx *ctx, const lumen_image *in, const lumen_fcm_opts *opts,
+LUMEN_API lumen_status lumen_segment_pfcm(lumen_ctx *ctx, const lumen_image *in, const lumen_fcm_opts *opts,
                                 lumen_image **out, lumen_cluster_result *result);
 
 /* ------------------------------------------------------------------ region growing */
@@ -161,9 +162,9 @@ typedef struct lumen_region_grow_opts {
   int connectivity;        /* 0 (default) = full (8 in 2-D, 26 in 3-D); 1 = faces (4 / 6) */
   int smooth_radius;       /* 2: binary closing (dilate, then erode) with a disk (ball in 3-D); 0 = off */
 } lumen_region_grow_opts;
-void lumen_region_grow_opts_init(lumen_region_grow_opts *opts);
+LUMEN_API void lumen_region_grow_opts_init(lumen_region_grow_opts *opts);
 /* Grows from the seeds through connected voxels with value >= threshold. uint8 0/1 mask. */
-lumen_status lumen_segment_region_grow(lumen_ctx *ctx, const lumen_image *in, const lumen_region_grow_opts *opts,
+LUMEN_API lumen_status lumen_segment_region_grow(lumen_ctx *ctx, const lumen_image *in, const lumen_region_grow_opts *opts,
                                        lumen_image **mask);
 
 /* ------------------------------------------------------------------ breast mask */
@@ -175,9 +176,9 @@ typedef struct lumen_breast_mask_opts {
   int fill_holes;          /* 0 (default, reference); 1 = fill holes of the component */
   int spatial_dims;        /* 2 (default) per slice; 3 volume */
 } lumen_breast_mask_opts;
-void lumen_breast_mask_opts_init(lumen_breast_mask_opts *opts);
+LUMEN_API void lumen_breast_mask_opts_init(lumen_breast_mask_opts *opts);
 /* Otsu threshold, then the largest connected component. uint8 0/1. */
-lumen_status lumen_segment_breast_mask(lumen_ctx *ctx, const lumen_image *in, const lumen_breast_mask_opts *opts,
+LUMEN_API lumen_status lumen_segment_breast_mask(lumen_ctx *ctx, const lumen_image *in, const lumen_breast_mask_opts *opts,
                                        lumen_image **mask);
 
 /* ------------------------------------------------------------------ intensity normalisation */
@@ -188,9 +189,9 @@ typedef struct lumen_window_opts {
   double width;            /* window width W > 0; NaN (default) = max - min (1 when constant) */
   double out_max;          /* 255 */
 } lumen_window_opts;
-void lumen_window_opts_init(lumen_window_opts *opts);
+LUMEN_API void lumen_window_opts_init(lumen_window_opts *opts);
 /* clamp((x - (C - W/2)) / W, 0, 1) * out_max; float output. */
-lumen_status lumen_segment_window(lumen_ctx *ctx, const lumen_image *in, const lumen_window_opts *opts,
+LUMEN_API lumen_status lumen_segment_window(lumen_ctx *ctx, const lumen_image *in, const lumen_window_opts *opts,
                                   lumen_image **out);
 
 typedef struct lumen_bits_opts {
@@ -199,9 +200,9 @@ typedef struct lumen_bits_opts {
                               12 if max <= 4095, else 16 */
   double target;           /* 255 */
 } lumen_bits_opts;
-void lumen_bits_opts_init(lumen_bits_opts *opts);
+LUMEN_API void lumen_bits_opts_init(lumen_bits_opts *opts);
 /* clamp(x / (2^bits - 1), 0, 1) * target; float output. bits_used (may be NULL) receives bits. */
-lumen_status lumen_segment_normalize_bits(lumen_ctx *ctx, const lumen_image *in, const lumen_bits_opts *opts,
+LUMEN_API lumen_status lumen_segment_normalize_bits(lumen_ctx *ctx, const lumen_image *in, const lumen_bits_opts *opts,
                                           lumen_image **out, int *bits_used);
 
 /* ------------------------------------------------------------------ by name, and batches */
@@ -221,17 +222,17 @@ typedef enum lumen_segment_algo {
 
 /* "febds", "tophat", "kmeans", "fcm", "pfcm", "region_grow", "breast_mask", "window",
    "normalize_bits"; "unknown" otherwise. Parsing also accepts '-' for '_'. */
-const char *lumen_segment_algo_name(lumen_segment_algo algo);
-lumen_status lumen_segment_algo_parse(lumen_ctx *ctx, const char *name, lumen_segment_algo *out);
+LUMEN_API const char *lumen_segment_algo_name(lumen_segment_algo algo);
+LUMEN_API lumen_status lumen_segment_algo_parse(lumen_ctx *ctx, const char *name, lumen_segment_algo *out);
 
 /* Runs an algorithm by id; opts points to its options struct (NULL = defaults). */
-lumen_status lumen_segment_run(lumen_ctx *ctx, lumen_segment_algo algo, const void *opts, const lumen_image *in,
+LUMEN_API lumen_status lumen_segment_run(lumen_ctx *ctx, lumen_segment_algo algo, const void *opts, const lumen_image *in,
                                lumen_image **out);
 
 /* n images of one shape and dtype (a mismatch is LUMEN_ERR_INVALID_ARGUMENT naming the index);
    out[i] receives the result of in[i]. All or nothing: on failure every out[i] is NULL. The
    report (exec.report of opts) covers the whole batch. */
-lumen_status lumen_segment_many(lumen_ctx *ctx, lumen_segment_algo algo, const void *opts, int64_t n,
+LUMEN_API lumen_status lumen_segment_many(lumen_ctx *ctx, lumen_segment_algo algo, const void *opts, int64_t n,
                                 const lumen_image *const *in, lumen_image **out);
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 /* lumen: status codes returned by every public function. */
 #ifndef LUMEN_STATUS_H
 #define LUMEN_STATUS_H
+#include "lumen/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,9 +29,9 @@ typedef enum lumen_status {
 } lumen_status;
 
 /* Human-readable, never NULL; an unknown value gives "unknown status". */
-const char *lumen_status_string(lumen_status status);
+LUMEN_API const char *lumen_status_string(lumen_status status);
 /* Short stable identifier ("ok", "invalid_argument", ...) for logs and JSON. */
-const char *lumen_status_name(lumen_status status);
+LUMEN_API const char *lumen_status_name(lumen_status status);
 
 #ifdef __cplusplus
 }

@@ -107,35 +107,31 @@ def cuda_built():
     return bool(lib.lumen_cuda_built())
 
 
+def _list_all(row_type, cap, list_fn, name):
+    """The rows of a library list call list_fn(ctx, rows, capacity, &count), which counts the rows
+    that did not fit: called again with room for all of them when cap was too small."""
+    ctx = context()
+    count = c_int(0)
+    while True:
+        rows = (row_type * cap)()
+        check(list_fn(ctx, rows, cap, ctypes.byref(count)), name, ctx)
+        if count.value <= cap:
+            return rows[:count.value]
+        cap = count.value
+
+
 def backends():
     """The rows of `lumen backends` from the library: a list of dicts with name, status
     ("PASS", "FAIL", "SKIP") and detail."""
-    ctx = context()
-    count = c_int(0)
-    cap = 64
-    while True:
-        rows = (_Check * cap)()
-        check(lib.lumen_health_checks(ctx, rows, cap, ctypes.byref(count)), "lumen_health_checks", ctx)
-        if count.value <= cap:
-            break
-        cap = count.value
+    rows = _list_all(_Check, 64, lib.lumen_health_checks, "lumen_health_checks")
     return [{"name": pystr(r.name), "status": pystr(lib.lumen_check_status_name(r.status)),
-             "detail": pystr(r.detail)} for r in rows[:count.value]]
+             "detail": pystr(r.detail)} for r in rows]
 
 
 def devices():
     """The CPU and every usable CUDA device: name, memory (bytes), compute capability, SMs/cores."""
-    ctx = context()
-    count = c_int(0)
-    cap = 16
-    while True:
-        infos = (_DeviceInfo * cap)()
-        check(lib.lumen_devices_list(ctx, infos, cap, ctypes.byref(count)), "lumen_devices_list", ctx)
-        if count.value <= cap:
-            break
-        cap = count.value
     out = []
-    for i in infos[:count.value]:
+    for i in _list_all(_DeviceInfo, 16, lib.lumen_devices_list, "lumen_devices_list"):
         out.append({"device": _device_name(i.device), "name": pystr(i.name),
                     "memory_total": int(i.memory_total), "memory_free": int(i.memory_free),
                     "compute_capability": (i.compute_major, i.compute_minor),

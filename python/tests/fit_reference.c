@@ -96,16 +96,9 @@ int main(int argc, char **argv) {
   double *chi2 = calloc(c + 1, sizeof(double)), *r2 = calloc(c + 1, sizeof(double));
   double *cilo = calloc(c * np + 1, sizeof(double)), *cihi = calloc(c * np + 1, sizeof(double));
   int32_t *state = calloc(c + 1, sizeof(int32_t)), *iters = calloc(c + 1, sizeof(int32_t));
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = params;
-  r.derived = nd ? derived : NULL;
-  r.chi2 = chi2;
-  r.r2 = r2;
-  r.ci_lo = cilo;
-  r.ci_hi = cihi;
-  r.state = state;
-  r.iterations = iters;
+  lumen_fit_results r = {
+      .params = params, .derived = nd ? derived : NULL, .chi2 = chi2, .r2 = r2, .ci_lo = cilo, .ci_hi = cihi,
+      .state = state, .iterations = iters};
   lumen_status st;
   if (f32) {
     float *d32 = malloc(c * n * sizeof(float) + 1);

@@ -55,6 +55,9 @@ int64_t lumen_cli_parse_size(const char *s);
    closed pipe): returns LUMEN_EXIT_OK, or prints "writing standard output failed: REASON" and
    returns LUMEN_EXIT_FAILURE. Every command that writes results to stdout ends with it. */
 int lumen_cli_finish_stdout(const char *command);
+
+/* 1 when an argument is --help or -h. */
+int lumen_cli_asks_help(int argc, char **argv);
 /* The shared vocabulary of lumen dce, t1 and fit (cli_vocabulary.c): one row per option. */
 enum { LUMEN_CLI_DCE = 1u, LUMEN_CLI_T1 = 2u, LUMEN_CLI_FIT = 4u };
 typedef struct {

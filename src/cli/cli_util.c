@@ -84,3 +84,9 @@ int lumen_cli_finish_stdout(const char *command) {
                   e ? strerror(e) : "write error");
   return LUMEN_EXIT_FAILURE;
 }
+
+int lumen_cli_asks_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
+  return 0;
+}

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 #include "cli/cli.h"
@@ -23,7 +22,7 @@
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
 #include "lumen/device.h"
-#include "lumen/dist.h"
+#include "dist/dist_internal.h"
 #include "lumen/io.h"
 #include "lumen/pipeline.h"
 
@@ -50,12 +49,6 @@ typedef struct batch {
   pthread_cond_t cv;
   char **env;              /* environment for the children (no MPI variables) */
 } batch;
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int mkdir_p(const char *dir) {
   char buf[PATH_MAX];
@@ -270,7 +263,7 @@ static void *reader_main(void *user) {
   lumen_ctx_create(&ctx);
   for (int i = 0; i < b->subs.n; ++i) {
     if (!mine(b, i)) continue;
-    double t0 = now_s();
+    double t0 = lumen_now_seconds();
     item_res *r = &b->res[i];
     r->owner = b->rank;
     const lumen_dist_subject *s = &b->subs.items[i];
@@ -297,13 +290,13 @@ static void *reader_main(void *user) {
       r->status = ST_SKIPPED;
       snprintf(r->note, sizeof r->note, "outputs complete (checksums match): skipped");
       free(j);
-      sg->read_s += now_s() - t0;
+      sg->read_s += lumen_now_seconds() - t0;
       continue;
     }
     build_argv(b, s, j);
     j->need = item_bytes(s);
     read_ahead(s);
-    sg->read_s += now_s() - t0;
+    sg->read_s += lumen_now_seconds() - t0;
     /* bounded: at most 2 items read ahead, and their estimate within --memory-limit */
     lumen_dist_queue_push(sg->q_in, j, j->need);
   }
@@ -329,12 +322,12 @@ static lumen_status compute_worker(void *user, int worker, int64_t unused) {
     posix_spawn_file_actions_addopen(&fa, 1, j->logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid;
-    double t0 = now_s();
+    double t0 = lumen_now_seconds();
     j->spawn_rc = posix_spawn(&pid, b->exe, &fa, NULL, j->argv, b->env);
     posix_spawn_file_actions_destroy(&fa);
     if (j->spawn_rc == 0)
       while (waitpid(pid, &j->wst, 0) < 0 && errno == EINTR) {}
-    double dt = now_s() - t0;
+    double dt = lumen_now_seconds() - t0;
     pthread_mutex_lock(&b->mu);
     b->res[j->i].seconds = dt;
     sg->compute_s += dt;
@@ -353,7 +346,7 @@ static void *writer_main(void *user) {
   lumen_ctx_create(&ctx);
   job *j;
   while ((j = lumen_dist_queue_pop(sg->q_out, NULL))) {
-    double t0 = now_s();
+    double t0 = lumen_now_seconds();
     item_res *r = &b->res[j->i];
     int wst = j->wst;
     if (j->spawn_rc != 0) {
@@ -376,7 +369,7 @@ static void *writer_main(void *user) {
       if (WIFSIGNALED(wst)) snprintf(r->note, sizeof r->note, "killed by signal %d (log %.100s_batch.log)", WTERMSIG(wst), j->key);
       else snprintf(r->note, sizeof r->note, "exit %d: %.170s", r->exit_code, last[0] ? last : "see the log");
     }
-    sg->write_s += now_s() - t0;
+    sg->write_s += lumen_now_seconds() - t0;
     free(j);
   }
   lumen_ctx_destroy(ctx);
@@ -615,7 +608,7 @@ int lumen_cmd_batch(int argc, char **argv) {
   lumen_dist_mpi_barrier();
   pthread_mutex_init(&b.mu, NULL);
   pthread_cond_init(&b.cv, NULL);
-  double t0 = now_s();
+  double t0 = lumen_now_seconds();
   stages sg;
   memset(&sg, 0, sizeof sg);
   if (rc == LUMEN_EXIT_OK) {
@@ -624,7 +617,7 @@ int lumen_cmd_batch(int argc, char **argv) {
               jobs == 1 ? "" : "s", b.size > 1 ? " per MPI rank" : "");
     run_stages(ctx, &b, jobs, &sg);
   }
-  double wall = now_s() - t0;
+  double wall = lumen_now_seconds() - t0;
   pthread_mutex_destroy(&b.mu);
   pthread_cond_destroy(&b.cv);
   /* rank 0 collects the results */

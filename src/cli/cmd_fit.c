@@ -394,9 +394,11 @@ int lumen_cmd_fit(int argc, char **argv) {
   const char *starts[MAX_PARAM_ARGS], *bounds[MAX_PARAM_ARGS], *fixes[MAX_PARAM_ARGS];
   int nstarts = 0, nbounds = 0, nfixes = 0;
   double auc_start = NAN, auc_window = NAN;
-  double hct = LUMEN_AIF_DEFAULT_HCT, aif_delay = 0, tr = 0, r1 = 4.5, r10 = 1.0, tolerance = 1e-6;
+  lumen_fit_options defaults; /* the library's defaults, not retyped here */
+  lumen_fit_options_init(&defaults);
+  double hct = LUMEN_AIF_DEFAULT_HCT, aif_delay = 0, tr = 0, r1 = defaults.r1, r10 = 1.0, tolerance = defaults.tolerance;
   int64_t mem_limit = 0;
-  int max_iter = 200, fit_delay = 0, force_cpu = 0, quiet = 0, verbose = 0, threads = 0, have_tr = 0;
+  int max_iter = defaults.max_iterations, fit_delay = 0, force_cpu = 0, quiet = 0, verbose = 0, threads = 0, have_tr = 0;
   int overwrite = 0;
   char fa_opt[64] = "--flip-angles", ti_opt[64] = "--inversion-times"; /* as typed, for messages */
   const char *precision = "float32", *conv = "exact", *bounds_preset = "physical";
@@ -700,17 +702,9 @@ int lumen_cmd_fit(int argc, char **argv) {
     consts[c * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_R10] = r10;
     consts[c * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_B1] = 1.0;
   }
-  lumen_fit_results res;
-  memset(&res, 0, sizeof res);
-  res.params = params;
-  res.derived = derived;
-  res.state = state;
-  res.chi2 = chi2;
-  res.r2 = r2;
-  res.iterations = iters;
-  res.ci_lo = cilo;
-  res.ci_hi = cihi;
-  res.delay = delay;
+  lumen_fit_results res = {
+      .params = params, .derived = derived, .state = state, .chi2 = chi2, .r2 = r2, .iterations = iters,
+      .ci_lo = cilo, .ci_hi = cihi, .delay = delay};
   if (lumen_fit_execute_f64(ctx, plan, nc, curves, consts, &res) != LUMEN_OK) {
     lumen_cli_error(CMD, "fitting failed: %s", lumen_ctx_last_error(ctx));
     goto done;

@@ -1,5 +1,5 @@
 /* lumen merge (assembles `lumen dce --shard K/N` parts) and the distributed `lumen dce` runs
-   (--shard K/N, mpirun -np N); the work is in src/dist (include/lumen/dist.h, docs/SCALE.md). */
+   (--shard K/N, mpirun -np N); the work is in src/dist (src/dist/dist_internal.h, docs/SCALE.md). */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
 #include <limits.h>
@@ -10,7 +10,7 @@
 #include "cli/cli.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
-#include "lumen/dist.h"
+#include "dist/dist_internal.h"
 #include "cli/pipe_cli.h"
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -41,9 +41,9 @@ static int run_dce_hooked(int argc, char **argv, lumen_dist_fit_fn hook, void *u
       rc = LUMEN_EXIT_USAGE;
     } else {
       lumen_cli_pipe_progress(ctx, cfg.quiet);
-      lumen_dist_set_fit_hook(hook, user);
+      cfg.fit_executor = hook;
+      cfg.fit_executor_user = user;
       lumen_status st = lumen_pipeline_dce(ctx, &cfg, sum);
-      lumen_dist_set_fit_hook(NULL, NULL);
       if (st != LUMEN_OK) {
         lumen_cli_error(cmd, "%s", lumen_ctx_last_error(ctx));
         rc = LUMEN_EXIT_FAILURE;

@@ -47,13 +47,7 @@ static void segment_help(FILE *out) {
           "  --threads N       CPU threads (0 = all cores)\n"
           "  --batch LIST      more 'IN OUT' pairs from a file (all inputs must have one shape)\n"
           "  --png-scale clip|minmax   float results written as PNG (default clip)\n"
-          "  --overwrite       replace existing outputs (refused otherwise, before any work)\n"
-          "  -q                quiet (no progress, no summary);  -v: debug messages\n"
-          "\n"
-          "A progress bar (a terminal) or one line per image goes to stderr, then a summary line with the\n"
-          "device requested and used and any fallback reason.\n"
-          "\n"
-          "examples:\n"
+          LUMEN_IMAGE_CLI_REPORT_HELP
           "  lumen segment febds mammo.png mask.png --method dog\n"
           "  lumen segment kmeans in.nii.gz labels.nii.gz --k 3 --labels\n\n");
   lumen_cli_help_exit_status(out);
@@ -72,16 +66,21 @@ typedef struct svals {
   int nseeds, seed_dims;
 } svals;
 
+/* --seed of the clusterings: an integer 0..2^64-1. 1, or -1 with the message printed. */
+static int parse_seed(const char *opt, const char *text, uint64_t *seed) {
+  double s;
+  if (!lumen_imgcli_number(CMD, opt, text, &s)) return -1;
+  if (!(s >= 0 && s < 18446744073709551616.0)) { /* the cast below is defined only there */
+    lumen_cli_error(CMD, "--seed is '%s', expected an integer from 0 to 2^64-1", text);
+    return -1;
+  }
+  *seed = (uint64_t)s;
+  return 1;
+}
+
 static int seg_opt(svals *v, lumen_segment_algo algo, int argc, char **argv, int *i) {
   const char *a = argv[*i], *t = *i + 1 < argc ? argv[*i + 1] : NULL;
-#define V()                                                     \
-  do {                                                          \
-    if (!t) {                                                   \
-      lumen_cli_error(CMD, "%s needs a value (see --help)", a); \
-      return -1;                                                \
-    }                                                           \
-    (*i)++;                                                     \
-  } while (0)
+#define V() LUMEN_IMGCLI_TAKE_VALUE(CMD, a, t, i)
 #define DBL(name, lvalue)                                        \
   if (strcmp(a, name) == 0) {                                    \
     V();                                                         \
@@ -91,6 +90,11 @@ static int seg_opt(svals *v, lumen_segment_algo algo, int argc, char **argv, int
   if (strcmp(a, name) == 0) {                                    \
     V();                                                         \
     return lumen_imgcli_int(CMD, a, t, &(lvalue)) ? 1 : -1;      \
+  }
+#define SEED(name, lvalue)                                       \
+  if (strcmp(a, name) == 0) {                                    \
+    V();                                                         \
+    return parse_seed(a, t, &(lvalue));                          \
   }
   switch (algo) {
     case LUMEN_SEGMENT_FEBDS: {
@@ -130,17 +134,7 @@ static int seg_opt(svals *v, lumen_segment_algo algo, int argc, char **argv, int
       INT("--k", v->kmeans.k)
       INT("--max-iterations", v->kmeans.max_iterations)
       DBL("--tolerance", v->kmeans.tolerance)
-      if (strcmp(a, "--seed") == 0) {
-        V();
-        double s;
-        if (!lumen_imgcli_number(CMD, a, t, &s)) return -1;
-        if (!(s >= 0 && s < 18446744073709551616.0)) { /* the cast below is defined only there */
-          lumen_cli_error(CMD, "--seed is '%s', expected an integer from 0 to 2^64-1", t);
-          return -1;
-        }
-        v->kmeans.seed = (uint64_t)s;
-        return 1;
-      }
+      SEED("--seed", v->kmeans.seed)
       if (strcmp(a, "--labels") == 0) return v->kmeans.output = LUMEN_CLUSTER_LABELS, 1;
       break;
     case LUMEN_SEGMENT_FCM:
@@ -154,17 +148,7 @@ static int seg_opt(svals *v, lumen_segment_algo algo, int argc, char **argv, int
       DBL("--a", v->fcm.a)
       DBL("--b", v->fcm.b)
       DBL("--tau", v->fcm.tau)
-      if (strcmp(a, "--seed") == 0) {
-        V();
-        double s;
-        if (!lumen_imgcli_number(CMD, a, t, &s)) return -1;
-        if (!(s >= 0 && s < 18446744073709551616.0)) { /* the cast below is defined only there */
-          lumen_cli_error(CMD, "--seed is '%s', expected an integer from 0 to 2^64-1", t);
-          return -1;
-        }
-        v->fcm.seed = (uint64_t)s;
-        return 1;
-      }
+      SEED("--seed", v->fcm.seed)
       if (strcmp(a, "--labels") == 0) return v->fcm.output = LUMEN_CLUSTER_LABELS, 1;
       break;
     case LUMEN_SEGMENT_REGION_GROW:
@@ -215,6 +199,7 @@ static int seg_opt(svals *v, lumen_segment_algo algo, int argc, char **argv, int
 #undef V
 #undef DBL
 #undef INT
+#undef SEED
 }
 
 /* one image of a batch (lumen_imgbatch_fn): a copy of the options with the worker's device */
@@ -382,13 +367,10 @@ static int segment_parse(lumen_imgcli *c, svals *v, lumen_segment_algo *algo, in
 
 int lumen_cmd_segment_check(int argc, char **argv) {
   lumen_imgcli c;
-  memset(&c, 0, sizeof c);
-  c.cmd = CMD;
   svals v;
   svals_init(&v);
   lumen_segment_algo algo;
-  c.pos = calloc((size_t)argc + 1, sizeof *c.pos);
-  int rc = c.pos ? segment_parse(&c, &v, &algo, argc, argv) : LUMEN_EXIT_FAILURE;
+  int rc = lumen_imgcli_begin(&c, CMD, argc) ? segment_parse(&c, &v, &algo, argc, argv) : LUMEN_EXIT_FAILURE;
   free(v.seeds);
   lumen_imgcli_free(&c);
   return rc;
@@ -396,27 +378,17 @@ int lumen_cmd_segment_check(int argc, char **argv) {
 
 int lumen_cmd_segment(int argc, char **argv) {
   lumen_imgcli c;
-  memset(&c, 0, sizeof c);
-  c.cmd = CMD;
-  c.precision = LUMEN_FILTER_PRECISION_DEFAULT;
   svals v;
   svals_init(&v);
-  int rc = LUMEN_EXIT_USAGE;
-  c.pos = calloc((size_t)argc + 1, sizeof *c.pos);
-  if (!c.pos) return LUMEN_EXIT_FAILURE;
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      segment_help(stdout);
-      rc = LUMEN_EXIT_OK;
-      goto out;
-    }
-  lumen_segment_algo algo;
-  if ((rc = segment_parse(&c, &v, &algo, argc, argv)) != LUMEN_EXIT_OK) goto out;
-  if ((rc = lumen_imgcli_jobs(&c, 1)) != LUMEN_EXIT_OK) goto out;
-  if (!lumen_imgcli_context(&c)) {
-    rc = LUMEN_EXIT_FAILURE;
+  if (!lumen_imgcli_begin(&c, CMD, argc)) return LUMEN_EXIT_FAILURE;
+  int rc = LUMEN_EXIT_OK;
+  if (lumen_cli_asks_help(argc, argv)) {
+    segment_help(stdout);
     goto out;
   }
+  lumen_segment_algo algo;
+  if ((rc = segment_parse(&c, &v, &algo, argc, argv)) != LUMEN_EXIT_OK) goto out;
+  if ((rc = lumen_imgcli_start(&c, 1)) != LUMEN_EXIT_OK) goto out;
   if (v.nseeds) {
     v.grow.seeds = v.seeds;
     v.grow.n_seeds = v.nseeds;

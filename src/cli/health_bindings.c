@@ -8,28 +8,13 @@
 #include <string.h>
 #include "core/internal.h"
 #include "cli/health_bindings.h"
+#include "diag/check_rows.h"
 
 enum { CONF_MAX = 1024 };
 
 typedef struct bindings_conf {
   char python[CONF_MAX], mex[CONF_MAX], file[CONF_MAX + 32];
 } bindings_conf;
-
-static void put_row(lumen_check *rows, int capacity, int *count, const char *name, lumen_check_status st,
-                    const char *fmt, ...) LUMEN_PRINTF(6, 7);
-static void put_row(lumen_check *rows, int capacity, int *count, const char *name, lumen_check_status st,
-                    const char *fmt, ...) {
-  if (*count >= 0 && *count < capacity) {
-    lumen_check *r = &rows[*count];
-    snprintf(r->name, sizeof r->name, "%s", name);
-    r->status = st;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->detail, sizeof r->detail, fmt, ap);
-    va_end(ap);
-  }
-  (*count)++;
-}
 
 /* Runs a short shell command and keeps the first line it prints; returns its exit status
    (-1 when it could not run). */
@@ -72,44 +57,49 @@ static void read_conf(const char *exe, bindings_conf *c) {
 
 static void check_mpi(int have_mpi, lumen_check *rows, int capacity, int *count) {
   if (!have_mpi) {
-    put_row(rows, capacity, count, "mpi", LUMEN_CHECK_SKIP,
-            "this build has no MPI (rebuild with libopenmpi-dev installed, CMake option LUMEN_MPI=ON)");
+    lumen_check_append(rows, capacity, count, "mpi", LUMEN_CHECK_SKIP,
+                       "this build has no MPI (rebuild with libopenmpi-dev installed, CMake option LUMEN_MPI=ON)");
     return;
   }
   char line[512];
   int st = probe_command("command -v mpirun 2>/dev/null", line, sizeof line);
-  put_row(rows, capacity, count, "mpi", LUMEN_CHECK_PASS, "built with MPI: 'mpirun -np N lumen batch|dce' splits the work%s%s",
-          st == 0 && line[0] ? "; mpirun at " : "; mpirun is not on PATH", st == 0 ? line : "");
+  lumen_check_append(rows, capacity, count, "mpi", LUMEN_CHECK_PASS,
+                     "built with MPI: 'mpirun -np N lumen batch|dce' splits the work%s%s",
+                     st == 0 && line[0] ? "; mpirun at " : "; mpirun is not on PATH", st == 0 ? line : "");
 }
 
 static void check_python(const bindings_conf *c, lumen_check *rows, int capacity, int *count) {
   const char *py = c->python[0] ? c->python : "python3";
   if (!plain_path(py)) {
-    put_row(rows, capacity, count, "python", LUMEN_CHECK_FAIL, "%s: python=%.200s has quote characters", c->file, py);
+    lumen_check_append(rows, capacity, count, "python", LUMEN_CHECK_FAIL, "%s: python=%.200s has quote characters",
+                       c->file, py);
     return;
   }
   char cmd[CONF_MAX + 128], line[LUMEN_CHECK_DETAIL_MAX - 120];
   snprintf(cmd, sizeof cmd, "cd / && '%s' -c 'import lumen; print(lumen.__file__)' 2>/dev/null", py);
   int st = probe_command(cmd, line, sizeof line);
   if (st == 0 && line[0])
-    put_row(rows, capacity, count, "python", LUMEN_CHECK_PASS, "%s imports lumen from %s", py, line);
+    lumen_check_append(rows, capacity, count, "python", LUMEN_CHECK_PASS, "%s imports lumen from %s", py, line);
   else if (c->python[0])  /* the installer put it there: it should work */
-    put_row(rows, capacity, count, "python", LUMEN_CHECK_FAIL, "%.150s (from %.150s) cannot import lumen", py, c->file);
+    lumen_check_append(rows, capacity, count, "python", LUMEN_CHECK_FAIL, "%.150s (from %.150s) cannot import lumen",
+                       py, c->file);
   else
-    put_row(rows, capacity, count, "python", LUMEN_CHECK_SKIP,
-            "python3 cannot import the lumen package (install it with ./install.sh or pip install ./python)");
+    lumen_check_append(rows, capacity, count, "python", LUMEN_CHECK_SKIP,
+                       "python3 cannot import the lumen package (install it with ./install.sh or pip install ./python)");
 }
 
 static void check_mex(const bindings_conf *c, lumen_check *rows, int capacity, int *count) {
   char line[LUMEN_CHECK_DETAIL_MAX - 120], cmd[CONF_MAX + 200];
   int st = probe_command("command -v octave-cli 2>/dev/null", line, sizeof line);
   if (st != 0 || !line[0]) {
-    put_row(rows, capacity, count, "mex", LUMEN_CHECK_SKIP, "Octave not found (MATLAB users: build with matlab/build_mex.sh)%s%s",
-            c->mex[0] ? "; MEX folder " : "", c->mex);
+    lumen_check_append(rows, capacity, count, "mex", LUMEN_CHECK_SKIP,
+                       "Octave not found (MATLAB users: build with matlab/build_mex.sh)%s%s",
+                       c->mex[0] ? "; MEX folder " : "", c->mex);
     return;
   }
   if (c->mex[0] && !plain_path(c->mex)) {
-    put_row(rows, capacity, count, "mex", LUMEN_CHECK_FAIL, "%s: mex=%.200s has quote characters", c->file, c->mex);
+    lumen_check_append(rows, capacity, count, "mex", LUMEN_CHECK_FAIL, "%s: mex=%.200s has quote characters", c->file,
+                       c->mex);
     return;
   }
   char add[CONF_MAX + 16] = "";
@@ -117,13 +107,13 @@ static void check_mex(const bindings_conf *c, lumen_check *rows, int capacity, i
   snprintf(cmd, sizeof cmd, "cd / && octave-cli --no-gui --norc --quiet --eval '%sdisp(which(\"lumen_fit\"))' 2>/dev/null", add);
   st = probe_command(cmd, line, sizeof line);
   if (st == 0 && line[0])
-    put_row(rows, capacity, count, "mex", LUMEN_CHECK_PASS, "Octave finds lumen_fit at %s", line);
+    lumen_check_append(rows, capacity, count, "mex", LUMEN_CHECK_PASS, "Octave finds lumen_fit at %s", line);
   else if (c->mex[0])
-    put_row(rows, capacity, count, "mex", LUMEN_CHECK_FAIL, "Octave does not find lumen_fit in %.150s (from %.150s)", c->mex,
-            c->file);
+    lumen_check_append(rows, capacity, count, "mex", LUMEN_CHECK_FAIL,
+                       "Octave does not find lumen_fit in %.150s (from %.150s)", c->mex, c->file);
   else
-    put_row(rows, capacity, count, "mex", LUMEN_CHECK_SKIP,
-            "Octave is installed but lumen_fit is not on its path (build with matlab/build_mex.sh or ./install.sh)");
+    lumen_check_append(rows, capacity, count, "mex", LUMEN_CHECK_SKIP,
+                       "Octave is installed but lumen_fit is not on its path (build with matlab/build_mex.sh or ./install.sh)");
 }
 
 void lumen_cli_health_binding_checks(int have_mpi, const char *exe, lumen_check *rows, int capacity, int *count) {

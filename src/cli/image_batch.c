@@ -21,17 +21,6 @@
 
 /* ------------------------------------------------------------------ headers before any work */
 
-static int ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  if (n < m) return 0;
-  for (size_t k = 0; k < m; k++) {
-    char a = s[n - m + k];
-    if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
-    if (a != suffix[k]) return 0;
-  }
-  return 1;
-}
-
 /* a * b, or INT64_MAX when it does not fit (sizes from hostile headers) */
 static int64_t mul_sat(int64_t a, int64_t b) {
   if (a <= 0 || b <= 0) return 0;
@@ -76,7 +65,7 @@ static int png_dims(lumen_imgcli *c, const char *path, int64_t dims[4], int *ele
 /* The shape of one input without its voxels, and the bytes per voxel as read; on any doubt the
    full read decides (and prints its message when the file is unusable). */
 int lumen_imgbatch_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4], int *elem) {
-  if (ends_with(path, ".png")) {
+  if (lumen_ends_with_nocase(path, ".png")) {
     int r = png_dims(c, path, dims, elem);
     if (r < 0) return 0;
     if (r > 0) {
@@ -84,7 +73,7 @@ int lumen_imgbatch_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t d
       return 1;
     }
   }
-  if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) {
+  if (lumen_ends_with_nocase(path, ".nii") || lumen_ends_with_nocase(path, ".nii.gz")) {
     lumen_nifti_info info;
     if (lumen_nifti_read_header(c->ctx, path, NULL, &info) != LUMEN_OK) {
       lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
@@ -446,13 +435,8 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
      so the resident memory follows the buffers --memory-limit charges (docs/SCALE.md). */
   mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 #endif
-  batch b;
-  memset(&b, 0, sizeof b);
-  b.c = c;
-  b.fn = fn;
-  b.user = user;
-  b.scalar_name = scalar_name ? scalar_name : "value";
-  b.overlap = !c->no_overlap;
+  batch b = {
+      .c = c, .fn = fn, .user = user, .scalar_name = scalar_name ? scalar_name : "value", .overlap = !c->no_overlap};
   if (lumen_dist_devices_parse(c->ctx, c->device ? c->device : "cpu", &c->devs) != LUMEN_OK) {
     lumen_cli_error(c->cmd, "--device: %s", lumen_ctx_last_error(c->ctx));
     return LUMEN_EXIT_USAGE;

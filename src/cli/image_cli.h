@@ -6,7 +6,7 @@
 #define LUMEN_CLI_IMAGE_CLI_H
 
 #include "cli/cli.h"
-#include "lumen/dist.h"
+#include "dist/dist_internal.h"
 #include "lumen/io.h"
 
 typedef struct lumen_imgcli {
@@ -41,12 +41,27 @@ int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i);
    exit status: LUMEN_EXIT_USAGE for a missing output or no input at all (nothing read),
    LUMEN_EXIT_FAILURE when the --batch file is missing, unreadable, malformed or empty. */
 int lumen_imgcli_jobs(lumen_imgcli *c, int need_out);
+/* A zeroed state for command cmd (default precision) with room for argc positional arguments;
+   0 when out of memory (image_cli.c). */
+int lumen_imgcli_begin(lumen_imgcli *c, const char *cmd, int argc);
+/* After parsing: lumen_imgcli_jobs, then the context. LUMEN_EXIT_OK or the exit status. */
+int lumen_imgcli_start(lumen_imgcli *c, int need_out);
 void lumen_imgcli_free(lumen_imgcli *c);
 int lumen_imgcli_read(lumen_imgcli *c, const char *path, lumen_image **out);
 int lumen_imgcli_check_out(lumen_imgcli *c, const char *path, int is3d);
 int lumen_imgcli_write(lumen_imgcli *c, const char *path, const lumen_image *img, int is_mask, int png_bits);
 void lumen_imgcli_progress(lumen_imgcli *c, int done, int total, const char *name);
 void lumen_imgcli_summary(lumen_imgcli *c, const char *what, int nimages, const lumen_filter_report *rep);
+/* In an option parser: steps *i over the value of option opt, or prints that it needs one and
+   returns -1 from the parser when value (the next argument) is NULL. */
+#define LUMEN_IMGCLI_TAKE_VALUE(cmd, opt, value, i)                     \
+  do {                                                                  \
+    if (!(value)) {                                                     \
+      lumen_cli_error((cmd), "%s needs a value (see --help)", (opt));   \
+      return -1;                                                        \
+    }                                                                   \
+    (*(i))++;                                                           \
+  } while (0)
 int lumen_imgcli_number(const char *cmd, const char *opt, const char *text, double *out);
 int lumen_imgcli_int(const char *cmd, const char *opt, const char *text, int *out);
 /* A range check of an option's value, before anything is read: returns ok, and when it is 0
@@ -109,5 +124,15 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
   "                    e.g. 512M, 2G (default: no cap); an image that alone needs more is\n"        \
   "                    refused before it is read (exit 1, the message says how much it needs)\n"   \
   "  --no-overlap      no reader/writer threads: each worker reads, computes, writes in turn\n"
+
+/* --help text that ends the options of every image command, up to its examples */
+#define LUMEN_IMAGE_CLI_REPORT_HELP                                                                   \
+  "  --overwrite       replace existing outputs (refused otherwise, before any work)\n"             \
+  "  -q                quiet (no progress, no summary);  -v: debug messages\n"                      \
+  "\n"                                                                                             \
+  "A progress bar (a terminal) or one line per image goes to stderr, then a summary line with the\n" \
+  "device requested and used and any fallback reason.\n"                                           \
+  "\n"                                                                                             \
+  "examples:\n"
 
 #endif

@@ -1,5 +1,5 @@
 /* Option parsing, progress display and the run-and-report step shared by `lumen dce` and
-   `lumen t1` (implemented in cmd_dce.c). Only for builds with NIfTI I/O. */
+   `lumen t1` (implemented in pipe_cli.c). Only for builds with NIfTI I/O. */
 #ifndef LUMEN_CLI_PIPE_CLI_H
 #define LUMEN_CLI_PIPE_CLI_H
 

@@ -34,7 +34,8 @@ lumen_status lumen_ctx_create(lumen_ctx **out) {
     return LUMEN_ERR_INTERNAL;
   }
   ctx->log_level = LUMEN_LOG_WARNING;
-  ctx->device = lumen_device_cpu();
+  ctx->device.kind = LUMEN_DEVICE_CPU; /* lumen_device_cpu() (device.c, which depends on this file) */
+  ctx->device.index = 0;
   ctx->precision = LUMEN_PRECISION_FULL;
   *out = ctx;
   return LUMEN_OK;
@@ -148,22 +149,12 @@ int lumen_ctx_threads(const lumen_ctx *ctx) {
   return n > 0 ? (int)n : 1;
 }
 
-lumen_status lumen_ctx_set_default_device(lumen_ctx *ctx, const char *device) {
-  if (!ctx) return LUMEN_ERR_INVALID_ARGUMENT;
-  lumen_device d;
-  lumen_status s = lumen_device_parse(ctx, device, &d);
-  if (s != LUMEN_OK) return s;
-  ctx->device = d;
-  return LUMEN_OK;
-}
-
-lumen_status lumen_ctx_default_device(const lumen_ctx *ctx, char *buf, size_t size) {
-  if (!ctx || !buf) return LUMEN_ERR_INVALID_ARGUMENT;
-  return lumen_device_format(ctx->device, buf, size);
-}
+void lumen_ctx_store_default_device(lumen_ctx *ctx, lumen_device device) { ctx->device = device; }
 
 lumen_device lumen_ctx_device_default(const lumen_ctx *ctx) {
-  return ctx ? ctx->device : lumen_device_cpu();
+  if (ctx) return ctx->device;
+  lumen_device cpu = {LUMEN_DEVICE_CPU, 0};
+  return cpu;
 }
 
 lumen_status lumen_ctx_set_default_precision(lumen_ctx *ctx, lumen_precision precision) {
@@ -207,6 +198,9 @@ const char *lumen_build_info(void) {
 #endif
 #if LUMEN_HAVE_GSL
          ", GSL"
+#endif
+#if LUMEN_TEST_HOOKS
+         ", test hooks"
 #endif
          ")";
 }

@@ -76,6 +76,22 @@ lumen_status lumen_device_format(lumen_device device, char *buf, size_t size) {
   return (n < 0 || (size_t)n >= size) ? LUMEN_ERR_OVERFLOW : LUMEN_OK;
 }
 
+/* ---- the context's default device (here, not in context.c: device names depend on the context's
+   errors, so the context does not depend on them; context.c stores the value) */
+lumen_status lumen_ctx_set_default_device(lumen_ctx *ctx, const char *device) {
+  if (!ctx) return LUMEN_ERR_INVALID_ARGUMENT;
+  lumen_device d;
+  lumen_status s = lumen_device_parse(ctx, device, &d);
+  if (s != LUMEN_OK) return s;
+  lumen_ctx_store_default_device(ctx, d);
+  return LUMEN_OK;
+}
+
+lumen_status lumen_ctx_default_device(const lumen_ctx *ctx, char *buf, size_t size) {
+  if (!ctx || !buf) return LUMEN_ERR_INVALID_ARGUMENT;
+  return lumen_device_format(lumen_ctx_device_default(ctx), buf, size);
+}
+
 int lumen_cuda_built(void) { return lumen_cudai_built(); }
 
 lumen_status lumen_cuda_probe(lumen_ctx *ctx, int *device_count, char *reason, size_t reason_size) {

@@ -30,10 +30,20 @@ int lumen_add_i64(int64_t a, int64_t b, int64_t *out);
 
 /* The context's default device (parsed), for device resolution. */
 lumen_device lumen_ctx_device_default(const lumen_ctx *ctx);
+/* Stores the default device (context.c); lumen_ctx_set_default_device (device.c) parses it. */
+void lumen_ctx_store_default_device(lumen_ctx *ctx, lumen_device device);
 
 /* Bytes lumen holds per device, for memory statistics (index -1 = host). */
 void lumen_memory_account(lumen_device device, int64_t delta_bytes);
 int64_t lumen_memory_allocated(lumen_device device);
+
+/* Seconds on the monotonic clock (clock.c): differences time stages and runs. */
+double lumen_now_seconds(void);
+
+/* 1 when s ends with suffix (suffix.c): exactly, or ignoring the case of s's ASCII letters
+   (lower_suffix is written in lower case). */
+int lumen_ends_with(const char *s, const char *suffix);
+int lumen_ends_with_nocase(const char *s, const char *lower_suffix);
 
 /* Argument check helper: fails with LUMEN_ERR_INVALID_ARGUMENT and the formatted message. */
 #define LUMEN_REQUIRE(ctx, cond, ...) \

@@ -15,7 +15,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "cuda/filter_cuda.h"
+#include "filter/filter_cuda.h"
 
 namespace lfc {
 
@@ -27,29 +27,8 @@ __device__ __forceinline__ void st(float *p, int64_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void st(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
 __device__ __forceinline__ void st(__nv_bfloat16 *p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
-// scipy.ndimage boundary extension (lf_ext in filter_internal.h): index in [0, n), or -1 = cval
-__host__ __device__ __forceinline__ int64_t ext(int64_t i, int64_t n, int mode) {
-  if (i >= 0 && i < n) return i;
-  switch (mode) {
-    case LUMEN_BOUNDARY_REFLECT: {
-      int64_t p = 2 * n, j = i % p;
-      if (j < 0) j += p;
-      return j < n ? j : p - 1 - j;
-    }
-    case LUMEN_BOUNDARY_MIRROR: {
-      if (n == 1) return 0;
-      int64_t p = 2 * n - 2, j = i % p;
-      if (j < 0) j += p;
-      return j < n ? j : p - j;
-    }
-    case LUMEN_BOUNDARY_WRAP: {
-      int64_t j = i % n;
-      return j < 0 ? j + n : j;
-    }
-    case LUMEN_BOUNDARY_NEAREST: return i < 0 ? 0 : n - 1;
-    default: return -1;
-  }
-}
+// scipy.ndimage boundary extension: lf_ext (filter/filter_hd.h) under the kernels' short name
+__host__ __device__ __forceinline__ int64_t ext(int64_t i, int64_t n, int mode) { return lf_ext(i, n, mode); }
 
 // grid-stride helpers
 __device__ __forceinline__ int64_t gtid() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
@@ -126,6 +105,22 @@ struct scratch {
     lumen_status lfc_s_ = (expr);       \
     if (lfc_s_ != LUMEN_OK) return lfc_s_; \
   } while (0)
+
+// Launches KERNEL<T> with the output image's data as its last argument, T its storage type
+// (float32, float16, bfloat16; with _U8 also uint8 masks). Used outside namespace lfc.
+#define LFC_LAUNCH_OUT(img, KERNEL, GRID, BLOCK, ...)                                                      \
+  switch (lumen_image_dtype(img)) {                                                                 \
+    case LUMEN_DTYPE_FLOAT32: KERNEL<float><<<GRID, BLOCK>>>(__VA_ARGS__, (float *)lumen_image_data(img)); break; \
+    case LUMEN_DTYPE_FLOAT16: KERNEL<__half><<<GRID, BLOCK>>>(__VA_ARGS__, (__half *)lumen_image_data(img)); break; \
+    default: KERNEL<__nv_bfloat16><<<GRID, BLOCK>>>(__VA_ARGS__, (__nv_bfloat16 *)lumen_image_data(img)); break; \
+  }
+// the same with uint8 masks (binary morphology)
+#define LFC_LAUNCH_OUT_U8(img, KERNEL, GRID, BLOCK, ...)                                                   \
+  if (lumen_image_dtype(img) == LUMEN_DTYPE_UINT8) {                                                \
+    KERNEL<uint8_t><<<GRID, BLOCK>>>(__VA_ARGS__, (uint8_t *)lumen_image_data(img));                 \
+  } else {                                                                                          \
+    LFC_LAUNCH_OUT(img, KERNEL, GRID, BLOCK, __VA_ARGS__)                                               \
+  }
 
 // Defined in filter_point.cu.
 // in[i] of a call as float32 on the device: the staged data itself when it is float32, else a

@@ -479,13 +479,6 @@ static lumen_status storage_input(lumen_ctx *ctx, const char *fn, const lumen_im
 
 using namespace lfc;
 
-#define LAUNCH_OUT(img, KERNEL, GRID, BLOCK, ...)                                                      \
-  switch (lumen_image_dtype(img)) {                                                                 \
-    case LUMEN_DTYPE_FLOAT32: KERNEL<float><<<GRID, BLOCK>>>(__VA_ARGS__, (float *)lumen_image_data(img)); break; \
-    case LUMEN_DTYPE_FLOAT16: KERNEL<__half><<<GRID, BLOCK>>>(__VA_ARGS__, (__half *)lumen_image_data(img)); break; \
-    default: KERNEL<__nv_bfloat16><<<GRID, BLOCK>>>(__VA_ARGS__, (__nv_bfloat16 *)lumen_image_data(img)); break; \
-  }
-
 extern "C" lumen_status lf_cuda_gaussian(lumen_ctx *ctx, lf_call *call) {
   static const char fn[] = "lumen_filter_gaussian (cuda)";
   LFC_ENTER(ctx, call, fn);
@@ -521,7 +514,7 @@ extern "C" lumen_status lf_cuda_dog(lumen_ctx *ctx, lf_call *call) {
   LFC_TRY(hi.alloc(ctx, fn, n));
   LFC_TRY(separable(ctx, fn, in, ik, lo.p, ST_F32, &call->geom, p->sigma[0], p->radius[0], orders, p->mode, p->cval));
   LFC_TRY(separable(ctx, fn, in, ik, hi.p, ST_F32, &call->geom, p->sigma[1], p->radius[1], orders, p->mode, p->cval));
-  LAUNCH_OUT(call->out, k_sub, grid_for(n), 256, lo.p, hi.p, n);
+  LFC_LAUNCH_OUT(call->out, k_sub, grid_for(n), 256, lo.p, hi.p, n);
   return launched(ctx, fn, "difference kernel");
 }
 
@@ -539,7 +532,7 @@ extern "C" lumen_status lf_cuda_laplace(lumen_ctx *ctx, lf_call *call) {
   if (p->discrete) {
     const int orders[3] = {0, 0, 0};
     LFC_TRY(separable(ctx, fn, in, ik, acc.p, ST_F32, g, p->sigma[0], p->radius[0], orders, p->mode, p->cval));
-    LAUNCH_OUT(call->out, k_laplace_discrete, grid_for(n), 256, acc.p, g->n[0], g->n[1], g->n[2], g->block, n,
+    LFC_LAUNCH_OUT(call->out, k_laplace_discrete, grid_for(n), 256, acc.p, g->n[0], g->n[1], g->n[2], g->block, n,
                g->spatial);
     return launched(ctx, fn, "Laplacian kernel");
   }
@@ -551,7 +544,7 @@ extern "C" lumen_status lf_cuda_laplace(lumen_ctx *ctx, lf_call *call) {
     LFC_TRY(separable(ctx, fn, in, ik, a == 0 ? acc.p : term.p, ST_F32, g, p->sigma[0], p->radius[0], orders, p->mode,
                       p->cval));
     if (a > 0 && a < g->spatial - 1) k_add<float><<<grid_for(n), 256>>>(acc.p, term.p, n, (float *)nullptr);
-    if (a > 0 && a == g->spatial - 1) LAUNCH_OUT(call->out, k_add, grid_for(n), 256, acc.p, term.p, n);
+    if (a > 0 && a == g->spatial - 1) LFC_LAUNCH_OUT(call->out, k_add, grid_for(n), 256, acc.p, term.p, n);
   }
   if (g->spatial == 1) return store_f32(ctx, fn, acc.p, call->out, n);
   return launched(ctx, fn, "LoG sum");
@@ -570,7 +563,7 @@ extern "C" lumen_status lf_cuda_convolve(lumen_ctx *ctx, lf_call *call) {
   LFC_TRY(k.alloc(ctx, fn, kn));
   cudaError_t err = cudaMemcpyAsync(k.p, p->kernel, (size_t)kn * sizeof(float), cudaMemcpyHostToDevice, 0);
   if (err != cudaSuccess) return fail(ctx, err, fn, "kernel copy");
-  LAUNCH_OUT(call->out, k_convolve, grid_for(n), 256, x, g->n[0], g->n[1], g->n[2], n, k.p, p->kd[0], p->kd[1],
+  LFC_LAUNCH_OUT(call->out, k_convolve, grid_for(n), 256, x, g->n[0], g->n[1], g->n[2], n, k.p, p->kd[0], p->kd[1],
              p->kd[2], p->centre[0], p->centre[1], p->centre[2], (int)p->mode, p->cval);
   return launched(ctx, fn, "convolution kernel");
 }

@@ -90,14 +90,8 @@ lumen_status store_f32(lumen_ctx *ctx, const char *fn, const float *src, lumen_i
 
 // min/max: per-block partials, then one block folds them (comparisons skip NaN like the CPU loop)
 #define MM_BLOCKS 1024
-__global__ void k_minmax_part(const float *__restrict__ x, int64_t n, float *__restrict__ part) {
-  __shared__ float slo[256], shi[256];
-  float lo = INFINITY, hi = -INFINITY;
-  for (int64_t i = gtid(); i < n; i += gstride()) {
-    float v = x[i];
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-  }
+// Folds each thread's (lo, hi) over the block (blockDim.x a power of two <= 256): slo[0], shi[0].
+__device__ __forceinline__ void block_minmax(float *slo, float *shi, float lo, float hi) {
   slo[threadIdx.x] = lo;
   shi[threadIdx.x] = hi;
   __syncthreads();
@@ -109,6 +103,17 @@ __global__ void k_minmax_part(const float *__restrict__ x, int64_t n, float *__r
     }
     __syncthreads();
   }
+}
+
+__global__ void k_minmax_part(const float *__restrict__ x, int64_t n, float *__restrict__ part) {
+  __shared__ float slo[256], shi[256];
+  float lo = INFINITY, hi = -INFINITY;
+  for (int64_t i = gtid(); i < n; i += gstride()) {
+    float v = x[i];
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  }
+  block_minmax(slo, shi, lo, hi);
   if (threadIdx.x == 0) {
     part[2 * blockIdx.x] = slo[0];
     part[2 * blockIdx.x + 1] = shi[0];
@@ -122,17 +127,7 @@ __global__ void k_minmax_fold(const float *__restrict__ part, int nparts, float 
     lo = part[2 * i] < lo ? part[2 * i] : lo;
     hi = part[2 * i + 1] > hi ? part[2 * i + 1] : hi;
   }
-  slo[threadIdx.x] = lo;
-  shi[threadIdx.x] = hi;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if ((int)threadIdx.x < s) {
-      float a = slo[threadIdx.x + s], b = shi[threadIdx.x + s];
-      slo[threadIdx.x] = a < slo[threadIdx.x] ? a : slo[threadIdx.x];
-      shi[threadIdx.x] = b > shi[threadIdx.x] ? b : shi[threadIdx.x];
-    }
-    __syncthreads();
-  }
+  block_minmax(slo, shi, lo, hi);
   if (threadIdx.x == 0) {
     res[0] = slo[0];
     res[1] = shi[0];
@@ -167,15 +162,8 @@ static lumen_status upload(lumen_ctx *ctx, const char *fn, void *dev, const void
 
 using namespace lfc;
 
-#define DISPATCH_OUT(img, KERNEL, GRID, BLOCK, ...)                                                    \
-  switch (lumen_image_dtype(img)) {                                                                 \
-    case LUMEN_DTYPE_FLOAT32: KERNEL<float><<<GRID, BLOCK>>>(__VA_ARGS__, (float *)lumen_image_data(img)); break; \
-    case LUMEN_DTYPE_FLOAT16: KERNEL<__half><<<GRID, BLOCK>>>(__VA_ARGS__, (__half *)lumen_image_data(img)); break; \
-    default: KERNEL<__nv_bfloat16><<<GRID, BLOCK>>>(__VA_ARGS__, (__nv_bfloat16 *)lumen_image_data(img)); break; \
-  }
-
 namespace lfc {
-// argument order adapters (the output pointer last, for DISPATCH_OUT)
+// argument order adapters (the output pointer last, for LFC_LAUNCH_OUT)
 template <class Out>
 __global__ void k_gamma_o(const float *in, int64_t n, float m, float g, Out *out) {
   for (int64_t i = gtid(); i < n; i += gstride()) {
@@ -210,7 +198,7 @@ extern "C" lumen_status lf_cuda_gamma(lumen_ctx *ctx, lf_call *call) {
   const float *x;
   scratch<float> xin;
   LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
-  DISPATCH_OUT(call->out, k_gamma_o, grid_for(n), 256, x, n, (float)o->max_value, (float)o->gamma);
+  LFC_LAUNCH_OUT(call->out, k_gamma_o, grid_for(n), 256, x, n, (float)o->max_value, (float)o->gamma);
   return launched(ctx, fn, "gamma kernel");
 }
 
@@ -221,7 +209,7 @@ extern "C" lumen_status lf_cuda_abs(lumen_ctx *ctx, lf_call *call) {
   const float *x;
   scratch<float> xin;
   LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
-  DISPATCH_OUT(call->out, k_abs_o, grid_for(n), 256, x, n);
+  LFC_LAUNCH_OUT(call->out, k_abs_o, grid_for(n), 256, x, n);
   return launched(ctx, fn, "abs kernel");
 }
 
@@ -235,7 +223,7 @@ extern "C" lumen_status lf_cuda_contrast(lumen_ctx *ctx, lf_call *call) {
   LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
   LFC_TRY(mm.alloc(ctx, fn, 2));
   if (o->bins == 0) LFC_TRY(minmax(ctx, fn, x, n, mm.p));
-  DISPATCH_OUT(call->out, k_contrast_o, grid_for(n), 256, x, n, o->contrast, o->brightness, (double)o->bins, mm.p);
+  LFC_LAUNCH_OUT(call->out, k_contrast_o, grid_for(n), 256, x, n, o->contrast, o->brightness, (double)o->bins, mm.p);
   return launched(ctx, fn, "contrast kernel");
 }
 
@@ -336,16 +324,6 @@ static lumen_status histogram(lumen_ctx *ctx, const char *fn, const float *x, in
   return fetch(ctx, fn, counts.data(), dc.p, (size_t)h.nb * sizeof(int64_t));
 }
 
-static double entropy_of(const int64_t *c, int64_t nb, int64_t total) {
-  double e = 0;
-  for (int64_t i = 0; i < nb; i++)
-    if (c[i] > 0) {
-      double p = (double)c[i] / (double)total;
-      e -= p * log2(p);
-    }
-  return e;
-}
-
 __global__ void k_gt_mask(const float *__restrict__ x, int64_t n, float t, uint8_t *__restrict__ m) {
   for (int64_t i = gtid(); i < n; i += gstride()) m[i] = x[i] > t;
 }
@@ -375,37 +353,9 @@ extern "C" lumen_status lf_cuda_otsu(lumen_ctx *ctx, lf_call *call) {
     LFC_TRY(h.init(ctx, fn, x, n, nb, mmh));
     std::vector<int64_t> c;
     LFC_TRY(histogram(ctx, fn, x, n, h, c));
-    // the CPU path's threshold selection, verbatim
-    std::vector<double> w1((size_t)nb), w2((size_t)nb), m1((size_t)nb), m2((size_t)nb);
+    std::vector<double> work((size_t)nb * 4);
     std::vector<float> centre((size_t)nb);
-    for (int i = 0; i < nb; i++) centre[i] = (h.edges[i] + h.edges[i + 1]) / 2.0f;
-    int64_t cw = 0;
-    double cs = 0;
-    for (int i = 0; i < nb; i++) {
-      cw += c[i];
-      cs += (double)c[i] * (double)centre[i];
-      w1[i] = (double)cw;
-      m1[i] = cs / (double)cw;
-    }
-    cw = 0;
-    cs = 0;
-    for (int i = nb - 1; i >= 0; i--) {
-      cw += c[i];
-      cs += (double)c[i] * (double)centre[i];
-      w2[i] = (double)cw;
-      m2[i] = cs / (double)cw;
-    }
-    int best = 0;
-    double bestv = -1.0;
-    for (int i = 0; i < nb - 1; i++) {
-      double d = m1[i] - m2[i + 1];
-      double v = (double)((int64_t)w1[i] * (int64_t)w2[i + 1]) * (d * d);
-      if (v > bestv || (std::isnan(v) && !std::isnan(bestv))) {
-        bestv = v;
-        best = i;
-      }
-    }
-    thr = nb > 1 ? centre[best] : centre[0];
+    thr = lf_otsu_threshold(c.data(), h.edges.data(), nb, work.data(), centre.data());
   }
   call->scalar[0] = thr;
   if (call->out) {
@@ -436,7 +386,7 @@ extern "C" lumen_status lf_cuda_entropy(lumen_ctx *ctx, lf_call *call) {
   LFC_TRY(h.init(ctx, fn, x, n, o->bins, mmh));
   std::vector<int64_t> c;
   LFC_TRY(histogram(ctx, fn, x, n, h, c));
-  call->scalar[0] = entropy_of(c.data(), o->bins, n);
+  call->scalar[0] = lf_entropy_of(c.data(), o->bins, n);
   return LUMEN_OK;
 }
 
@@ -469,7 +419,7 @@ extern "C" lumen_status lf_cuda_mutual_information(lumen_ctx *ctx, lf_call *call
   std::vector<int64_t> j((size_t)nj);
   LFC_TRY(fetch(ctx, fn, j.data(), dj.p, (size_t)nj * sizeof(int64_t)));
   const int64_t *hca = j.data() + (int64_t)nb * nb, *hcb = hca + nb;
-  double Ha = entropy_of(hca, nb, n), Hb = entropy_of(hcb, nb, n), Hj = entropy_of(j.data(), (int64_t)nb * nb, n);
+  double Ha = lf_entropy_of(hca, nb, n), Hb = lf_entropy_of(hcb, nb, n), Hj = lf_entropy_of(j.data(), (int64_t)nb * nb, n);
   call->scalar[0] = Ha + Hb - Hj;
   call->scalar[1] = Ha;
   call->scalar[2] = Hb;
@@ -685,17 +635,7 @@ extern "C" lumen_status lf_cuda_sauvola(lumen_ctx *ctx, lf_call *call) {
     k_sauvola<float><<<grid, 256>>>(x, mo.s1.p, mo.s2.p, n, N, o->k, o->r, (uint8_t)o->foreground, (uint8_t *)dst,
                                     (float *)nullptr);
   } else {
-    switch (lumen_image_dtype(call->out)) {
-      case LUMEN_DTYPE_FLOAT32:
-        k_sauvola<float><<<grid, 256>>>(x, mo.s1.p, mo.s2.p, n, N, o->k, o->r, 0, nullptr, (float *)dst);
-        break;
-      case LUMEN_DTYPE_FLOAT16:
-        k_sauvola<__half><<<grid, 256>>>(x, mo.s1.p, mo.s2.p, n, N, o->k, o->r, 0, nullptr, (__half *)dst);
-        break;
-      default:
-        k_sauvola<__nv_bfloat16><<<grid, 256>>>(x, mo.s1.p, mo.s2.p, n, N, o->k, o->r, 0, nullptr,
-                                                (__nv_bfloat16 *)dst);
-    }
+    LFC_LAUNCH_OUT(call->out, k_sauvola, grid, 256, x, mo.s1.p, mo.s2.p, n, N, o->k, o->r, 0, nullptr);
   }
   return launched(ctx, fn, "Sauvola kernel");
 }
@@ -713,7 +653,7 @@ extern "C" lumen_status lf_cuda_local_variance(lumen_ctx *ctx, lf_call *call) {
   LFC_TRY(mo.run(ctx, fn, x, g, o->window, (int)o->mode, o->cval));
   double N = 1;
   for (int a = 0; a < g->spatial; a++) N *= o->window;
-  DISPATCH_OUT(call->out, k_local_var, grid_for(n), 256, mo.s1.p, mo.s2.p, n, N);
+  LFC_LAUNCH_OUT(call->out, k_local_var, grid_for(n), 256, mo.s1.p, mo.s2.p, n, N);
   return launched(ctx, fn, "local variance kernel");
 }
 

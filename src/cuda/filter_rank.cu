@@ -114,33 +114,12 @@ __global__ void k_med_any(const float *__restrict__ in, int64_t n0, int64_t n1, 
         }
       }
     }
-    const int k = m / 2;
-    int lo = 0, hi = m - 1;
-    while (lo < hi) {
-      const float piv = v[k];
-      int a = lo, b = hi;
-      do {
-        while (v[a] < piv) a++;
-        while (piv < v[b]) b--;
-        if (a <= b) {
-          float t = v[a];
-          v[a] = v[b];
-          v[b] = t;
-          a++;
-          b--;
-        }
-      } while (a <= b);
-      if (b < k) lo = a;
-      if (k < a) hi = b;
-    }
-    st(out, i, v[k]);
+    st(out, i, lf_quickselect(v, m, m / 2));
   }
 }
 
 // --------------------------------------------------------------- morphology
-struct run3 {
-  int dz, dy, hw;
-};
+typedef lf_run3 run3;  // filter/filter_hd.h
 
 // erosion (is_max = 0) or dilation (1): pixels outside the image are skipped (they are the identity)
 template <class Out>
@@ -184,44 +163,17 @@ __global__ void k_binarize(const float *__restrict__ x, int64_t n, float *__rest
   for (int64_t i = gtid(); i < n; i += gstride()) b[i] = x[i] != 0.0f ? 1.0f : 0.0f;
 }
 
-// the CPU path's element_runs
+// the element's runs, computed as the CPU path does (filter/filter_hd.h)
 static std::vector<run3> element_runs(const lumen_morph_opts *o) {
-  std::vector<run3> runs;
-  if (o->element == LUMEN_ELEMENT_DISK || o->element == LUMEN_ELEMENT_BALL) {
-    const int r = o->radius, three = o->element == LUMEN_ELEMENT_BALL;
-    for (int dz = three ? -r : 0; dz <= (three ? r : 0); dz++)
-      for (int dy = -r; dy <= r; dy++) {
-        int64_t rem = (int64_t)r * r - (int64_t)dz * dz - (int64_t)dy * dy;
-        if (rem < 0) continue;
-        int hw = 0;
-        while ((int64_t)(hw + 1) * (hw + 1) <= rem) hw++;
-        runs.push_back(run3{dz, dy, hw});
-      }
-  } else {
-    const int h = o->size / 2, three = o->element == LUMEN_ELEMENT_CUBE;
-    for (int dz = three ? -h : 0; dz <= (three ? h : 0); dz++)
-      for (int dy = -h; dy <= h; dy++) runs.push_back(run3{dz, dy, h});
-  }
+  std::vector<run3> runs((size_t)lf_element_runs_max(o));
+  int ry, rz, rx;
+  runs.resize((size_t)lf_element_runs(o, runs.data(), (int)runs.size(), &ry, &rz, &rx));
   return runs;
 }
 
 }  // namespace lfc
 
 using namespace lfc;
-
-#define LAUNCH_OUT(img, KERNEL, GRID, BLOCK, ...)                                                      \
-  switch (lumen_image_dtype(img)) {                                                                 \
-    case LUMEN_DTYPE_FLOAT32: KERNEL<float><<<GRID, BLOCK>>>(__VA_ARGS__, (float *)lumen_image_data(img)); break; \
-    case LUMEN_DTYPE_FLOAT16: KERNEL<__half><<<GRID, BLOCK>>>(__VA_ARGS__, (__half *)lumen_image_data(img)); break; \
-    default: KERNEL<__nv_bfloat16><<<GRID, BLOCK>>>(__VA_ARGS__, (__nv_bfloat16 *)lumen_image_data(img)); break; \
-  }
-// the same with uint8 masks (binary morphology)
-#define LAUNCH_OUT_U8(img, KERNEL, GRID, BLOCK, ...)                                                   \
-  if (lumen_image_dtype(img) == LUMEN_DTYPE_UINT8) {                                                \
-    KERNEL<uint8_t><<<GRID, BLOCK>>>(__VA_ARGS__, (uint8_t *)lumen_image_data(img));                 \
-  } else {                                                                                          \
-    LAUNCH_OUT(img, KERNEL, GRID, BLOCK, __VA_ARGS__)                                               \
-  }
 
 extern "C" lumen_status lf_cuda_median(lumen_ctx *ctx, lf_call *call) {
   static const char fn[] = "lumen_filter_median (cuda)";
@@ -241,13 +193,13 @@ extern "C" lumen_status lf_cuda_median(lumen_ctx *ctx, lf_call *call) {
   const float cval = (float)o->cval;
   const unsigned grid = grid_for(n);
   if (g->spatial == 2 && o->size == 3) {
-    LAUNCH_OUT(call->out, k_med9, grid, 256, x, n0, n1, n, mode, cval);
+    LFC_LAUNCH_OUT(call->out, k_med9, grid, 256, x, n0, n1, n, mode, cval);
   } else if (g->spatial == 2 && o->size == 5) {
-    LAUNCH_OUT(call->out, k_med25, grid, 256, x, n0, n1, n, mode, cval);
+    LFC_LAUNCH_OUT(call->out, k_med25, grid, 256, x, n0, n1, n, mode, cval);
   } else if (g->spatial == 3 && o->size == 3) {
-    LAUNCH_OUT(call->out, k_med27, grid, 256, x, n0, n1, n2, n, mode, cval);
+    LFC_LAUNCH_OUT(call->out, k_med27, grid, 256, x, n0, n1, n2, n, mode, cval);
   } else {
-    LAUNCH_OUT(call->out, k_med_any, grid, 128, x, n0, n1, n2, n, g->spatial, o->size, mode, cval);
+    LFC_LAUNCH_OUT(call->out, k_med_any, grid, 128, x, n0, n1, n2, n, g->spatial, o->size, mode, cval);
   }
   return launched(ctx, fn, "median kernel");
 }
@@ -276,14 +228,14 @@ extern "C" lumen_status lf_cuda_morphology(lumen_ctx *ctx, lf_call *call) {
   switch (o->op) {
     case LUMEN_MORPH_ERODE:
     case LUMEN_MORPH_DILATE:
-      LAUNCH_OUT_U8(call->out, k_minmax, grid, 256, x, n0, n1, n2, n, druns.p, nr, o->op == LUMEN_MORPH_DILATE);
+      LFC_LAUNCH_OUT_U8(call->out, k_minmax, grid, 256, x, n0, n1, n2, n, druns.p, nr, o->op == LUMEN_MORPH_DILATE);
       break;
     case LUMEN_MORPH_OPEN:
     case LUMEN_MORPH_CLOSE: {
       const int first_max = o->op == LUMEN_MORPH_CLOSE;
       LFC_TRY(tmp.alloc(ctx, fn, n));
       k_minmax<float><<<grid, 256>>>(x, n0, n1, n2, n, druns.p, nr, first_max, tmp.p);
-      LAUNCH_OUT_U8(call->out, k_minmax, grid, 256, tmp.p, n0, n1, n2, n, druns.p, nr, !first_max);
+      LFC_LAUNCH_OUT_U8(call->out, k_minmax, grid, 256, tmp.p, n0, n1, n2, n, druns.p, nr, !first_max);
       break;
     }
     default: {  // white top-hat: I - open(I), >= 0
@@ -291,7 +243,7 @@ extern "C" lumen_status lf_cuda_morphology(lumen_ctx *ctx, lf_call *call) {
       LFC_TRY(res.alloc(ctx, fn, n));
       k_minmax<float><<<grid, 256>>>(x, n0, n1, n2, n, druns.p, nr, 0, tmp.p);
       k_minmax<float><<<grid, 256>>>(tmp.p, n0, n1, n2, n, druns.p, nr, 1, res.p);
-      LAUNCH_OUT_U8(call->out, k_tophat, grid, 256, x, res.p, n);
+      LFC_LAUNCH_OUT_U8(call->out, k_tophat, grid, 256, x, res.p, n);
     }
   }
   return launched(ctx, fn, "morphology kernels");

@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "lumen/aif.h"
 #include "lumen/fit.h"
 #include "models/models_f64.h"
 #include "core/internal.h"
+#include "diag/check_rows.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_OPENMP
 #include <omp.h>
@@ -32,16 +32,10 @@ typedef struct {
 static void add_row(row_sink *sink, const char *name, lumen_check_status status, const char *fmt, ...)
     LUMEN_PRINTF(4, 5);
 static void add_row(row_sink *sink, const char *name, lumen_check_status status, const char *fmt, ...) {
-  if (sink->count < sink->capacity) {
-    lumen_check *r = &sink->rows[sink->count];
-    snprintf(r->name, sizeof r->name, "%s", name);
-    r->status = status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->detail, sizeof r->detail, fmt, ap);
-    va_end(ap);
-  }
-  sink->count++;
+  va_list ap;
+  va_start(ap, fmt);
+  lumen_check_vappend(sink->rows, sink->capacity, &sink->count, name, status, fmt, ap);
+  va_end(ap);
 }
 
 static double gib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
@@ -147,12 +141,6 @@ static void check_solvers(row_sink *sink) {
    values), then on each CUDA device for about one second (checked against tier cpu). */
 #define FIT_N 40
 #define FIT_NC 4096
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* fits the curves on backend; returns the number of curves that converged to within 1e-3 of ref
    (or of the true values when ref is NULL), -1 when the plan or the run failed; *rate fits/s. */
 static int fit_selftest(lumen_ctx *ctx, const char *backend, double seconds, const double *t, const double *cp,
@@ -165,17 +153,14 @@ static int fit_selftest(lumen_ctx *ctx, const char *backend, double seconds, con
   lumen_fit_plan *plan = NULL;
   if (lumen_fit_plan_create(ctx, &o, FIT_N, t, cp, &plan) != LUMEN_OK) return -1;
   int32_t state[FIT_NC];
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = params;
-  r.state = state;
-  double t0 = now_s(), el = 0;
+  lumen_fit_results r = {.params = params, .state = state};
+  double t0 = lumen_now_seconds(), el = 0;
   int64_t done = 0;
   lumen_status st = LUMEN_OK;
   do {
     st = lumen_fit_execute(ctx, plan, FIT_NC, y, NULL, &r);
     done += FIT_NC;
-    el = now_s() - t0;
+    el = lumen_now_seconds() - t0;
   } while (st == LUMEN_OK && el < seconds);
   snprintf(used, used_size, "%s", r.backend_used);
   lumen_fit_plan_destroy(plan);

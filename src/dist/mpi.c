@@ -1,11 +1,11 @@
-/* MPI: one voxel range per rank, gathered on rank 0 (include/lumen/dist.h). Compiled with MPI
+/* MPI: one voxel range per rank, gathered on rank 0 (src/dist/dist_internal.h). Compiled with MPI
    only when LUMEN_HAVE_MPI (CMake option LUMEN_MPI, on when Open MPI is found). */
 #include <stdlib.h>
 #include <string.h>
 #include "core/internal.h"
 #include "fit/fit_internal.h"
 #include "lumen/device.h"
-#include "lumen/dist.h"
+#include "dist/dist_internal.h"
 #if LUMEN_HAVE_MPI
 #include <mpi.h>
 

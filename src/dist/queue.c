@@ -1,10 +1,10 @@
 /* The shared work queue (worker threads over a batch of items) and a bounded FIFO for
-   reader -> compute -> writer stages (include/lumen/dist.h). */
+   reader -> compute -> writer stages (src/dist/dist_internal.h). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "core/internal.h"
-#include "lumen/dist.h"
+#include "dist/dist_internal.h"
 
 typedef struct pool {
   lumen_dist_item_fn fn;

@@ -7,40 +7,33 @@
 /* ------------------------------------------------------------------ option defaults */
 
 void lumen_gaussian_opts_init(lumen_gaussian_opts *o) {
+  static const lumen_gaussian_opts defaults = {
+      .sigma = 1.0, .units = LUMEN_UNITS_VOXELS, .truncate = 4.0, .mode = LUMEN_BOUNDARY_NEAREST};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->sigma = 1.0;
-  o->units = LUMEN_UNITS_VOXELS;
-  o->truncate = 4.0;
-  o->mode = LUMEN_BOUNDARY_NEAREST;
 }
 
 void lumen_dog_opts_init(lumen_dog_opts *o) {
+  static const lumen_dog_opts defaults = {
+      .low_sigma = 1.0, .high_sigma = 0.0, .truncate = 4.0, .mode = LUMEN_BOUNDARY_NEAREST};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->low_sigma = 1.0;
-  o->high_sigma = 0.0;
-  o->truncate = 4.0;
-  o->mode = LUMEN_BOUNDARY_NEAREST;
 }
 
 void lumen_laplace_opts_init(lumen_laplace_opts *o) {
+  static const lumen_laplace_opts defaults = {.sigma = 2.0, .truncate = 4.0, .mode = LUMEN_BOUNDARY_REFLECT};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->sigma = 2.0;
-  o->truncate = 4.0;
-  o->mode = LUMEN_BOUNDARY_REFLECT;
 }
 
 void lumen_median_opts_init(lumen_median_opts *o) {
+  static const lumen_median_opts defaults = {.size = 3, .mode = LUMEN_BOUNDARY_REFLECT};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->size = 3;
-  o->mode = LUMEN_BOUNDARY_REFLECT;
 }
 
 void lumen_abs_opts_init(lumen_abs_opts *o) {
@@ -50,11 +43,10 @@ void lumen_abs_opts_init(lumen_abs_opts *o) {
 }
 
 void lumen_gamma_opts_init(lumen_gamma_opts *o) {
+  static const lumen_gamma_opts defaults = {.gamma = 1.0, .max_value = 4095.0};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->gamma = 1.0;
-  o->max_value = 4095.0;
 }
 
 void lumen_contrast_opts_init(lumen_contrast_opts *o) {
@@ -64,19 +56,17 @@ void lumen_contrast_opts_init(lumen_contrast_opts *o) {
 }
 
 void lumen_convolve_opts_init(lumen_convolve_opts *o) {
+  static const lumen_convolve_opts defaults = {.mode = LUMEN_BOUNDARY_REFLECT};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->mode = LUMEN_BOUNDARY_REFLECT;
 }
 
 void lumen_bandpass_opts_init(lumen_bandpass_opts *o) {
+  static const lumen_bandpass_opts defaults = {.d0 = 21.0, .width = 32.0, .order = 3};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->d0 = 21.0;
-  o->width = 32.0;
-  o->order = 3;
 }
 
 void lumen_otsu_opts_init(lumen_otsu_opts *o) {
@@ -86,46 +76,39 @@ void lumen_otsu_opts_init(lumen_otsu_opts *o) {
 }
 
 void lumen_sauvola_opts_init(lumen_sauvola_opts *o) {
+  static const lumen_sauvola_opts defaults = {.window = 15, .k = 0.5, .r = 128.0, .foreground = 255};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->window = 15;
-  o->k = 0.5;
-  o->r = 128.0;
-  o->foreground = 255;
 }
 
 void lumen_local_variance_opts_init(lumen_local_variance_opts *o) {
+  static const lumen_local_variance_opts defaults = {.window = 5, .mode = LUMEN_BOUNDARY_MIRROR, .alpha = 1.0};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->window = 5;
-  o->mode = LUMEN_BOUNDARY_MIRROR;
-  o->alpha = 1.0;
 }
 
 void lumen_morph_opts_init(lumen_morph_opts *o) {
+  static const lumen_morph_opts defaults = {
+      .op = LUMEN_MORPH_ERODE, .element = LUMEN_ELEMENT_DISK, .radius = 4, .size = 7};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->op = LUMEN_MORPH_ERODE;
-  o->element = LUMEN_ELEMENT_DISK;
-  o->radius = 4;
-  o->size = 7;
 }
 
 void lumen_region_opts_init(lumen_region_opts *o) {
+  static const lumen_region_opts defaults = {.connectivity = 1};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->connectivity = 1;
 }
 
 void lumen_stats_opts_init(lumen_stats_opts *o) {
+  static const lumen_stats_opts defaults = {.bins = 256};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->bins = 256;
 }
 
 /* ------------------------------------------------------------------ shared checks */

@@ -568,15 +568,8 @@ static lumen_status separable_ex(lumen_ctx *ctx, const char *fn, const float *in
                                  float cval, int threads, int sub) {
   const int S = g->spatial;
   const int64_t n0 = g->n[0];
-  sep_plan p;
-  memset(&p, 0, sizeof p);
-  p.g = g;
-  p.mode = mode;
-  p.cval = cval;
-  p.sub = sub;
-  p.rowk = pick_row();
-  p.colk = pick_col();
-  p.col2k = pick_col2();
+  sep_plan p = {
+      .g = g, .mode = mode, .cval = cval, .sub = sub, .rowk = pick_row(), .colk = pick_col(), .col2k = pick_col2()};
   float *w[3] = {NULL, NULL, NULL};
   int failed = 0;
   for (int a = 0; a < S; a++) {

@@ -193,28 +193,6 @@ static void run_network(float (*restrict v)[MED_BLOCK], const med_op *ops, int n
   }
 }
 
-static float quickselect(float *a, int n, int k) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    float x = a[k];
-    int i = lo, j = hi;
-    do {
-      while (a[i] < x) i++;
-      while (x < a[j]) j--;
-      if (i <= j) {
-        float t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-        i++;
-        j--;
-      }
-    } while (i <= j);
-    if (j < k) lo = i;
-    if (k < i) hi = j;
-  }
-  return a[k];
-}
-
 lumen_status lf_cpu_median(lumen_ctx *ctx, lf_call *call) {
   static const char fn[] = "lumen_filter_median";
   const lumen_median_opts *o = call->opts;
@@ -298,7 +276,7 @@ lumen_status lf_cpu_median(lumen_ctx *ctx, lf_call *call) {
         } else {
           for (int64_t x = 0; x < n0; x++) {
             for (int j = 0; j < count; j++) win[j] = origin[offs[j] + x];
-            orow[x] = quickselect(win, count, count / 2);
+            orow[x] = lf_quickselect(win, count, count / 2);
           }
         }
       }

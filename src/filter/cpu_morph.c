@@ -11,59 +11,14 @@
 #include <string.h>
 #include "filter/filter_internal.h"
 
-typedef struct run3 {
-  int dz, dy, hw;
-} run3;
-
-static int element_runs(const lumen_morph_opts *o, run3 *runs, int cap, int *ry, int *rz, int *rx) {
-  int n = 0;
-  *ry = *rz = *rx = 0;
-  switch (o->element) {
-    case LUMEN_ELEMENT_DISK:
-    case LUMEN_ELEMENT_BALL: {
-      int r = o->radius, three = o->element == LUMEN_ELEMENT_BALL;
-      for (int dz = three ? -r : 0; dz <= (three ? r : 0); dz++)
-        for (int dy = -r; dy <= r; dy++) {
-          int64_t rem = (int64_t)r * r - (int64_t)dz * dz - (int64_t)dy * dy;
-          if (rem < 0) continue;
-          int hw = 0;
-          while ((int64_t)(hw + 1) * (hw + 1) <= rem) hw++;
-          if (n < cap) runs[n++] = (run3){dz, dy, hw};
-        }
-      *ry = r;
-      *rz = three ? r : 0;
-      *rx = r;
-      break;
-    }
-    default: {
-      int h = o->size / 2, three = o->element == LUMEN_ELEMENT_CUBE;
-      for (int dz = three ? -h : 0; dz <= (three ? h : 0); dz++)
-        for (int dy = -h; dy <= h; dy++)
-          if (n < cap) runs[n++] = (run3){dz, dy, h};
-      *ry = h;
-      *rz = three ? h : 0;
-      *rx = h;
-    }
-  }
-  return n;
-}
-
 /* erosion (is_max = 0) or dilation (is_max = 1) of every block: in -> out */
 static lumen_status minmax(lumen_ctx *ctx, const float *in, float *out, const lf_geom *g, const lumen_morph_opts *o,
                            int is_max, int threads) {
-  const int cap = (2 * 1001 + 1) * (2 * 1001 + 1);
   int nr = 0, ry, rz, rx;
-  int maxruns = 1;
-  if (o->element == LUMEN_ELEMENT_BALL || o->element == LUMEN_ELEMENT_CUBE) {
-    int e = o->element == LUMEN_ELEMENT_BALL ? 2 * o->radius + 1 : o->size;
-    maxruns = e * e;
-  } else {
-    maxruns = o->element == LUMEN_ELEMENT_DISK ? 2 * o->radius + 1 : o->size;
-  }
-  (void)cap;
-  run3 *runs = malloc((size_t)maxruns * sizeof *runs);
+  const int maxruns = lf_element_runs_max(o);
+  lf_run3 *runs = malloc((size_t)maxruns * sizeof *runs);
   if (!runs) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_morphology: out of host memory");
-  nr = element_runs(o, runs, maxruns, &ry, &rz, &rx);
+  nr = lf_element_runs(o, runs, maxruns, &ry, &rz, &rx);
   const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
   const int S3 = g->spatial == 3;
   if (!S3) rz = 0;

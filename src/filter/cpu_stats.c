@@ -264,45 +264,17 @@ lumen_status lf_cpu_otsu(lumen_ctx *ctx, lf_call *call) {
     const float known[2] = {mn, mx};
     lumen_status s = histogram_mm(ctx, x, n, nb, call->threads, &h, &c, known);
     if (s != LUMEN_OK) return s;
-    double *w1 = malloc(sizeof(double) * (size_t)nb * 4);
+    double *work = malloc(sizeof(double) * (size_t)nb * 4);
     float *centre = malloc(sizeof(float) * (size_t)nb);
-    if (!w1 || !centre) {
-      free(w1);
+    if (!work || !centre) {
+      free(work);
       free(centre);
       free(c);
       free(h.edges);
       return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_otsu: out of host memory");
     }
-    double *w2 = w1 + nb, *m1 = w2 + nb, *m2 = m1 + nb;
-    for (int i = 0; i < nb; i++) centre[i] = (h.edges[i] + h.edges[i + 1]) / 2.0f;
-    int64_t cw = 0;
-    double cs = 0;
-    for (int i = 0; i < nb; i++) {
-      cw += c[i];
-      cs += (double)c[i] * (double)centre[i];
-      w1[i] = (double)cw;
-      m1[i] = cs / (double)cw;
-    }
-    cw = 0;
-    cs = 0;
-    for (int i = nb - 1; i >= 0; i--) {
-      cw += c[i];
-      cs += (double)c[i] * (double)centre[i];
-      w2[i] = (double)cw;
-      m2[i] = cs / (double)cw;
-    }
-    int best = 0;
-    double bestv = -1.0;
-    for (int i = 0; i < nb - 1; i++) {
-      double d = m1[i] - m2[i + 1];
-      double v = (double)((int64_t)w1[i] * (int64_t)w2[i + 1]) * (d * d);
-      if (v > bestv || (isnan(v) && !isnan(bestv))) {
-        bestv = v;
-        best = i;
-      }
-    }
-    thr = nb > 1 ? centre[best] : centre[0];
-    free(w1);
+    thr = lf_otsu_threshold(c, h.edges, nb, work, centre);
+    free(work);
     free(centre);
     free(c);
     free(h.edges);
@@ -526,16 +498,6 @@ lumen_status lf_cpu_variance_binarize(lumen_ctx *ctx, lf_call *call) {
 
 /* ------------------------------------------------------------------ statistics */
 
-static double entropy_of(const int64_t *c, int64_t nb, int64_t total) {
-  double h = 0;
-  for (int64_t i = 0; i < nb; i++)
-    if (c[i] > 0) {
-      double p = (double)c[i] / (double)total;
-      h -= p * log2(p);
-    }
-  return h;
-}
-
 static int cmp_float(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
   return (x > y) - (x < y);
@@ -566,7 +528,7 @@ lumen_status lf_cpu_entropy(lumen_ctx *ctx, lf_call *call) {
   int64_t *c;
   lumen_status s = histogram(ctx, x, n, o->bins, call->threads, &h, &c);
   if (s != LUMEN_OK) return s;
-  call->scalar[0] = entropy_of(c, o->bins, n);
+  call->scalar[0] = lf_entropy_of(c, o->bins, n);
   free(c);
   free(h.edges);
   return LUMEN_OK;
@@ -596,7 +558,7 @@ lumen_status lf_cpu_mutual_information(lumen_ctx *ctx, lf_call *call) {
     ca[ia]++;
     cb[ib]++;
   }
-  double Ha = entropy_of(ca, nb, n), Hb = entropy_of(cb, nb, n), Hj = entropy_of(joint, (int64_t)nb * nb, n);
+  double Ha = lf_entropy_of(ca, nb, n), Hb = lf_entropy_of(cb, nb, n), Hj = lf_entropy_of(joint, (int64_t)nb * nb, n);
   call->scalar[0] = Ha + Hb - Hj;
   call->scalar[1] = Ha;
   call->scalar[2] = Hb;

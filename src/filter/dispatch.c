@@ -3,15 +3,14 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include "core/cuda_iface.h"
 #include "filter/filter_internal.h"
 
 /* CUDA kernels register here. A CUDA build that provides src/cuda/filter_*.cu defines
-   LUMEN_FILTER_CUDA_KERNELS and declares the lf_cuda_* functions in cuda/filter_cuda.h; until an
+   LUMEN_FILTER_CUDA_KERNELS and declares the lf_cuda_* functions in filter/filter_cuda.h; until an
    op has one its entry stays NULL and a CUDA request reruns on the CPU with a recorded reason. */
 #if defined(LUMEN_FILTER_CUDA_KERNELS)
-#include "cuda/filter_cuda.h"
+#include "filter/filter_cuda.h"
 #define LF_CUDA(fn) fn
 #else
 #define LF_CUDA(fn) NULL
@@ -109,12 +108,6 @@ lumen_status lf_geom_make(lumen_ctx *ctx, const char *fn, const lumen_image *im,
   g->block = g->n[0] * g->n[1] * g->n[2];
   g->total = g->block * g->batch;
   return LUMEN_OK;
-}
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void copy_geometry(lumen_image *dst, const lumen_image *src) {
@@ -256,7 +249,7 @@ static lumen_status run_cpu(lumen_ctx *ctx, lf_call *call, const lf_op *op) {
 }
 
 lumen_status lf_dispatch(lumen_ctx *ctx, lf_call *call, const lumen_filter_exec *exec, lumen_image **out) {
-  double t0 = now_seconds();
+  double t0 = lumen_now_seconds();
   const lf_op *op = lf_op_get(call->op);
   if (out) *out = NULL;
   if (!op) return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "lf_dispatch: unknown op %d", (int)call->op);
@@ -319,7 +312,7 @@ lumen_status lf_dispatch(lumen_ctx *ctx, lf_call *call, const lumen_filter_exec 
           lumen_ctx_clear_error(ctx);
         }
       } else {
-        rep->seconds = now_seconds() - t0;
+        rep->seconds = lumen_now_seconds() - t0;
         return s;
       }
     }
@@ -341,6 +334,6 @@ lumen_status lf_dispatch(lumen_ctx *ctx, lf_call *call, const lumen_filter_exec 
     else lumen_image_free(call->out);
     call->out = NULL;
   }
-  rep->seconds = now_seconds() - t0;
+  rep->seconds = lumen_now_seconds() - t0;
   return s;
 }

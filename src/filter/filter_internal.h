@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include "core/internal.h"
 #include "lumen/filter.h"
+#include "filter/filter_hd.h"  /* lf_ext, element runs, Otsu: shared with the CUDA kernels */
 
 #ifdef __cplusplus
 extern "C" {
@@ -114,32 +115,6 @@ lumen_status lf_dispatch(lumen_ctx *ctx, lf_call *call, const lumen_filter_exec 
 
 /* Geometry from an image and a spatial_dims option (0 = min(ndim, 3)); fails on bad values. */
 lumen_status lf_geom_make(lumen_ctx *ctx, const char *fn, const lumen_image *im, int spatial_dims, lf_geom *g);
-
-/* Boundary extension: index of i (may be outside [0, n)) under mode; -1 = the constant value. */
-static inline int64_t lf_ext(int64_t i, int64_t n, lumen_boundary mode) {
-  if (i >= 0 && i < n) return i;
-  switch (mode) {
-    case LUMEN_BOUNDARY_REFLECT: {
-      int64_t p = 2 * n;
-      int64_t j = i % p;
-      if (j < 0) j += p;
-      return j < n ? j : p - 1 - j;
-    }
-    case LUMEN_BOUNDARY_MIRROR: {
-      if (n == 1) return 0;
-      int64_t p = 2 * n - 2;
-      int64_t j = i % p;
-      if (j < 0) j += p;
-      return j < n ? j : p - j;
-    }
-    case LUMEN_BOUNDARY_WRAP: {
-      int64_t j = i % n;
-      return j < 0 ? j + n : j;
-    }
-    case LUMEN_BOUNDARY_NEAREST: return i < 0 ? 0 : n - 1;
-    default: return -1;
-  }
-}
 
 /* Gaussian kernel of scipy.ndimage (_gaussian_kernel1d): order 0 or 2, 2*radius+1 taps,
    computed in double and rounded to float. */

@@ -171,7 +171,7 @@ void lumen_spgr_options_init(lumen_spgr_options *opts) {
   memset(opts, 0, sizeof *opts);
   opts->flip_angle = 0;
   opts->tr = 0;
-  opts->r1 = 4.5;
+  opts->r1 = LUMEN_DEFAULT_RELAXIVITY;
   opts->b1 = 1.0;
   opts->baseline_start = 1;
   opts->baseline_end = 2;

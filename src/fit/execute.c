@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "cpu/lm.h"
 #include "cpu/lm_simd.h"
 #include "fit/curve_fit.h"
@@ -200,12 +199,6 @@ static int lane_use_simd(const lumen_fit_plan *pl, int kind) {
 #include "fit/lane_impl.inc"
 #include "fit/lane_undef.inc"
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ------------------------------------------------------------------ tier cuda (src/fit/fit_cuda.c) */
 typedef struct cuda_user {
   const exec_in *in;
@@ -391,7 +384,7 @@ static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int6
                 "lumen_fit_execute: results.derived is NULL (required for auc, which has no parameters)");
   int64_t total;
   LUMEN_REQUIRE(ctx, !lumen_mul_i64(n_curves, pl->n, &total), "lumen_fit_execute: n_curves x n overflows");
-  double t0 = now_seconds();
+  double t0 = lumen_now_seconds();
   snprintf(res->backend_requested, sizeof res->backend_requested, "%s", pl->requested);
   snprintf(res->backend_selected, sizeof res->backend_selected, "%s", pl->selected);
   res->backend_used[0] = 0;
@@ -472,7 +465,7 @@ static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int6
       res->at_upper[k] += (res->bound_mask[c] >> (2 * k + 1)) & 1;
     }
   }
-  res->seconds = now_seconds() - t0;
+  res->seconds = lumen_now_seconds() - t0;
   if (st != LUMEN_OK) return st;
   return LUMEN_OK;
 }

@@ -1,65 +1,16 @@
 /* Host logic of the cuda fitting tier (see fit_cuda.h): the shared work queue over one or more
    devices (one host thread each), chunk sizing from free device memory, halving on allocation
    failure, giving the rest to the next tier, and the fake device + fault injection used by the
-   unit tests on machines without a GPU. Plain C: it runs the same against real and fake devices. */
+   unit tests on machines without a GPU. Plain C: it runs the same against real and fake devices.
+   Staging curves in and results out (lumen_fitcu_gather/deliver): fit_cuda_staging.c. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "fit/fit_cuda.h"
 #include "fit/fit_internal.h"
 #include "lumen_build_config.h"
-
-/* ------------------------------------------------------------------ host work of a chunk */
-/* below this many curves one thread does it (a parallel region costs more than it saves) */
-#define HOST_PARALLEL_MIN 4096
-
-void lumen_fitcu_gather(const lumen_fitcu_input *in, int64_t first, int64_t count, void *dst, size_t row,
-                        void *cdst, size_t crow) {
-  const unsigned char *src = in->data, *csrc = in->consts;
-  unsigned char *d = dst, *cd = cdst;
-  const int64_t *list = in->list + first;
-  if (count <= 0) return;
-  if (list[count - 1] - list[0] == count - 1) { /* contiguous: block copies */
-    const int64_t c0 = list[0];
-    const int nth = in->threads > 1 && count >= HOST_PARALLEL_MIN ? in->threads : 1;
-#if LUMEN_HAVE_OPENMP
-#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
-#endif
-    for (int b = 0; b < nth; ++b) {
-      int64_t lo = count * b / nth, hi = count * (b + 1) / nth;
-      memcpy(d + (size_t)lo * row, src + (size_t)(c0 + lo) * row, (size_t)(hi - lo) * row);
-      if (cd && csrc) memcpy(cd + (size_t)lo * crow, csrc + (size_t)(c0 + lo) * crow, (size_t)(hi - lo) * crow);
-    }
-    return;
-  }
-  const int nth = in->threads > 1 && count >= HOST_PARALLEL_MIN ? in->threads : 1;
-  (void)nth;
-#if LUMEN_HAVE_OPENMP
-#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
-#endif
-  for (int64_t i = 0; i < count; ++i) {
-    memcpy(d + (size_t)i * row, src + (size_t)list[i] * row, row);
-    if (cd && csrc) memcpy(cd + (size_t)i * crow, csrc + (size_t)list[i] * crow, crow);
-  }
-}
-
-void lumen_fitcu_deliver(const lumen_fitcu_input *in, int64_t first, int64_t count, const lumen_fitcu_row *rows) {
-  const int nth = in->threads > 1 && count >= HOST_PARALLEL_MIN ? in->threads : 1;
-  (void)nth;
-#if LUMEN_HAVE_OPENMP
-#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
-#endif
-  for (int64_t i = 0; i < count; ++i) in->deliver(in->user, first + i, &rows[i]);
-}
-
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------------ test hooks */
 static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -207,9 +158,9 @@ static lumen_status fake_submit(void *handle, int slot, int64_t first, int64_t c
   h->first[slot] = first;
   h->count[slot] = count;
   lumen_fitcu_gather(h->in, first, count, h->stage[slot], h->row, h->cstage[slot], h->crow);
-  double t0 = mono_s();
+  double t0 = lumen_now_seconds();
   for (int64_t i = 0; i < count; ++i) h->in->cpu_row(h->in->user, first + i, &h->rows[slot][i]);
-  h->busy_s += mono_s() - t0;
+  h->busy_s += lumen_now_seconds() - t0;
   return LUMEN_OK;
 }
 
@@ -484,15 +435,8 @@ lumen_status lumen_fitcu_run(lumen_ctx *ctx, const lumen_fitcu_problem *pb, cons
   int count = ops->device_count(r, sizeof r);
   int list[LUMEN_FITCU_MAX_DEVICES];
   int n = count > 0 ? expand_devices(devices, ndev, count, list) : 0;
-  run_shared sh;
-  memset(&sh, 0, sizeof sh);
-  sh.ops = ops;
-  sh.pb = pb;
-  sh.in = in;
-  sh.fail = fail;
-  sh.chunk_cap = cap;
-  sh.note = note;
-  sh.note_size = note_size;
+  run_shared sh = {
+      .ops = ops, .pb = pb, .in = in, .fail = fail, .chunk_cap = cap, .note = note, .note_size = note_size};
   /* the host threads are shared out over the devices' threads */
   lumen_fitcu_input local = *in;
   local.threads = n > 1 ? in->threads / n : in->threads;

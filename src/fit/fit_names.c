@@ -95,7 +95,7 @@ void lumen_fit_options_init(lumen_fit_options *opts) {
   opts->rocketship_names = 0;
   opts->force_cpu = 0;
   opts->tr = 0.0;
-  opts->r1 = 4.5;
+  opts->r1 = LUMEN_DEFAULT_RELAXIVITY;
   opts->auc_window = 1.5;
   opts->auc_t0 = NAN;
 }

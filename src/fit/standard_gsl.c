@@ -416,10 +416,7 @@ static int solve_phase(std_problem *pb, const gsl_multifit_nlinear_trs *trs, int
   params.solver = gsl_multifit_nlinear_solver_qr;
   gsl_multifit_nlinear_workspace *w = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &params, n, m);
   if (!w) return LUMEN_FIT_STATE_COUNT;
-  gsl_multifit_nlinear_fdf fdf;
-  memset(&fdf, 0, sizeof fdf);
-  fdf.f = cb_f;
-  fdf.df = cb_df;
+  gsl_multifit_nlinear_fdf fdf = {.f = cb_f, .df = cb_df};
   fdf.fvv = NULL; /* GSL's finite-difference second directional derivative (accel only) */
   fdf.n = n;
   fdf.p = m;
@@ -650,14 +647,7 @@ lumen_status lumen_standard_fit_curve(lumen_ctx *ctx, lumen_model model, const l
                   "lumen_standard_fit_curve: bounds of parameter %d are [%g, %g]", k, lo[k], hi[k]);
 
   const int n = grid->n;
-  std_problem pb;
-  memset(&pb, 0, sizeof pb);
-  pb.model = model;
-  pb.grid = grid;
-  pb.consts = consts;
-  pb.y = y;
-  pb.n = n;
-  pb.np = np;
+  std_problem pb = {.model = model, .grid = grid, .consts = consts, .y = y, .n = n, .np = np};
   int closed = lumen_model_is_closed_form(model);
   for (int k = 0; k < np; ++k)
     if (closed || !((opt->fixed && opt->fixed[k]) || lo[k] == hi[k])) pb.idx[pb.nfree++] = k;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "lumen_build_config.h"
 #include "io/io_internal.h"
 
 #define PLAIN_BUFFER (256 * 1024)
@@ -90,14 +91,19 @@ static void discard(lumen_atomic_file *f) {
 
 const char *lumen_atomic_tmp_path(const lumen_atomic_file *f) { return f ? f->tmp_path : NULL; }
 
-/* Test hook for whole programs (tests/cli/test_resume_faults.sh): LUMEN_TEST_ENOSPC_AFTER=N makes
-   the atomic writes of this process fail with ENOSPC once N bytes have been written in total. */
+/* Test hook for whole programs, in test builds only (LUMEN_TEST_HOOKS;
+   tests/cli/test_resume_faults.sh): LUMEN_TEST_ENOSPC_AFTER=N makes the atomic writes of this
+   process fail with ENOSPC once N bytes have been written in total. */
+#if LUMEN_TEST_HOOKS
 static void env_inject_once(void) {
   static atomic_int done;
   if (atomic_exchange(&done, 1)) return;
   const char *e = getenv("LUMEN_TEST_ENOSPC_AFTER");
   if (e && *e) lumen_io_inject_write_failure(strtoll(e, NULL, 10));
 }
+#else
+static void env_inject_once(void) {}
+#endif
 
 /* What may stand at the final name: nothing, or (with overwrite) a regular file. A symlink, FIFO,
    device node, socket or folder is never replaced, overwrite or not: rename() would swap it for a

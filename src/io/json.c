@@ -320,18 +320,13 @@ lumen_status lumen_json_write(lumen_ctx *ctx, const lumen_json *json, const char
 
 /* ------------------------------------------------------------------------------ sidecars */
 
-static int ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 lumen_status lumen_sidecar_path(lumen_ctx *ctx, const char *nifti_path, char *buf, size_t size) {
   LUMEN_REQUIRE_NOT_NULL(ctx, nifti_path);
   LUMEN_REQUIRE_NOT_NULL(ctx, buf);
   size_t n = strlen(nifti_path);
-  if (ends_with(nifti_path, ".nii.gz"))
+  if (lumen_ends_with(nifti_path, ".nii.gz"))
     n -= 7;
-  else if (ends_with(nifti_path, ".nii"))
+  else if (lumen_ends_with(nifti_path, ".nii"))
     n -= 4;
   int w = snprintf(buf, size, "%.*s.json", (int)n, nifti_path);
   if (w < 0 || (size_t)w >= size) {

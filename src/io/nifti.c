@@ -169,40 +169,47 @@ static lumen_status read_exact(reader *r, void *buf, size_t n, const char *what,
   return LUMEN_OK;
 }
 
+/* Copies the fields NIfTI-1 and NIfTI-2 headers share by name (their C types differ, hence a
+   macro) from h into the parsed header p; vox_offset, checked per version, is not one of them. */
+#define COPY_SHARED_FIELDS(p, h)                                                                       \
+  do {                                                                                                 \
+    for (int i = 0; i < 8; i++) {                                                                      \
+      (p)->dim[i] = (h).dim[i];                                                                        \
+      (p)->pixdim[i] = (h).pixdim[i];                                                                  \
+    }                                                                                                  \
+    (p)->datatype = (h).datatype;                                                                      \
+    (p)->bitpix = (h).bitpix;                                                                          \
+    (p)->scl_slope = (h).scl_slope;                                                                    \
+    (p)->scl_inter = (h).scl_inter;                                                                    \
+    (p)->cal_min = (h).cal_min;                                                                        \
+    (p)->cal_max = (h).cal_max;                                                                        \
+    (p)->toffset = (h).toffset;                                                                        \
+    (p)->qform_code = (h).qform_code;                                                                  \
+    (p)->sform_code = (h).sform_code;                                                                  \
+    (p)->quatern[0] = (h).quatern_b; (p)->quatern[1] = (h).quatern_c; (p)->quatern[2] = (h).quatern_d; \
+    (p)->quatern[3] = (h).qoffset_x; (p)->quatern[4] = (h).qoffset_y; (p)->quatern[5] = (h).qoffset_z; \
+    for (int i = 0; i < 4; i++) {                                                                      \
+      (p)->srow[i] = (h).srow_x[i];                                                                    \
+      (p)->srow[4 + i] = (h).srow_y[i];                                                                \
+      (p)->srow[8 + i] = (h).srow_z[i];                                                                \
+    }                                                                                                  \
+    (p)->xyzt_units = (unsigned char)(h).xyzt_units;                                                   \
+    (p)->intent_code = (h).intent_code;                                                                \
+    copy_text((p)->intent_name, (h).intent_name, 16);                                                  \
+    copy_text((p)->descrip, (h).descrip, 80);                                                          \
+  } while (0)
+
 static lumen_status parse_n1(reader *r, const unsigned char *raw) {
   nifti_1_header h;
   memcpy(&h, raw, sizeof h);
   if (r->h.swapped) swap_nifti_header(&h, 1);
   parsed_header *p = &r->h;
   p->version = 1;
-  for (int i = 0; i < 8; i++) {
-    p->dim[i] = h.dim[i];
-    p->pixdim[i] = h.pixdim[i];
-  }
-  p->datatype = h.datatype;
-  p->bitpix = h.bitpix;
   if (!isfinite(h.vox_offset) || h.vox_offset < 0 || h.vox_offset > 4e18)
     return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field vox_offset is %g, expected a byte offset >= 352",
                  r->fn, r->path, (double)h.vox_offset);
   p->vox_offset = (int64_t)h.vox_offset;
-  p->scl_slope = h.scl_slope;
-  p->scl_inter = h.scl_inter;
-  p->cal_min = h.cal_min;
-  p->cal_max = h.cal_max;
-  p->toffset = h.toffset;
-  p->qform_code = h.qform_code;
-  p->sform_code = h.sform_code;
-  p->quatern[0] = h.quatern_b; p->quatern[1] = h.quatern_c; p->quatern[2] = h.quatern_d;
-  p->quatern[3] = h.qoffset_x; p->quatern[4] = h.qoffset_y; p->quatern[5] = h.qoffset_z;
-  for (int i = 0; i < 4; i++) {
-    p->srow[i] = h.srow_x[i];
-    p->srow[4 + i] = h.srow_y[i];
-    p->srow[8 + i] = h.srow_z[i];
-  }
-  p->xyzt_units = (unsigned char)h.xyzt_units;
-  p->intent_code = h.intent_code;
-  copy_text(p->intent_name, h.intent_name, 16);
-  copy_text(p->descrip, h.descrip, 80);
+  COPY_SHARED_FIELDS(p, h);
   if (memcmp(h.magic, "ni1", 4) == 0)
     return RFAIL(r, LUMEN_ERR_UNSUPPORTED, "%s: '%s' is a NIfTI-1 header of a .hdr/.img pair (magic \"ni1\"); "
                  "only single files (.nii, .nii.gz, magic \"n+1\") are read", r->fn, r->path);
@@ -218,31 +225,8 @@ static lumen_status parse_n2(reader *r, const unsigned char *raw) {
   if (r->h.swapped) swap_nifti_header(&h, 2);
   parsed_header *p = &r->h;
   p->version = 2;
-  for (int i = 0; i < 8; i++) {
-    p->dim[i] = h.dim[i];
-    p->pixdim[i] = h.pixdim[i];
-  }
-  p->datatype = h.datatype;
-  p->bitpix = h.bitpix;
   p->vox_offset = h.vox_offset;
-  p->scl_slope = h.scl_slope;
-  p->scl_inter = h.scl_inter;
-  p->cal_min = h.cal_min;
-  p->cal_max = h.cal_max;
-  p->toffset = h.toffset;
-  p->qform_code = h.qform_code;
-  p->sform_code = h.sform_code;
-  p->quatern[0] = h.quatern_b; p->quatern[1] = h.quatern_c; p->quatern[2] = h.quatern_d;
-  p->quatern[3] = h.qoffset_x; p->quatern[4] = h.qoffset_y; p->quatern[5] = h.qoffset_z;
-  for (int i = 0; i < 4; i++) {
-    p->srow[i] = h.srow_x[i];
-    p->srow[4 + i] = h.srow_y[i];
-    p->srow[8 + i] = h.srow_z[i];
-  }
-  p->xyzt_units = h.xyzt_units;
-  p->intent_code = h.intent_code;
-  copy_text(p->intent_name, h.intent_name, 16);
-  copy_text(p->descrip, h.descrip, 80);
+  COPY_SHARED_FIELDS(p, h);
   static const char magic_single[8] = {'n', '+', '2', '\0', '\r', '\n', '\032', '\n'};
   if (memcmp(h.magic, "ni2", 4) == 0)
     return RFAIL(r, LUMEN_ERR_UNSUPPORTED, "%s: '%s' is a NIfTI-2 header of a .hdr/.img pair (magic \"ni2\"); "
@@ -638,11 +622,6 @@ lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nift
 
 /* ------------------------------------------------------------------------------ writing */
 
-static int ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 static int is_identity(const double *a) {
   for (int i = 0; i < 16; i++)
     if (a[i] != (i % 5 == 0 ? 1.0 : 0.0)) return 0;
@@ -707,7 +686,7 @@ lumen_status lumen_nifti_write(lumen_ctx *ctx, const char *path, const lumen_ima
   size_t hdr_size;
   if (!v2) {
     nifti_1_header h;
-    memset(&h, 0, sizeof h);
+    memset(&h, 0, sizeof h);  /* every byte of the header that is written, padding too */
     h.sizeof_hdr = 348;
     for (int i = 0; i < 8; i++) {
       h.dim[i] = (short)dims[i];
@@ -739,7 +718,7 @@ lumen_status lumen_nifti_write(lumen_ctx *ctx, const char *path, const lumen_ima
     hdr_size = 352;
   } else {
     nifti_2_header h;
-    memset(&h, 0, sizeof h);
+    memset(&h, 0, sizeof h);  /* every byte of the header that is written, padding too */
     h.sizeof_hdr = 540;
     static const char magic2[8] = {'n', '+', '2', '\0', '\r', '\n', '\032', '\n'};
     memcpy(h.magic, magic2, 8);
@@ -769,7 +748,7 @@ lumen_status lumen_nifti_write(lumen_ctx *ctx, const char *path, const lumen_ima
     memcpy(hdr, &h, sizeof h);
     hdr_size = 544;
   }
-  int gz = ends_with(path, ".gz");
+  int gz = lumen_ends_with(path, ".gz");
   lumen_atomic_file *f = NULL;
   lumen_status s = lumen_atomic_open(ctx, path, o.overwrite, gz ? (o.compress_level ? o.compress_level : 6) : 0, &f);
   if (s != LUMEN_OK) return lumen_fail(ctx, s, "%s: %s", fn, lumen_ctx_last_error(ctx));

@@ -5,6 +5,7 @@
      state counts and seconds of the chunk, and its slices of every result array.
    A torn or foreign record ends the usable part; only that part is copied into the new file (see
    replace_checkpoint) and fitting goes on. */
+#include "lumen_build_config.h"
 #include "io/io_internal.h"
 #include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
@@ -161,13 +162,18 @@ static void add_counts(lumen_fit_results *res, const lumen_fit_results *c, int f
   res->seconds += c->seconds;
 }
 
-/* Test hook: LUMEN_TEST_ABORT_AFTER_CHUNK=K ends the process (_exit(75), as a kill would) right
-   after the K-th checkpointed chunk of this process (counted over every model). */
+/* Test hook, in test builds only (LUMEN_TEST_HOOKS): LUMEN_TEST_ABORT_AFTER_CHUNK=K ends the
+   process (_exit(75), as a kill would) right after the K-th checkpointed chunk of this process
+   (counted over every model). */
+#if LUMEN_TEST_HOOKS
 static int g_chunks_written;
 static void test_abort_hook(void) {
   const char *e = getenv("LUMEN_TEST_ABORT_AFTER_CHUNK");
   if (e && *e && ++g_chunks_written == atoi(e)) _exit(75);
 }
+#else
+static void test_abort_hook(void) {}
+#endif
 
 /* ---- the checkpoint file (issue 15): never a link or another user's file
    A planted symbolic link (or FIFO, device, hard link) at the checkpoint's name must not be

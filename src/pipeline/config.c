@@ -31,8 +31,10 @@ void lumen_pipe_config_init(lumen_pipe_config *cfg) {
   cfg->injection_time_s = NAN;
   cfg->bounds_preset = LUMEN_FIT_BOUNDS_PHYSICAL;
   cfg->allow_failures = 0;
-  cfg->tolerance = 1e-6;
-  cfg->max_iterations = 200;
+  lumen_fit_options fit_defaults; /* one definition of the convergence defaults: lumen_fit_options_init */
+  lumen_fit_options_init(&fit_defaults);
+  cfg->tolerance = fit_defaults.tolerance;
+  cfg->max_iterations = fit_defaults.max_iterations;
   cfg->conv = LUMEN_FIT_CONV_EXACT;
   cfg->precision = LUMEN_FIT_FLOAT32;
   for (int m = 0; m < LUMEN_MODEL_COUNT; ++m)

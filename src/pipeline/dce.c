@@ -7,50 +7,8 @@
 #include <unistd.h>
 #include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
-#include "lumen/dist.h"
 
 #define PI 3.14159265358979323846
-
-lumen_status pipe_setup_run(lumen_ctx *ctx, const lumen_pipe_config *cfg, pipe_run *run, const char *command,
-                              const char *prefix_src, lumen_pipe_summary *sum) {
-  memset(run, 0, sizeof *run);
-  run->ctx = ctx;
-  run->cfg = cfg;
-  run->command = command;
-  run->t_start = pipe_now();
-  run->sum = sum;
-  run->lock_fd = -1;
-  if (!cfg->out) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no output folder: give --out DIR");
-  snprintf(run->out, sizeof run->out, "%s", cfg->out);
-  if (cfg->prefix) snprintf(run->prefix, sizeof run->prefix, "%s", cfg->prefix);
-  else pipe_prefix_from(prefix_src, run->prefix, sizeof run->prefix);
-  if (sum) snprintf(sum->prefix, sizeof sum->prefix, "%s", run->prefix);
-  lumen_status st = pipe_mkdir_p(ctx, run->out);
-  if (st != LUMEN_OK) return st;
-  if (access(run->out, W_OK | X_OK) != 0)
-    return lumen_fail(ctx, LUMEN_ERR_IO, "output folder '%s' is not writable: %s", run->out, strerror(errno));
-  /* one run at a time in a folder: two would mix their maps under one run log */
-  st = pipe_lock_out(run);
-  if (st != LUMEN_OK) return st;
-  char name[300];
-  snprintf(name, sizeof name, "%s_runlog.json", run->prefix);
-  st = pipe_check_overwrite(run, name);
-  if (st == LUMEN_OK) st = pipe_check_overwrite(run, "report.html");
-  if (cfg->threads > 0) lumen_ctx_set_threads(ctx, cfg->threads);
-  if (st == LUMEN_OK && cfg->resume) pipe_checkpoint_clean_tmp(run);
-  return st;
-}
-
-void pipe_set_geometry(pipe_run *run, const lumen_image *im, const lumen_nifti_info *info) {
-  run->nx = lumen_image_dim(im, 0);
-  run->ny = lumen_image_dim(im, 1);
-  run->nz = lumen_image_dim(im, 2);
-  run->nvox = run->nx * run->ny * run->nz;
-  lumen_image_get_affine(im, run->affine);
-  lumen_image_get_spacing(im, run->spacing, 3);
-  run->sform_code = info->sform_code;
-  run->qform_code = info->qform_code;
-}
 
 /* Reads a 3-D map on the run's grid (T1, B1, ...). */
 static lumen_status read_map3(pipe_run *run, const char *role, const char *path, const char *ref, float **out) {
@@ -91,15 +49,6 @@ static double mask_median(pipe_run *run, const float *v, int64_t *n_bad) {
   return m;
 }
 
-/* Distribution hook (src/dist, include/lumen/dist.h): when set on this thread, stage D's fits go
-   through it instead of lumen_fit_execute (shards, merge, MPI ranks). */
-static _Thread_local lumen_dist_fit_fn g_dist_fit;
-static _Thread_local void *g_dist_fit_user;
-void lumen_dist_set_fit_hook(lumen_dist_fit_fn fn, void *user) {
-  g_dist_fit = fn;
-  g_dist_fit_user = user;
-}
-
 static void map_name(char *buf, size_t size, const char *prefix, const char *model, const char *param) {
   snprintf(buf, size, "%s_model-%s_param-%s.nii.gz", prefix, model, param);
 }
@@ -138,67 +87,79 @@ typedef struct model_out {
   int json_first;  /* the first member of the run log's "models" object */
 } model_out;
 
-static lumen_status fit_model(pipe_run *run, lumen_model model, const float *conc, const int64_t *list, int64_t nlist,
-                              int64_t nt, const double *t_min, const double *cp, const float *t10, double t10_const,
-                              const float *b1, double r1, lumen_pipe_model_summary *ms, model_out *mo, double *write_s) {
-  lumen_ctx *ctx = run->ctx;
-  const lumen_pipe_config *cfg = run->cfg;
-  const char *mname = lumen_model_name(model);
-  lumen_fit_options o;
-  pipe_fit_options_dce(cfg, model, r1, &o); /* as lumen_pipe_config_check tried them */
-  lumen_fit_plan *plan = NULL;
-  lumen_status st = lumen_fit_plan_create(ctx, &o, (int)nt, t_min, cp, &plan);
-  if (st != LUMEN_OK) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(ctx));
-    return lumen_fail(ctx, st, "stage D (%s): %s", mname, msg);
+/* The fit inputs of one model: FXR fits R1 = R10 + r1 C (consts: R10, B1 per curve), the other
+   models the concentration curves themselves (data == conc, consts NULL). */
+static lumen_status model_data(lumen_ctx *ctx, lumen_model model, const float *conc, const int64_t *list,
+                               int64_t nlist, int64_t nt, const float *t10, double t10_const, const float *b1,
+                               double r1, float **data, float **consts) {
+  *data = (float *)conc;
+  *consts = NULL;
+  if (model != LUMEN_MODEL_FXR) return LUMEN_OK;
+  *data = malloc(sizeof(float) * (size_t)(nlist * nt));
+  *consts = malloc(sizeof(float) * (size_t)nlist * LUMEN_FIT_NCONSTS);
+  if (!*data || !*consts) {
+    free(*data);
+    free(*consts);
+    *data = (float *)conc;
+    *consts = NULL;
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "fxr: out of memory");
   }
-  const int np = lumen_model_param_count(model), nd = lumen_fit_derived_count(model);
-  const int npar_aic = np + (cfg->fit_delay ? 1 : 0);
-  float *data = (float *)conc, *consts = NULL;
-  if (model == LUMEN_MODEL_FXR) {
-    data = malloc(sizeof(float) * (size_t)(nlist * nt));
-    consts = malloc(sizeof(float) * (size_t)nlist * LUMEN_FIT_NCONSTS);
-    if (!data || !consts) { free(data); free(consts); lumen_fit_plan_destroy(plan); return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "fxr: out of memory"); }
-    for (int64_t k = 0; k < nlist; ++k) {
-      double tt = t10 ? t10[list[k]] : t10_const;
-      double r10 = tt > 0 ? 1.0 / tt : NAN;
-      consts[k * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_R10] = (float)r10;
-      consts[k * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_B1] = b1 ? b1[list[k]] : 1.0f;
-      for (int64_t i = 0; i < nt; ++i) data[k * nt + i] = (float)(r10 + r1 * conc[k * nt + i]);
-    }
+  for (int64_t k = 0; k < nlist; ++k) {
+    double tt = t10 ? t10[list[k]] : t10_const;
+    double r10 = tt > 0 ? 1.0 / tt : NAN;
+    (*consts)[k * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_R10] = (float)r10;
+    (*consts)[k * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_B1] = b1 ? b1[list[k]] : 1.0f;
+    for (int64_t i = 0; i < nt; ++i) (*data)[k * nt + i] = (float)(r10 + r1 * conc[k * nt + i]);
   }
-  size_t n = (size_t)nlist;
-  lumen_fit_results res;
-  memset(&res, 0, sizeof res);
-  res.params = malloc(sizeof(double) * n * (size_t)(np > 0 ? np : 1));
-  res.state = malloc(sizeof(int32_t) * n);
-  res.derived = malloc(sizeof(double) * n * (size_t)(nd > 0 ? nd : 1));
-  res.chi2 = malloc(sizeof(double) * n);
-  res.r2 = malloc(sizeof(double) * n);
+  return LUMEN_OK;
+}
+
+/* The result arrays of n curves (CI and delay only when asked); 0 when out of memory. */
+static int results_alloc(lumen_fit_results *res, const lumen_pipe_config *cfg, size_t n, int np, int nd) {
+  memset(res, 0, sizeof *res);
+  res->params = malloc(sizeof(double) * n * (size_t)(np > 0 ? np : 1));
+  res->state = malloc(sizeof(int32_t) * n);
+  res->derived = malloc(sizeof(double) * n * (size_t)(nd > 0 ? nd : 1));
+  res->chi2 = malloc(sizeof(double) * n);
+  res->r2 = malloc(sizeof(double) * n);
   if (cfg->write_ci && np > 0) {
-    res.ci_lo = malloc(sizeof(double) * n * (size_t)np);
-    res.ci_hi = malloc(sizeof(double) * n * (size_t)np);
+    res->ci_lo = malloc(sizeof(double) * n * (size_t)np);
+    res->ci_hi = malloc(sizeof(double) * n * (size_t)np);
   }
-  if (cfg->fit_delay) res.delay = malloc(sizeof(double) * n);
-  float *map = malloc(sizeof(float) * (size_t)run->nvox);
-  int oom = !res.params || !res.state || !res.derived || !res.chi2 || !res.r2 || !map ||
-            (cfg->write_ci && np > 0 && (!res.ci_lo || !res.ci_hi)) || (cfg->fit_delay && !res.delay);
-  if (oom) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D (%s): out of memory for %lld voxels", mname, (long long)nlist);
-  char label[64];
-  snprintf(label, sizeof label, "D %s", mname);
-  int64_t warm = st == LUMEN_OK && !g_dist_fit ? warm_up(ctx, plan, nlist, data, consts) : 0;
-  if (st == LUMEN_OK) st = lumen_progress(ctx, 0.0, label);
-  if (st == LUMEN_OK)
-    st = g_dist_fit ? g_dist_fit(g_dist_fit_user, ctx, plan, model, nlist, nt, data, consts, &res)
-                    : pipe_fit_chunked(run, plan, &o, nlist, nt, data, consts, t_min, cp, &res);
-  if (st == LUMEN_OK) st = lumen_progress(ctx, 1.0, label);
-  if (st != LUMEN_OK && !oom) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(ctx));
-    st = lumen_fail(ctx, st, "stage D (%s): %s", mname, msg);
-  }
-  if (st == LUMEN_OK) {
+  if (cfg->fit_delay) res->delay = malloc(sizeof(double) * n);
+  return res->params && res->state && res->derived && res->chi2 && res->r2 &&
+         (!(cfg->write_ci && np > 0) || (res->ci_lo && res->ci_hi)) && (!cfg->fit_delay || res->delay);
+}
+
+static void results_free(lumen_fit_results *res) {
+  free(res->params); free(res->state); free(res->derived); free(res->chi2); free(res->r2);
+  free(res->ci_lo); free(res->ci_hi); free(res->delay);
+}
+
+/* What one model's fit did, for the summary, the log, the run log (JSON), the text lines, the
+   warnings and the report's fitted-curve figure. */
+typedef struct model_fit {
+  lumen_model model;
+  const lumen_fit_options *o;
+  const lumen_fit_plan *plan;
+  const lumen_fit_results *res;
+  const int64_t *list;
+  int64_t nlist, nt, warm;
+  const float *data, *consts;
+  const double *t_min;
+} model_fit;
+
+static void record_model_fit(pipe_run *run, const model_fit *f, lumen_pipe_model_summary *ms, model_out *mo) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_model model = f->model;
+  const char *mname = lumen_model_name(model);
+  const lumen_fit_options o = *f->o;
+  const lumen_fit_plan *plan = f->plan;
+  const lumen_fit_results res = *f->res;
+  const int64_t nlist = f->nlist, nt = f->nt, warm = f->warm;
+  const int64_t *list = f->list;
+  const float *data = f->data, *consts = f->consts;
+  const double *t_min = f->t_min;
     ms->model = model;
     snprintf(ms->backend_requested, sizeof ms->backend_requested, "%s", res.backend_requested);
     snprintf(ms->backend_selected, sizeof ms->backend_selected, "%s", res.backend_selected);
@@ -266,9 +227,17 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
                         "time from the first frame (min)",
                         model == LUMEN_MODEL_FXR ? "R1 (1/s)" : "concentration (mM)", NULL};
     pipe_curve_figure(run, &ci);
-  }
-  /* maps */
-  double tw = pipe_now();
+}
+
+/* The maps of one model: parameters (and their CIs), derived values, sse, r2, AIC, delay, state. */
+static lumen_status write_model_maps(pipe_run *run, lumen_model model, const int64_t *list, int64_t nlist, int64_t nt,
+                                     const lumen_fit_results *resp, model_out *mo, float *map) {
+  const lumen_pipe_config *cfg = run->cfg;
+  const char *mname = lumen_model_name(model);
+  const int np = lumen_model_param_count(model), nd = lumen_fit_derived_count(model);
+  const int npar_aic = np + (cfg->fit_delay ? 1 : 0);
+  const lumen_fit_results res = *resp;
+  lumen_status st = LUMEN_OK;
   char name[400], desc[200];
   const char *bu = res.backend_used;
 #define SCATTER(expr)                                                       \
@@ -341,10 +310,57 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
     st = pipe_write_map(run, name, map, "state", "", mname, bu, legend, 1);
   }
 #undef SCATTER
-  *write_s += pipe_now() - tw;
+  return st;
+}
+
+static lumen_status fit_model(pipe_run *run, lumen_model model, const float *conc, const int64_t *list, int64_t nlist,
+                              int64_t nt, const double *t_min, const double *cp, const float *t10, double t10_const,
+                              const float *b1, double r1, lumen_pipe_model_summary *ms, model_out *mo, double *write_s) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  const char *mname = lumen_model_name(model);
+  lumen_fit_options o;
+  pipe_fit_options_dce(cfg, model, r1, &o); /* as lumen_pipe_config_check tried them */
+  lumen_fit_plan *plan = NULL;
+  lumen_status st = lumen_fit_plan_create(ctx, &o, (int)nt, t_min, cp, &plan);
+  if (st != LUMEN_OK) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(ctx));
+    return lumen_fail(ctx, st, "stage D (%s): %s", mname, msg);
+  }
+  float *data = NULL, *consts = NULL;
+  st = model_data(ctx, model, conc, list, nlist, nt, t10, t10_const, b1, r1, &data, &consts);
+  if (st != LUMEN_OK) {
+    lumen_fit_plan_destroy(plan);
+    return st;
+  }
+  lumen_fit_results res;
+  int ok = results_alloc(&res, cfg, (size_t)nlist, lumen_model_param_count(model), lumen_fit_derived_count(model));
+  float *map = malloc(sizeof(float) * (size_t)run->nvox);
+  int oom = !ok || !map;
+  if (oom) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D (%s): out of memory for %lld voxels", mname, (long long)nlist);
+  char label[64];
+  snprintf(label, sizeof label, "D %s", mname);
+  int64_t warm = st == LUMEN_OK && !cfg->fit_executor ? warm_up(ctx, plan, nlist, data, consts) : 0;
+  if (st == LUMEN_OK) st = lumen_progress(ctx, 0.0, label);
+  if (st == LUMEN_OK)
+    st = cfg->fit_executor ? cfg->fit_executor(cfg->fit_executor_user, ctx, plan, model, nlist, nt, data, consts, &res)
+                    : pipe_fit_chunked(run, plan, &o, nlist, nt, data, consts, t_min, cp, &res);
+  if (st == LUMEN_OK) st = lumen_progress(ctx, 1.0, label);
+  if (st != LUMEN_OK && !oom) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(ctx));
+    st = lumen_fail(ctx, st, "stage D (%s): %s", mname, msg);
+  }
+  if (st == LUMEN_OK) {
+    model_fit f = {model, &o, plan, &res, list, nlist, nt, warm, data, consts, t_min};
+    record_model_fit(run, &f, ms, mo);
+    double tw = pipe_now();
+    st = write_model_maps(run, model, list, nlist, nt, &res, mo, map);
+    *write_s += pipe_now() - tw;
+  }
   free(map);
-  free(res.params); free(res.state); free(res.derived); free(res.chi2); free(res.r2);
-  free(res.ci_lo); free(res.ci_hi); free(res.delay);
+  results_free(&res);
   if (data != conc) free(data);
   free(consts);
   lumen_fit_plan_destroy(plan);
@@ -444,7 +460,7 @@ static lumen_status acquisition_values(pipe_run *run, const lumen_acquisition *a
   const char *tkey = acq->repetition_time_key ? acq->repetition_time_key : "RepetitionTime";
   lumen_status st = LUMEN_OK;
   if (!signal) {
-    if (!(*r1 > 0) || !isfinite(*r1)) *r1 = 4.5; /* concentration input: only FXR uses it */
+    if (!(*r1 > 0) || !isfinite(*r1)) *r1 = LUMEN_DEFAULT_RELAXIVITY; /* concentration input: only FXR uses it */
     return LUMEN_OK;
   }
   st = finite_or_absent(ctx, sc, "FlipAngle", *fa_deg, "a flip angle in degrees (1..90)");
@@ -478,403 +494,491 @@ static lumen_status acquisition_values(pipe_run *run, const lumen_acquisition *a
   return st;
 }
 
-lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *sum) {
-  LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
-  lumen_pipe_summary dummy;
-  if (!sum) sum = &dummy;
-  memset(sum, 0, sizeof *sum);
-  if (!cfg->dce) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no DCE series: give --dce FILE");
+/* The state of one `lumen dce` run between its steps (the inputs, stage A's curves, the AIF, the
+   per-model maps kept for the selection). */
+typedef struct dce_job {
   lumen_model models[LUMEN_MODEL_COUNT];
-  int nmodels = 0;
-  lumen_status st = lumen_pipe_config_check(ctx, cfg, "dce");
-  if (st != LUMEN_OK) return st;
-  st = pipe_parse_models(ctx, cfg->models, models, &nmodels);
-  if (st != LUMEN_OK) return st;
-  /* The run state is about 1.5 MB (output and input path tables): on the heap, so that a small
-     thread stack or an exhausted address space gives an error, not a crash (docs/RELIABILITY.md). */
-  pipe_run *runp = malloc(sizeof *runp);
-  if (!runp) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of host memory for the run state");
-#define run (*runp)
-  st = pipe_setup_run(ctx, cfg, &run, "dce", cfg->dce, sum);
-  if (st == LUMEN_OK && !g_dist_fit) st = pipe_checkpoint_check(&run, models, nmodels);
-  lumen_image *dce = NULL;
+  int nmodels;
+  lumen_image *dce;
   lumen_nifti_info info;
   lumen_acquisition acq;
-  memset(&acq, 0, sizeof acq);
-  lumen_json *side = NULL;
-  float *t10 = NULL, *b1 = NULL, *conc = NULL, *ninv_map = NULL;
-  int64_t *list = NULL;
-  int32_t *ninv = NULL;
-  uint8_t *bad = NULL;
-  double *t_min = NULL, *tissue_mean = NULL;
+  lumen_json *side;
+  int found;               /* a sidecar was found */
+  int signal;              /* the input is SPGR signal (else concentration) */
+  int64_t nt;
+  double fa_deg, tr, r1;
+  char how_t[256], t1_how[512], base_how[256];
+  float *t10, *b1, *conc, *ninv_map;
+  int64_t *list;
+  int32_t *ninv;
+  uint8_t *bad;
+  int64_t nlist, n_bad, n_interp, n_flag;
+  double *t_min, *tissue_mean;
+  pipe_spgr sp;
   pipe_aif aif;
-  memset(&aif, 0, sizeof aif);
   model_out mo[LUMEN_MODEL_COUNT];
-  memset(mo, 0, sizeof mo);
-  const int signal = cfg->input_type == LUMEN_PIPE_INPUT_SIGNAL;
-  double t0 = pipe_now(), write_s = 0;
+  double t0, write_s;
+} dce_job;
+
+static void dce_job_free(dce_job *j) {
+  for (int m = 0; m < LUMEN_MODEL_COUNT; ++m) {
+    free(j->mo[m].aic); free(j->mo[m].ktrans); free(j->mo[m].ve); free(j->mo[m].vp); free(j->mo[m].state);
+  }
+  lumen_image_free(j->dce);
+  lumen_json_free(j->side);
+  lumen_acquisition_clear(&j->acq);
+  free(j->t10); free(j->b1); free(j->conc); free(j->ninv_map); free(j->list); free(j->ninv); free(j->bad);
+  free(j->t_min); free(j->tissue_mean);
+  pipe_aif_free(&j->aif);
+}
+
+/* The series (4-D, every frame with a finite value), its sidecar, the acquisition values, the
+   frame times and the mask. */
+static lumen_status dce_read_inputs(pipe_run *run, dce_job *j) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  lumen_pipe_summary *sum = run->sum;
+  lumen_status st = LUMEN_OK;
   /* ---------------- inputs */
-  if (st == LUMEN_OK) st = pipe_read_input(&run, "DCE series", cfg->dce, &dce, &info);
-  if (st == LUMEN_OK && (lumen_image_ndim(dce) != 4 || lumen_image_dim(dce, 3) < 3))
+  if (st == LUMEN_OK) st = pipe_read_input(run, "DCE series", cfg->dce, &j->dce, &j->info);
+  if (st == LUMEN_OK && (lumen_image_ndim(j->dce) != 4 || lumen_image_dim(j->dce, 3) < 3))
     st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                     "DCE series '%s' is %d-D (%lldx%lldx%lldx%lld): expected a 4-D series (x, y, z, time) with at least 3 frames",
-                    cfg->dce, lumen_image_ndim(dce), (long long)lumen_image_dim(dce, 0), (long long)lumen_image_dim(dce, 1),
-                    (long long)lumen_image_dim(dce, 2), (long long)lumen_image_dim(dce, 3));
-  int found = 0;
-  if (st == LUMEN_OK) st = lumen_sidecar_read_for(ctx, cfg->dce, &acq, &side, &found);
-  int64_t nt = 0;
+                    cfg->dce, lumen_image_ndim(j->dce), (long long)lumen_image_dim(j->dce, 0), (long long)lumen_image_dim(j->dce, 1),
+                    (long long)lumen_image_dim(j->dce, 2), (long long)lumen_image_dim(j->dce, 3));
+  if (st == LUMEN_OK) st = lumen_sidecar_read_for(ctx, cfg->dce, &j->acq, &j->side, &j->found);
   if (st == LUMEN_OK) {
-    pipe_set_geometry(&run, dce, &info);
-    nt = lumen_image_dim(dce, 3);
-    sum->voxels = run.nvox;
+    pipe_set_geometry(run, j->dce, &j->info);
+    j->nt = lumen_image_dim(j->dce, 3);
+    sum->voxels = run->nvox;
     /* frames that are entirely NaN/Inf */
-    const float *d = lumen_image_const_data(dce);
-    for (int64_t i = 0; i < nt && st == LUMEN_OK; ++i) {
+    const float *d = lumen_image_const_data(j->dce);
+    for (int64_t i = 0; i < j->nt && st == LUMEN_OK; ++i) {
       int64_t finite = 0;
-      for (int64_t v = 0; v < run.nvox; ++v) finite += isfinite(d[i * run.nvox + v]) != 0;
+      for (int64_t v = 0; v < run->nvox; ++v) finite += isfinite(d[i * run->nvox + v]) != 0;
       if (finite == 0)
         st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "DCE series '%s': frame %lld of %lld has no finite value (all NaN/Inf)",
-                        cfg->dce, (long long)i, (long long)nt);
+                        cfg->dce, (long long)i, (long long)j->nt);
     }
   }
-  double fa_deg = NAN, tr = NAN, r1 = cfg->relaxivity;
-  if (st == LUMEN_OK) st = acquisition_values(&run, &acq, side, found, &fa_deg, &tr, &r1);
+  if (st == LUMEN_OK) st = acquisition_values(run, &j->acq, j->side, j->found, &j->fa_deg, &j->tr, &j->r1);
   if (st == LUMEN_OK) {
-    t_min = malloc(sizeof(double) * (size_t)nt);
-    tissue_mean = calloc((size_t)nt, sizeof(double));
-    if (!t_min || !tissue_mean) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
+    j->t_min = malloc(sizeof(double) * (size_t)j->nt);
+    j->tissue_mean = calloc((size_t)j->nt, sizeof(double));
+    if (!j->t_min || !j->tissue_mean) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
   }
-  char how_t[256] = "";
-  if (st == LUMEN_OK) st = frame_times(&run, &info, &acq, nt, t_min, how_t, sizeof how_t);
-  if (st == LUMEN_OK) st = pipe_load_mask(&run, cfg->dce);
-  char t1_how[512] = "none (concentration input)";
-  if (st == LUMEN_OK && signal) {
+  if (st == LUMEN_OK) st = frame_times(run, &j->info, &j->acq, j->nt, j->t_min, j->how_t, sizeof j->how_t);
+  if (st == LUMEN_OK) st = pipe_load_mask(run, cfg->dce);
+  return st;
+}
+
+/* The pre-contrast T1 (a map in s or ms, VFA inputs, or a constant) and the B1 map (fraction or
+   percent); unit corrections are warnings. */
+static lumen_status dce_read_t1_b1(pipe_run *run, dce_job *j) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  lumen_status st = LUMEN_OK;
+  if (st == LUMEN_OK && j->signal) {
     if (cfg->t1map) {
-      st = read_map3(&run, "T1 map", cfg->t1map, cfg->dce, &t10);
+      st = read_map3(run, "T1 map", cfg->t1map, cfg->dce, &j->t10);
       if (st == LUMEN_OK) {
         int64_t nbad = 0;
-        double med = mask_median(&run, t10, &nbad);
+        double med = mask_median(run, j->t10, &nbad);
         if (!isfinite(med))
           st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                           "T1 map '%s': every voxel in the mask has T1 <= 0 or not finite (zero or negative T1)", cfg->t1map);
         else {
           int ms = med > 10;
-          if (ms) for (int64_t v = 0; v < run.nvox; ++v) t10[v] *= 0.001f;
+          if (ms) for (int64_t v = 0; v < run->nvox; ++v) j->t10[v] *= 0.001f;
           /* the run log prints "T1 <how>": the how starts after the word T1 */
-          snprintf(t1_how, sizeof t1_how, "map '%s' in %s (detected: median %.4g %s inside the mask %s 10)%s", cfg->t1map,
+          snprintf(j->t1_how, sizeof j->t1_how, "map '%s' in %s (detected: median %.4g %s inside the mask %s 10)%s", cfg->t1map,
                    ms ? "ms" : "s", med, ms ? "ms" : "s", ms ? ">" : "<=", nbad ? "" : "");
           if (ms)
-            pipe_warn(&run, "unit correction: T1 map '%s' read as milliseconds (median %.4g inside the mask > 10) and "
+            pipe_warn(run, "unit correction: T1 map '%s' read as milliseconds (median %.4g inside the mask > 10) and "
                             "converted to seconds", cfg->t1map, med);
           if (nbad) {
-            pipe_warn(&run, "T1 map '%s': %lld voxels inside the mask have T1 <= 0 or not finite (zero or negative T1); "
+            pipe_warn(run, "T1 map '%s': %lld voxels inside the mask have T1 <= 0 or not finite (zero or negative T1); "
                             "they are not fitted (state invalid_input)", cfg->t1map, (long long)nbad);
-            size_t l = strlen(t1_how);
-            snprintf(t1_how + l, sizeof t1_how - l, "; %lld voxels with T1 <= 0 or not finite", (long long)nbad);
+            size_t l = strlen(j->t1_how);
+            snprintf(j->t1_how + l, sizeof j->t1_how - l, "; %lld voxels with T1 <= 0 or not finite", (long long)nbad);
           }
         }
       }
     } else if (cfg->n_vfa > 0) {
       double tv = pipe_now();
-      st = pipe_t1_run(&run, LUMEN_MODEL_VFA, (const char *const *)cfg->vfa, cfg->n_vfa, 1, &t10);
-      snprintf(t1_how, sizeof t1_how, "computed from %d VFA inputs (nonlinear SPGR fit, %.2f s)", cfg->n_vfa, pipe_now() - tv);
+      st = pipe_t1_run(run, LUMEN_MODEL_VFA, (const char *const *)cfg->vfa, cfg->n_vfa, 1, &j->t10);
+      snprintf(j->t1_how, sizeof j->t1_how, "computed from %d VFA inputs (nonlinear SPGR fit, %.2f s)", cfg->n_vfa, pipe_now() - tv);
     } else if (isfinite(cfg->t1_default_s)) {
-      snprintf(t1_how, sizeof t1_how, "constant %g s (--t1)", cfg->t1_default_s);
+      snprintf(j->t1_how, sizeof j->t1_how, "constant %g s (--t1)", cfg->t1_default_s);
     } else {
       st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "pre-contrast T1 missing for '%s': give --t1map FILE, --vfa FILE..., or --t1 SECONDS", cfg->dce);
     }
   }
-  if (st == LUMEN_OK && cfg->b1 && signal) {
-    st = read_map3(&run, "B1 map", cfg->b1, cfg->dce, &b1);
+  if (st == LUMEN_OK && cfg->b1 && j->signal) {
+    st = read_map3(run, "B1 map", cfg->b1, cfg->dce, &j->b1);
     if (st == LUMEN_OK) {
-      double med = mask_median(&run, b1, NULL);
+      double med = mask_median(run, j->b1, NULL);
       if (med > 10) {
-        for (int64_t v = 0; v < run.nvox; ++v) b1[v] *= 0.01f;
-        pipe_warn(&run, "unit correction: B1 map '%s' read as percent (median %.4g inside the mask > 10) and divided "
+        for (int64_t v = 0; v < run->nvox; ++v) j->b1[v] *= 0.01f;
+        pipe_warn(run, "unit correction: B1 map '%s' read as percent (median %.4g inside the mask > 10) and divided "
                         "by 100", cfg->b1, med);
       }
     }
   }
-  sum->masked = run.n_mask;
-  sum->seconds_read = pipe_now() - t0;
+  return st;
+}
+
+/* Stage A: the baseline (given or detected from the mean curve), signal to concentration for the
+   masked voxels, the mean tissue curve, and stage A's run-log entries. */
+static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  lumen_pipe_summary *sum = run->sum;
+  lumen_status st = LUMEN_OK;
+  sum->masked = run->n_mask;
+  sum->seconds_read = pipe_now() - j->t0;
   /* ---------------- stage A */
   double ta = pipe_now();
-  pipe_spgr sp;
-  memset(&sp, 0, sizeof sp);
-  sp.fa_rad = fa_deg * PI / 180.0;
-  sp.tr = tr;
-  sp.r1 = r1;
-  sp.max_invalid_fraction = cfg->max_invalid_fraction;
-  char base_how[256] = "";
+  j->sp.fa_rad = j->fa_deg * PI / 180.0;
+  j->sp.tr = j->tr;
+  j->sp.r1 = j->r1;
+  j->sp.max_invalid_fraction = cfg->max_invalid_fraction;
   if (st == LUMEN_OK) {
     if (cfg->baseline > 0) {
-      if (cfg->baseline > nt - 1)
-        st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--baseline %d: the series has %lld frames", cfg->baseline, (long long)nt);
-      sp.b1 = cfg->baseline;
-      snprintf(base_how, sizeof base_how, "given");
+      if (cfg->baseline > j->nt - 1)
+        st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--baseline %d: the series has %lld frames", cfg->baseline, (long long)j->nt);
+      j->sp.b1 = cfg->baseline;
+      snprintf(j->base_how, sizeof j->base_how, "given");
     } else {
       /* mean signal over (up to 20000) masked voxels */
-      const float *d = lumen_image_const_data(dce);
-      int64_t step = run.n_mask > 20000 ? run.n_mask / 20000 : 1, seen = 0, used = 0;
-      double *y = calloc((size_t)nt, sizeof(double));
+      const float *d = lumen_image_const_data(j->dce);
+      int64_t step = run->n_mask > 20000 ? run->n_mask / 20000 : 1, seen = 0, used = 0;
+      double *y = calloc((size_t)j->nt, sizeof(double));
       if (!y) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
-      for (int64_t v = 0; y && v < run.nvox; ++v) {
-        if (!run.mask[v] || (seen++ % step)) continue;
+      for (int64_t v = 0; y && v < run->nvox; ++v) {
+        if (!run->mask[v] || (seen++ % step)) continue;
         int ok = 1;
-        for (int64_t i = 0; i < nt; ++i) ok &= isfinite(d[i * run.nvox + v]) != 0;
+        for (int64_t i = 0; i < j->nt; ++i) ok &= isfinite(d[i * run->nvox + v]) != 0;
         if (!ok) continue;
-        for (int64_t i = 0; i < nt; ++i) y[i] += d[i * run.nvox + v];
+        for (int64_t i = 0; i < j->nt; ++i) y[i] += d[i * run->nvox + v];
         ++used;
       }
-      int64_t nb0 = nt / 10 < 2 ? 2 : nt / 10 > 5 ? 5 : nt / 10;
-      int64_t a = y && used ? lumen_pipe_detect_arrival(y, nt, 0, nb0) : -1;
+      int64_t nb0 = j->nt / 10 < 2 ? 2 : j->nt / 10 > 5 ? 5 : j->nt / 10;
+      int64_t a = y && used ? lumen_pipe_detect_arrival(y, j->nt, 0, nb0) : -1;
       free(y);
       if (st == LUMEN_OK && a < 1)
         st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                         "DCE series '%s': no bolus arrival found in the mean curve, so the baseline cannot be detected; give --baseline N",
                         cfg->dce);
-      sp.b1 = a + 1;
-      snprintf(base_how, sizeof base_how, "detected (bolus arrival after frame %lld of the mean signal)", (long long)a);
+      j->sp.b1 = a + 1;
+      snprintf(j->base_how, sizeof j->base_how, "detected (bolus arrival after frame %lld of the mean signal)", (long long)a);
     }
-    sp.b0 = cfg->baseline_start >= 0 ? cfg->baseline_start : (sp.b1 >= 3 ? 1 : 0);
-    if (st == LUMEN_OK && sp.b0 >= sp.b1)
-      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "baseline frames [%lld, %lld) are empty", (long long)sp.b0, (long long)sp.b1);
-  }
-  int64_t nlist = 0, n_bad = 0, n_interp = 0, n_flag = 0;
-  if (st == LUMEN_OK) {
-    list = malloc(sizeof(int64_t) * (size_t)run.n_mask);
-    conc = malloc(sizeof(float) * (size_t)run.n_mask * (size_t)nt);
-    ninv = malloc(sizeof(int32_t) * (size_t)run.n_mask);
-    bad = malloc((size_t)run.n_mask);
-    if (!list || !conc || !ninv || !bad)
-      st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for %lld curves of %lld frames", (long long)run.n_mask, (long long)nt);
+    j->sp.b0 = cfg->baseline_start >= 0 ? cfg->baseline_start : (j->sp.b1 >= 3 ? 1 : 0);
+    if (st == LUMEN_OK && j->sp.b0 >= j->sp.b1)
+      st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "baseline frames [%lld, %lld) are empty", (long long)j->sp.b0, (long long)j->sp.b1);
   }
   if (st == LUMEN_OK) {
-    for (int64_t v = 0; v < run.nvox; ++v) if (run.mask[v]) list[nlist++] = v;
-    pipe_convert(lumen_image_const_data(dce), run.nvox, nt, list, nlist, t10,
-                 isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, b1, &sp, !signal, conc, ninv, bad);
+    j->list = malloc(sizeof(int64_t) * (size_t)run->n_mask);
+    j->conc = malloc(sizeof(float) * (size_t)run->n_mask * (size_t)j->nt);
+    j->ninv = malloc(sizeof(int32_t) * (size_t)run->n_mask);
+    j->bad = malloc((size_t)run->n_mask);
+    if (!j->list || !j->conc || !j->ninv || !j->bad)
+      st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for %lld curves of %lld frames", (long long)run->n_mask, (long long)j->nt);
+  }
+  if (st == LUMEN_OK) {
+    for (int64_t v = 0; v < run->nvox; ++v) if (run->mask[v]) j->list[j->nlist++] = v;
+    pipe_convert(lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist, j->t10,
+                 isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, j->b1, &j->sp, !j->signal, j->conc, j->ninv, j->bad);
     int64_t used = 0;
-    for (int64_t k = 0; k < nlist; ++k) {
-      n_bad += bad[k];
-      n_flag += ninv[k];
-      n_interp += !bad[k] && ninv[k] > 0;
-      if (bad[k]) continue;
+    for (int64_t k = 0; k < j->nlist; ++k) {
+      j->n_bad += j->bad[k];
+      j->n_flag += j->ninv[k];
+      j->n_interp += !j->bad[k] && j->ninv[k] > 0;
+      if (j->bad[k]) continue;
       ++used;
-      for (int64_t i = 0; i < nt; ++i) tissue_mean[i] += conc[k * nt + i];
+      for (int64_t i = 0; i < j->nt; ++i) j->tissue_mean[i] += j->conc[k * j->nt + i];
     }
-    for (int64_t i = 0; i < nt; ++i) tissue_mean[i] = used ? tissue_mean[i] / (double)used : 0;
+    for (int64_t i = 0; i < j->nt; ++i) j->tissue_mean[i] = used ? j->tissue_mean[i] / (double)used : 0;
     if (used == 0)
       st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "stage A: no voxel of '%s' gives a usable concentration curve (check T1, flip angle, TR, baseline)", cfg->dce);
   }
   sum->seconds_a = pipe_now() - ta;
   if (st == LUMEN_OK) {
-    pipe_sb *b = &run.stages;
+    pipe_sb *b = &run->stages;
     /* `dce --vfa` has written the T1 stage before: members are separated by commas */
     pipe_sb_printf(b, "%s\n\t\t\"read\": {\"seconds\": %.4f, \"frames\": %lld, \"frame_times\": ", b->n ? "," : "",
-                   sum->seconds_read, (long long)nt);
-    pipe_sb_json_str(b, how_t);
+                   sum->seconds_read, (long long)j->nt);
+    pipe_sb_json_str(b, j->how_t);
     pipe_sb_printf(b, ", \"duration_min\": %.6g},\n\t\t\"A\": {\"name\": \"signal to concentration\", \"seconds\": %.4f, \"input_type\": ",
-                   t_min[nt - 1], sum->seconds_a);
-    pipe_sb_json_str(b, signal ? "signal" : "concentration");
+                   j->t_min[j->nt - 1], sum->seconds_a);
+    pipe_sb_json_str(b, j->signal ? "signal" : "concentration");
     pipe_sb_printf(b, ", \"t1\": ");
-    pipe_sb_json_str(b, t1_how);
+    pipe_sb_json_str(b, j->t1_how);
     pipe_sb_printf(b, ", \"flip_angle_deg\": ");
-    pipe_sb_json_num(b, fa_deg);
+    pipe_sb_json_num(b, j->fa_deg);
     pipe_sb_printf(b, ", \"tr_s\": ");
-    pipe_sb_json_num(b, tr);
+    pipe_sb_json_num(b, j->tr);
     pipe_sb_printf(b, ", \"relaxivity\": %g, \"hematocrit\": %g, \"blood_t1_s\": %g, \"b1_map\": %s, "
                       "\"baseline_frames\": [%lld, %lld], \"baseline\": ",
-                   r1, cfg->hematocrit, cfg->blood_t1_s, b1 ? "true" : "false", (long long)sp.b0, (long long)sp.b1);
-    pipe_sb_json_str(b, base_how);
+                   j->r1, cfg->hematocrit, cfg->blood_t1_s, j->b1 ? "true" : "false", (long long)j->sp.b0, (long long)j->sp.b1);
+    pipe_sb_json_str(b, j->base_how);
     pipe_sb_printf(b, ", \"voxels\": %lld, \"voxels_unusable\": %lld, \"voxels_with_interpolated_samples\": %lld, "
                       "\"flagged_samples\": %lld, \"max_invalid_fraction\": %g}",
-                   (long long)nlist, (long long)n_bad, (long long)n_interp, (long long)n_flag, cfg->max_invalid_fraction);
-    pipe_sb_printf(&run.text,
+                   (long long)j->nlist, (long long)j->n_bad, (long long)j->n_interp, (long long)j->n_flag, cfg->max_invalid_fraction);
+    pipe_sb_printf(&run->text,
                    "read: %lld frames, times from %s, %.3f s\n"
                    "stage A (%s): T1 %s; FA %g deg, TR %g s, r1 %g /mM/s, baseline frames [%lld, %lld) %s; %lld voxels, "
                    "%lld unusable, %lld with interpolated samples (%lld flagged samples); %.3f s\n",
-                   (long long)nt, how_t, sum->seconds_read, signal ? "signal to concentration" : "skipped: concentration input",
-                   t1_how, fa_deg, tr, r1, (long long)sp.b0, (long long)sp.b1, base_how, (long long)nlist, (long long)n_bad,
-                   (long long)n_interp, (long long)n_flag, sum->seconds_a);
+                   (long long)j->nt, j->how_t, sum->seconds_read, j->signal ? "signal to concentration" : "skipped: concentration input",
+                   j->t1_how, j->fa_deg, j->tr, j->r1, (long long)j->sp.b0, (long long)j->sp.b1, j->base_how, (long long)j->nlist, (long long)j->n_bad,
+                   (long long)j->n_interp, (long long)j->n_flag, sum->seconds_a);
   }
+  return st;
+}
+
+/* Stage B: the AIF, and its run-log entries. */
+static lumen_status dce_stage_b(pipe_run *run, dce_job *j) {
+  const lumen_pipe_config *cfg = run->cfg;
+  lumen_pipe_summary *sum = run->sum;
+  lumen_status st = LUMEN_OK;
   /* ---------------- stage B */
   double tb = pipe_now();
   if (st == LUMEN_OK) {
-    pipe_stage_b_in in = {lumen_image_const_data(dce), run.nvox, nt, t_min, &sp, b1, tissue_mean, cfg->dce, !signal};
-    st = pipe_stage_b(&run, &in, &aif);
+    pipe_stage_b_in in = {lumen_image_const_data(j->dce), run->nvox, j->nt, j->t_min, &j->sp, j->b1, j->tissue_mean, cfg->dce, !j->signal};
+    st = pipe_stage_b(run, &in, &j->aif);
   }
   sum->seconds_b = pipe_now() - tb;
-  lumen_image_free(dce);
-  dce = NULL;
+  lumen_image_free(j->dce);
+  j->dce = NULL;
   if (st == LUMEN_OK) {
-    snprintf(sum->aif_method, sizeof sum->aif_method, "%s", aif.method);
-    sum->aif_fallback = aif.fallback;
+    snprintf(sum->aif_method, sizeof sum->aif_method, "%s", j->aif.method);
+    sum->aif_fallback = j->aif.fallback;
     double pk = 0;
-    for (int64_t i = 0; i < nt; ++i) pk = fmax(pk, aif.cp[i]);
-    pipe_sb *b = &run.stages;
+    for (int64_t i = 0; i < j->nt; ++i) pk = fmax(pk, j->aif.cp[i]);
+    pipe_sb *b = &run->stages;
     pipe_sb_printf(b, ",\n\t\t\"B\": {\"name\": \"arterial input function\", \"seconds\": %.4f, \"method\": ", sum->seconds_b);
-    pipe_sb_json_str(b, aif.method);
+    pipe_sb_json_str(b, j->aif.method);
     pipe_sb_printf(b, ", \"detail\": ");
-    pipe_sb_json_str(b, aif.detail);
+    pipe_sb_json_str(b, j->aif.detail);
     char aif_file[300];
-    snprintf(aif_file, sizeof aif_file, "%s_aif.tsv", run.prefix);
+    snprintf(aif_file, sizeof aif_file, "%s_aif.tsv", run->prefix);
     pipe_sb_printf(b, ", \"bolus_arrival_min\": %.6g, \"arrival_frame\": %lld, \"voxels\": %lld, \"peak_plasma_mM\": %.6g, \"file\": ",
-                   aif.delay_min, (long long)aif.arrival, (long long)aif.n_voxels, pk);
+                   j->aif.delay_min, (long long)j->aif.arrival, (long long)j->aif.n_voxels, pk);
     pipe_sb_json_str(b, aif_file); /* the prefix is the user's: escaped (issue 15) */
     pipe_sb_printf(b, "}");
-    pipe_sb_printf(&run.text, "stage B (AIF %s): %s; plasma peak %.4g mM; %.3f s\n", aif.method, aif.detail, pk, sum->seconds_b);
+    pipe_sb_printf(&run->text, "stage B (AIF %s): %s; plasma peak %.4g mM; %.3f s\n", j->aif.method, j->aif.detail, pk, sum->seconds_b);
   }
+  return st;
+}
+
+/* Stage A's maps, written only after stage B has read its inputs. */
+static lumen_status dce_stage_a_maps(pipe_run *run, dce_job *j) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  lumen_status st = LUMEN_OK;
   /* Stage A's maps are written only now, after stage B has read its inputs (AIF file, ROI), so
      that a bad input leaves nothing under the final names (docs/RELIABILITY.md). */
   if (st == LUMEN_OK) {
     double tw = pipe_now();
-    ninv_map = malloc(sizeof(float) * (size_t)run.nvox);
-    if (!ninv_map) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
+    j->ninv_map = malloc(sizeof(float) * (size_t)run->nvox);
+    if (!j->ninv_map) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
     else {
-      for (int64_t v = 0; v < run.nvox; ++v) ninv_map[v] = NAN;
-      for (int64_t k = 0; k < nlist; ++k) ninv_map[list[k]] = (float)ninv[k];
+      for (int64_t v = 0; v < run->nvox; ++v) j->ninv_map[v] = NAN;
+      for (int64_t k = 0; k < j->nlist; ++k) j->ninv_map[j->list[k]] = (float)j->ninv[k];
       char name[300];
-      snprintf(name, sizeof name, "%s_param-ninvalid.nii.gz", run.prefix);
-      st = pipe_write_map(&run, name, ninv_map, "ninvalid", "samples", "", "",
+      snprintf(name, sizeof name, "%s_param-ninvalid.nii.gz", run->prefix);
+      st = pipe_write_map(run, name, j->ninv_map, "ninvalid", "samples", "", "",
                           "flagged (out-of-range or non-finite) concentration samples per voxel", 0);
     }
     if (st == LUMEN_OK && cfg->save_conc) {
-      int64_t dims[4] = {run.nx, run.ny, run.nz, nt};
+      int64_t dims[4] = {run->nx, run->ny, run->nz, j->nt};
       lumen_image *ci = NULL;
       st = lumen_image_create(ctx, 4, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &ci);
       if (st == LUMEN_OK) {
         float *cd = lumen_image_data(ci);
-        for (int64_t i = 0; i < run.nvox * nt; ++i) cd[i] = NAN;
-        for (int64_t k = 0; k < nlist; ++k)
-          for (int64_t i = 0; i < nt; ++i) cd[i * run.nvox + list[k]] = conc[k * nt + i];
-        lumen_image_set_affine(ctx, ci, run.affine);
-        double spc[4] = {run.spacing[0], run.spacing[1], run.spacing[2], nt > 1 ? (t_min[1] - t_min[0]) * 60 : 1};
+        for (int64_t i = 0; i < run->nvox * j->nt; ++i) cd[i] = NAN;
+        for (int64_t k = 0; k < j->nlist; ++k)
+          for (int64_t i = 0; i < j->nt; ++i) cd[i * run->nvox + j->list[k]] = j->conc[k * j->nt + i];
+        lumen_image_set_affine(ctx, ci, run->affine);
+        double spc[4] = {run->spacing[0], run->spacing[1], run->spacing[2], j->nt > 1 ? (j->t_min[1] - j->t_min[0]) * 60 : 1};
         lumen_image_set_spacing(ctx, ci, spc, 4);
         char name[300], path[LUMEN_PIPE_PATH_MAX];
-        snprintf(name, sizeof name, "%s_desc-conc_dce.nii.gz", run.prefix);
-        pipe_join(path, sizeof path, run.out, name);
+        snprintf(name, sizeof name, "%s_desc-conc_dce.nii.gz", run->prefix);
+        pipe_join(path, sizeof path, run->out, name);
         lumen_nifti_write_opts wo;
         memset(&wo, 0, sizeof wo);
         wo.overwrite = cfg->overwrite;
         wo.intent_name = "conc_mM";
         wo.compress_level = cfg->compress_level;
-        st = pipe_before_write(&run);
+        st = pipe_before_write(run);
         if (st == LUMEN_OK) st = lumen_nifti_write(ctx, path, ci, &wo);
-        if (st == LUMEN_OK) pipe_record_output(&run, name);
+        if (st == LUMEN_OK) pipe_record_output(run, name);
       }
       lumen_image_free(ci);
     }
-    write_s += pipe_now() - tw;
+    j->write_s += pipe_now() - tw;
   }
-  /* ---------------- stage D */
+  return st;
+}
+
+/* Per-voxel model selection by AIC over the fitted models: the best-model maps and counts. */
+static lumen_status dce_select_models(pipe_run *run, dce_job *j) {
+  const int want_sel = run->cfg->select && !strcmp(run->cfg->select, "aic");
+  lumen_ctx *ctx = run->ctx;
+  lumen_pipe_summary *sum = run->sum;
+  lumen_status st = LUMEN_OK;
+  int nsel = 0;
+  for (int m = 0; m < j->nmodels; ++m) nsel += j->mo[m].aic != NULL;
+  if (st == LUMEN_OK && want_sel && nsel >= 2) {
+    double tw = pipe_now();
+    float *best = malloc(sizeof(float) * (size_t)run->nvox), *bk = malloc(sizeof(float) * (size_t)run->nvox);
+    float *bve = malloc(sizeof(float) * (size_t)run->nvox), *bvp = malloc(sizeof(float) * (size_t)run->nvox);
+    int64_t counts[LUMEN_MODEL_COUNT] = {0};
+    char bu[256] = ""; /* the backends of the models chosen from, "tofts:cpu,etofts:cpu" */
+    for (int m = 0, n = 0; m < sum->n_models; ++m) {
+      const lumen_pipe_model_summary *ms = &sum->models[m];
+      if (ms->model > LUMEN_MODEL_AUC) continue; /* the T1 fit of --vfa */
+      size_t l = strlen(bu);
+      snprintf(bu + l, sizeof bu - l, "%s%s:%s", n++ ? "," : "", lumen_model_name(ms->model), ms->backend_used);
+    }
+    if (!best || !bk || !bve || !bvp) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t v = 0; st == LUMEN_OK && v < run->nvox; ++v) {
+      int bm = -1;
+      for (int m = 0; m < j->nmodels; ++m)
+        if (j->mo[m].aic && isfinite(j->mo[m].aic[v]) && (bm < 0 || j->mo[m].aic[v] < j->mo[bm].aic[v])) bm = m;
+      best[v] = bm >= 0 ? (float)j->models[bm] : NAN;
+      bk[v] = bm >= 0 ? j->mo[bm].ktrans[v] : NAN;
+      bve[v] = bm >= 0 ? j->mo[bm].ve[v] : NAN;
+      bvp[v] = bm >= 0 ? (isfinite(j->mo[bm].vp[v]) ? j->mo[bm].vp[v] : 0.0f) : NAN;
+      if (bm >= 0) counts[j->models[bm]]++;
+    }
+    char name[300];
+    if (st == LUMEN_OK) {
+      map_name(name, sizeof name, run->prefix, "best", "model");
+      st = pipe_write_map(run, name, best, "model", "1", "best", bu,
+                          "model chosen by AIC: 0 tofts 1 etofts 2 patlak 3 2cum 4 2cxm 5 fxr", 1);
+    }
+    if (st == LUMEN_OK) {
+      map_name(name, sizeof name, run->prefix, "best", "Ktrans");
+      st = pipe_write_map(run, name, bk, "Ktrans", "1/min", "best", bu, "Ktrans of the model chosen by AIC", 1);
+    }
+    if (st == LUMEN_OK) {
+      map_name(name, sizeof name, run->prefix, "best", "ve");
+      st = pipe_write_map(run, name, bve, "ve", "1", "best", bu, "ve of the model chosen by AIC (NaN: no ve)", 1);
+    }
+    if (st == LUMEN_OK) {
+      map_name(name, sizeof name, run->prefix, "best", "vp");
+      st = pipe_write_map(run, name, bvp, "vp", "1", "best", bu, "vp of the model chosen by AIC (0 for Tofts)", 1);
+    }
+    if (st == LUMEN_OK) {
+      pipe_sb_printf(&run->stages, ", \"selection\": {\"criterion\": \"aic\", \"voxels_per_model\": {");
+      pipe_sb_printf(&run->text, "model selection by AIC:");
+      int first = 1;
+      for (int m = 0; m < j->nmodels; ++m) {
+        if (!j->mo[m].aic) continue;
+        pipe_sb_printf(&run->stages, "%s", first ? "" : ", ");
+        pipe_sb_json_str(&run->stages, lumen_model_name(j->models[m]));
+        pipe_sb_printf(&run->stages, ": %lld", (long long)counts[j->models[m]]);
+        pipe_sb_printf(&run->text, " %s %lld", lumen_model_name(j->models[m]), (long long)counts[j->models[m]]);
+        first = 0;
+      }
+      pipe_sb_printf(&run->stages, "}}");
+      pipe_sb_printf(&run->text, " voxels\n");
+    }
+    free(best); free(bk); free(bve); free(bvp);
+    j->write_s += pipe_now() - tw;
+  }
+  return st;
+}
+
+/* Stage D: every model's fit and maps, the selection, stage D's timings. */
+static lumen_status dce_stage_d(pipe_run *run, dce_job *j) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  lumen_pipe_summary *sum = run->sum;
+  lumen_status st = LUMEN_OK;
   double td = pipe_now();
   if (st == LUMEN_OK) {
-    pipe_sb_printf(&run.stages, ",\n\t\t\"D\": {\"name\": \"model fitting\", \"models\": {");
+    pipe_sb_printf(&run->stages, ",\n\t\t\"D\": {\"name\": \"model fitting\", \"models\": {");
     int want_sel = cfg->select && !strcmp(cfg->select, "aic");
-    for (int m = 0; m < nmodels && st == LUMEN_OK; ++m) {
-      if (want_sel && models[m] != LUMEN_MODEL_AUC) {
-        mo[m].aic = malloc(sizeof(float) * (size_t)run.nvox);
-        mo[m].ktrans = malloc(sizeof(float) * (size_t)run.nvox);
-        mo[m].ve = malloc(sizeof(float) * (size_t)run.nvox);
-        mo[m].vp = malloc(sizeof(float) * (size_t)run.nvox);
-        if (!mo[m].aic || !mo[m].ktrans || !mo[m].ve || !mo[m].vp) { st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory"); break; }
-        for (int64_t v = 0; v < run.nvox; ++v) mo[m].ktrans[v] = mo[m].ve[v] = mo[m].vp[v] = NAN;
+    for (int m = 0; m < j->nmodels && st == LUMEN_OK; ++m) {
+      if (want_sel && j->models[m] != LUMEN_MODEL_AUC) {
+        j->mo[m].aic = malloc(sizeof(float) * (size_t)run->nvox);
+        j->mo[m].ktrans = malloc(sizeof(float) * (size_t)run->nvox);
+        j->mo[m].ve = malloc(sizeof(float) * (size_t)run->nvox);
+        j->mo[m].vp = malloc(sizeof(float) * (size_t)run->nvox);
+        if (!j->mo[m].aic || !j->mo[m].ktrans || !j->mo[m].ve || !j->mo[m].vp) { st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory"); break; }
+        for (int64_t v = 0; v < run->nvox; ++v) j->mo[m].ktrans[v] = j->mo[m].ve[v] = j->mo[m].vp[v] = NAN;
       }
-      mo[m].json_first = m == 0;
-      st = fit_model(&run, models[m], conc, list, nlist, nt, t_min, aif.cp, t10,
-                     isfinite(cfg->t1_default_s) ? cfg->t1_default_s : 1.0, b1, r1, &sum->models[sum->n_models], &mo[m],
-                     &write_s);
+      j->mo[m].json_first = m == 0;
+      st = fit_model(run, j->models[m], j->conc, j->list, j->nlist, j->nt, j->t_min, j->aif.cp, j->t10,
+                     isfinite(cfg->t1_default_s) ? cfg->t1_default_s : 1.0, j->b1, j->r1, &sum->models[sum->n_models], &j->mo[m],
+                     &j->write_s);
       if (st == LUMEN_OK) sum->n_models++;
     }
-    if (st == LUMEN_OK) pipe_sb_printf(&run.stages, "}");
-    /* per-voxel model selection by AIC */
-    int nsel = 0;
-    for (int m = 0; m < nmodels; ++m) nsel += mo[m].aic != NULL;
-    if (st == LUMEN_OK && want_sel && nsel >= 2) {
-      double tw = pipe_now();
-      float *best = malloc(sizeof(float) * (size_t)run.nvox), *bk = malloc(sizeof(float) * (size_t)run.nvox);
-      float *bve = malloc(sizeof(float) * (size_t)run.nvox), *bvp = malloc(sizeof(float) * (size_t)run.nvox);
-      int64_t counts[LUMEN_MODEL_COUNT] = {0};
-      char bu[256] = ""; /* the backends of the models chosen from, "tofts:cpu,etofts:cpu" */
-      for (int m = 0, n = 0; m < sum->n_models; ++m) {
-        const lumen_pipe_model_summary *ms = &sum->models[m];
-        if (ms->model > LUMEN_MODEL_AUC) continue; /* the T1 fit of --vfa */
-        size_t l = strlen(bu);
-        snprintf(bu + l, sizeof bu - l, "%s%s:%s", n++ ? "," : "", lumen_model_name(ms->model), ms->backend_used);
-      }
-      if (!best || !bk || !bve || !bvp) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
-      for (int64_t v = 0; st == LUMEN_OK && v < run.nvox; ++v) {
-        int bm = -1;
-        for (int m = 0; m < nmodels; ++m)
-          if (mo[m].aic && isfinite(mo[m].aic[v]) && (bm < 0 || mo[m].aic[v] < mo[bm].aic[v])) bm = m;
-        best[v] = bm >= 0 ? (float)models[bm] : NAN;
-        bk[v] = bm >= 0 ? mo[bm].ktrans[v] : NAN;
-        bve[v] = bm >= 0 ? mo[bm].ve[v] : NAN;
-        bvp[v] = bm >= 0 ? (isfinite(mo[bm].vp[v]) ? mo[bm].vp[v] : 0.0f) : NAN;
-        if (bm >= 0) counts[models[bm]]++;
-      }
-      char name[300];
-      if (st == LUMEN_OK) {
-        map_name(name, sizeof name, run.prefix, "best", "model");
-        st = pipe_write_map(&run, name, best, "model", "1", "best", bu,
-                            "model chosen by AIC: 0 tofts 1 etofts 2 patlak 3 2cum 4 2cxm 5 fxr", 1);
-      }
-      if (st == LUMEN_OK) {
-        map_name(name, sizeof name, run.prefix, "best", "Ktrans");
-        st = pipe_write_map(&run, name, bk, "Ktrans", "1/min", "best", bu, "Ktrans of the model chosen by AIC", 1);
-      }
-      if (st == LUMEN_OK) {
-        map_name(name, sizeof name, run.prefix, "best", "ve");
-        st = pipe_write_map(&run, name, bve, "ve", "1", "best", bu, "ve of the model chosen by AIC (NaN: no ve)", 1);
-      }
-      if (st == LUMEN_OK) {
-        map_name(name, sizeof name, run.prefix, "best", "vp");
-        st = pipe_write_map(&run, name, bvp, "vp", "1", "best", bu, "vp of the model chosen by AIC (0 for Tofts)", 1);
-      }
-      if (st == LUMEN_OK) {
-        pipe_sb_printf(&run.stages, ", \"selection\": {\"criterion\": \"aic\", \"voxels_per_model\": {");
-        pipe_sb_printf(&run.text, "model selection by AIC:");
-        int first = 1;
-        for (int m = 0; m < nmodels; ++m) {
-          if (!mo[m].aic) continue;
-          pipe_sb_printf(&run.stages, "%s", first ? "" : ", ");
-          pipe_sb_json_str(&run.stages, lumen_model_name(models[m]));
-          pipe_sb_printf(&run.stages, ": %lld", (long long)counts[models[m]]);
-          pipe_sb_printf(&run.text, " %s %lld", lumen_model_name(models[m]), (long long)counts[models[m]]);
-          first = 0;
-        }
-        pipe_sb_printf(&run.stages, "}}");
-        pipe_sb_printf(&run.text, " voxels\n");
-      }
-      free(best); free(bk); free(bve); free(bvp);
-      write_s += pipe_now() - tw;
-    }
+    if (st == LUMEN_OK) pipe_sb_printf(&run->stages, "}");
+    if (st == LUMEN_OK) st = dce_select_models(run, j);
     sum->seconds_d = pipe_now() - td;
-    sum->seconds_write = write_s;
+    sum->seconds_write = j->write_s;
     if (st == LUMEN_OK) {
-      pipe_sb_printf(&run.stages, ", \"seconds\": %.4f, \"seconds_fitting\": %.4f, \"seconds_writing_maps\": %.4f}",
-                     sum->seconds_d, sum->seconds_d - write_s, write_s);
-      pipe_sb_printf(&run.text, "stage D: %.3f s (fitting %.3f s, writing maps %.3f s)\n", sum->seconds_d,
-                     sum->seconds_d - write_s, write_s);
+      pipe_sb_printf(&run->stages, ", \"seconds\": %.4f, \"seconds_fitting\": %.4f, \"seconds_writing_maps\": %.4f}",
+                     sum->seconds_d, sum->seconds_d - j->write_s, j->write_s);
+      pipe_sb_printf(&run->text, "stage D: %.3f s (fitting %.3f s, writing maps %.3f s)\n", sum->seconds_d,
+                     sum->seconds_d - j->write_s, j->write_s);
     }
   }
-  if (st == LUMEN_OK) st = pipe_write_report(&run);
+  return st;
+}
+
+lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *sum) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
+  lumen_pipe_summary dummy;
+  if (!sum) sum = &dummy;
+  memset(sum, 0, sizeof *sum);
+  if (!cfg->dce) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no DCE series: give --dce FILE");
+  /* The run state is about 1.5 MB (output and input path tables) and the job holds every model's
+     maps: on the heap, so that a small thread stack or an exhausted address space gives an error,
+     not a crash (docs/RELIABILITY.md). */
+  dce_job *j = calloc(1, sizeof *j);
+  if (!j) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of host memory for the run state");
+  lumen_status st = lumen_pipe_config_check(ctx, cfg, "dce");
+  if (st == LUMEN_OK) st = pipe_parse_models(ctx, cfg->models, j->models, &j->nmodels);
+  pipe_run *run = st == LUMEN_OK ? malloc(sizeof *run) : NULL;
+  if (st == LUMEN_OK && !run) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of host memory for the run state");
+  if (st != LUMEN_OK) {
+    free(j);
+    return st;
+  }
+  j->signal = cfg->input_type == LUMEN_PIPE_INPUT_SIGNAL;
+  j->fa_deg = NAN;
+  j->tr = NAN;
+  j->r1 = cfg->relaxivity;
+  snprintf(j->t1_how, sizeof j->t1_how, "none (concentration input)");
+  st = pipe_setup_run(ctx, cfg, run, "dce", cfg->dce, sum);
+  if (st == LUMEN_OK && !cfg->fit_executor) st = pipe_checkpoint_check(run, j->models, j->nmodels);
+  j->t0 = pipe_now();
+  if (st == LUMEN_OK) st = dce_read_inputs(run, j);
+  if (st == LUMEN_OK) st = dce_read_t1_b1(run, j);
+  sum->masked = run->n_mask;
+  sum->seconds_read = pipe_now() - j->t0;
+  if (st == LUMEN_OK) st = dce_stage_a(run, j);
+  if (st == LUMEN_OK) st = dce_stage_b(run, j);
+  lumen_image_free(j->dce); /* stage B was the last to read the series */
+  j->dce = NULL;
+  if (st == LUMEN_OK) st = dce_stage_a_maps(run, j);
+  if (st == LUMEN_OK) st = dce_stage_d(run, j);
+  if (st == LUMEN_OK) st = pipe_write_report(run);
   /* every output is written: the checkpoints go before the run log, so that a run log never
      stands beside a checkpoint (a kill in between leaves outputs without a run log: --resume
      then fits again, from scratch) */
-  if (st == LUMEN_OK) pipe_checkpoint_remove(&run, models, nmodels);
-  if (st == LUMEN_OK) st = pipe_write_runlog(&run);
-  sum->n_outputs = run.n_outputs;
-  for (int m = 0; m < LUMEN_MODEL_COUNT; ++m) { free(mo[m].aic); free(mo[m].ktrans); free(mo[m].ve); free(mo[m].vp); free(mo[m].state); }
-  lumen_image_free(dce);
-  lumen_json_free(side);
-  lumen_acquisition_clear(&acq);
-  free(t10); free(b1); free(conc); free(ninv_map); free(list); free(ninv); free(bad); free(t_min); free(tissue_mean);
-  pipe_aif_free(&aif);
-  pipe_run_free(&run);
-  free(runp);
-#undef run
+  if (st == LUMEN_OK) pipe_checkpoint_remove(run, j->models, j->nmodels);
+  if (st == LUMEN_OK) st = pipe_write_runlog(run);
+  sum->n_outputs = run->n_outputs;
+  dce_job_free(j);
+  free(j);
+  pipe_run_free(run);
+  free(run);
   return st;
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "lumen_build_config.h"
 #include "pipeline/pipe_internal.h"
 
 /* The PID the holder wrote into the lock file, or -1. The holder writes it right after taking
@@ -63,9 +64,13 @@ static lumen_status open_lock(pipe_run *run, const char *path, int *fd_out, stru
   return LUMEN_OK;
 }
 
-/* Test hook (tests/cli/test_hostile_runs.sh): LUMEN_TEST_HOLD_LOCK=PATH makes a run that has just
-   taken its lock create PATH.held and wait (up to 60 s) until PATH exists, so that a test can start
-   a second run while the first one certainly holds the folder. */
+/* Test hook, in test builds only (LUMEN_TEST_HOOKS; tests/cli/test_hostile_runs.sh):
+   LUMEN_TEST_HOLD_LOCK=PATH makes a run that has just taken its lock create PATH.held and wait (up
+   to 60 s) until PATH exists, so that a test can start a second run while the first one certainly
+   holds the folder. */
+#if !LUMEN_TEST_HOOKS
+static void test_hold_hook(void) {}
+#else
 static void test_hold_hook(void) {
   const char *p = getenv("LUMEN_TEST_HOLD_LOCK");
   if (!p || !*p) return;
@@ -78,6 +83,7 @@ static void test_hold_hook(void) {
     nanosleep(&ts, NULL);
   }
 }
+#endif
 
 lumen_status pipe_lock_out(pipe_run *run) {
   char path[LUMEN_PIPE_PATH_MAX];

@@ -97,7 +97,7 @@ lumen_status lumen_pipeline_demo(lumen_ctx *ctx, const char *out_dir, int overwr
           T10 = 1.5;
         }
         t1[v] = (float)(T10 * 1000); /* stored in ms: the pipeline detects the unit */
-        for (int i = 0; i < NT; ++i) r1v[i] = 1 / T10 + 4.5 * y[i];
+        for (int i = 0; i < NT; ++i) r1v[i] = 1 / T10 + LUMEN_DEFAULT_RELAXIVITY * y[i];
         lumen_spgr_r1_to_signal(ctx, &so, 5000, NT, r1v, s);
         for (int i = 0; i < NT; ++i) sig[(int64_t)i * nv + v] = (float)(s[i] + 5 * gauss());
       }
@@ -116,7 +116,7 @@ lumen_status lumen_pipeline_demo(lumen_ctx *ctx, const char *out_dir, int overwr
     if (st == LUMEN_OK) {
       lumen_json_set_number(ctx, j, "FlipAngle", 20);
       lumen_json_set_number(ctx, j, "RepetitionTime", 0.005);
-      lumen_json_set_number(ctx, j, "ContrastAgentRelaxivity", 4.5);
+      lumen_json_set_number(ctx, j, "ContrastAgentRelaxivity", LUMEN_DEFAULT_RELAXIVITY);
       double ft[NT];
       for (int i = 0; i < NT; ++i) ft[i] = i * 5.0;
       lumen_json_set_numbers(ctx, j, "FrameTimesStart", ft, NT);

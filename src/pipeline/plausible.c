@@ -255,7 +255,7 @@ static lumen_status check_fit_options(lumen_ctx *ctx, const lumen_pipe_config *c
   st = pipe_parse_models(ctx, cfg->models, models, &n);
   for (int m = 0; m < n && st == LUMEN_OK; ++m) {
     /* the relaxivity may come from the sidecar: a typical one stands in */
-    pipe_fit_options_dce(cfg, models[m], isfinite(cfg->relaxivity) ? cfg->relaxivity : 4.5, &o);
+    pipe_fit_options_dce(cfg, models[m], isfinite(cfg->relaxivity) ? cfg->relaxivity : LUMEN_DEFAULT_RELAXIVITY, &o);
     snprintf(what, sizeof what, "stage D (%s) fit options", lumen_model_name(models[m]));
     st = trial_plan(ctx, &o, what);
   }

@@ -9,30 +9,20 @@
 #define BLOCK 65536
 
 void lumen_kmeans_opts_init(lumen_kmeans_opts *o) {
+  static const lumen_kmeans_opts defaults = {
+      .k = 2, .max_iterations = 100, .tolerance = 1e-4, .seed = 42, .output = LUMEN_CLUSTER_MASK};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->k = 2;
-  o->max_iterations = 100;
-  o->tolerance = 1e-4;
-  o->seed = 42;
-  o->output = LUMEN_CLUSTER_MASK;
 }
 
 void lumen_fcm_opts_init(lumen_fcm_opts *o) {
+  static const lumen_fcm_opts defaults = {
+      .c = 2, .m = 2.0, .max_iterations = 100, .tolerance = 1e-3, .seed = 42, .output = LUMEN_CLUSTER_MASK,
+      .eta = 2.0, .a = 1.0, .b = 4.0, .tau = 0.04};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->c = 2;
-  o->m = 2.0;
-  o->max_iterations = 100;
-  o->tolerance = 1e-3;
-  o->seed = 42;
-  o->output = LUMEN_CLUSTER_MASK;
-  o->eta = 2.0;
-  o->a = 1.0;
-  o->b = 4.0;
-  o->tau = 0.04;
 }
 
 typedef struct cl_data {

@@ -22,45 +22,29 @@ lumen_status lumen_febds_method_parse(lumen_ctx *ctx, const char *name, lumen_fe
 }
 
 void lumen_febds_opts_init(lumen_febds_opts *o) {
+  static const lumen_febds_opts defaults = {
+      .method = LUMEN_FEBDS_DOG, .dog_low_sigma = 1.7, .dog_high_sigma = 2.0, .log_sigma = 2.0, .fft_d0 = 21.0,
+      .fft_width = 32.0, .fft_order = 3, .fft_pad = 32, .median_size = 5, .gamma = 1.25, .gamma_max = 4095.0,
+      .variance_alpha = 1.0, .variance_window = 5, .otsu_bins = 0, .closing_size = 7, .fill_holes = 1,
+      .spatial_dims = 2};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->method = LUMEN_FEBDS_DOG;
-  o->dog_low_sigma = 1.7;
-  o->dog_high_sigma = 2.0;
-  o->log_sigma = 2.0;
-  o->fft_d0 = 21.0;
-  o->fft_width = 32.0;
-  o->fft_order = 3;
-  o->fft_pad = 32;
-  o->median_size = 5;
-  o->gamma = 1.25;
-  o->gamma_max = 4095.0;
-  o->variance_alpha = 1.0;
-  o->variance_window = 5;
-  o->otsu_bins = 0;
-  o->closing_size = 7;
-  o->fill_holes = 1;
-  o->spatial_dims = 2;
 }
 
 void lumen_tophat_opts_init(lumen_tophat_opts *o) {
+  static const lumen_tophat_opts defaults = {.radius = 4, .output_mask = 0, .spatial_dims = 2};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->radius = 4;
-  o->output_mask = 0;
-  o->spatial_dims = 2;
 }
 
 void lumen_breast_mask_opts_init(lumen_breast_mask_opts *o) {
+  static const lumen_breast_mask_opts defaults = {
+      .otsu_bins = 0, .connectivity = 1, .fill_holes = 0, .spatial_dims = 2};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->otsu_bins = 0;
-  o->connectivity = 1;
-  o->fill_holes = 0;
-  o->spatial_dims = 2;
 }
 
 static lumen_status check_image(lumen_ctx *ctx, const char *fn, const lumen_image *in) {

@@ -6,32 +6,25 @@
 #include "segment/seg_internal.h"
 
 void lumen_region_grow_opts_init(lumen_region_grow_opts *o) {
+  static const lumen_region_grow_opts defaults = {
+      .seeds = NULL, .n_seeds = 0, .threshold = NAN, .max_gradient = 0, .connectivity = 0, .smooth_radius = 2};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->seeds = NULL;
-  o->n_seeds = 0;
-  o->threshold = NAN;
-  o->max_gradient = 0;
-  o->connectivity = 0;
-  o->smooth_radius = 2;
 }
 
 void lumen_window_opts_init(lumen_window_opts *o) {
+  static const lumen_window_opts defaults = {.center = NAN, .width = NAN, .out_max = 255.0};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->center = NAN;
-  o->width = NAN;
-  o->out_max = 255.0;
 }
 
 void lumen_bits_opts_init(lumen_bits_opts *o) {
+  static const lumen_bits_opts defaults = {.bits = 0, .target = 255.0};
   if (!o) return;
-  memset(o, 0, sizeof *o);
+  *o = defaults;
   lumen_filter_exec_init(&o->exec);
-  o->bits = 0;
-  o->target = 255.0;
 }
 
 /* Neighbour offsets of a 2-D/3-D grid: full (8/26) or faces (4/6). */

@@ -13,6 +13,7 @@ set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$(dirname "$0")/lib.sh"
+need_test_hooks
 
 # ---------------------------------------------------------------- inputs for lumen fit
 awk 'BEGIN { for (i = 0; i <= 20; i++) printf "%g\n", i * 6 }' > times.txt

@@ -11,6 +11,7 @@ bin=${LUMEN_BIN:?LUMEN_BIN not set}
 here=$(cd "$(dirname "$0")" && pwd)
 command -v python3 > /dev/null || { echo "python3 not found: skipped"; exit 77; }
 . "$(dirname "$0")/lib.sh"
+need_test_hooks
 python3 "$here/../../scripts/make_bad_inputs.py" . > /dev/null || { echo "FAIL: make_bad_inputs.py"; exit 1; }
 # 32 voxels, chunks of 8: 4 chunks per model, 8 for two models
 args=(dce --dce good_dce.nii.gz --t1map good_t1.nii.gz --models tofts,etofts --chunk 8)

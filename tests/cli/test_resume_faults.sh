@@ -11,6 +11,7 @@ bin=${LUMEN_BIN:?LUMEN_BIN not set}
 here=$(cd "$(dirname "$0")" && pwd)
 command -v python3 > /dev/null || { echo "python3 not found: skipped"; exit 77; }
 . "$here/lib.sh"
+need_test_hooks
 mnt=""
 cleanup() { [ -n "$mnt" ] && umount "$mnt" 2> /dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT  # also unmounts the tmpfs of the disk-full case

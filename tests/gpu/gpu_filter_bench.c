@@ -14,16 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include "cuda/filter_cuda.h"
+#include "filter/filter_cuda.h"
 #include "filter/filter_internal.h"
 #include "lumen/lumen.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static lumen_image *natural(lumen_ctx *ctx, int ndim, const int64_t *dims) {
   lumen_image *im = NULL;
@@ -56,10 +49,10 @@ static double copy_bandwidth(void) {
   cudaDeviceSynchronize();
   double best = 1e30;
   for (int r = 0; r < 3; r++) {
-    double t0 = now();
+    double t0 = lumen_now_seconds();
     for (int i = 0; i < 5; i++) cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
     cudaDeviceSynchronize();
-    double t = (now() - t0) / 5;
+    double t = (lumen_now_seconds() - t0) / 5;
     best = t < best ? t : best;
   }
   cudaFree(a);
@@ -72,13 +65,13 @@ static double time_kernel(lumen_ctx *ctx, lf_impl impl, lf_call *proto, int reps
   double best = 1e30;
   for (int round = 0; round < 4; round++) {
     cudaDeviceSynchronize();
-    double t0 = now();
+    double t0 = lumen_now_seconds();
     for (int i = 0; i < reps; i++) {
       lf_call c = *proto;
       if (impl(ctx, &c) != LUMEN_OK) return -1;
     }
     cudaDeviceSynchronize();
-    double t = (now() - t0) / reps;
+    double t = (lumen_now_seconds() - t0) / reps;
     if (round > 0) best = t < best ? t : best; /* round 0 warms up */
   }
   return best * 1e3;
@@ -99,14 +92,14 @@ static double time_api(lumen_ctx *ctx, api_fn fn, const lumen_image *in, const v
   double best = 1e30;
   for (int round = 0; round < 4; round++) {
     cudaDeviceSynchronize();
-    double t0 = now();
+    double t0 = lumen_now_seconds();
     for (int i = 0; i < reps; i++) {
       lumen_image *out = NULL;
       if (fn(ctx, in, opts, &out) != LUMEN_OK) return -1;
       lumen_image_free(out);
     }
     cudaDeviceSynchronize();
-    double t = (now() - t0) / reps;
+    double t = (lumen_now_seconds() - t0) / reps;
     if (round > 0) best = t < best ? t : best;
   }
   return best * 1e3;
@@ -240,11 +233,11 @@ int main(int argc, char **argv) {
         lumen_status s = LUMEN_OK;
         for (int round = 0; round < 4 && s == LUMEN_OK; round++) {
           cudaDeviceSynchronize();
-          double t0 = now();
+          double t0 = lumen_now_seconds();
           lumen_image *mask = NULL;
           s = lumen_segment_febds(ctx, in, &fo, &mask, NULL);
           cudaDeviceSynchronize();
-          double t = now() - t0;
+          double t = lumen_now_seconds() - t0;
           lumen_image_free(mask);
           if (round > 0) best = t < best ? t : best;
         }

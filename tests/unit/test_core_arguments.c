@@ -84,11 +84,6 @@ static void null_context_is_rejected(void **state) {
   assert_non_null(lumen_ctx_last_error(NULL));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(device_functions),
-    cmocka_unit_test(image_functions),
-    cmocka_unit_test(null_context_is_rejected),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(device_functions),
+                cmocka_unit_test(image_functions),
+                cmocka_unit_test(null_context_is_rejected))

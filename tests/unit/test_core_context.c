@@ -160,16 +160,11 @@ static void version_and_build(void **state) {
   assert_non_null(strstr(lumen_build_info(), LUMEN_VERSION_STRING));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(defaults),
-    cmocka_unit_test(errors_are_per_context),
-    cmocka_unit_test(setters_check_arguments),
-    cmocka_unit_test(log_callback_filters_by_level),
-    cmocka_unit_test(progress_can_cancel),
-    cmocka_unit_test(last_error_is_thread_safe),
-    cmocka_unit_test(checked_arithmetic),
-    cmocka_unit_test(version_and_build),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(defaults),
+                cmocka_unit_test(errors_are_per_context),
+                cmocka_unit_test(setters_check_arguments),
+                cmocka_unit_test(log_callback_filters_by_level),
+                cmocka_unit_test(progress_can_cancel),
+                cmocka_unit_test(last_error_is_thread_safe),
+                cmocka_unit_test(checked_arithmetic),
+                cmocka_unit_test(version_and_build))

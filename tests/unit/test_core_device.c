@@ -111,12 +111,7 @@ static void host_memory_accounting(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(parse_and_format),
-    cmocka_unit_test(enumerate_without_crashing),
-    cmocka_unit_test(device_context_falls_back),
-    cmocka_unit_test(host_memory_accounting),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(parse_and_format),
+                cmocka_unit_test(enumerate_without_crashing),
+                cmocka_unit_test(device_context_falls_back),
+                cmocka_unit_test(host_memory_accounting))

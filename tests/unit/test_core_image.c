@@ -203,15 +203,10 @@ static void host_alloc(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(create_and_query),
-    cmocka_unit_test(create_checks_arguments),
-    cmocka_unit_test(wrap_does_not_copy_or_free),
-    cmocka_unit_test(geometry_travels_with_copies),
-    cmocka_unit_test(device_moves),
-    cmocka_unit_test(convert_types),
-    cmocka_unit_test(host_alloc),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(create_and_query),
+                cmocka_unit_test(create_checks_arguments),
+                cmocka_unit_test(wrap_does_not_copy_or_free),
+                cmocka_unit_test(geometry_travels_with_copies),
+                cmocka_unit_test(device_moves),
+                cmocka_unit_test(convert_types),
+                cmocka_unit_test(host_alloc))

@@ -28,10 +28,5 @@ static void unknown_status_is_safe(void **state) {
   assert_string_equal(lumen_status_name((lumen_status)9999), "unknown");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(every_status_has_text),
-    cmocka_unit_test(unknown_status_is_safe),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(every_status_has_text),
+                cmocka_unit_test(unknown_status_is_safe))

@@ -11,7 +11,7 @@
 #include <string.h>
 #include "filter/filter_internal.h"
 #include "test_support.h"
-#include "lumen/dist.h"
+#include "dist/dist_internal.h"
 
 /* ------------------------------------------------------------------ device lists */
 
@@ -303,13 +303,8 @@ static void memory_limit_caps_in_flight(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(device_lists),
-    cmocka_unit_test(rank_device),
-    cmocka_unit_test(same_as_one_worker),
-    cmocka_unit_test(failure_stops_like_serial),
-    cmocka_unit_test(memory_limit_caps_in_flight),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(device_lists),
+                cmocka_unit_test(rank_device),
+                cmocka_unit_test(same_as_one_worker),
+                cmocka_unit_test(failure_stops_like_serial),
+                cmocka_unit_test(memory_limit_caps_in_flight))

@@ -15,7 +15,7 @@
 #include <time.h>
 #include "dist/xfer.h"
 #include "test_support.h"
-#include "lumen/dist.h"
+#include "dist/dist_internal.h"
 
 #define NIMG 24
 #define NVOX 3000
@@ -433,12 +433,7 @@ static void scratch_estimate(void **state) {
   assert_int_equal(lumen_dist_op_scratch("filter", "gaussian", 16, 8), 2 * 64); /* rings <= 2 F */
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(pipelined_equals_serial),
-    cmocka_unit_test(pipelined_failure_stops_like_serial),
-    cmocka_unit_test(queue_try_pop),
-    cmocka_unit_test(scratch_estimate),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(pipelined_equals_serial),
+                cmocka_unit_test(pipelined_failure_stops_like_serial),
+                cmocka_unit_test(queue_try_pop),
+                cmocka_unit_test(scratch_estimate))

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "test_support.h"
-#include "lumen/dist.h"
+#include "dist/dist_internal.h"
 
 static void ranges(void **state) {
   (void)state;
@@ -220,13 +220,8 @@ static void subjects(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(ranges),
-    cmocka_unit_test(shard_parse),
-    cmocka_unit_test(pool_identical),
-    cmocka_unit_test(bounded_queue),
-    cmocka_unit_test(subjects),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(ranges),
+                cmocka_unit_test(shard_parse),
+                cmocka_unit_test(pool_identical),
+                cmocka_unit_test(bounded_queue),
+                cmocka_unit_test(subjects))

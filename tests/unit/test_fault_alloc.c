@@ -45,11 +45,6 @@ static void negative_dims(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(image_overflow),
-    cmocka_unit_test(image_too_big),
-    cmocka_unit_test(negative_dims),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(image_overflow),
+                cmocka_unit_test(image_too_big),
+                cmocka_unit_test(negative_dims))

@@ -182,10 +182,5 @@ static void batch_oom(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_teardown(febds_oom_at_each_step, teardown),
-      cmocka_unit_test_teardown(batch_oom, teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test_teardown(febds_oom_at_each_step, teardown),
+                cmocka_unit_test_teardown(batch_oom, teardown))

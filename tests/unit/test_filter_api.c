@@ -649,12 +649,7 @@ static void bad_inputs(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(injected_oom_reruns_on_cpu), cmocka_unit_test(no_kernel_falls_back_with_reason),
-    cmocka_unit_test(precision_is_honoured),      cmocka_unit_test(integer_inputs),
-    cmocka_unit_test(batch_equals_per_image),     cmocka_unit_test(simd_matches_generic),
-    cmocka_unit_test(bandpass_is_centred),        cmocka_unit_test(bad_inputs),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(injected_oom_reruns_on_cpu), cmocka_unit_test(no_kernel_falls_back_with_reason),
+                cmocka_unit_test(precision_is_honoured),      cmocka_unit_test(integer_inputs),
+                cmocka_unit_test(batch_equals_per_image),     cmocka_unit_test(simd_matches_generic),
+                cmocka_unit_test(bandpass_is_centred),        cmocka_unit_test(bad_inputs))

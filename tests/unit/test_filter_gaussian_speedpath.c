@@ -154,12 +154,7 @@ static void test_dog(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_2d_shapes),
-    cmocka_unit_test(test_3d_shapes),
-    cmocka_unit_test(test_no_simd),
-    cmocka_unit_test(test_dog),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_2d_shapes),
+                cmocka_unit_test(test_3d_shapes),
+                cmocka_unit_test(test_no_simd),
+                cmocka_unit_test(test_dog))

@@ -51,12 +51,7 @@ static void agreement(lumen_model m, int count) {
   int dce = lumen_model_is_dce(m);
   if (dce) {
     n = 80;
-    for (int i = 0; i < n; ++i) x[i] = i * 5.0 / 60.0;
-    lumen_aif_options ao;
-    lumen_aif_options_init(&ao);
-    ao.hct = 0.42;
-    ao.delay = 1.0;
-    assert_int_equal(lumen_aif_population(NULL, &ao, n, x, cp), LUMEN_OK);
+    lumen_test_parker_grid(n, 1.0, 0, x, cp);
   } else {
     static const double deg[6] = {3, 6, 9, 15, 24, 35};
     n = 6;
@@ -105,12 +100,7 @@ static void agreement(lumen_model m, int count) {
     st[ti] = malloc(sizeof(int32_t) * (size_t)count);
     chi[ti] = malloc(sizeof(double) * (size_t)count);
     its[ti] = malloc(sizeof(int32_t) * (size_t)count);
-    lumen_fit_results r;
-    memset(&r, 0, sizeof r);
-    r.params = par[ti];
-    r.state = st[ti];
-    r.chi2 = chi[ti];
-    r.iterations = its[ti];
+    lumen_fit_results r = {.params = par[ti], .state = st[ti], .chi2 = chi[ti], .iterations = its[ti]};
     assert_int_equal(lumen_fit_execute(ctx, plan, count, data, NULL, &r), LUMEN_OK);
     secs[ti] = r.seconds;
     if (ti == 0 && r.curves_per_tier[accel_tier] != count) {

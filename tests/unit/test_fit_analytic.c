@@ -20,14 +20,8 @@ typedef struct {
 static int make_x(lumen_model m, double *x, double *cp, double *tr) {
   *tr = 0;
   if (lumen_model_is_dce(m) || m == LUMEN_MODEL_AUC) {
-    int n = 80;
-    for (int i = 0; i < n; ++i) x[i] = i * 5.0 / 60.0;
-    lumen_aif_options ao;
-    lumen_aif_options_init(&ao);
-    ao.hct = 0.42;
-    ao.delay = 0.5;
-    assert_int_equal(lumen_aif_population(NULL, &ao, n, x, cp), LUMEN_OK);
-    return n;
+    lumen_test_parker_grid(80, 0.5, 0, x, cp);
+    return 80;
   }
   if (m == LUMEN_MODEL_VFA || m == LUMEN_MODEL_VFA_LINEAR || m == LUMEN_MODEL_VFA_2PT) {
     static const double deg[6] = {2, 5, 10, 15, 20, 30};
@@ -67,14 +61,7 @@ static void run_case(lumen_ctx *ctx, const truth_case *tc, const char *tier, int
   assert_int_equal(st, LUMEN_OK);
   double out[4], lo[4], hi[4], chi2, r2;
   int32_t state;
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = out;
-  r.state = &state;
-  r.chi2 = &chi2;
-  r.r2 = &r2;
-  r.ci_lo = lo;
-  r.ci_hi = hi;
+  lumen_fit_results r = {.params = out, .state = &state, .chi2 = &chi2, .r2 = &r2, .ci_lo = lo, .ci_hi = hi};
   assert_int_equal(lumen_fit_execute_f64(ctx, plan, 1, y, consts, &r), LUMEN_OK);
   double pub[4];
   lumen_model_to_public_f64(tc->model, tc->p, pub);
@@ -171,11 +158,7 @@ static void test_delay(void **s) {
     assert_int_equal(lumen_fit_plan_create(ctx, &o, n, x, cp, &plan), LUMEN_OK);
     double out[2], d;
     int32_t state;
-    lumen_fit_results r;
-    memset(&r, 0, sizeof r);
-    r.params = out;
-    r.state = &state;
-    r.delay = &d;
+    lumen_fit_results r = {.params = out, .state = &state, .delay = &d};
     assert_int_equal(lumen_fit_execute_f64(ctx, plan, 1, y, NULL, &r), LUMEN_OK);
     assert_int_equal(state, LUMEN_FIT_CONVERGED);
     lumen_test_assert_close(d, delay, 1e-4, 0, "delay");
@@ -205,10 +188,7 @@ static void test_auc(void **s) {
   assert_int_equal(lumen_fit_plan_create(ctx, &o, n, t, cp, &plan), LUMEN_OK);
   double der[4];
   int32_t state;
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.derived = der;
-  r.state = &state;
+  lumen_fit_results r = {.derived = der, .state = &state};
   assert_int_equal(lumen_fit_execute_f64(ctx, plan, 1, y, NULL, &r), LUMEN_OK);
   assert_int_equal(state, LUMEN_FIT_CONVERGED);
   assert_string_equal(lumen_fit_derived_name(LUMEN_MODEL_AUC, 0), "AUC");
@@ -221,12 +201,7 @@ static void test_auc(void **s) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_accelerated_f64),
-      cmocka_unit_test(test_standard),
-      cmocka_unit_test(test_delay),
-      cmocka_unit_test(test_auc),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_accelerated_f64),
+                cmocka_unit_test(test_standard),
+                cmocka_unit_test(test_delay),
+                cmocka_unit_test(test_auc))

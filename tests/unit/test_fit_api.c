@@ -14,14 +14,7 @@
 #define N 80
 
 /* Parker AIF (Hct 0.42, 1 min arrival), 5 s frames, and noise-free Tofts curves. */
-static void make_grid(double *t, double *cp) {
-  for (int i = 0; i < N; ++i) t[i] = i * 5.0 / 60.0;
-  lumen_aif_options ao;
-  lumen_aif_options_init(&ao);
-  ao.hct = 0.42;
-  ao.delay = 1.0;
-  assert_int_equal(lumen_aif_population(NULL, &ao, N, t, cp), LUMEN_OK);
-}
+static void make_grid(double *t, double *cp) { lumen_test_parker_grid(N, 1.0, 0, t, cp); }
 
 static void make_curve(lumen_model m, const double *t, const double *cp, const double *p, double *y) {
   double dt[N], icp[N];
@@ -99,10 +92,7 @@ static void fit_with(lumen_ctx *ctx, const char *backend, int force_cpu, const c
   for (int i = 0; i < N; ++i) yf[i] = (float)y[i];
   double out[2];
   int32_t state;
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = out;
-  r.state = &state;
+  lumen_fit_results r = {.params = out, .state = &state};
   assert_int_equal(lumen_fit_execute(ctx, plan, 1, yf, NULL, &r), LUMEN_OK);
   assert_string_equal(r.backend_selected, want_selected);
   assert_string_equal(r.backend_used, want_selected);
@@ -164,10 +154,7 @@ static void test_fallthrough(void **s) {
   for (int i = 0; i < N; ++i) y[N + i] = y[i] * 1e40;
   double out[4];
   int32_t state[2];
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = out;
-  r.state = state;
+  lumen_fit_results r = {.params = out, .state = state};
   assert_int_equal(lumen_fit_execute_f64(ctx, plan, 2, y, NULL, &r), LUMEN_OK);
   assert_int_equal(state[0], LUMEN_FIT_CONVERGED);
   if (r.curves_per_tier[LUMEN_FIT_TIER_STANDARD] != 1)
@@ -209,16 +196,9 @@ static void test_bad_curves(void **s) {
       for (int i = 0; i < N; ++i) y[3 * N + i] = 0.0f;
       double out[NC * 2], chi2[NC], ci_lo[NC * 2], ci_hi[NC * 2], r2[NC], der[NC];
       int32_t state[NC], iters[NC];
-      lumen_fit_results r;
-      memset(&r, 0, sizeof r);
-      r.params = out;
-      r.state = state;
-      r.chi2 = chi2;
-      r.ci_lo = ci_lo;
-      r.ci_hi = ci_hi;
-      r.r2 = r2;
-      r.derived = der;
-      r.iterations = iters;
+      lumen_fit_results r = {
+          .params = out, .state = state, .chi2 = chi2, .ci_lo = ci_lo, .ci_hi = ci_hi, .r2 = r2, .derived = der,
+          .iterations = iters};
       assert_int_equal(lumen_fit_execute(ctx, plan, NC, y, NULL, &r), LUMEN_OK);
       for (int c = 0; c < NC; ++c) {
         int bad = c >= 1 && c <= 3;
@@ -333,12 +313,7 @@ static void test_fixed_and_bounds(void **s) {
   lumen_fit_plan *plan = plan_for(ctx, &o);
   double out[2], lo[2], hi[2];
   int32_t state;
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = out;
-  r.state = &state;
-  r.ci_lo = lo;
-  r.ci_hi = hi;
+  lumen_fit_results r = {.params = out, .state = &state, .ci_lo = lo, .ci_hi = hi};
   assert_int_equal(lumen_fit_execute_f64(ctx, plan, 1, y, NULL, &r), LUMEN_OK);
   assert_true(out[1] == 0.25);
   assert_true(isnan(lo[1]) && isnan(hi[1]));
@@ -386,10 +361,7 @@ static void test_cancel(void **s) {
     for (int i = 0; i < N; ++i) y[(size_t)c * N + i] = (float)yy[i];
   int calls = 0;
   lumen_ctx_set_progress(ctx, cancel_cb, &calls);
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = out;
-  r.state = state;
+  lumen_fit_results r = {.params = out, .state = state};
   assert_int_equal(lumen_fit_execute(ctx, plan, NC, y, NULL, &r), LUMEN_ERR_CANCELLED);
   assert_int_equal(state[0], LUMEN_FIT_CONVERGED);
   assert_int_equal(state[NC - 1], LUMEN_FIT_NOT_FITTED);
@@ -415,10 +387,7 @@ typedef struct {
 
 static void *run_job(void *arg) {
   thread_job *j = arg;
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = j->out;
-  r.state = j->state;
+  lumen_fit_results r = {.params = j->out, .state = j->state};
   j->st = lumen_fit_execute(j->ctx, j->plan, j->nc, j->y, NULL, &r);
   return NULL;
 }
@@ -466,13 +435,8 @@ static void test_threads(void **s) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_defaults_and_names), cmocka_unit_test(test_backend_parse),
-      cmocka_unit_test(test_backend_selection),  cmocka_unit_test(test_fallthrough),
-      cmocka_unit_test(test_bad_curves),         cmocka_unit_test(test_bad_plans),
-      cmocka_unit_test(test_fixed_and_bounds),   cmocka_unit_test(test_cancel),
-      cmocka_unit_test(test_threads),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_defaults_and_names), cmocka_unit_test(test_backend_parse),
+                cmocka_unit_test(test_backend_selection),  cmocka_unit_test(test_fallthrough),
+                cmocka_unit_test(test_bad_curves),         cmocka_unit_test(test_bad_plans),
+                cmocka_unit_test(test_fixed_and_bounds),   cmocka_unit_test(test_cancel),
+                cmocka_unit_test(test_threads))

@@ -18,15 +18,7 @@
 #define NC 24 /* copies of a curve per execute: enough for the lane path */
 
 /* Parker AIF (Hct 0.42, 1 min arrival), 5 s frames. */
-static void make_grid(double *t, double *cp) {
-  for (int i = 0; i < N; ++i) t[i] = i * 5.0 / 60.0;
-  lumen_aif_options ao;
-  lumen_aif_options_init(&ao);
-  ao.hct = 0.42;
-  ao.delay = 1.0;
-  ao.plasma = 1;
-  assert_int_equal(lumen_aif_population(NULL, &ao, N, t, cp), LUMEN_OK);
-}
+static void make_grid(double *t, double *cp) { lumen_test_parker_grid(N, 1.0, 1, t, cp); }
 
 /* NC noise-free copies of a Tofts curve (Ktrans, ve), as float and double rows. */
 static void make_tofts(double ktrans, double ve, float *yf, double *yd) {
@@ -62,13 +54,8 @@ static void fit_tofts(const char *backend, lumen_fit_bounds_preset preset, lumen
   lumen_fit_plan *plan = NULL;
   assert_int_equal(lumen_fit_plan_create(ctx, &opt, N, t, cp, &plan), LUMEN_OK);
   memset(o, 0, sizeof *o);
-  o->r.params = o->params;
-  o->r.state = o->state;
-  o->r.chi2 = o->chi2;
-  o->r.r2 = o->r2;
-  o->r.ci_lo = o->cilo;
-  o->r.ci_hi = o->cihi;
-  o->r.bound_mask = o->mask;
+  o->r = (lumen_fit_results){.params = o->params, .state = o->state, .chi2 = o->chi2, .r2 = o->r2,
+                             .ci_lo = o->cilo, .ci_hi = o->cihi, .bound_mask = o->mask};
   lumen_status st = f64 ? lumen_fit_execute_f64(ctx, plan, NC, yd, NULL, &o->r)
                         : lumen_fit_execute(ctx, plan, NC, yf, NULL, &o->r);
   if (st != LUMEN_OK) print_error("%s\n", lumen_ctx_last_error(ctx));
@@ -222,9 +209,7 @@ static void test_overrides_and_fixed(void **s) {
     assert_int_equal(lumen_fit_plan_create(ctx, &opt, N, t, cp, &plan), LUMEN_OK);
     double params[NC * 2];
     int32_t state[NC];
-    lumen_fit_results r;
-    memset(&r, 0, sizeof r);
-    r.params = params;
+    lumen_fit_results r = {.params = params};
     r.state = state;  /* bound_mask NULL: the counts are still filled */
     assert_int_equal(lumen_fit_execute(ctx, plan, NC, yf, NULL, &r), LUMEN_OK);
     for (int c = 0; c < NC; ++c) {
@@ -269,11 +254,7 @@ static void test_patlak_clipped(void **s) {
     double yd[NC * N], params[NC * 2];
     int32_t state[NC], mask[NC];
     for (int c = 0; c < NC; ++c) memcpy(yd + c * N, y, sizeof y);
-    lumen_fit_results r;
-    memset(&r, 0, sizeof r);
-    r.params = params;
-    r.state = state;
-    r.bound_mask = mask;
+    lumen_fit_results r = {.params = params, .state = state, .bound_mask = mask};
     assert_int_equal(lumen_fit_execute_f64(ctx, plan, NC, yd, NULL, &r), LUMEN_OK);
     for (int c = 0; c < NC; ++c) {
       assert_int_equal(state[c], LUMEN_FIT_AT_BOUND);
@@ -297,9 +278,7 @@ static void test_cuda_path_and_fallthrough(void **s) {
   make_tofts(0.1, 0.01, yf, yd);
   fit_out o;
   for (int fail = 0; fail < 2; ++fail) {
-    lumen_fitcu_fake f;
-    memset(&f, 0, sizeof f);
-    f.devices = 1;
+    lumen_fitcu_fake f = {.devices = 1};
     lumen_fitcu_test_set_fake(&f);
     lumen_fitcu_test_fail_allocs(0, 0);
     lumen_fitcu_test_fail_kernel(fail ? 1 : 0);
@@ -509,17 +488,12 @@ static void test_unit_plausibility(void **s) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_presets),
-      cmocka_unit_test(test_options_check),
-      cmocka_unit_test(test_model_math_at_bounds),
-      cmocka_unit_test(test_unit_plausibility),
-      cmocka_unit_test(test_small_ve),
-      cmocka_unit_test(test_large_ktrans),
-      cmocka_unit_test(test_overrides_and_fixed),
-      cmocka_unit_test(test_patlak_clipped),
-      cmocka_unit_test(test_cuda_path_and_fallthrough),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_presets),
+                cmocka_unit_test(test_options_check),
+                cmocka_unit_test(test_model_math_at_bounds),
+                cmocka_unit_test(test_unit_plausibility),
+                cmocka_unit_test(test_small_ve),
+                cmocka_unit_test(test_large_ktrans),
+                cmocka_unit_test(test_overrides_and_fixed),
+                cmocka_unit_test(test_patlak_clipped),
+                cmocka_unit_test(test_cuda_path_and_fallthrough))

@@ -21,14 +21,7 @@ typedef struct out {
   lumen_fit_results r;
 } out;
 
-static void make_grid(double *t, double *cp) {
-  for (int i = 0; i < N; ++i) t[i] = i * 5.0 / 60.0;
-  lumen_aif_options ao;
-  lumen_aif_options_init(&ao);
-  ao.hct = 0.42;
-  ao.delay = 0.5;
-  assert_int_equal(lumen_aif_population(NULL, &ao, N, t, cp), LUMEN_OK);
-}
+static void make_grid(double *t, double *cp) { lumen_test_parker_grid(N, 0.5, 0, t, cp); }
 
 /* noisy Tofts curves (deterministic noise), a few invalid ones */
 static float *make_data(const double *t, const double *cp) {
@@ -60,12 +53,8 @@ static void out_init(out *o) {
   o->chi2 = calloc(NC, sizeof(double));
   o->r2 = calloc(NC, sizeof(double));
   o->state = calloc(NC, sizeof(int32_t));
-  o->r.params = o->params;
-  o->r.state = o->state;
-  o->r.chi2 = o->chi2;
-  o->r.r2 = o->r2;
-  o->r.ci_lo = o->ci_lo;
-  o->r.ci_hi = o->ci_hi;
+  o->r = (lumen_fit_results){
+      .params = o->params, .state = o->state, .chi2 = o->chi2, .r2 = o->r2, .ci_lo = o->ci_lo, .ci_hi = o->ci_hi};
 }
 
 static void out_free(out *o) {
@@ -122,10 +111,7 @@ static void assert_equal_results(const out *a, const out *b) {
 }
 
 static void fake_on(int devices, int64_t max_chunk) {
-  lumen_fitcu_fake f;
-  memset(&f, 0, sizeof f);
-  f.devices = devices;
-  f.max_chunk = max_chunk;
+  lumen_fitcu_fake f = {.devices = devices, .max_chunk = max_chunk};
   lumen_fitcu_test_set_fake(&f);
   lumen_fitcu_test_fail_allocs(0, 0);
   lumen_fitcu_test_fail_kernel(0);
@@ -202,15 +188,9 @@ static void test_host_staging(void **s) {
   for (int scattered = 0; scattered < 2; ++scattered) {
     for (int i = 0; i < COUNT + 10; ++i) list[i] = scattered ? (int64_t)((i * 7919) % NCUR) : (int64_t)(i + 1000);
     for (int threads = 1; threads <= 3; threads += 2) {
-      lumen_fitcu_input in;
-      memset(&in, 0, sizeof in);
-      in.data = data;
-      in.consts = consts;
-      in.list = list;
-      in.count = COUNT + 10;
-      in.deliver = log_deliver;
-      in.user = &d;
-      in.threads = threads;
+      lumen_fitcu_input in = {
+          .data = data, .consts = consts, .list = list, .count = COUNT + 10, .deliver = log_deliver, .user = &d,
+          .threads = threads};
       memset(dst, 0xff, sizeof(float) * COUNT * NS);
       memset(cdst, 0xff, sizeof(float) * COUNT * LUMEN_FIT_NCONSTS);
       /* positions [10, 10 + COUNT) */
@@ -364,14 +344,9 @@ static void test_selection(void **s) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_teardown(test_halving, teardown),
-      cmocka_unit_test(test_host_staging),
-      cmocka_unit_test_teardown(test_smallest_chunk_reruns_on_cpu, teardown),
-      cmocka_unit_test_teardown(test_kernel_error, teardown),
-      cmocka_unit_test_teardown(test_multi_device, teardown),
-      cmocka_unit_test_teardown(test_selection, teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test_teardown(test_halving, teardown),
+                cmocka_unit_test(test_host_staging),
+                cmocka_unit_test_teardown(test_smallest_chunk_reruns_on_cpu, teardown),
+                cmocka_unit_test_teardown(test_kernel_error, teardown),
+                cmocka_unit_test_teardown(test_multi_device, teardown),
+                cmocka_unit_test_teardown(test_selection, teardown))

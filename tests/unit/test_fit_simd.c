@@ -382,10 +382,5 @@ static void test_api_states(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_lanes_match_scalar), cmocka_unit_test(test_double_lanes_2cxm),
-    cmocka_unit_test(test_api_states),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_lanes_match_scalar), cmocka_unit_test(test_double_lanes_2cxm),
+                cmocka_unit_test(test_api_states))

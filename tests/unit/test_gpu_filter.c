@@ -20,13 +20,10 @@ static void fallback_memory(void **state) { (void)state; run_group("fallback_mem
 static void region(void **state) { (void)state; run_group("region"); }
 
 int main(void) {
-  lumen_ctx *ctx = NULL;
-  int ndev = 0;
   char reason[256] = "";
-  if (lumen_ctx_create(&ctx) != LUMEN_OK) return 1;
-  lumen_status s = lumen_cuda_probe(ctx, &ndev, reason, sizeof reason);
-  lumen_ctx_destroy(ctx);
-  if (s != LUMEN_OK || ndev < 1) {
+  int ndev = lumen_test_cuda_devices(reason, sizeof reason);
+  if (ndev < 0) return 1;
+  if (ndev < 1) {
     printf("test_gpu_filter: skipped, no CUDA device (%s)\n", reason);
     return LUMEN_TEST_SKIP;
   }

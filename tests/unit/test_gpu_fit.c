@@ -271,21 +271,15 @@ static void test_device_input(void **st) {
 }
 
 int main(void) {
-  lumen_ctx *ctx = NULL;
-  int ndev = 0;
   char reason[256] = "";
-  if (lumen_ctx_create(&ctx) != LUMEN_OK) return 1;
-  lumen_status s = lumen_cuda_probe(ctx, &ndev, reason, sizeof reason);
-  lumen_ctx_destroy(ctx);
+  int ndev = lumen_test_cuda_devices(reason, sizeof reason);
+  if (ndev < 0) return 1;
   if (getenv("LUMEN_TEST_FAKE_GPU")) { /* checks this test's own logic on a machine without a GPU */
-    lumen_fitcu_fake f;
-    memset(&f, 0, sizeof f);
-    f.devices = 2;
+    lumen_fitcu_fake f = {.devices = 2};
     lumen_fitcu_test_set_fake(&f);
-    s = LUMEN_OK;
     ndev = 2;
   }
-  if (s != LUMEN_OK || ndev < 1) {
+  if (ndev < 1) {
     printf("test_gpu_fit: skipped, no CUDA device (%s)\n", reason);
     return LUMEN_TEST_SKIP;
   }

@@ -773,18 +773,13 @@ static void argument_checks(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(round_trip_types, setup, teardown),
-      cmocka_unit_test_setup_teardown(scaling_each_integer_type, setup, teardown),
-      cmocka_unit_test_setup_teardown(geometry_and_intent, setup, teardown),
-      cmocka_unit_test_setup_teardown(hostile_headers, setup, teardown),
-      cmocka_unit_test_setup_teardown(overwrite_and_failures, setup, teardown),
-      cmocka_unit_test_setup_teardown(argument_checks, setup, teardown),
-      cmocka_unit_test_setup_teardown(non_regular_inputs, setup, teardown),
-      cmocka_unit_test_setup_teardown(trailing_gzip_data, setup, teardown),
-      cmocka_unit_test_setup_teardown(overwrite_only_regular_files, setup, teardown),
-      cmocka_unit_test(real_disk_full),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test_setup_teardown(round_trip_types, setup, teardown),
+                cmocka_unit_test_setup_teardown(scaling_each_integer_type, setup, teardown),
+                cmocka_unit_test_setup_teardown(geometry_and_intent, setup, teardown),
+                cmocka_unit_test_setup_teardown(hostile_headers, setup, teardown),
+                cmocka_unit_test_setup_teardown(overwrite_and_failures, setup, teardown),
+                cmocka_unit_test_setup_teardown(argument_checks, setup, teardown),
+                cmocka_unit_test_setup_teardown(non_regular_inputs, setup, teardown),
+                cmocka_unit_test_setup_teardown(trailing_gzip_data, setup, teardown),
+                cmocka_unit_test_setup_teardown(overwrite_only_regular_files, setup, teardown),
+                cmocka_unit_test(real_disk_full))

@@ -56,9 +56,7 @@ static void progress_and_cancel(void **state) {
     write_big(ctx, path);
 
     /* full read: 0, then increasing fractions, ending at exactly 1, all with the stage name */
-    recorder rec;
-    memset(&rec, 0, sizeof rec);
-    rec.cancel_at = -1;
+    recorder rec = {.cancel_at = -1};
     assert_int_equal(lumen_ctx_set_progress(ctx, record, &rec), LUMEN_OK);
     lumen_nifti_read_opts ro = {0};
     ro.keep_type = 1;
@@ -128,9 +126,4 @@ static void progress_and_cancel(void **state) {
   rmdir(g_dir);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(progress_and_cancel),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(progress_and_cancel))

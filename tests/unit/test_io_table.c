@@ -153,11 +153,6 @@ static void non_regular_table(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(good_tables),
-      cmocka_unit_test(bad_tables),
-      cmocka_unit_test(non_regular_table),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(good_tables),
+                cmocka_unit_test(bad_tables),
+                cmocka_unit_test(non_regular_table))

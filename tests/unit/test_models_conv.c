@@ -327,16 +327,11 @@ static void test_auc(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_exact_vs_integral),
-    cmocka_unit_test(test_exact_closed_forms),
-    cmocka_unit_test(test_trapezoid_vs_direct),
-    cmocka_unit_test(test_uniform_path),
-    cmocka_unit_test(test_series_switch),
-    cmocka_unit_test(test_exact_beats_trapezoid),
-    cmocka_unit_test(test_aif_shift),
-    cmocka_unit_test(test_auc),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_exact_vs_integral),
+                cmocka_unit_test(test_exact_closed_forms),
+                cmocka_unit_test(test_trapezoid_vs_direct),
+                cmocka_unit_test(test_uniform_path),
+                cmocka_unit_test(test_series_switch),
+                cmocka_unit_test(test_exact_beats_trapezoid),
+                cmocka_unit_test(test_aif_shift),
+                cmocka_unit_test(test_auc))

@@ -206,12 +206,7 @@ static void test_count(void **state) {
   assert_int_equal(g_checked, 4 * 24 + 9 + 6 + 3);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_dce_jacobians),
-    cmocka_unit_test(test_t1_jacobians),
-    cmocka_unit_test(test_ir_magnitude),
-    cmocka_unit_test(test_count),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_dce_jacobians),
+                cmocka_unit_test(test_t1_jacobians),
+                cmocka_unit_test(test_ir_magnitude),
+                cmocka_unit_test(test_count))

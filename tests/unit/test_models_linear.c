@@ -367,16 +367,11 @@ static void test_f32_starts(void **state) {
   lumen_test_assert_close(s[1], 0.02, 0, 1e-3, "f32 Patlak vp");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_dce_linear_starts),
-    cmocka_unit_test(test_linear_start_failures),
-    cmocka_unit_test(test_patlak_bounded),
-    cmocka_unit_test(test_t1_models),
-    cmocka_unit_test(test_fxr),
-    cmocka_unit_test(test_conversions),
-    cmocka_unit_test(test_metadata),
-    cmocka_unit_test(test_f32_starts),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_dce_linear_starts),
+                cmocka_unit_test(test_linear_start_failures),
+                cmocka_unit_test(test_patlak_bounded),
+                cmocka_unit_test(test_t1_models),
+                cmocka_unit_test(test_fxr),
+                cmocka_unit_test(test_conversions),
+                cmocka_unit_test(test_metadata),
+                cmocka_unit_test(test_f32_starts))

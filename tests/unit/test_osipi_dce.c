@@ -105,13 +105,7 @@ static void run_file(const char *rel, file_kind kind, int delay) {
       assert_int_equal(st, LUMEN_OK);
       double p[4], der[6], chi2, delay_out = NAN;
       int32_t state;
-      lumen_fit_results res;
-      memset(&res, 0, sizeof res);
-      res.params = p;
-      res.state = &state;
-      res.derived = der;
-      res.chi2 = &chi2;
-      res.delay = &delay_out;
+      lumen_fit_results res = {.params = p, .state = &state, .derived = der, .chi2 = &chi2, .delay = &delay_out};
       st = lumen_fit_execute_f64(ctx, plan, 1, c, NULL, &res);
       assert_int_equal(st, LUMEN_OK);
       /* the tier that must have run it: the GPU has no delay fitting (the plan says why) */
@@ -207,12 +201,7 @@ static void test_2cxm_0(void **s) { (void)s; run_file("osipi/dce_models/2cxm_sd_
 static void test_2cxm_5(void **s) { (void)s; run_file("osipi/dce_models/2cxm_sd_0.001_delay_5.csv", F_2CXM, 1); }
 
 int main(void) {
-  char *probe = lumen_test_refdata_path("osipi/dce_models");
-  if (!probe) {
-    fprintf(stderr, "OSIPI reference data not found (LUMEN_REFDATA): skipping\n");
-    return LUMEN_TEST_SKIP;
-  }
-  free(probe);
+  if (!lumen_test_refdata_has("osipi/dce_models", "OSIPI")) return LUMEN_TEST_SKIP;
   tiers[0] = lumen_test_accel_tier();
   if (!lumen_test_tier_usable(tiers[0])) return LUMEN_TEST_SKIP;
   const struct CMUnitTest tests[] = {

@@ -45,11 +45,7 @@ static int run_file(lumen_ctx *ctx, const char *rel, t1_file kind, lumen_model m
     assert_int_equal(st, LUMEN_OK);
     double p[2], der[1];
     int32_t state;
-    lumen_fit_results res;
-    memset(&res, 0, sizeof res);
-    res.params = p;
-    res.state = &state;
-    res.derived = der;
+    lumen_fit_results res = {.params = p, .state = &state, .derived = der};
     assert_int_equal(lumen_fit_execute_f64(ctx, plan, 1, s, NULL, &res), LUMEN_OK);
     snprintf(ran_on, sizeof ran_on, "%s", res.backend_used);
     if (strcmp(res.backend_used, res.backend_selected) != 0) {
@@ -113,12 +109,7 @@ static void test_vfa_nonlinear(void **s) { (void)s; run_model(LUMEN_MODEL_VFA); 
 static void test_vfa_linear(void **s) { (void)s; run_model(LUMEN_MODEL_VFA_LINEAR); }
 
 int main(void) {
-  char *probe = lumen_test_refdata_path("osipi/t1_vfa");
-  if (!probe) {
-    fprintf(stderr, "OSIPI reference data not found (LUMEN_REFDATA): skipping\n");
-    return LUMEN_TEST_SKIP;
-  }
-  free(probe);
+  if (!lumen_test_refdata_has("osipi/t1_vfa", "OSIPI")) return LUMEN_TEST_SKIP;
   accel = lumen_test_accel_tier();
   if (!lumen_test_tier_usable(accel)) return LUMEN_TEST_SKIP;
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_vfa_nonlinear), cmocka_unit_test(test_vfa_linear)};

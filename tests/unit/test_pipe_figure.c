@@ -122,11 +122,7 @@ static void font_and_png(void **state) {
 static void svg_plots(void **state) {
   (void)state;
   double x[5] = {0, 1, 2, 3, 4}, y[5] = {0, 1, NAN, 3, 4};
-  pipe_plot p;
-  memset(&p, 0, sizeof p);
-  p.title = "a <b> & c";
-  p.xlabel = "time (min)";
-  p.ylabel = "concentration (mM)";
+  pipe_plot p = {.title = "a <b> & c", .xlabel = "time (min)", .ylabel = "concentration (mM)"};
   p.series[p.n_series++] = (pipe_series){x, y, 5, "Cp", {213, 94, 0}, PIPE_LINE};
   pipe_sb b = {0};
   pipe_svg_plot(&b, &p);

@@ -46,10 +46,7 @@ static char *write_map(lumen_ctx *ctx, const char *ref, const char *name, int y0
       for (int64_t x = 0; x < d[0]; ++x) v[(z * d[1] + y) * d[0] + x] = value;
   char *path = malloc(512);
   snprintf(path, 512, "%s/%s", tmpdir, name);
-  lumen_nifti_write_opts wo;
-  memset(&wo, 0, sizeof wo);
-  wo.sform_code = info.sform_code;
-  wo.qform_code = info.qform_code;
+  lumen_nifti_write_opts wo = {.sform_code = info.sform_code, .qform_code = info.qform_code};
   assert_int_equal(lumen_nifti_write(ctx, path, m, &wo), LUMEN_OK);
   lumen_image_free(m);
   return path;

@@ -348,10 +348,5 @@ static void test_tophat(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_kmeans),      cmocka_unit_test(test_fcm_pfcm),    cmocka_unit_test(test_region_grow),
-    cmocka_unit_test(test_breast_mask), cmocka_unit_test(test_window_bits), cmocka_unit_test(test_tophat),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_kmeans),      cmocka_unit_test(test_fcm_pfcm),    cmocka_unit_test(test_region_grow),
+                cmocka_unit_test(test_breast_mask), cmocka_unit_test(test_window_bits), cmocka_unit_test(test_tophat))

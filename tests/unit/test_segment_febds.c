@@ -330,13 +330,8 @@ static void test_febds_bad_input(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_febds_methods),
-    cmocka_unit_test(test_febds_fft_reference_band),
-    cmocka_unit_test(test_febds_slices_batch_precision),
-    cmocka_unit_test(test_febds_cuda_fallback),
-    cmocka_unit_test(test_febds_bad_input),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_febds_methods),
+                cmocka_unit_test(test_febds_fft_reference_band),
+                cmocka_unit_test(test_febds_slices_batch_precision),
+                cmocka_unit_test(test_febds_cuda_fallback),
+                cmocka_unit_test(test_febds_bad_input))

@@ -95,13 +95,7 @@ static double rng_normal(void) {
 
 static lumen_curve_options default_options(lumen_model m, double *start, double *lo, double *hi) {
   lumen_model_defaults(m, start, lo, hi);
-  lumen_curve_options o;
-  memset(&o, 0, sizeof o);
-  o.tolerance = 1e-6;
-  o.max_iterations = 200;
-  o.start = start;
-  o.lo = lo;
-  o.hi = hi;
+  lumen_curve_options o = {.tolerance = 1e-6, .max_iterations = 200, .start = start, .lo = lo, .hi = hi};
   return o;
 }
 

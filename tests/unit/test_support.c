@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "lumen/aif.h"
 #include "lumen/device.h"
 #include "fit/fit_cuda.h"
 
@@ -62,9 +63,7 @@ const char *lumen_test_accel_tier(void) {
 int lumen_test_tier_usable(const char *tier) {
   if (strncmp(tier, "cuda", 4) != 0) return 1;
   if (getenv("LUMEN_TEST_FAKE_GPU")) { /* the test's own logic, on the fake device (CPU solver) */
-    lumen_fitcu_fake f;
-    memset(&f, 0, sizeof f);
-    f.devices = 1;
+    lumen_fitcu_fake f = {.devices = 1};
     lumen_fitcu_test_set_fake(&f);
     return 1;
   }
@@ -170,4 +169,33 @@ int lumen_test_csv_arr(const lumen_test_csv *t, int r, const char *name, double 
   }
   *out = v;
   return n;
+}
+
+void lumen_test_parker_grid(int n, double delay, int plasma, double *t, double *cp) {
+  for (int i = 0; i < n; ++i) t[i] = i * 5.0 / 60.0;
+  lumen_aif_options ao;
+  lumen_aif_options_init(&ao);
+  ao.hct = 0.42;
+  ao.delay = delay;
+  if (plasma) ao.plasma = 1;
+  assert_int_equal(lumen_aif_population(NULL, &ao, n, t, cp), LUMEN_OK);
+}
+
+int lumen_test_cuda_devices(char *reason, size_t size) {
+  lumen_ctx *ctx = NULL;
+  int ndev = 0;
+  if (lumen_ctx_create(&ctx) != LUMEN_OK) return -1;
+  lumen_status s = lumen_cuda_probe(ctx, &ndev, reason, size);
+  lumen_ctx_destroy(ctx);
+  return s == LUMEN_OK && ndev > 0 ? ndev : 0;
+}
+
+int lumen_test_refdata_has(const char *relative, const char *what) {
+  char *probe = lumen_test_refdata_path(relative);
+  if (!probe) {
+    fprintf(stderr, "%s reference data not found (LUMEN_REFDATA): skipping\n", what);
+    return 0;
+  }
+  free(probe);
+  return 1;
 }

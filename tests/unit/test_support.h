@@ -19,6 +19,17 @@ void lumen_test_assert_images_equal(const lumen_image *a, const lumen_image *b);
 /* A fresh context (asserted non-NULL); free with lumen_ctx_destroy. */
 lumen_ctx *lumen_test_ctx(void);
 
+/* The DCE time axis of the fit tests: n frames 5 s apart (t in minutes), and the Parker
+   population AIF on it (Hct 0.42, arrival at delay minutes; plasma when plasma != 0). */
+void lumen_test_parker_grid(int n, double delay, int plasma, double *t, double *cp);
+
+/* The CUDA devices this machine has: their count (0 with the reason in reason when none or the
+   probe failed), -1 when no context can be made. */
+int lumen_test_cuda_devices(char *reason, size_t size);
+/* 1 when the reference data folder holds relative; else 0, with "<what> reference data not
+   found (LUMEN_REFDATA): skipping" printed. */
+int lumen_test_refdata_has(const char *relative, const char *what);
+
 /* The accelerated tier a validation test checks against its references and the standard tier:
    LUMEN_TEST_TIER (cpu, cpu_single, cuda, cuda:N; default cpu). A malformed value fails the test. */
 const char *lumen_test_accel_tier(void);
@@ -36,6 +47,13 @@ void lumen_test_csv_free(lumen_test_csv *t);
 int lumen_test_csv_col(const lumen_test_csv *t, const char *name);            /* -1 if absent */
 double lumen_test_csv_num(const lumen_test_csv *t, int r, const char *name);  /* asserts the column exists */
 int lumen_test_csv_arr(const lumen_test_csv *t, int r, const char *name, double **out); /* count; caller frees */
+
+/* The main() of a test program: runs the given cmocka_unit_test(...) entries as one group. */
+#define LUMEN_TEST_MAIN(...)                          \
+  int main(void) {                                    \
+    const struct CMUnitTest tests[] = {__VA_ARGS__};  \
+    return cmocka_run_group_tests(tests, NULL, NULL); \
+  }
 
 #define LUMEN_TEST_SKIP 77
 #endif

@@ -1,5 +1,7 @@
-/* lumen dist: running at scale (docs/SCALE.md). Lives in the library lumen_dist (needs
-   lumen_pipeline); the MPI parts are compiled only when Open MPI is found (LUMEN_MPI).
+/* lumen dist: running at scale (docs/SCALE.md). Internal: the plumbing of the command line
+   (lumen dce --shard, merge, batch, image batches), not part of the public API and not exported
+   from liblumen.so. Lives in the library lumen_dist (needs lumen_pipeline);
+   the MPI parts are compiled only when Open MPI is found (LUMEN_MPI).
 
    - Voxel shards: `lumen dce --shard K/N` fits only the K-th of N contiguous ranges of the
      fitted voxels and saves the raw results as a part file; `lumen merge` reruns the cheap stages
@@ -9,26 +11,24 @@
    - A shared work queue (lumen_dist_pool_run) driving worker threads over a batch of items.
    - `lumen batch`: subjects from a list file or a BIDS folder, a BIDS derivatives folder,
      per-subject logs with checksums for resuming. */
-#ifndef LUMEN_DIST_H
-#define LUMEN_DIST_H
+#ifndef LUMEN_DIST_INTERNAL_H
+#define LUMEN_DIST_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "lumen/context.h"
 #include "lumen/fit.h"
 #include "lumen/models.h"
+#include "lumen/pipeline.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ------------------------------------------------------------------ stage D hook (dce.c) */
-
-/* Replaces lumen_fit_execute in `lumen dce` stage D on the calling thread (NULL: none).
-   n curves of nt samples; res has the arrays lumen_fit_execute would fill. */
-typedef lumen_status (*lumen_dist_fit_fn)(void *user, lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model,
-                                          int64_t n, int64_t nt, const float *data, const float *consts,
-                                          lumen_fit_results *res);
-void lumen_dist_set_fit_hook(lumen_dist_fit_fn fn, void *user);
+/* ------------------------------------------------------------------ stage D executors */
+/* The distributed runs give `lumen dce` their stage D executor through lumen_pipe_config's
+   fit_executor (include/lumen/pipeline.h). */
+typedef lumen_pipe_fit_fn lumen_dist_fit_fn;
 
 /* The K-th of N contiguous ranges of n items: [n*k/N, n*(k+1)/N). */
 void lumen_dist_range(int64_t n, int k, int nparts, int64_t *lo, int64_t *hi);

@@ -1,4 +1,5 @@
-/* CUDA implementations of lumen's filter ops (src/cuda/filter_*.cu), registered in the op table of
+/* The filter layer's CUDA backend interface: the CUDA implementations of lumen's filter ops
+ * (defined in src/cuda/filter_*.cu, which sit above this layer and implement it), registered in the op table of
  * src/filter/dispatch.c when LUMEN_FILTER_CUDA_KERNELS is defined (CUDA builds). Each has the
  * lf_impl signature: the dispatcher has staged call->in[] on call->device and allocated call->out
  * there with alloc_dtype == out_dtype (float32, float16 or bfloat16 for float outputs; uint8 masks).
@@ -6,8 +7,8 @@
  * the op on the CPU); a case a kernel does not cover returns LUMEN_ERR_NOT_BUILT with the reason
  * (also a CPU rerun). Labelling and the largest component have no CUDA kernel.
  * docs/GPU.md describes the kernels, their tolerances against the CPU path and their limits. */
-#ifndef LUMEN_CUDA_FILTER_CUDA_H
-#define LUMEN_CUDA_FILTER_CUDA_H
+#ifndef LUMEN_FILTER_FILTER_CUDA_H
+#define LUMEN_FILTER_FILTER_CUDA_H
 
 #include "filter/filter_internal.h"
 

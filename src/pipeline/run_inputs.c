@@ -1,0 +1,89 @@
+/* The inputs of a run: reading them (float32, recorded with checksums), the grid check, the mask. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "io/io_internal.h"
+#include "pipeline/pipe_internal.h"
+
+lumen_status pipe_record_input(pipe_run *run, const char *role, const char *path) {
+  if (run->n_inputs >= PIPE_MAX_INPUTS) return LUMEN_OK;
+  pipe_input *in = &run->inputs[run->n_inputs];
+  snprintf(in->role, sizeof in->role, "%s", role);
+  snprintf(in->path, sizeof in->path, "%s", path);
+  lumen_status st = lumen_pipe_checksum_file(run->ctx, path, in->checksum);
+  if (st != LUMEN_OK) return st;
+  run->n_inputs++;
+  return LUMEN_OK;
+}
+
+lumen_status pipe_read_input(pipe_run *run, const char *role, const char *path, lumen_image **im,
+                             lumen_nifti_info *info) {
+  *im = NULL;
+  if (!pipe_file_exists(path))
+    return lumen_fail(run->ctx, LUMEN_ERR_IO, "%s '%s': file not found", role, path);
+  lumen_status st = lumen_nifti_read(run->ctx, path, NULL, im, info);
+  if (st != LUMEN_OK) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(run->ctx));
+    return lumen_fail(run->ctx, st, "%s: %s", role, msg);
+  }
+  return pipe_record_input(run, role, path);
+}
+
+lumen_status pipe_check_grid(pipe_run *run, const char *role, const char *path, const lumen_image *im,
+                             const char *ref_path) {
+  int64_t d[3] = {lumen_image_dim(im, 0), lumen_image_dim(im, 1), lumen_image_dim(im, 2)};
+  if (d[0] != run->nx || d[1] != run->ny || d[2] != run->nz)
+    return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "%s '%s' is on another grid: %lldx%lldx%lld voxels, the series '%s' has %lldx%lldx%lld",
+                      role, path, (long long)d[0], (long long)d[1], (long long)d[2], ref_path, (long long)run->nx,
+                      (long long)run->ny, (long long)run->nz);
+  double a[16];
+  lumen_image_get_affine(im, a);
+  double scale = 0;
+  for (int i = 0; i < 16; ++i) scale = fmax(scale, fabs(run->affine[i]));
+  for (int i = 0; i < 12; ++i)
+    if (fabs(a[i] - run->affine[i]) > 1e-3 * fmax(scale, 1.0))
+      return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                        "%s '%s' is on another grid: its voxel-to-world affine differs from the series '%s' "
+                        "(element %d: %g, expected %g)",
+                        role, path, ref_path, i, a[i], run->affine[i]);
+  return LUMEN_OK;
+}
+
+lumen_status pipe_load_mask(pipe_run *run, const char *ref_path) {
+  run->mask = malloc((size_t)run->nvox);
+  if (!run->mask) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "mask: out of memory");
+  if (!run->cfg->mask) {
+    memset(run->mask, 1, (size_t)run->nvox);
+    run->n_mask = run->nvox;
+    return LUMEN_OK;
+  }
+  lumen_image *m = NULL;
+  lumen_nifti_info info;
+  lumen_status st = pipe_read_input(run, "mask", run->cfg->mask, &m, &info);
+  if (st == LUMEN_OK && lumen_image_count(m) != run->nvox)
+    st = lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                    "mask '%s' is on another grid: %lld voxels (%lldx%lldx%lldx%lld), the series '%s' has %lldx%lldx%lld",
+                    run->cfg->mask, (long long)lumen_image_count(m), (long long)lumen_image_dim(m, 0),
+                    (long long)lumen_image_dim(m, 1), (long long)lumen_image_dim(m, 2),
+                    (long long)lumen_image_dim(m, 3), ref_path, (long long)run->nx, (long long)run->ny,
+                    (long long)run->nz);
+  if (st == LUMEN_OK) st = pipe_check_grid(run, "mask", run->cfg->mask, m, ref_path);
+  if (st == LUMEN_OK) {
+    const float *v = lumen_image_const_data(m);
+    run->n_mask = 0;
+    for (int64_t i = 0; i < run->nvox; ++i) {
+      run->mask[i] = v[i] > 0.5f;
+      run->n_mask += run->mask[i];
+    }
+    if (run->n_mask == 0)
+      st = lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT, "mask '%s' selects no voxel (no value > 0.5)",
+                      run->cfg->mask);
+  }
+  lumen_image_free(m);
+  return st;
+}

@@ -347,7 +347,7 @@ static int dataset_make(dataset *d, lumen_model m, int n, int64_t curves, uint64
   }
   for (int64_t c = 0; c < curves; ++c) {
     rng r = {mix64(seed * 0x100000001B3ull + (uint64_t)c)};
-    double p[4] = {0, 0, 0, 0}, consts[LUMEN_NCONSTS] = {1.0 / 1.4, 1.0};
+    double p[4] = {0, 0, 0, 0}, consts[LUMEN_FIT_NCONSTS] = {1.0 / 1.4, 1.0};
     d->truth[c] = draw_truth(m, &r, p);
     lumen_model_eval_f64(m, &g, consts, p, y, NULL, NULL);
     double ymax = 0;
@@ -357,7 +357,7 @@ static int dataset_make(dataset *d, lumen_model m, int n, int64_t curves, uint64
     float *row = d->data + c * n;
     for (int i = 0; i < n; ++i) row[i] = (float)(y[i] + sd * rng_normal(&r));
     if (d->consts) {
-      d->consts[c * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_R10] = (float)consts[LUMEN_CONST_R10];
+      d->consts[c * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_R10] = (float)consts[LUMEN_FIT_CONST_R10];
       d->consts[c * LUMEN_FIT_NCONSTS + LUMEN_FIT_CONST_B1] = 1.0f;
     }
   }

@@ -90,7 +90,7 @@ LUMEN_API const char *lumen_fit_derived_unit(lumen_model model, int i);
 #define LUMEN_RELAXIVITY_MIN 1.0
 #define LUMEN_RELAXIVITY_MAX 50.0
 
-#define LUMEN_FIT_MAX_PARAMS 4
+/* LUMEN_FIT_MAX_PARAMS: lumen/models.h */
 #define LUMEN_FIT_MAX_DERIVED 6
 
 typedef struct lumen_fit_options {
@@ -201,9 +201,7 @@ typedef struct lumen_fit_results {
    vfa family: B1 scale) or NULL for the defaults. Per-curve problems (NaN/Inf samples, an
    all-zero curve, ...) give a per-curve state and NaN parameters, never an error status.
    Thread-safe for one plan from several threads; reports progress and honours cancellation. */
-#define LUMEN_FIT_NCONSTS 2
-#define LUMEN_FIT_CONST_R10 0
-#define LUMEN_FIT_CONST_B1 1
+/* LUMEN_FIT_NCONSTS, LUMEN_FIT_CONST_R10 and LUMEN_FIT_CONST_B1: lumen/models.h */
 LUMEN_API lumen_status lumen_fit_execute(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves, const float *data,
                                const float *consts, lumen_fit_results *results);
 LUMEN_API lumen_status lumen_fit_execute_f64(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves,

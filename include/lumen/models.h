@@ -26,7 +26,12 @@ typedef enum lumen_model {
   LUMEN_MODEL_COUNT
 } lumen_model;
 
-#define LUMEN_MODEL_MAX_PARAMS 8
+/* The one definition of the sizes every layer shares (fit.h, the solvers, the model math):
+   the most fit parameters of any model (2CXM: 4) and the per-curve constants' slots. */
+#define LUMEN_FIT_MAX_PARAMS 4
+#define LUMEN_FIT_NCONSTS 2       /* per-curve constants of lumen_fit_execute's consts */
+#define LUMEN_FIT_CONST_R10 0     /* FXR: pre-contrast R1 of the voxel, 1/s (default 1.0) */
+#define LUMEN_FIT_CONST_B1 1      /* VFA family: flip-angle scale, actual = B1 * nominal (default 1) */
 /* The default contrast-agent relaxivity r1, 1/(mM s) (gadoterate-class agents at 1.5 T): the one
    definition behind lumen_fit_options.r1, lumen_conc_options.r1, the pipeline's concentration-input
    default, the demo phantom and lumen fit --r1. */

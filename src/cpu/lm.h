@@ -9,7 +9,7 @@
 #include "lumen/fit_state.h"
 #include "models/models_f32.h"
 #include "models/models_f64.h"
-#include "cpu/lm_chol.h" /* LUMEN_LM_MAX_PARAMS and the damped solve */
+#include "cpu/lm_chol.h" /* LUMEN_FIT_MAX_PARAMS and the damped solve */
 
 
 /* Workspace of one thread for curves of n samples and np parameters: lumen_lm_work_size()
@@ -22,7 +22,7 @@ static inline long lumen_lm_work_size(int n, int np) {
   typedef struct lumen_lm_problem##SUF {                                                            \
     lumen_model model;                                                                              \
     const lumen_grid##SUF *grid;  /* n = grid->n samples */                                         \
-    const T *consts;              /* LUMEN_NCONSTS values or NULL */                                \
+    const T *consts;              /* LUMEN_FIT_NCONSTS values or NULL */                                \
     const T *y;                   /* n data values */                                               \
     const T *w;                   /* n weights or NULL */                                           \
     const double *lo, *hi;        /* np bounds */                                                   \

@@ -7,12 +7,11 @@
 
 #include <math.h>
 #include "models/hd.h"
-
-#define LUMEN_LM_MAX_PARAMS 4
+#include "lumen/models.h" /* LUMEN_FIT_MAX_PARAMS */
 
 /* Factor into L; 1 when the damped matrix is not positive definite. */
-LUMEN_HD int lumen_lm_factor(int m, const int *idx, double A0[LUMEN_LM_MAX_PARAMS][LUMEN_LM_MAX_PARAMS],
-                             double lambda, double dmax, double L[LUMEN_LM_MAX_PARAMS][LUMEN_LM_MAX_PARAMS]) {
+LUMEN_HD int lumen_lm_factor(int m, const int *idx, double A0[LUMEN_FIT_MAX_PARAMS][LUMEN_FIT_MAX_PARAMS],
+                             double lambda, double dmax, double L[LUMEN_FIT_MAX_PARAMS][LUMEN_FIT_MAX_PARAMS]) {
   for (int a = 0; a < m; ++a) {
     for (int b = 0; b <= a; ++b) {
       double s = A0[idx[a]][idx[b]];
@@ -30,9 +29,9 @@ LUMEN_HD int lumen_lm_factor(int m, const int *idx, double A0[LUMEN_LM_MAX_PARAM
 }
 
 /* Solves L L^T d = g[idx] (d: m entries, in the order of idx). */
-LUMEN_HD void lumen_lm_subst(int m, const int *idx, double L[LUMEN_LM_MAX_PARAMS][LUMEN_LM_MAX_PARAMS],
+LUMEN_HD void lumen_lm_subst(int m, const int *idx, double L[LUMEN_FIT_MAX_PARAMS][LUMEN_FIT_MAX_PARAMS],
                              const double *g, double *d) {
-  double z[LUMEN_LM_MAX_PARAMS];
+  double z[LUMEN_FIT_MAX_PARAMS];
   for (int a = 0; a < m; ++a) {
     double s = g[idx[a]];
     for (int c = 0; c < a; ++c) s -= L[a][c] * z[c];

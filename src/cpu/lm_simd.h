@@ -20,7 +20,7 @@
 /* Problem and curve source/sink of one element type T (grid type G), named P##_problem, P##_io.
    Curve source and sink, called from the thread running the solver. A curve is known by a
    ticket (0 <= ticket < 2 LUMEN_LMV_MAX_WIDTH) from next() to done():
-   next() loads the next curve: n samples into y, LUMEN_NCONSTS values into consts; returns 1, or
+   next() loads the next curve: n samples into y, LUMEN_FIT_NCONSTS values into consts; returns 1, or
      0 when no curve is left.
    start() gives the curve's start (inside the bounds) in p. Curves are loaded W at a time and
      (float only) their closed-form linear starts computed on vectors first (Tofts, ETM: Murase;

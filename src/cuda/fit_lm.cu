@@ -181,12 +181,12 @@ __global__ void __launch_bounds__(128) fit_kernel(const lumen_fitk_args a) {
       for (int i = 0; i < n; ++i) y[i] = (T)src[i];
     }
     if (!a.consts) {
-      ws.consts[LUMEN_CONST_R10] = (T)LUMEN_DEFAULT_R10;
-      ws.consts[LUMEN_CONST_B1] = (T)LUMEN_DEFAULT_B1;
+      ws.consts[LUMEN_FIT_CONST_R10] = (T)LUMEN_DEFAULT_R10;
+      ws.consts[LUMEN_FIT_CONST_B1] = (T)LUMEN_DEFAULT_B1;
     } else if (a.data_f64) {
-      for (int j = 0; j < LUMEN_NCONSTS; ++j) ws.consts[j] = (T)((const double *)a.consts)[c * LUMEN_NCONSTS + j];
+      for (int j = 0; j < LUMEN_FIT_NCONSTS; ++j) ws.consts[j] = (T)((const double *)a.consts)[c * LUMEN_FIT_NCONSTS + j];
     } else {
-      for (int j = 0; j < LUMEN_NCONSTS; ++j) ws.consts[j] = (T)((const float *)a.consts)[c * LUMEN_NCONSTS + j];
+      for (int j = 0; j < LUMEN_FIT_NCONSTS; ++j) ws.consts[j] = (T)((const float *)a.consts)[c * LUMEN_FIT_NCONSTS + j];
     }
     lumen_fit_curve_out o;
     Lm<M, T>::drive_k(&pl, nullptr, &ws, a.pb.want, &o);

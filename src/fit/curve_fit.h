@@ -9,7 +9,6 @@
 #include "lumen/models.h"
 #include "models/models_f64.h"
 
-#define LUMEN_CURVE_MAX_PARAMS 4
 
 typedef struct lumen_curve_options {
   double tolerance;              /* relative chi-square change, default 1e-6 */
@@ -21,9 +20,9 @@ typedef struct lumen_curve_options {
 } lumen_curve_options;
 
 typedef struct lumen_curve_result {
-  double p[LUMEN_CURVE_MAX_PARAMS];      /* fit parameters; NaN unless converged or max iterations */
-  double ci_lo[LUMEN_CURVE_MAX_PARAMS];  /* 95 % confidence interval from J^T J at the solution */
-  double ci_hi[LUMEN_CURVE_MAX_PARAMS];  /*   (NaN for fixed parameters or a singular J^T J) */
+  double p[LUMEN_FIT_MAX_PARAMS];      /* fit parameters; NaN unless converged or max iterations */
+  double ci_lo[LUMEN_FIT_MAX_PARAMS];  /* 95 % confidence interval from J^T J at the solution */
+  double ci_hi[LUMEN_FIT_MAX_PARAMS];  /*   (NaN for fixed parameters or a singular J^T J) */
   double chi2;                           /* weighted sum of squared residuals */
   double r2;                             /* coefficient of determination */
   int iterations;

@@ -121,14 +121,14 @@ typedef struct exec_in {
       for (int i_ = 0; i_ < n_; ++i_) (dst)->y[i_] = (T)src_[i_];                                \
     }                                                                                            \
     if (!(in)->consts) {                                                                         \
-      (dst)->consts[LUMEN_CONST_R10] = (T)LUMEN_DEFAULT_R10;                                     \
-      (dst)->consts[LUMEN_CONST_B1] = (T)LUMEN_DEFAULT_B1;                                       \
+      (dst)->consts[LUMEN_FIT_CONST_R10] = (T)LUMEN_DEFAULT_R10;                                     \
+      (dst)->consts[LUMEN_FIT_CONST_B1] = (T)LUMEN_DEFAULT_B1;                                       \
     } else if ((in)->consts_f64) {                                                               \
-      for (int j_ = 0; j_ < LUMEN_NCONSTS; ++j_)                                                 \
-        (dst)->consts[j_] = (T)((const double *)(in)->consts)[(c) * LUMEN_NCONSTS + j_];         \
+      for (int j_ = 0; j_ < LUMEN_FIT_NCONSTS; ++j_)                                                 \
+        (dst)->consts[j_] = (T)((const double *)(in)->consts)[(c) * LUMEN_FIT_NCONSTS + j_];         \
     } else {                                                                                     \
-      for (int j_ = 0; j_ < LUMEN_NCONSTS; ++j_)                                                 \
-        (dst)->consts[j_] = (T)((const float *)(in)->consts)[(c) * LUMEN_NCONSTS + j_];          \
+      for (int j_ = 0; j_ < LUMEN_FIT_NCONSTS; ++j_)                                                 \
+        (dst)->consts[j_] = (T)((const float *)(in)->consts)[(c) * LUMEN_FIT_NCONSTS + j_];          \
     }                                                                                            \
   } while (0)
 

@@ -69,7 +69,7 @@ lumen_status lumen_model_param_defaults_preset(lumen_model model, int i, lumen_f
   const model_def *d = find(model);
   if (!d || i < 0 || i >= d->np || (int)preset < 0 || preset >= LUMEN_FIT_BOUNDS_PRESET_COUNT)
     return LUMEN_ERR_INVALID_ARGUMENT;
-  double s[LUMEN_MODEL_MAX_PARAMS], l[LUMEN_MODEL_MAX_PARAMS], h[LUMEN_MODEL_MAX_PARAMS];
+  double s[LUMEN_FIT_MAX_PARAMS], l[LUMEN_FIT_MAX_PARAMS], h[LUMEN_FIT_MAX_PARAMS];
   lumen_model_defaults_preset(model, (int)preset, s, l, h);
   if (model == LUMEN_MODEL_2CXM && i == 0)  /* public Ktrans (the solver fits E): Tofts' Ktrans */
     lumen_model_defaults_preset(LUMEN_MODEL_TOFTS, (int)preset, s, l, h);

@@ -124,9 +124,9 @@ typedef struct std_problem {
   const double *w;           /* weights, or NULL */
   const double *sw;          /* sqrt of weights, or NULL */
   int n, np, nfree;
-  int idx[LUMEN_CURVE_MAX_PARAMS];       /* free slot j -> fit parameter idx[j] */
-  std_xform xf[LUMEN_CURVE_MAX_PARAMS];  /* per free slot */
-  double p[LUMEN_CURVE_MAX_PARAMS];      /* full parameter vector (fixed ones stay put) */
+  int idx[LUMEN_FIT_MAX_PARAMS];       /* free slot j -> fit parameter idx[j] */
+  std_xform xf[LUMEN_FIT_MAX_PARAMS];  /* per free slot */
+  double p[LUMEN_FIT_MAX_PARAMS];      /* full parameter vector (fixed ones stay put) */
   double *ymod;              /* n */
   double *jac;               /* n * np, column-major */
   double *work;              /* lumen_model_work_size(model, n) or NULL */
@@ -239,7 +239,7 @@ static int cb_df(const gsl_vector *u, void *params, gsl_matrix *J) {
 /* ---------------------------------------------------------------- helpers */
 
 static void result_clear(lumen_curve_result *out) {
-  for (int k = 0; k < LUMEN_CURVE_MAX_PARAMS; ++k) out->p[k] = out->ci_lo[k] = out->ci_hi[k] = NAN;
+  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) out->p[k] = out->ci_lo[k] = out->ci_hi[k] = NAN;
   out->chi2 = NAN;
   out->r2 = NAN;
   out->iterations = 0;
@@ -299,7 +299,7 @@ static int finish(std_problem *pb, int dof, lumen_curve_result *out) {
     return LUMEN_FIT_STATE_COUNT;
   }
   int state = LUMEN_FIT_CONVERGED;
-  double scale[LUMEN_CURVE_MAX_PARAMS];
+  double scale[LUMEN_FIT_MAX_PARAMS];
   for (size_t j = 0; j < m && state == LUMEN_FIT_CONVERGED; ++j) {
     const double *col = pb->jac + (size_t)pb->idx[j] * n;
     double ss = 0;
@@ -368,8 +368,8 @@ static int input_ok(lumen_model m, int n, int np, const double *y, const double 
   }
   if (npos < nfree || npos == 0) return 0;
   if (consts) {
-    if (m == LUMEN_MODEL_FXR && !(isfinite(consts[LUMEN_CONST_R10]) && consts[LUMEN_CONST_R10] > 0)) return 0;
-    if (model_uses_b1(m) && !(isfinite(consts[LUMEN_CONST_B1]) && consts[LUMEN_CONST_B1] > 0)) return 0;
+    if (m == LUMEN_MODEL_FXR && !(isfinite(consts[LUMEN_FIT_CONST_R10]) && consts[LUMEN_FIT_CONST_R10] > 0)) return 0;
+    if (model_uses_b1(m) && !(isfinite(consts[LUMEN_FIT_CONST_B1]) && consts[LUMEN_FIT_CONST_B1] > 0)) return 0;
   }
   *npos_out = npos;
   return 1;
@@ -425,7 +425,7 @@ static int solve_phase(std_problem *pb, const gsl_multifit_nlinear_trs *trs, int
   int state = LUMEN_FIT_MAX_ITERATIONS;
   int st = gsl_multifit_nlinear_init(u, &fdf, w);
   if (st != GSL_SUCCESS) state = st == GSL_ENOMEM ? LUMEN_FIT_STATE_COUNT : LUMEN_FIT_NOT_FINITE;
-  double pprev[LUMEN_CURVE_MAX_PARAMS];
+  double pprev[LUMEN_FIT_MAX_PARAMS];
   double chi2_prev = 0;
   if (state == LUMEN_FIT_MAX_ITERATIONS) {
     double fn = gsl_blas_dnrm2(gsl_multifit_nlinear_residual(w));
@@ -483,11 +483,11 @@ static int solve_phase(std_problem *pb, const gsl_multifit_nlinear_trs *trs, int
 static int gauss_newton_step(std_problem *pb, const double *lo, const double *hi, double thr, double *dp_out) {
   const size_t n = (size_t)pb->n;
   lumen_model_eval_f64(pb->model, pb->grid, pb->consts, pb->p, pb->ymod, pb->jac, pb->work);
-  for (int k = 0; k < LUMEN_CURVE_MAX_PARAMS; ++k) dp_out[k] = 0;
-  int active[LUMEN_CURVE_MAX_PARAMS] = {0};
+  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) dp_out[k] = 0;
+  int active[LUMEN_FIT_MAX_PARAMS] = {0};
   int result = 1;
   for (int pass = 0; pass <= pb->nfree; ++pass) {
-    int cols[LUMEN_CURVE_MAX_PARAMS], m = 0;
+    int cols[LUMEN_FIT_MAX_PARAMS], m = 0;
     for (int j = 0; j < pb->nfree; ++j)
       if (!active[j]) cols[m++] = j;
     if (m == 0 || (size_t)m > n) return 1;
@@ -523,7 +523,7 @@ static int gauss_newton_step(std_problem *pb, const double *lo, const double *hi
         }
         result = !finite ? 1 : new_active ? 2 : small; /* 2: again without the active parameters */
         if (!finite)
-          for (int k = 0; k < LUMEN_CURVE_MAX_PARAMS; ++k) dp_out[k] = 0;
+          for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) dp_out[k] = 0;
       }
     }
     gsl_matrix_free(J);
@@ -539,7 +539,7 @@ static int gauss_newton_step(std_problem *pb, const double *lo, const double *hi
 /* Moves pb->p along the Gauss-Newton step dp, clipped into the box, halving it until chi2
    drops (at most 12 halvings): the restart point when the verification failed. */
 static void gauss_newton_move(std_problem *pb, const double *lo, const double *hi, const double *dp) {
-  double p0[LUMEN_CURVE_MAX_PARAMS], chi2_0, r2;
+  double p0[LUMEN_FIT_MAX_PARAMS], chi2_0, r2;
   memcpy(p0, pb->p, sizeof p0);
   lumen_model_eval_f64(pb->model, pb->grid, pb->consts, pb->p, pb->ymod, NULL, pb->work);
   chi2_r2(pb, &chi2_0, &r2);
@@ -591,7 +591,7 @@ static lumen_status run_fit(lumen_ctx *ctx, std_problem *pb, const lumen_curve_o
        GSL (fresh damping) with the maps re-centred on the current point */
     if (state != LUMEN_FIT_CONVERGED || restarts >= STD_MAX_RESTARTS || it >= maxit) break;
     problem_set_u(pb, u);
-    double dp[LUMEN_CURVE_MAX_PARAMS];
+    double dp[LUMEN_FIT_MAX_PARAMS];
     int ok = gauss_newton_step(pb, lo, hi, STD_GN_FACTOR * tol, dp);
     if (ok < 0) state = LUMEN_FIT_STATE_COUNT;
     if (ok != 0) break;
@@ -632,13 +632,13 @@ lumen_status lumen_standard_fit_curve(lumen_ctx *ctx, lumen_model model, const l
   if (np == 0)
     return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
                       "lumen_standard_fit_curve: model %d (auc) has no parameters to fit", (int)model);
-  LUMEN_REQUIRE(ctx, np <= LUMEN_CURVE_MAX_PARAMS, "lumen_standard_fit_curve: model has %d parameters", np);
+  LUMEN_REQUIRE(ctx, np <= LUMEN_FIT_MAX_PARAMS, "lumen_standard_fit_curve: model has %d parameters", np);
   LUMEN_REQUIRE(ctx, isfinite(opt->tolerance) && opt->tolerance > 0,
                 "lumen_standard_fit_curve: tolerance %g must be finite and > 0", opt->tolerance);
   LUMEN_REQUIRE(ctx, opt->max_iterations >= 1, "lumen_standard_fit_curve: max_iterations %d must be >= 1",
                 opt->max_iterations);
 
-  double dstart[LUMEN_CURVE_MAX_PARAMS], dlo[LUMEN_CURVE_MAX_PARAMS], dhi[LUMEN_CURVE_MAX_PARAMS];
+  double dstart[LUMEN_FIT_MAX_PARAMS], dlo[LUMEN_FIT_MAX_PARAMS], dhi[LUMEN_FIT_MAX_PARAMS];
   lumen_model_defaults(model, dstart, dlo, dhi);
   const double *lo = opt->lo ? opt->lo : dlo;
   const double *hi = opt->hi ? opt->hi : dhi;
@@ -743,7 +743,7 @@ lumen_status lumen_standard_fit_curve(lumen_ctx *ctx, lumen_model model, const l
   (void)y;
   (void)opt;
   if (out) {
-    for (int k = 0; k < LUMEN_CURVE_MAX_PARAMS; ++k) out->p[k] = out->ci_lo[k] = out->ci_hi[k] = NAN;
+    for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) out->p[k] = out->ci_lo[k] = out->ci_hi[k] = NAN;
     out->chi2 = out->r2 = NAN;
     out->iterations = 0;
     out->state = LUMEN_FIT_NOT_FITTED;

@@ -35,11 +35,11 @@
      patlak      Ktrans vp               -
      2cum        Ktrans Fp Tp            -
      2cxm        E ve vp Fp              -
-     fxr         Ktrans ve tau           LUMEN_CONST_R10
+     fxr         Ktrans ve tau           LUMEN_FIT_CONST_R10
      auc         (none; see lumen_auc_fXX)
-     vfa         T1 M0                   LUMEN_CONST_B1
-     vfa-linear  T1 M0 (closed form)     LUMEN_CONST_B1
-     vfa-2pt     T1 M0 (closed form)     LUMEN_CONST_B1
+     vfa         T1 M0                   LUMEN_FIT_CONST_B1
+     vfa-linear  T1 M0 (closed form)     LUMEN_FIT_CONST_B1
+     vfa-2pt     T1 M0 (closed form)     LUMEN_FIT_CONST_B1
      ir          T1 M0                   -
      sr          T1 M0                   -
 
@@ -49,7 +49,7 @@
      y[i], i < g->n: model value at sample i. jac: NULL or g->n * np values, column-major,
      jac[k * n + i] = dy_i / dp_k (k indexes the fit parameters). work: scratch of
      lumen_model_work_size(m, n) elements (may be NULL when that is 0). consts: per-curve
-     constants, LUMEN_NCONSTS values indexed by LUMEN_CONST_*, or NULL for the defaults.
+     constants, LUMEN_FIT_NCONSTS values indexed by LUMEN_CONST_*, or NULL for the defaults.
    Per-model functions lumen_eval_<model>_fXX(g, consts, p, y, jac, work) have the same shape.
 
    Convolution with exp(-k t): O(N) recursion, exact for a Cp that is linear between samples
@@ -77,10 +77,7 @@
 #define LUMEN_CONV_EXACT     0  /* exact for piecewise-linear Cp (default) */
 #define LUMEN_CONV_TRAPEZOID 1  /* trapezoid rule on Cp(tau) exp(-k (t - tau)): ROCKETSHIP/Gpufit */
 
-/* Per-curve constants: slots of the consts array. */
-#define LUMEN_CONST_R10 0       /* FXR: pre-contrast R1 of the voxel, 1/s (default 1.0) */
-#define LUMEN_CONST_B1  1       /* VFA family: flip-angle scale, actual = B1 * nominal (default 1) */
-#define LUMEN_NCONSTS   2
+/* Per-curve constants: slots of the consts array (LUMEN_FIT_CONST_*, LUMEN_FIT_NCONSTS: lumen/models.h). */
 #define LUMEN_DEFAULT_R10 1.0
 #define LUMEN_DEFAULT_B1  1.0
 #define LUMEN_DEFAULT_FW  0.8   /* FXR water fraction */

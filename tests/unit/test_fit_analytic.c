@@ -43,7 +43,7 @@ static void run_case(lumen_ctx *ctx, const truth_case *tc, const char *tier, int
   g.tr = tr;
   g.r1 = 4.5;
   g.conv = conv;
-  double consts[LUMEN_NCONSTS] = {1.2, 1.0};
+  double consts[LUMEN_FIT_NCONSTS] = {1.2, 1.0};
   lumen_model_eval_f64(tc->model, &g, consts, tc->p, y, NULL, NULL);
   lumen_fit_options o;
   lumen_fit_options_init(&o);

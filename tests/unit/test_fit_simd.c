@@ -22,7 +22,7 @@ typedef struct setup {
   double lo[4], hi[4];
   unsigned char fixed[4];
   int use_w, max_it;
-  float y[NCURVES][NMAX], start[NCURVES][4], consts[NCURVES][LUMEN_NCONSTS];
+  float y[NCURVES][NMAX], start[NCURVES][4], consts[NCURVES][LUMEN_FIT_NCONSTS];
 } setup;
 
 static unsigned long long rng_state = 88172645463325252ULL;
@@ -77,8 +77,8 @@ static void make(setup *s, lumen_model m, int nonuniform, int use_w, int fix1, i
         break;
       default: p[0] = (float)(0.5 + 2.0 * urand()); p[1] = (float)(500 + 4500 * urand()); break;
     }
-    s->consts[c][LUMEN_CONST_R10] = 1.0f;
-    s->consts[c][LUMEN_CONST_B1] = m == LUMEN_MODEL_VFA ? (float)(0.8 + 0.4 * urand()) : 1.0f;
+    s->consts[c][LUMEN_FIT_CONST_R10] = 1.0f;
+    s->consts[c][LUMEN_FIT_CONST_B1] = m == LUMEN_MODEL_VFA ? (float)(0.8 + 0.4 * urand()) : 1.0f;
     lumen_model_eval_f32(m, &s->g, s->consts[c], p, buf, NULL, NULL);
     float mx = 0;
     for (int i = 0; i < n; ++i) mx = fmaxf(mx, fabsf(buf[i]));
@@ -94,7 +94,7 @@ static void make(setup *s, lumen_model m, int nonuniform, int use_w, int fix1, i
       s->start[c][k] = (float)v;
     }
     if (c % 29 == 5) s->y[c][n / 2] = NAN; /* not_finite lane */
-    if (c % 31 == 7) s->consts[c][LUMEN_CONST_B1] = NAN;
+    if (c % 31 == 7) s->consts[c][LUMEN_FIT_CONST_B1] = NAN;
   }
 }
 
@@ -115,7 +115,7 @@ static int io_next(void *user, int tk, float *y, float *consts) {
   int c = u->next_curve++;
   u->ticket_curve[tk] = c;
   memcpy(y, u->s->y[c], sizeof(float) * (size_t)u->s->n);
-  memcpy(consts, u->s->consts[c], sizeof(float) * LUMEN_NCONSTS);
+  memcpy(consts, u->s->consts[c], sizeof(float) * LUMEN_FIT_NCONSTS);
   return 1;
 }
 
@@ -238,8 +238,8 @@ static int dio_next(void *user, int tk, double *y, double *consts) {
   int c = u->next_curve++;
   u->ticket_curve[tk] = c;
   memcpy(y, u->y[c], sizeof(double) * (size_t)u->n);
-  consts[LUMEN_CONST_R10] = 1.0;
-  consts[LUMEN_CONST_B1] = 1.0;
+  consts[LUMEN_FIT_CONST_R10] = 1.0;
+  consts[LUMEN_FIT_CONST_B1] = 1.0;
   return 1;
 }
 static int dio_start(void *user, int tk, const double *y, const double *ls, int ls_ret, double *p) {

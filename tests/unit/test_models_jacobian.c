@@ -90,9 +90,9 @@ static void check_model(lumen_model m, const lumen_grid_f64 *g, const lumen_grid
     }
   }
   /* float instance */
-  float pf[4] = {0, 0, 0, 0}, cf[LUMEN_NCONSTS] = {0, 0}, yf[NMAX], jf[4 * NMAX];
+  float pf[4] = {0, 0, 0, 0}, cf[LUMEN_FIT_NCONSTS] = {0, 0}, yf[NMAX], jf[4 * NMAX];
   for (int k = 0; k < np; ++k) pf[k] = (float)p[k];
-  if (consts) for (int k = 0; k < LUMEN_NCONSTS; ++k) cf[k] = (float)consts[k];
+  if (consts) for (int k = 0; k < LUMEN_FIT_NCONSTS; ++k) cf[k] = (float)consts[k];
   lumen_model_eval_f32(m, gf, consts ? cf : NULL, pf, yf, jf, NULL);
   double ymax = 0;
   for (int i = 0; i < n; ++i) ymax = fmax(ymax, fabs(y[i]));
@@ -134,7 +134,7 @@ static void test_dce_jacobians(void **state) {
                                   {0.5, 0.5, 0.005, 3.0}, {0.05, 0.15, 0.3, 0.1}};
   static const double fxr[][3] = {{0.2, 0.3, 0.05}, {0.1, 0.9, 0.001}, {0.05, 0.2, 0.0}, {0.3, 0.4, 0.005},
                                   {0.5, 0.1, 0.02}};
-  const double consts[LUMEN_NCONSTS] = {0.8, 1.0};
+  const double consts[LUMEN_FIT_NCONSTS] = {0.8, 1.0};
   grid_data d;
   lumen_grid_f64 g;
   lumen_grid_f32 gf;
@@ -161,7 +161,7 @@ static void test_t1_jacobians(void **state) {
   grid_data d;
   lumen_grid_f64 g;
   lumen_grid_f32 gf;
-  const double c1[LUMEN_NCONSTS] = {1.0, 0.9};
+  const double c1[LUMEN_FIT_NCONSTS] = {1.0, 0.9};
   const double pv[][2] = {{1.2, 1000}, {0.3, 50}, {3.0, 2e4}};
   make_x(&d, &g, &gf, fa, 6, 0.005);
   for (int j = 0; j < 3; ++j) {

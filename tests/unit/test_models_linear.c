@@ -161,7 +161,7 @@ static void test_t1_models(void **state) {
   const double b1s[2] = {1.0, 0.85};
   for (int a = 0; a < 3; ++a) {
     for (int b = 0; b < 2; ++b) {
-      const double c[LUMEN_NCONSTS] = {1.0, b1s[b]};
+      const double c[LUMEN_FIT_NCONSTS] = {1.0, b1s[b]};
       const double truth[2] = {t1s[a], 1234.5};
       lumen_model_eval_f64(LUMEN_MODEL_VFA, &g, c, truth, y, NULL, NULL);
       assert_int_equal(lumen_linear_start_f64(LUMEN_MODEL_VFA_LINEAR, &g, c, y, p), 0);
@@ -175,7 +175,7 @@ static void test_t1_models(void **state) {
       gauss_newton(LUMEN_MODEL_VFA, &g, c, y, p);
       lumen_test_assert_close(p[0], truth[0], 0, 1e-8, "VFA NLLS T1");
       /* wrong B1 gives a wrong T1: the const is used */
-      const double c1[LUMEN_NCONSTS] = {1.0, 1.0};
+      const double c1[LUMEN_FIT_NCONSTS] = {1.0, 1.0};
       if (b1s[b] != 1.0) {
         assert_int_equal(lumen_linear_start_f64(LUMEN_MODEL_VFA_LINEAR, &g, c1, y, p), 0);
         assert_true(fabs(p[0] - truth[0]) > 0.05 * truth[0]);
@@ -228,7 +228,7 @@ static void test_fxr(void **state) {
   lumen_grid_f64 g;
   dce_grid(&g, 200, 2.0);
   g.r1 = 4.5;
-  const double consts[LUMEN_NCONSTS] = {1.0 / 1.4, 1.0};
+  const double consts[LUMEN_FIT_NCONSTS] = {1.0 / 1.4, 1.0};
   double ct[NMAX], r1[NMAX];
   const double kt = 0.2, ve = 0.3;
   const double pt[2] = {kt, ve};
@@ -308,7 +308,7 @@ static void test_metadata(void **state) {
     assert_int_equal(back, m);
     int np = lumen_model_param_count((lumen_model)m);
     assert_int_equal(np, lumen_model_np((lumen_model)m));
-    assert_true(np <= LUMEN_MODEL_MAX_PARAMS);
+    assert_true(np <= LUMEN_FIT_MAX_PARAMS);
     double s[4], lo[4], hi[4];
     assert_int_equal(lumen_model_defaults((lumen_model)m, s, lo, hi), np);
     for (int k = 0; k < np; ++k) {

@@ -155,7 +155,7 @@ static void test_recover_dce(void **state) {
   if (!have_gsl()) skip();
   dce_data d;
   dce_setup(&d, NT);
-  double consts[LUMEN_NCONSTS] = {0.8, 1.0};
+  double consts[LUMEN_FIT_NCONSTS] = {0.8, 1.0};
   for (size_t c = 0; c < sizeof dce_cases / sizeof dce_cases[0]; ++c) {
     const truth_case *tc = &dce_cases[c];
     double s[4];
@@ -191,7 +191,7 @@ static void test_recover_t1(void **state) {
   if (!have_gsl()) skip();
   const lumen_model models[] = {LUMEN_MODEL_VFA, LUMEN_MODEL_IR, LUMEN_MODEL_SR};
   const double truths[][2] = {{1.2, 2000.0}, {0.9, 1000.0}, {1.5, 800.0}};
-  double consts[LUMEN_NCONSTS] = {1.0, 0.9}; /* B1 = 0.9 for VFA */
+  double consts[LUMEN_FIT_NCONSTS] = {1.0, 0.9}; /* B1 = 0.9 for VFA */
   for (int c = 0; c < 3; ++c) {
     t1_data d;
     t1_setup(&d, models[c]);
@@ -278,7 +278,7 @@ static void test_bounds_respected(void **state) {
   rng_state = 99;
   for (size_t c = 0; c < sizeof dce_cases / sizeof dce_cases[0]; ++c) {
     lumen_model m = dce_cases[c].m;
-    double consts[LUMEN_NCONSTS] = {0.8, 1.0};
+    double consts[LUMEN_FIT_NCONSTS] = {0.8, 1.0};
     for (int rep = 0; rep < 10; ++rep) {
       lumen_model_eval_f64(m, &d.g, consts, dce_cases[c].p, y, NULL, NULL);
       for (int i = 0; i < NT; ++i) y[i] += 0.05 * rng_normal();
@@ -552,9 +552,9 @@ static void test_bad_input_states(void **state) {
   lumen_model_eval_f64(LUMEN_MODEL_VFA, &tv.g, NULL, tt, yv, NULL, NULL);
   double sv[4], lov[4], hiv[4];
   lumen_curve_options ov = default_options(LUMEN_MODEL_VFA, sv, lov, hiv);
-  double cv[LUMEN_NCONSTS] = {1.0, NAN};
+  double cv[LUMEN_FIT_NCONSTS] = {1.0, NAN};
   expect_state(ctx, LUMEN_MODEL_VFA, &tv.g, cv, yv, &ov, LUMEN_FIT_INVALID_INPUT);
-  double cf[LUMEN_NCONSTS] = {-1.0, 1.0};
+  double cf[LUMEN_FIT_NCONSTS] = {-1.0, 1.0};
   expect_state(ctx, LUMEN_MODEL_FXR, &d.g, cf, y, &o, LUMEN_FIT_INVALID_INPUT);
 
   /* the model overflows at the start: not finite */
@@ -758,7 +758,7 @@ static void test_noisy_robustness(void **state) {
   rng_state = 77;
   for (size_t c = 0; c < sizeof models / sizeof models[0]; ++c) {
     lumen_model m = models[c];
-    double consts[LUMEN_NCONSTS] = {1.0 / 1.4, 1.0};
+    double consts[LUMEN_FIT_NCONSTS] = {1.0 / 1.4, 1.0};
     int conv = 0, maxit = 0;
     for (int rep = 0; rep < reps; ++rep) {
       double kt = 0.01 + 0.49 * rng_uniform(), ve = 0.05 + 0.55 * rng_uniform();

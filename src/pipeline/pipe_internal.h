@@ -161,7 +161,8 @@ lumen_status pipe_write_report(pipe_run *run);
 /* figure rendering (report.c) */
 /* Window (2nd..98th percentile), median, finite count and histogram of a map inside the mask. */
 void pipe_map_stats(pipe_run *run, const float *data, pipe_output *o);
-/* The map's standalone figure PNG: colour montage with title, colour bar or legend. */
+/* The map's standalone figure PNG: colour montage with title, colour bar or legend; o's window and
+   histogram come from pipe_map_stats, which the caller (pipe_write_map) has run. */
 lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *o);
 struct pipe_plot;
 /* A standalone line-plot PNG (figures/NAME): title, numbered axes, legend. */

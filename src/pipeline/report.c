@@ -202,7 +202,6 @@ static int category_legend(pipe_canvas *c, const pipe_output *o, int x, int y, i
 }
 
 lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *o) {
-  pipe_map_stats(run, data, o);
   montage m;
   montage_layout(run, &m);
   if ((int64_t)m.cols * m.cell_w > PIPE_FIGURE_MAX_SIDE || (int64_t)m.rows * m.cell_h > PIPE_FIGURE_MAX_SIDE) {

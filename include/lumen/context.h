@@ -56,6 +56,28 @@ LUMEN_API lumen_status lumen_ctx_default_device(const lumen_ctx *ctx, char *buf,
 LUMEN_API lumen_status lumen_ctx_set_default_precision(lumen_ctx *ctx, lumen_precision precision);
 LUMEN_API lumen_precision lumen_ctx_default_precision(const lumen_ctx *ctx);
 
+/* The widest CPU vector instructions lumen's kernels may use (fit solver lanes, filter loops and
+   median networks). AUTO, the default, takes the widest this CPU has; a lower limit compares code
+   paths or reproduces a smaller machine: OFF gives the scalar fit solver and the generic filter
+   loops, AVX2 at most 256-bit vectors. Results agree to rounding whichever is used (the fit's vector
+   lanes do the scalar solver's operations in the same order). A limit above what the CPU has is
+   not an error: the CPU's widest is used. The command-line tool and the Python binding set it from
+   LUMEN_SIMD=off|avx2|avx512 in the environment; the library itself reads no environment. */
+typedef enum lumen_cpu_simd {
+  LUMEN_CPU_SIMD_AUTO = 0,
+  LUMEN_CPU_SIMD_OFF,
+  LUMEN_CPU_SIMD_AVX2,
+  LUMEN_CPU_SIMD_AVX512,
+  LUMEN_CPU_SIMD_COUNT
+} lumen_cpu_simd;
+LUMEN_API lumen_status lumen_ctx_set_cpu_simd(lumen_ctx *ctx, lumen_cpu_simd limit);
+LUMEN_API lumen_cpu_simd lumen_ctx_cpu_simd(const lumen_ctx *ctx);
+
+/* 1 (the default): 3-D Gaussians with small radii run as one fused CUDA kernel (docs/GPU.md);
+   0: as separate xy and z passes, for benchmarks that compare the two. Both give the same image. */
+LUMEN_API lumen_status lumen_ctx_set_cuda_fused_gaussian_3d(lumen_ctx *ctx, int enabled);
+LUMEN_API int lumen_ctx_cuda_fused_gaussian_3d(const lumen_ctx *ctx);
+
 /* Library version ("0.1.0") and a one-line description of what this build contains. */
 LUMEN_API const char *lumen_version(void);
 LUMEN_API const char *lumen_build_info(void);

@@ -126,6 +126,7 @@ _proto("lumen_ctx_clear_error", None, c_void_p)
 LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 _proto("lumen_ctx_set_log", c_int, c_void_p, LOG_FN, c_void_p, c_int)
 _proto("lumen_ctx_set_threads", c_int, c_void_p, c_int)
+_proto("lumen_ctx_set_cpu_simd", c_int, c_void_p, c_int)
 _proto("lumen_ctx_threads", c_int, c_void_p)
 _proto("lumen_ctx_set_default_device", c_int, c_void_p, c_char_p)
 _proto("lumen_ctx_set_default_precision", c_int, c_void_p, c_int)
@@ -268,6 +269,10 @@ def _log_cb(user, level, message):  # called from C, possibly from worker thread
         pass
 
 
+# lumen_cpu_simd (context.h) by the names LUMEN_SIMD takes
+_CPU_SIMD = {"auto": 0, "off": 1, "scalar": 1, "0": 1, "avx2": 2, "avx512": 3}
+
+
 class _Ctx(object):
     """One lumen_ctx. The binding keeps one per Python thread (error messages are per context)."""
 
@@ -279,6 +284,12 @@ class _Ctx(object):
         self.handle = h
         # log WARNING and above to the "lumen" logger (level WARNING = 1, read from context.h's order)
         lib.lumen_ctx_set_log(h, _log_cb, None, 1)
+        # LUMEN_SIMD=off|avx2|avx512|auto caps the CPU vector instructions, as for the command line
+        simd = os.environ.get("LUMEN_SIMD", "")
+        if simd:
+            if simd not in _CPU_SIMD:
+                raise ValueError("LUMEN_SIMD is %r in the environment, expected off, avx2, avx512 or auto" % simd)
+            lib.lumen_ctx_set_cpu_simd(h, _CPU_SIMD[simd])
 
     def __del__(self):
         h = getattr(self, "handle", None)

@@ -40,10 +40,28 @@ static void log_to_stderr(void *user, lumen_log_level level, const char *message
   fprintf(stderr, "lumen %s: %s: %s\n", (const char *)user, names[level], message);
 }
 
+/* LUMEN_SIMD=off|avx2|avx512|auto caps the CPU vector instructions (lumen_ctx_set_cpu_simd): the
+   library reads no environment, the tool does it for the user. 0 with a message for another value. */
+static int apply_simd_env(const char *command, lumen_ctx *ctx) {
+  static const struct { const char *name; lumen_cpu_simd limit; } names[] = {
+      {"auto", LUMEN_CPU_SIMD_AUTO}, {"off", LUMEN_CPU_SIMD_OFF},   {"scalar", LUMEN_CPU_SIMD_OFF},
+      {"0", LUMEN_CPU_SIMD_OFF},     {"avx2", LUMEN_CPU_SIMD_AVX2}, {"avx512", LUMEN_CPU_SIMD_AVX512}};
+  const char *v = getenv("LUMEN_SIMD");
+  if (!v || !*v) return 1;
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+    if (!strcmp(v, names[k].name)) return lumen_ctx_set_cpu_simd(ctx, names[k].limit) == LUMEN_OK;
+  lumen_cli_error(command, "LUMEN_SIMD is '%s' in the environment, expected off, avx2, avx512 or auto", v);
+  return 0;
+}
+
 lumen_ctx *lumen_cli_context(const char *command, int verbose) {
   lumen_ctx *ctx = NULL;
   if (lumen_ctx_create(&ctx) != LUMEN_OK) {
     lumen_cli_error(command, "out of memory creating a context");
+    return NULL;
+  }
+  if (!apply_simd_env(command, ctx)) {
+    lumen_ctx_destroy(ctx);
     return NULL;
   }
   /* Errors are printed by the command itself with context; the log carries warnings and more. */

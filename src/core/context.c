@@ -22,6 +22,8 @@ struct lumen_ctx {
   int threads;
   lumen_device device;
   lumen_precision precision;
+  lumen_cpu_simd cpu_simd;
+  int cuda_no_fused_gaussian_3d; /* 0 = fused (the default, so that calloc gives it) */
 };
 
 lumen_status lumen_ctx_create(lumen_ctx **out) {
@@ -134,6 +136,24 @@ lumen_status lumen_ctx_set_progress(lumen_ctx *ctx, lumen_progress_fn fn, void *
   pthread_mutex_unlock(&ctx->lock);
   return LUMEN_OK;
 }
+
+lumen_status lumen_ctx_set_cpu_simd(lumen_ctx *ctx, lumen_cpu_simd limit) {
+  if (!ctx) return LUMEN_ERR_INVALID_ARGUMENT;
+  LUMEN_REQUIRE(ctx, (int)limit >= 0 && limit < LUMEN_CPU_SIMD_COUNT,
+                "lumen_ctx_set_cpu_simd: limit %d is not a lumen_cpu_simd (0..%d)", (int)limit, LUMEN_CPU_SIMD_COUNT - 1);
+  ctx->cpu_simd = limit;
+  return LUMEN_OK;
+}
+
+lumen_cpu_simd lumen_ctx_cpu_simd(const lumen_ctx *ctx) { return ctx ? ctx->cpu_simd : LUMEN_CPU_SIMD_AUTO; }
+
+lumen_status lumen_ctx_set_cuda_fused_gaussian_3d(lumen_ctx *ctx, int enabled) {
+  if (!ctx) return LUMEN_ERR_INVALID_ARGUMENT;
+  ctx->cuda_no_fused_gaussian_3d = !enabled;
+  return LUMEN_OK;
+}
+
+int lumen_ctx_cuda_fused_gaussian_3d(const lumen_ctx *ctx) { return !ctx || !ctx->cuda_no_fused_gaussian_3d; }
 
 lumen_status lumen_ctx_set_threads(lumen_ctx *ctx, int threads) {
   if (!ctx) return LUMEN_ERR_INVALID_ARGUMENT;

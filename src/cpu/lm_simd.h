@@ -14,6 +14,7 @@
 #define LUMEN_CPU_LM_SIMD_H
 
 #include "cpu/lm.h"
+#include "lumen/context.h"
 
 #define LUMEN_LMV_MAX_WIDTH 16
 
@@ -54,20 +55,20 @@
 LUMEN_LMV_DECLARE(float, lumen_grid_f32, lumen_lmv)
 LUMEN_LMV_DECLARE(double, lumen_grid_f64, lumen_lmvd)
 
-/* Lanes of the vector path on this CPU (float: 16, 8; double: 8, 4), or 0 when it has none (then
-   use the scalar solver). LUMEN_SIMD=off|avx2|avx512 in the environment restricts the choice
-   (tests, benchmarks). */
-int lumen_lmv_width(void);
-int lumen_lmvd_width(void);
+/* Lanes of the vector path on this CPU within the context's limit (lumen_ctx_cpu_simd; float: 16,
+   8; double: 8, 4), or 0 when there is none (then use the scalar solver). */
+int lumen_lmv_width(lumen_cpu_simd limit);
+int lumen_lmvd_width(lumen_cpu_simd limit);
 /* 1 when model m on grid g can take the float (lmv) or double (lmvd) vector path. */
 int lumen_lmv_supported(lumen_model m, const lumen_grid_f32 *g);
 int lumen_lmvd_supported(lumen_model m, const lumen_grid_f64 *g);
-/* Bytes of workspace the run functions need (one per thread). */
-size_t lumen_lmv_work_bytes(int n, int np);
-size_t lumen_lmvd_work_bytes(int n, int np);
-/* Fits curves from io until next() returns 0 on every lane. work: the work_bytes above. */
-void lumen_lmv_run(const lumen_lmv_problem *pr, const lumen_lmv_io *io, void *work);
-void lumen_lmvd_run(const lumen_lmvd_problem *pr, const lumen_lmvd_io *io, void *work);
+/* Bytes of workspace the run functions need (one per thread) at the given lane width. */
+size_t lumen_lmv_work_bytes(int width, int n, int np);
+size_t lumen_lmvd_work_bytes(int width, int n, int np);
+/* Fits curves from io until next() returns 0 on every lane, width lanes at a time (a width from
+   lumen_lmv_width / lumen_lmvd_width). work: the work_bytes above. */
+void lumen_lmv_run(int width, const lumen_lmv_problem *pr, const lumen_lmv_io *io, void *work);
+void lumen_lmvd_run(int width, const lumen_lmvd_problem *pr, const lumen_lmvd_io *io, void *work);
 
 /* The instantiations behind the dispatch (src/cpu/lm_simd_avx2*.c, lm_simd_avx512*.c). */
 size_t lumen_lmv_work_bytes_v8(int n, int np);

@@ -358,7 +358,7 @@ static lumen_status separable(lumen_ctx *ctx, const char *fn, const void *in, st
     return launched(ctx, fn, "Gaussian pass");
   }
   if (S == 3 && int_ok && fused3_smem(radius[0], radius[1], radius[2]) <= SMEM_MAX &&
-      !getenv("LUMEN_FILTER_CUDA_NO_FUSED3D")) {
+      lumen_ctx_cuda_fused_gaussian_3d(ctx)) {
     fused3(ik, ok, in, out, g, wa, radius, mode, cval);
     return launched(ctx, fn, "Gaussian xyz kernel");
   }

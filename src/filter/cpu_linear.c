@@ -207,10 +207,12 @@ __attribute__((target("avx512f"))) static void col_avx512(const float *const *ro
                                                           const float *w, int r) {
   col_body(rows, out, n, w, r);
 }
-static int simd_level(void) {
+/* 2: AVX-512, 1: AVX2, 0: generic, within the context's limit (lumen_ctx_cpu_simd). */
+static int simd_level(const lumen_ctx *ctx) {
   __builtin_cpu_init();
-  if (getenv("LUMEN_FILTER_NO_SIMD")) return 0;
-  return __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+  const lumen_cpu_simd limit = lumen_ctx_cpu_simd(ctx);
+  const int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+  return limit == LUMEN_CPU_SIMD_OFF ? 0 : limit == LUMEN_CPU_SIMD_AVX2 && cpu > 1 ? 1 : cpu;
 }
 __attribute__((target("avx2"))) static void col2_avx2(const float *const *rows, float *out0, float *out1, int64_t n,
                                                       const float *w, int r) {
@@ -220,22 +222,22 @@ __attribute__((target("avx512f"))) static void col2_avx512(const float *const *r
                                                            int64_t n, const float *w, int r) {
   col2_body(rows, out0, out1, n, w, r);
 }
-static col2_fn pick_col2(void) {
-  int l = simd_level();
+static col2_fn pick_col2(const lumen_ctx *ctx) {
+  int l = simd_level(ctx);
   return l == 2 ? col2_avx512 : l == 1 ? col2_avx2 : col2_base;
 }
-static row_fn pick_row(void) {
-  int l = simd_level();
+static row_fn pick_row(const lumen_ctx *ctx) {
+  int l = simd_level(ctx);
   return l == 2 ? row_avx512 : l == 1 ? row_avx2 : row_base;
 }
-static col_fn pick_col(void) {
-  int l = simd_level();
+static col_fn pick_col(const lumen_ctx *ctx) {
+  int l = simd_level(ctx);
   return l == 2 ? col_avx512 : l == 1 ? col_avx2 : col_base;
 }
 #else
-static row_fn pick_row(void) { return row_base; }
-static col_fn pick_col(void) { return col_base; }
-static col2_fn pick_col2(void) { return col2_base; }
+static row_fn pick_row(const lumen_ctx *ctx) { (void)ctx; return row_base; }
+static col_fn pick_col(const lumen_ctx *ctx) { (void)ctx; return col_base; }
+static col2_fn pick_col2(const lumen_ctx *ctx) { (void)ctx; return col2_base; }
 #endif
 
 static void extend_row(const float *restrict src, float *restrict buf, int64_t n, int left, int right,
@@ -569,7 +571,7 @@ static lumen_status separable_ex(lumen_ctx *ctx, const char *fn, const float *in
   const int S = g->spatial;
   const int64_t n0 = g->n[0];
   sep_plan p = {
-      .g = g, .mode = mode, .cval = cval, .sub = sub, .rowk = pick_row(), .colk = pick_col(), .col2k = pick_col2()};
+      .g = g, .mode = mode, .cval = cval, .sub = sub, .rowk = pick_row(ctx), .colk = pick_col(ctx), .col2k = pick_col2(ctx)};
   float *w[3] = {NULL, NULL, NULL};
   int failed = 0;
   for (int a = 0; a < S; a++) {

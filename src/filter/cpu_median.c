@@ -94,11 +94,13 @@ MED_KERNEL(med27_avx512, AVX512, 16, LOADS27, LF_MED27_NET, LF_MED27_OUT)
 typedef int64_t (*med_kernel_fn)(const float *, const int64_t *, float *, int64_t);
 
 /* The fastest straight-line kernel for this window (NULL: use the generic network). */
-static med_kernel_fn pick_kernel(int count, int spatial) {
+/* The CPU's widest (2 AVX-512, 1 AVX2, 0 SSE) within the context's limit; OFF: the generic network. */
+static med_kernel_fn pick_kernel(const lumen_ctx *ctx, int count, int spatial) {
   __builtin_cpu_init();
   int lvl = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-  if (getenv("LUMEN_FILTER_NO_SIMD")) lvl = -1; /* tests: force the generic path */
-  if (lvl < 0) return NULL;
+  const lumen_cpu_simd limit = lumen_ctx_cpu_simd(ctx);
+  if (limit == LUMEN_CPU_SIMD_AVX2 && lvl > 1) lvl = 1;
+  if (limit == LUMEN_CPU_SIMD_OFF) return NULL;
   if (count == 9 && spatial == 2) return lvl == 2 ? med9_avx512 : lvl == 1 ? med9_avx2 : med9_sse;
   if (count == 25 && spatial == 2) return lvl == 2 ? med25_avx512 : lvl == 1 ? med25_avx2 : med25_sse;
   if (count == 27 && spatial == 3) return lvl == 2 ? med27_avx512 : lvl == 1 ? med27_avx2 : med27_sse;
@@ -106,7 +108,8 @@ static med_kernel_fn pick_kernel(int count, int spatial) {
 }
 #else
 typedef int64_t (*med_kernel_fn)(const float *, const int64_t *, float *, int64_t);
-static med_kernel_fn pick_kernel(int count, int spatial) {
+static med_kernel_fn pick_kernel(const lumen_ctx *ctx, int count, int spatial) {
+  (void)ctx;
   (void)count;
   (void)spatial;
   return NULL;
@@ -216,7 +219,7 @@ lumen_status lf_cpu_median(lumen_ctx *ctx, lf_call *call) {
   }
   int nops = -1, med = 0;
   if (count <= MED_NET_MAX) nops = build_network(count, ops, 8192, &med);
-  const med_kernel_fn kern = pick_kernel(count, S);
+  const med_kernel_fn kern = pick_kernel(ctx, count, S);
   {
     int j = 0;
     for (int dz = -hz; dz <= hz; dz++)

@@ -104,6 +104,7 @@ typedef struct exec_in {
   int consts_f64;
   lumen_fit_results *res;
   int want; /* 1: confidence intervals, 2: R^2 */
+  int lanes32, lanes64; /* vector solver widths within the context's SIMD limit (0: none) */
 } exec_in;
 
 #define LOAD_ROW(T, dst, in, c)                                                                  \
@@ -170,10 +171,10 @@ static void fit_one(const exec_in *in, int kind, void *ws, int64_t c, unsigned c
 #define LANE_TICKETS (2 * LUMEN_LMV_MAX_WIDTH)
 #define LANE_DEFER_CAP 256 /* 2CXM curves whose further starts are batched at once (per thread) */
 
-static int lane_use_simd(const lumen_fit_plan *pl, int kind) {
+static int lane_use_simd(const exec_in *in, const lumen_fit_plan *pl, int kind) {
   if (pl->opts.fit_delay || pl->np <= 0 || lumen_model_is_closed_form(pl->model)) return 0;
-  if (kind == KIND_ACC32) return lumen_lmv_supported(pl->model, &pl->g32) && lumen_lmv_width() > 0;
-  if (kind == KIND_ACC64) return lumen_lmvd_supported(pl->model, &pl->g64) && lumen_lmvd_width() > 0;
+  if (kind == KIND_ACC32) return lumen_lmv_supported(pl->model, &pl->g32) && in->lanes32 > 0;
+  if (kind == KIND_ACC64) return lumen_lmvd_supported(pl->model, &pl->g64) && in->lanes64 > 0;
   return 0;
 }
 
@@ -182,7 +183,7 @@ static int lane_use_simd(const lumen_fit_plan *pl, int kind) {
 #define LN(x) x##_f32
 #define LV_PROB lumen_lmv_problem
 #define LV_IOT lumen_lmv_io
-#define LV_RUN lumen_lmv_run
+#define LV_RUN(in, pr, io, work) lumen_lmv_run((in)->lanes32, pr, io, work)
 #define DPLAN_GRID(pl) (&(pl)->g32)
 #define DPLAN_W(pl) ((pl)->w32)
 #include "fit/lane_impl.inc"
@@ -193,7 +194,7 @@ static int lane_use_simd(const lumen_fit_plan *pl, int kind) {
 #define LN(x) x##_f64
 #define LV_PROB lumen_lmvd_problem
 #define LV_IOT lumen_lmvd_io
-#define LV_RUN lumen_lmvd_run
+#define LV_RUN(in, pr, io, work) lumen_lmvd_run((in)->lanes64, pr, io, work)
 #define DPLAN_GRID(pl) (&(pl)->g64)
 #define DPLAN_W(pl) ((pl)->w64)
 #include "fit/lane_impl.inc"
@@ -297,9 +298,10 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   if (count < (int64_t)nth * 4) nth = count > 0 ? (int)((count + 3) / 4) : 1;
   if (nth < 1) nth = 1;
   size_t elem = kind == KIND_ACC32 ? sizeof(float) : sizeof(double);
-  const int lanes = lane_use_simd(pl, kind);
+  const int lanes = lane_use_simd(in, pl, kind);
   size_t lbytes = !lanes ? 0
-                  : ((kind == KIND_ACC32 ? lumen_lmv_work_bytes(pl->n, pl->np) : lumen_lmvd_work_bytes(pl->n, pl->np)) +
+                  : ((kind == KIND_ACC32 ? lumen_lmv_work_bytes(in->lanes32, pl->n, pl->np)
+                                         : lumen_lmvd_work_bytes(in->lanes64, pl->n, pl->np)) +
                      63) / 64 * 64;
   void *lmem = lanes ? calloc((size_t)nth, lbytes) : NULL;
   long per = kind == KIND_ACC32 ? ws_elems_acc32(pl) : kind == KIND_ACC64 ? ws_elems_acc64(pl) : ws_elems_std64(pl);
@@ -410,7 +412,8 @@ static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int6
   for (int64_t c = 0; c < n_curves; ++c) list[c] = c;
   exec_in in = {pl, ctx, data, data_f64, consts, data_f64, res,
                 (pl->opts.confidence && (res->ci_lo != NULL || res->ci_hi != NULL) ? 1 : 0) |
-                    (res->r2 != NULL ? 2 : 0)};
+                    (res->r2 != NULL ? 2 : 0),
+                lumen_lmv_width(lumen_ctx_cpu_simd(ctx)), lumen_lmvd_width(lumen_ctx_cpu_simd(ctx))};
   int64_t count = n_curves;
   lumen_status st = LUMEN_OK;
   void *host_copy = NULL;

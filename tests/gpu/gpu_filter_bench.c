@@ -189,7 +189,7 @@ int main(int argc, char **argv) {
         api_fn api;
         const void *opts;
         const char *name;
-        if (op == 4) setenv("LUMEN_FILTER_CUDA_NO_FUSED3D", "1", 1);
+        if (op == 4) lumen_ctx_set_cuda_fused_gaussian_3d(ctx, 0);
         if (op == 0 || op == 4) {
           call.op = LF_OP_GAUSSIAN, call.opts = &go, call.params = &gp, impl = lf_cuda_gaussian, api = api_gauss;
           opts = &go, name = op ? "gaussian sigma 2, xy + z passes" : "gaussian sigma 2 (nearest)";
@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
         }
         double k = time_kernel(ctx, impl, &call, reps);
         double c = time_api(ctx, api, in, opts, reps);
-        unsetenv("LUMEN_FILTER_CUDA_NO_FUSED3D");
+        lumen_ctx_set_cuda_fused_gaussian_3d(ctx, 1);
         if (k < 0 || c < 0) {
           printf("%s %s %s: failed: %s\n", name, size, pi ? "half" : "full", lumen_ctx_last_error(ctx));
           failed = 1;

@@ -425,7 +425,7 @@ static void simd_matches_generic(void **state) {
   g.sigma = 2.5;
   for (int pass = 0; pass < 2; pass++) {
     lumen_image **o = pass ? b : a;
-    if (pass) setenv("LUMEN_FILTER_NO_SIMD", "1", 1);
+    if (pass) assert_int_equal(lumen_ctx_set_cpu_simd(ctx, LUMEN_CPU_SIMD_OFF), LUMEN_OK);
     m.size = 3;
     assert_int_equal(lumen_filter_median(ctx, im2, &m, &o[0]), LUMEN_OK);
     m.size = 5;
@@ -434,7 +434,7 @@ static void simd_matches_generic(void **state) {
     assert_int_equal(lumen_filter_median(ctx, im3, &m, &o[2]), LUMEN_OK);
     assert_int_equal(lumen_filter_gaussian(ctx, im3, &g, &o[3]), LUMEN_OK);
   }
-  unsetenv("LUMEN_FILTER_NO_SIMD");
+  assert_int_equal(lumen_ctx_set_cpu_simd(ctx, LUMEN_CPU_SIMD_AUTO), LUMEN_OK);
   for (int i = 0; i < 4; i++) {
     lumen_test_assert_images_equal(a[i], b[i]);
     lumen_image_free(a[i]);

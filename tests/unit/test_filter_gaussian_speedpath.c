@@ -63,13 +63,16 @@ static lumen_image *make_volume(lumen_ctx *ctx, int nd, const int64_t *n) {
   return im;
 }
 
-static void check_case(int nd, int64_t n0, int64_t n1, int64_t n2, double sx, double sy, double sz) {
+/* simd: the context's CPU vector limit (OFF forces the generic loops). */
+static void check_case_at(lumen_cpu_simd simd, int nd, int64_t n0, int64_t n1, int64_t n2, double sx, double sy,
+                          double sz) {
   static const lumen_boundary modes[] = {LUMEN_BOUNDARY_REFLECT, LUMEN_BOUNDARY_NEAREST, LUMEN_BOUNDARY_CONSTANT,
                                          LUMEN_BOUNDARY_WRAP, LUMEN_BOUNDARY_MIRROR};
   const int64_t n[3] = {n0, nd > 1 ? n1 : 1, nd > 2 ? n2 : 1};
   const double sigma[3] = {sx, sy, sz};
   lumen_ctx *ctx = NULL;
   assert_int_equal(lumen_ctx_create(&ctx), LUMEN_OK);
+  assert_int_equal(lumen_ctx_set_cpu_simd(ctx, simd), LUMEN_OK);
   lumen_image *in = make_volume(ctx, nd, n);
   const size_t total = (size_t)(n[0] * n[1] * n[2]);
   float *ref = malloc(total * sizeof *ref), *tmp = malloc(total * sizeof *tmp);
@@ -96,6 +99,10 @@ static void check_case(int nd, int64_t n0, int64_t n1, int64_t n2, double sx, do
   lumen_ctx_destroy(ctx);
 }
 
+static void check_case(int nd, int64_t n0, int64_t n1, int64_t n2, double sx, double sy, double sz) {
+  check_case_at(LUMEN_CPU_SIMD_AUTO, nd, n0, n1, n2, sx, sy, sz);
+}
+
 static void test_2d_shapes(void **state) {
   (void)state;
   check_case(2, 4099, 37, 1, 2.0, 2.0, 0);   /* odd width: overlapping last vector block */
@@ -114,10 +121,9 @@ static void test_3d_shapes(void **state) {
 
 static void test_no_simd(void **state) {
   (void)state;
-  setenv("LUMEN_FILTER_NO_SIMD", "1", 1);
-  check_case(2, 131, 29, 1, 2.0, 2.0, 0);
-  check_case(3, 47, 21, 19, 1.0, 2.0, 1.5);
-  unsetenv("LUMEN_FILTER_NO_SIMD");
+  check_case_at(LUMEN_CPU_SIMD_OFF, 2, 131, 29, 1, 2.0, 2.0, 0);
+  check_case_at(LUMEN_CPU_SIMD_OFF, 3, 47, 21, 19, 1.0, 2.0, 1.5);
+  check_case_at(LUMEN_CPU_SIMD_AVX2, 2, 131, 29, 1, 2.0, 2.0, 0);
 }
 
 /* DoG: low minus high through the subtracting path equals the difference of two reference runs. */

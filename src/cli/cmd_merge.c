@@ -1,7 +1,5 @@
 /* lumen merge (assembles `lumen dce --shard K/N` parts) and the distributed `lumen dce` runs
    (--shard K/N, mpirun -np N); the work is in src/dist (src/dist/dist_internal.h, docs/SCALE.md). */
-#define _XOPEN_SOURCE 700
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +10,6 @@
 #if LUMEN_HAVE_IO
 #include "dist/dist_internal.h"
 #include "cli/pipe_cli.h"
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb; (void)flag; (void)ftw;
-  return remove(path);
-}
 
 /* Runs the dce pipeline on argv (argv[0] = "dce") with a stage D hook. out_override replaces
    --out; quiet forces -q. Returns the exit status. */
@@ -58,70 +51,47 @@ static int run_dce_hooked(int argc, char **argv, lumen_dist_fit_fn hook, void *u
   return rc;
 }
 
-/* Copy of argv without "--shard V" (and without "--out V" when drop_out). */
-static char **strip_args(int argc, char **argv, int drop_out, int *nargc) {
-  char **a = calloc((size_t)argc + 8, sizeof *a);
-  int n = 0;
-  if (!a) return NULL;
-  for (int i = 0; i < argc; ++i) {
-    if (i > 0 && (!strcmp(argv[i], "--shard") || (drop_out && !strcmp(argv[i], "--out"))) && i + 1 < argc) { ++i; continue; }
-    a[n++] = argv[i];
+/* lumen dce --shard K/N: fits the K-th range and saves it as a part. Returns the exit status. */
+static int run_shard(int argc, char **argv, const char *shard) {
+  int k = 0, n = 1;
+  lumen_ctx *ctx = lumen_cli_context("dce", 0);
+  if (!ctx) return LUMEN_EXIT_FAILURE;
+  if (lumen_dist_shard_parse(ctx, shard, &k, &n) != LUMEN_OK) {
+    lumen_cli_error("dce", "%s", lumen_ctx_last_error(ctx));
+    lumen_ctx_destroy(ctx);
+    return LUMEN_EXIT_USAGE;
   }
-  *nargc = n;
-  return a;
-}
-
-int lumen_cli_dce_dist(int argc, char **argv, int *rc_out) {
-  const char *shard = NULL;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (!strcmp(argv[i], "--shard")) shard = argv[i + 1];
-  int rank = 0, size = 1;
-  int mpi_env = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
-  if (!shard && !(mpi_env && lumen_dist_have_mpi())) return 0;
-  for (int i = 1; i < argc; ++i)
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 0;
-  if (shard) {
-    int k = 0, n = 1;
-    lumen_ctx *ctx = lumen_cli_context("dce", 0);
-    if (!ctx) { *rc_out = LUMEN_EXIT_FAILURE; return 1; }
-    if (lumen_dist_shard_parse(ctx, shard, &k, &n) != LUMEN_OK) {
-      lumen_cli_error("dce", "%s", lumen_ctx_last_error(ctx));
-      lumen_ctx_destroy(ctx);
-      *rc_out = LUMEN_EXIT_USAGE;
-      return 1;
-    }
-    lumen_dist_part *part = NULL;
-    int nargc = 0;
-    char **nargv = strip_args(argc, argv, 0, &nargc);
-    int rc = LUMEN_EXIT_FAILURE;
-    if (nargv && lumen_dist_part_create(ctx, k, n, &part) == LUMEN_OK) {
-      lumen_pipe_summary sum;
-      memset(&sum, 0, sizeof sum);
-      rc = run_dce_hooked(nargc, nargv, lumen_dist_part_fit, part, NULL, 0, 0, &sum, 0);
-      if (rc == LUMEN_EXIT_OK) {
-        char dir[PATH_MAX], path[PATH_MAX + 300];
-        const char *out = NULL;
-        for (int i = 1; i + 1 < argc; ++i) if (!strcmp(argv[i], "--out")) out = argv[i + 1];
-        snprintf(dir, sizeof dir, "%s", out ? out : ".");
-        snprintf(path, sizeof path, "%s/%s_shard-%d-of-%d.part", dir, sum.prefix, k, n);
-        if (lumen_dist_part_write(ctx, part, path, argc, argv) != LUMEN_OK) {
-          lumen_cli_error("dce", "%s", lumen_ctx_last_error(ctx));
-          rc = LUMEN_EXIT_FAILURE;
-        } else {
-          int quiet = 0;
-          for (int i = 1; i < argc; ++i) if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) quiet = 1;
-          if (!quiet) fprintf(stderr, "lumen dce: shard %d/%d written to %s (assemble with 'lumen merge --out DIR PART...')\n", k, n, path);
-        }
+  lumen_dist_part *part = NULL;
+  int nargc = 0;
+  char **nargv = lumen_dist_strip_args(argc, argv, 0, &nargc);
+  int rc = LUMEN_EXIT_FAILURE;
+  if (nargv && lumen_dist_part_create(ctx, k, n, &part) == LUMEN_OK) {
+    lumen_pipe_summary sum;
+    memset(&sum, 0, sizeof sum);
+    rc = run_dce_hooked(nargc, nargv, lumen_dist_part_fit, part, NULL, 0, 0, &sum, 0);
+    if (rc == LUMEN_EXIT_OK) {
+      char path[PATH_MAX + 300];
+      lumen_dist_part_path(path, sizeof path, lumen_dist_arg_value(argc, argv, "--out"), sum.prefix, k, n);
+      if (lumen_dist_part_write(ctx, part, path, argc, argv) != LUMEN_OK) {
+        lumen_cli_error("dce", "%s", lumen_ctx_last_error(ctx));
+        rc = LUMEN_EXIT_FAILURE;
+      } else if (!lumen_dist_quiet(argc, argv)) {
+        fprintf(stderr, "lumen dce: shard %d/%d written to %s (assemble with 'lumen merge --out DIR PART...')\n", k, n,
+                path);
       }
     }
-    lumen_dist_part_free(part);
-    free(nargv);
-    lumen_ctx_destroy(ctx);
-    *rc_out = rc;
-    return 1;
   }
-  /* MPI: one voxel range per rank, gathered on rank 0, which alone writes into --out; the other
-     ranks write into a private temporary folder that is removed. */
+  lumen_dist_part_free(part);
+  free(nargv);
+  lumen_ctx_destroy(ctx);
+  return rc;
+}
+
+/* MPI: one voxel range per rank, gathered on rank 0, which alone writes into --out; the other
+   ranks write into a private temporary folder that is removed. Returns 0 when this is no MPI run
+   after all (one rank), else 1 with the exit status in *rc_out. */
+static int run_mpi(int argc, char **argv, int *rc_out) {
+  int rank = 0, size = 1;
   if (lumen_dist_mpi_init(&argc, &argv, &rank, &size) != LUMEN_OK) {
     lumen_cli_error("dce", "MPI_Init failed");
     *rc_out = LUMEN_EXIT_FAILURE;
@@ -132,24 +102,35 @@ int lumen_cli_dce_dist(int argc, char **argv, int *rc_out) {
     return 0;
   }
   char tmp[PATH_MAX];
-  const char *td = getenv("TMPDIR");
-  snprintf(tmp, sizeof tmp, "%.4000s/lumen-rank-XXXXXX", td && td[0] ? td : "/tmp");
   int rc;
   lumen_pipe_summary sum;
   memset(&sum, 0, sizeof sum);
   if (rank == 0) {
     rc = run_dce_hooked(argc, argv, lumen_dist_mpi_fit, NULL, NULL, 0, 0, &sum, 1);
-  } else if (!mkdtemp(tmp)) {
+  } else if (!lumen_dist_rank_folder(tmp, sizeof tmp, getenv("TMPDIR"))) {
     lumen_cli_error("dce", "rank %d: cannot make a temporary folder", rank);
     rc = LUMEN_EXIT_FAILURE;
   } else {
     rc = run_dce_hooked(argc, argv, lumen_dist_mpi_fit, NULL, tmp, 1, 1, &sum, 0);
-    nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    lumen_dist_remove_tree(tmp);
   }
   int failed = lumen_dist_mpi_allsum(rc != LUMEN_EXIT_OK);
   lumen_dist_mpi_finalize();
   *rc_out = failed ? (rc != LUMEN_EXIT_OK ? rc : LUMEN_EXIT_FAILURE) : LUMEN_EXIT_OK;
   return 1;
+}
+
+int lumen_cli_dce_dist(int argc, char **argv, int *rc_out) {
+  const char *shard = NULL;
+  switch (lumen_dist_dce_run_of(argc, argv, &shard)) {
+  case LUMEN_DIST_DCE_SHARD:
+    *rc_out = run_shard(argc, argv, shard);
+    return 1;
+  case LUMEN_DIST_DCE_MPI:
+    return run_mpi(argc, argv, rc_out);
+  default:
+    return 0;
+  }
 }
 
 static void help(FILE *out) {
@@ -192,11 +173,9 @@ int lumen_cmd_merge(int argc, char **argv) {
   lumen_status st = ctx && parts ? LUMEN_OK : LUMEN_ERR_OUT_OF_MEMORY;
   for (int i = 0; i < nparts && st == LUMEN_OK; ++i) st = lumen_dist_part_read(ctx, paths[i], &parts[i]);
   if (st == LUMEN_OK) st = lumen_dist_merger_create(ctx, parts, nparts, &m);
-  char absout[PATH_MAX + 2], cwd[PATH_MAX];
+  char absout[PATH_MAX + 2];
   if (st == LUMEN_OK) {
-    if (out[0] == '/') snprintf(absout, sizeof absout, "%s", out);
-    else if (getcwd(cwd, sizeof cwd)) snprintf(absout, sizeof absout, "%.*s/%s", PATH_MAX - 300, cwd, out);
-    else snprintf(absout, sizeof absout, "%s", out);
+    lumen_dist_absolute_path(absout, sizeof absout, out);
     const char *pcwd = lumen_dist_part_cwd(parts[0]);
     if (chdir(pcwd) != 0) {
       lumen_cli_error(cmd, "cannot enter '%s', the folder the shards ran in (their relative paths need it)", pcwd);
@@ -210,7 +189,7 @@ int lumen_cmd_merge(int argc, char **argv) {
     char **nargv = NULL;
     if (saved) {
       for (int i = 0; i < pa; ++i) saved[i] = (char *)lumen_dist_part_arg(parts[0], i);
-      nargv = strip_args(pa, saved, 1, &nargc);
+      nargv = lumen_dist_strip_args(pa, saved, 1, &nargc);
     }
     if (nargv) {
       lumen_pipe_summary sum;

@@ -69,3 +69,25 @@ int64_t lumen_dist_op_scratch(const char *cmd, const char *op, int64_t count, in
   if (line > 2 * f) line = 2 * f; /* no more line buffers than the image */
   return quarters * f / 4 + line;
 }
+
+/* a * b, or INT64_MAX when it does not fit (sizes from hostile headers) */
+static int64_t mul_sat(int64_t a, int64_t b) {
+  if (a <= 0 || b <= 0) return 0;
+  return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
+static int64_t add_sat(int64_t a, int64_t b) {
+  return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+int64_t lumen_dist_image_voxels(const int64_t dims[4]) {
+  return mul_sat(mul_sat(dims[0], dims[1]), mul_sat(dims[2], dims[3]));
+}
+
+int lumen_dist_voxel_charge(int elem) {
+  return elem + 4 + (elem != 4 ? 4 : 0);
+}
+
+int64_t lumen_dist_image_charge(const char *cmd, const char *op, int elem, int64_t count, int threads) {
+  return add_sat(mul_sat(lumen_dist_voxel_charge(elem), count), lumen_dist_op_scratch(cmd, op, count, threads));
+}

@@ -17,7 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lumen/context.h"
+#include "lumen/filter.h"
 #include "lumen/fit.h"
+#include "lumen/image.h"
 #include "lumen/models.h"
 #include "lumen/pipeline.h"
 
@@ -86,6 +88,35 @@ int lumen_dist_mpi_allsum(int v);
 /* Gathers a fixed-size record from every rank to rank 0 (recv: size * bytes on rank 0). */
 void lumen_dist_mpi_gather(const void *send, int bytes, void *recv);
 void lumen_dist_mpi_barrier(void);
+
+/* 1 when an MPI launcher started this process (mpirun, srun: OMPI_COMM_WORLD_SIZE, PMI_SIZE or
+   PMIX_RANK set), with or without MPI in this build. */
+int lumen_dist_mpi_launched(void);
+
+/* ------------------------------------------------------- the command line of distributed runs */
+/* src/dist/dce_args.c: `lumen dce ARGS` (argv[0] = "dce") as a shard, an MPI rank or a plain run. */
+
+typedef enum lumen_dist_dce_run {
+  LUMEN_DIST_DCE_PLAIN = 0, /* no --shard, no MPI launcher (or no MPI in this build), or -h/--help */
+  LUMEN_DIST_DCE_SHARD,     /* --shard K/N: *shard is K/N (unparsed) */
+  LUMEN_DIST_DCE_MPI        /* started by an MPI launcher in a build with MPI */
+} lumen_dist_dce_run;
+lumen_dist_dce_run lumen_dist_dce_run_of(int argc, char *const *argv, const char **shard);
+/* The value of the last "NAME VALUE" among the arguments after argv[0] (NULL when none). */
+const char *lumen_dist_arg_value(int argc, char *const *argv, const char *name);
+/* 1 when -q or --quiet is among the arguments after argv[0]. */
+int lumen_dist_quiet(int argc, char *const *argv);
+/* A new array (free it; the strings are argv's) of the arguments without "--shard V", and without
+   "--out V" when drop_out (merge sets its own); NULL when out of memory. */
+char **lumen_dist_strip_args(int argc, char *const *argv, int drop_out, int *nargc);
+/* "OUT/PREFIX_shard-K-of-N.part" (OUT NULL: the working folder) into buf. */
+void lumen_dist_part_path(char *buf, size_t size, const char *out, const char *prefix, int k, int n);
+/* path made absolute against the working folder (as given when that is unknown) into buf. */
+void lumen_dist_absolute_path(char *buf, size_t size, const char *path);
+/* A new private folder for an MPI rank's unused outputs (BASE/lumen-rank-XXXXXX; base NULL or "":
+   /tmp) into buf; 0 when it cannot be made. lumen_dist_remove_tree removes it with its contents. */
+int lumen_dist_rank_folder(char *buf, size_t size, const char *base);
+void lumen_dist_remove_tree(const char *path);
 
 /* ------------------------------------------------------------------------- work queue */
 
@@ -215,6 +246,83 @@ int64_t lumen_dist_op_scratch(const char *cmd, const char *op, int64_t count, in
 lumen_status lumen_dist_stages_run(lumen_ctx *ctx, const lumen_dist_devices *devs, int64_t n_items, int overlap,
                                    int64_t memory_limit, const lumen_dist_stages *stages,
                                    lumen_dist_stage_stats *stats);
+
+/* The memory budget of an image batch, from the shape in the headers before any image is
+   decoded (src/dist/charge.c; sizes from hostile headers saturate at INT64_MAX):
+   lumen_dist_image_voxels: dims[0] * dims[1] * dims[2] * dims[3];
+   lumen_dist_voxel_charge: bytes per voxel of an input of elem bytes per voxel with its result:
+     the input, the float32 result and a float32 copy unless the input is one;
+   lumen_dist_image_charge: what one image holds while the op runs with `threads` CPU threads
+     (the voxels' charge and lumen_dist_op_scratch). */
+int64_t lumen_dist_image_voxels(const int64_t dims[4]);
+int lumen_dist_voxel_charge(int elem);
+int64_t lumen_dist_image_charge(const char *cmd, const char *op, int elem, int64_t count, int threads);
+
+/* ------------------------------------------------------------------------- image batches */
+
+/* A batch of images over the devices of a list (src/dist/image_batch.c, docs/SCALE.md): the
+   stages above with images as items. A reader thread reads ahead under the memory limit, one
+   worker per device runs the op, the results are written in input order, so every output equals
+   a single-device serial run. An image is charged for its input, its result and the op's
+   scratch; a CUDA worker pipelines its images through pinned double buffers (src/dist/xfer.h),
+   charged too. The front end (the command line, a binding) gives the reading, computing and
+   writing of one item and prints the messages; the callbacks may run on several threads. */
+
+/* Runs the op on one image on device (NULL = the default) with the worker's context; sets
+   whether the result is a mask, the PNG bit depth for it and an optional scalar (NaN = none). */
+typedef lumen_status (*lumen_dist_image_fn)(void *user, lumen_ctx *ctx, const char *device, lumen_filter_report *rep,
+                                            const lumen_image *in, lumen_image **out, int *is_mask, int *png_bits,
+                                            double *scalar);
+
+typedef struct lumen_dist_imgbatch {
+  int64_t n;                      /* images */
+  const lumen_dist_devices *devs; /* the workers */
+  int device_given;               /* 0: the op runs on its default device, no pinned buffers */
+  int overlap;                    /* reader and writer threads (0: each worker in turn) */
+  int64_t memory_limit;           /* bytes of the images in flight (0 = no limit) */
+  int64_t count;                  /* voxels of one image (one shape per batch): sizes the pinned slots */
+  int64_t scratch;                /* the op's scratch per image (lumen_dist_op_scratch) */
+  int threads;                    /* CPU threads of each worker (0 = all cores) */
+  void *user;
+  /* a new context for a reader, writer or worker thread with threads CPU threads (0 = all) */
+  lumen_ctx *(*context)(void *user, int threads);
+  /* reads image i / writes its result; non-OK after printing why */
+  lumen_status (*read)(void *user, lumen_ctx *ctx, int64_t i, lumen_image **out);
+  lumen_status (*write)(void *user, lumen_ctx *ctx, int64_t i, const lumen_image *res, int is_mask, int png_bits);
+  lumen_dist_image_fn compute;
+  void *compute_user;             /* compute's user (the op's state); the other callbacks get user */
+  /* under a lock: done = 0 before the first image (i = 0), then after each image written, with
+     the op's scalar (NaN = none) */
+  void (*progress)(void *user, int64_t i, int64_t done, double scalar);
+  /* image i failed in the op or on its way back from the device: ctx holds the error (not
+     called when the op refused its options and printed why itself: LUMEN_ERR_INVALID_ARGUMENT
+     with no error in ctx) */
+  void (*failed)(void *user, int64_t i, lumen_ctx *ctx);
+} lumen_dist_imgbatch;
+
+typedef struct lumen_dist_imgbatch_out {
+  int started;                   /* 0: out of memory before the first image */
+  lumen_filter_report total;     /* the first image's report, the last device used, the first fallback */
+  char used[1024];               /* the devices that computed, in order of the images ("cpu,cuda:0") */
+  lumen_dist_stage_stats stats;
+  int64_t peak_rss;              /* the process's peak resident set (VmHWM), bytes; 0 when unknown */
+} lumen_dist_imgbatch_out;
+
+/* Runs the batch (lumen_dist_stages_run); returns the status of the lowest failed image, or of
+   the setup (out->started 0). The resident memory follows the charges only when freed buffers
+   go back to the system at once: a process-wide malloc setting that the front end makes
+   (glibc's mmap threshold, docs/SCALE.md), not the library. */
+lumen_status lumen_dist_imgbatch_run(lumen_ctx *ctx, const lumen_dist_imgbatch *b, lumen_dist_imgbatch_out *out);
+
+/* CPU threads of each worker: threads when given, else the ctx_threads cores shared among the
+   CPU workers when there are several, else 0 (all cores). */
+int lumen_dist_worker_threads(const lumen_dist_devices *devs, int threads, int ctx_threads);
+
+/* Removes the temporaries a killed run left (".NAME.tmp-PID-TAG", their process gone) once from
+   each folder of the n output paths, before anything is written; best effort. removed (may be
+   NULL) is told each folder where it removed some. */
+void lumen_dist_sweep_output_folders(char *const *paths, int64_t n,
+                                     void (*removed)(void *user, const char *folder, int count), void *user);
 
 /* ---------------------------------------------------------------------------- subjects */
 

@@ -6,6 +6,11 @@
 #include "fit/fit_internal.h"
 #include "lumen/device.h"
 #include "dist/dist_internal.h"
+
+int lumen_dist_mpi_launched(void) {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
+
 #if LUMEN_HAVE_MPI
 #include <mpi.h>
 

@@ -16,86 +16,30 @@ typedef lumen_status (*run_fn)(lumen_ctx *, const lumen_image *, const char *, l
 static const char *g_device = NULL;
 static const char *g_only = NULL; /* run only the ops whose name contains this */
 
-static lumen_status run_gauss(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_gaussian_opts g;
-  lumen_gaussian_opts_init(&g);
-  g.exec.device = dev;
-  g.sigma = 2.0;
-  g.mode = LUMEN_BOUNDARY_REFLECT;
-  return lumen_filter_gaussian(c, in, &g, o);
-}
-static lumen_status run_gauss_half(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_gaussian_opts g;
-  lumen_gaussian_opts_init(&g);
-  g.exec.device = dev;
-  g.exec.precision = LUMEN_PRECISION_HALF;
-  g.sigma = 2.0;
-  g.mode = LUMEN_BOUNDARY_REFLECT;
-  return lumen_filter_gaussian(c, in, &g, o);
-}
-static lumen_status run_median5(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_median_opts m;
-  lumen_median_opts_init(&m);
-  m.exec.device = dev;
-  m.size = 5;
-  return lumen_filter_median(c, in, &m, o);
-}
-static lumen_status run_median3(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_median_opts m;
-  lumen_median_opts_init(&m);
-  m.exec.device = dev;
-  m.size = 3;
-  return lumen_filter_median(c, in, &m, o);
-}
-static lumen_status run_dog(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_dog_opts d;
-  lumen_dog_opts_init(&d);
-  d.exec.device = dev;
-  d.low_sigma = 1.7;
-  d.high_sigma = 2.0;
-  return lumen_filter_dog(c, in, &d, o);
-}
-static lumen_status run_log(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_laplace_opts l;
-  lumen_laplace_opts_init(&l);
-  l.exec.device = dev;
-  return lumen_filter_gaussian_laplace(c, in, &l, o);
-}
-static lumen_status run_close7(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_morph_opts m;
-  lumen_morph_opts_init(&m);
-  m.exec.device = dev;
-  m.op = LUMEN_MORPH_CLOSE;
-  m.element = LUMEN_ELEMENT_SQUARE;
-  m.size = 7;
-  m.binary = 1;
-  return lumen_filter_morphology(c, in, &m, o);
-}
-static lumen_status run_tophat4(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_morph_opts m;
-  lumen_morph_opts_init(&m);
-  m.exec.device = dev;
-  m.op = LUMEN_MORPH_TOPHAT;
-  return lumen_filter_morphology(c, in, &m, o);
-}
-static lumen_status run_bandpass(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_bandpass_opts b;
-  lumen_bandpass_opts_init(&b);
-  b.exec.device = dev;
-  return lumen_filter_bandpass(c, in, &b, o);
-}
-static lumen_status run_fill(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_region_opts r;
-  lumen_region_opts_init(&r);
-  r.exec.device = dev;
-  return lumen_filter_fill_holes(c, in, &r, o);
-}
-static lumen_status run_varbin(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **o) {
-  lumen_local_variance_opts v;
-  lumen_local_variance_opts_init(&v);
-  v.exec.device = dev;
-  return lumen_filter_variance_binarize(c, in, &v, o);
-}
+/* A run_fn: options of type T from T_init on the device, then SETUP (assignments to o, joined by
+   commas; (void)0 for none), then the filter. */
+#define RUN_FN(name, T, filter, SETUP)                                                              \
+  static lumen_status name(lumen_ctx *c, const lumen_image *in, const char *dev, lumen_image **out) { \
+    T o;                                                                                            \
+    T##_init(&o);                                                                                   \
+    o.exec.device = dev;                                                                            \
+    SETUP;                                                                                          \
+    return filter(c, in, &o, out);                                                                  \
+  }
+
+RUN_FN(run_gauss, lumen_gaussian_opts, lumen_filter_gaussian, (o.sigma = 2.0, o.mode = LUMEN_BOUNDARY_REFLECT))
+RUN_FN(run_gauss_half, lumen_gaussian_opts, lumen_filter_gaussian,
+       (o.exec.precision = LUMEN_PRECISION_HALF, o.sigma = 2.0, o.mode = LUMEN_BOUNDARY_REFLECT))
+RUN_FN(run_median5, lumen_median_opts, lumen_filter_median, o.size = 5)
+RUN_FN(run_median3, lumen_median_opts, lumen_filter_median, o.size = 3)
+RUN_FN(run_dog, lumen_dog_opts, lumen_filter_dog, (o.low_sigma = 1.7, o.high_sigma = 2.0))
+RUN_FN(run_log, lumen_laplace_opts, lumen_filter_gaussian_laplace, (void)0)
+RUN_FN(run_close7, lumen_morph_opts, lumen_filter_morphology,
+       (o.op = LUMEN_MORPH_CLOSE, o.element = LUMEN_ELEMENT_SQUARE, o.size = 7, o.binary = 1))
+RUN_FN(run_tophat4, lumen_morph_opts, lumen_filter_morphology, o.op = LUMEN_MORPH_TOPHAT)
+RUN_FN(run_bandpass, lumen_bandpass_opts, lumen_filter_bandpass, (void)0)
+RUN_FN(run_fill, lumen_region_opts, lumen_filter_fill_holes, (void)0)
+RUN_FN(run_varbin, lumen_local_variance_opts, lumen_filter_variance_binarize, (void)0)
 
 static void bench(lumen_ctx *ctx, const char *name, run_fn fn, const lumen_image *in, int reps, double scipy_s) {
   double best = 1e30;

@@ -116,7 +116,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
   const lumen_model all[] = {LUMEN_MODEL_TOFTS, LUMEN_MODEL_ETOFTS, LUMEN_MODEL_PATLAK,
                              LUMEN_MODEL_2CUM,  LUMEN_MODEL_2CXM,   LUMEN_MODEL_FXR,
                              LUMEN_MODEL_VFA,   LUMEN_MODEL_IR,     LUMEN_MODEL_SR};
-  memset(o, 0, sizeof *o);
+  *o = (bench_opts){.model_curves = 100000, .points_curves = 100000, .standard_max = 20000,
+                    .scaling_model = LUMEN_MODEL_TOFTS, .seed = 1, .budget = 10.0};
   o->n_models = (int)(sizeof all / sizeof all[0]);
   memcpy(o->models, all, sizeof all);
   const char *tiers[] = {"cpu", "cpu_single", "standard"};
@@ -128,12 +129,6 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
   const int points[] = {40, 80, 160, 320, 640};
   o->n_points = 5;
   memcpy(o->points, points, sizeof points);
-  o->model_curves = 100000;
-  o->points_curves = 100000;
-  o->standard_max = 20000;
-  o->scaling_model = LUMEN_MODEL_TOFTS;
-  o->seed = 1;
-  o->budget = 10.0;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;

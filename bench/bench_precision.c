@@ -16,6 +16,17 @@ static void report(const char *what, const char *path, double seconds, size_t n,
   printf("%-14s %-10s %9.1f M/s\n", what, path, (double)n * reps / seconds / 1e6);
 }
 
+/* Runs the statement CALL reps times (written out here, so that the scalar loops stay inline) and
+   reports the rate as WHAT by PATH. */
+#define TIME_REPS(what, path, CALL)                                  \
+  do {                                                               \
+    double t0_ = lumen_now_seconds();                                \
+    for (int r_ = 0; r_ < reps; ++r_) {                              \
+      CALL;                                                          \
+    }                                                                \
+    report(what, path, lumen_now_seconds() - t0_, n, reps);          \
+  } while (0)
+
 int main(int argc, char **argv) {
   size_t n = (size_t)1 << 24;
   if (argc > 1) n = (size_t)strtoull(argv[1], NULL, 10);
@@ -32,39 +43,19 @@ int main(int argc, char **argv) {
   }
   printf("lumen conversion path: %s, %zu elements x %d\n", lumen_convert_path_name(), n, reps);
 
-  double t = lumen_now_seconds();
-  for (int r = 0; r < reps; ++r) for (size_t i = 0; i < n; ++i) h[i] = lumen_float_to_half(f[i]);
-  report("f32 -> f16", "scalar", lumen_now_seconds() - t, n, reps);
+  TIME_REPS("f32 -> f16", "scalar", for (size_t i = 0; i < n; ++i) h[i] = lumen_float_to_half(f[i]));
   sink = h[n / 2];
-  t = lumen_now_seconds();
-  for (int r = 0; r < reps; ++r) lumen_convert_f32_to_f16(f, h, (int64_t)n);
-  report("f32 -> f16", "array", lumen_now_seconds() - t, n, reps);
+  TIME_REPS("f32 -> f16", "array", lumen_convert_f32_to_f16(f, h, (int64_t)n));
 
-  t = lumen_now_seconds();
-  for (int r = 0; r < reps; ++r) for (size_t i = 0; i < n; ++i) g[i] = lumen_half_to_float(h[i]);
-  report("f16 -> f32", "scalar", lumen_now_seconds() - t, n, reps);
-  t = lumen_now_seconds();
-  for (int r = 0; r < reps; ++r) lumen_convert_f16_to_f32(h, g, (int64_t)n);
-  report("f16 -> f32", "array", lumen_now_seconds() - t, n, reps);
+  TIME_REPS("f16 -> f32", "scalar", for (size_t i = 0; i < n; ++i) g[i] = lumen_half_to_float(h[i]));
+  TIME_REPS("f16 -> f32", "array", lumen_convert_f16_to_f32(h, g, (int64_t)n));
 
-  t = lumen_now_seconds();
-  for (int r = 0; r < reps; ++r) {
-    for (size_t i = 0; i < n; ++i) h[i] = lumen_float_to_bfloat16(f[i]);
-  }
-  report("f32 -> bf16", "scalar", lumen_now_seconds() - t, n, reps);
+  TIME_REPS("f32 -> bf16", "scalar", for (size_t i = 0; i < n; ++i) h[i] = lumen_float_to_bfloat16(f[i]));
   sink = h[n / 3];
-  t = lumen_now_seconds();
-  for (int r = 0; r < reps; ++r) lumen_convert_f32_to_bf16(f, h, (int64_t)n);
-  report("f32 -> bf16", "array", lumen_now_seconds() - t, n, reps);
+  TIME_REPS("f32 -> bf16", "array", lumen_convert_f32_to_bf16(f, h, (int64_t)n));
 
-  t = lumen_now_seconds();
-  for (int r = 0; r < reps; ++r) {
-    for (size_t i = 0; i < n; ++i) g[i] = lumen_bfloat16_to_float(h[i]);
-  }
-  report("bf16 -> f32", "scalar", lumen_now_seconds() - t, n, reps);
-  t = lumen_now_seconds();
-  for (int r = 0; r < reps; ++r) lumen_convert_bf16_to_f32(h, g, (int64_t)n);
-  report("bf16 -> f32", "array", lumen_now_seconds() - t, n, reps);
+  TIME_REPS("bf16 -> f32", "scalar", for (size_t i = 0; i < n; ++i) g[i] = lumen_bfloat16_to_float(h[i]));
+  TIME_REPS("bf16 -> f32", "array", lumen_convert_bf16_to_f32(h, g, (int64_t)n));
 
   uint32_t last;
   memcpy(&last, g + n / 4, sizeof last);

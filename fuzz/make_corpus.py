@@ -2,9 +2,11 @@
 """Writes the seed corpus of the fuzz targets into fuzz/corpus/<target>/ (standard library only).
 The files are in the repository; rerun this after changing it. The first byte of the nifti, png
 and table seeds selects reader options (see fuzz_*.c)."""
-import gzip, os, struct, zlib
+import gzip, os, struct, sys, zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'scripts'))
+import make_bad_inputs as bad_inputs  # its NIfTI-2 writer  # noqa: E402
 
 def put(target, name, data):
     d = os.path.join(HERE, 'corpus', target)
@@ -34,20 +36,9 @@ def nifti1(dims, datatype=16, bitpix=32, data=None, endian='<', vox_offset=352.0
     return bytes(hdr) + b'\0' * 4 + data
 
 def nifti2(dims, datatype=16, bitpix=32):
-    hdr = bytearray(540)
-    struct.pack_into('<i', hdr, 0, 540)
-    hdr[4:12] = b'n+2\0\r\n\032\n'
-    struct.pack_into('<hh', hdr, 12, datatype, bitpix)
-    d = [len(dims)] + list(dims) + [1] * (7 - len(dims))
-    struct.pack_into('<8q', hdr, 16, *d)
-    struct.pack_into('<8d', hdr, 104, 1, 2, 2, 2, 1, 1, 1, 1)
-    struct.pack_into('<q', hdr, 168, 544)
-    struct.pack_into('<i', hdr, 344, 1)  # qform 0, sform_code at 348
-    struct.pack_into('<i', hdr, 348, 1)
-    struct.pack_into('<12d', hdr, 400, 2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0)
     n = 1
     for x in dims: n *= x
-    return bytes(hdr) + b'\0' * 4 + bytes((i * 3) & 0xFF for i in range(n * bitpix // 8))
+    return bad_inputs.nifti2(dims, datatype, bitpix, bytes((i * 3) & 0xFF for i in range(n * bitpix // 8)), qform=1)
 
 def png(width, height, bit_depth=8, color_type=0, rows=None):
     def chunk(t, b):

@@ -27,7 +27,7 @@ def nifti1(dims, data=None, datatype=16, bitpix=32, vox_offset=352.0, magic=b'n+
         data = struct.pack('<%df' % len(data), *data)
     return bytes(hdr) + b'\0' * 4 + data
 
-def nifti2(dims, datatype=16, bitpix=32, data=b''):
+def nifti2(dims, datatype=16, bitpix=32, data=b'', qform=0):
     hdr = bytearray(540)
     struct.pack_into('<i', hdr, 0, 540)
     hdr[4:12] = b'n+2\0\r\n\032\n'
@@ -36,6 +36,7 @@ def nifti2(dims, datatype=16, bitpix=32, data=b''):
     struct.pack_into('<8q', hdr, 16, *d)
     struct.pack_into('<8d', hdr, 104, 1, 2, 2, 2, 1, 1, 1, 1)
     struct.pack_into('<q', hdr, 168, 544)
+    struct.pack_into('<i', hdr, 344, qform)  # sform_code 1 at 348
     struct.pack_into('<i', hdr, 348, 1)
     struct.pack_into('<12d', hdr, 400, 2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0)
     return bytes(hdr) + b'\0' * 4 + data

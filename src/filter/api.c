@@ -147,6 +147,28 @@ static void init_call(lf_call *c, lf_op_id op, const void *opts, const lumen_ima
   c->out_dtype = LUMEN_DTYPE_FLOAT32; /* = the storage precision, resolved by the dispatcher */
 }
 
+/* The start every entry with one image output shares: clears *out, then checks the arguments. */
+static lumen_status begin_entry(lumen_ctx *ctx, const char *fn, const lumen_image *in, lumen_image **out) {
+  if (out) *out = NULL;
+  return check_io(ctx, fn, in, out);
+}
+
+/* Declares the defaults of an options type and points opts at them when the caller passed NULL. */
+#define USE_DEFAULTS_IF_NULL(type, opts) \
+  type opts##_defaults;                 \
+  if (!(opts)) {                        \
+    type##_init(&opts##_defaults);      \
+    (opts) = &opts##_defaults;          \
+  }                                     \
+  (void)0
+
+/* init_call, then the geometry of the input over spatial_dims (0 = the image's own). */
+static lumen_status start_call(lumen_ctx *ctx, const char *fn, lf_call *c, lf_op_id op, const void *opts,
+                               const lumen_image *in, int spatial_dims) {
+  init_call(c, op, opts, in);
+  return lf_geom_make(ctx, fn, in, spatial_dims, &c->geom);
+}
+
 /* Sigma per spatial axis in voxels and its radius. */
 static lumen_status resolve_sigma(lumen_ctx *ctx, const char *fn, const char *name, const lumen_image *in,
                                   const lf_geom *g, double sigma, const double *axis, lumen_units units,
@@ -193,17 +215,11 @@ static lumen_status resolve_sigma(lumen_ctx *ctx, const char *fn, const char *na
 lumen_status lumen_filter_gaussian(lumen_ctx *ctx, const lumen_image *in, const lumen_gaussian_opts *opts,
                                    lumen_image **out) {
   static const char fn[] = "lumen_filter_gaussian";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_gaussian_opts def;
-  if (!opts) {
-    lumen_gaussian_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_gaussian_opts, opts);
   lf_call c;
-  init_call(&c, LF_OP_GAUSSIAN, opts, in);
-  if ((s = lf_geom_make(ctx, fn, in, opts->spatial_dims, &c.geom)) != LUMEN_OK) return s;
+  if ((s = start_call(ctx, fn, &c, LF_OP_GAUSSIAN, opts, in, opts->spatial_dims)) != LUMEN_OK) return s;
   if ((s = check_mode(ctx, fn, opts->mode, opts->cval)) != LUMEN_OK) return s;
   lf_gauss_params p;
   memset(&p, 0, sizeof p);
@@ -220,8 +236,7 @@ lumen_status lumen_filter_gaussian(lumen_ctx *ctx, const lumen_image *in, const 
 lumen_status lumen_filter_gaussian_batch(lumen_ctx *ctx, const lumen_image *batch, const lumen_gaussian_opts *opts,
                                          lumen_image **out) {
   static const char fn[] = "lumen_filter_gaussian_batch";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, batch, out);
+  lumen_status s = begin_entry(ctx, fn, batch, out);
   if (s != LUMEN_OK) return s;
   LUMEN_REQUIRE(ctx, lumen_image_ndim(batch) >= 2, "%s: the batch has %d dims, expected 2..4 (x, y, batch...)", fn,
                 lumen_image_ndim(batch));
@@ -270,17 +285,11 @@ lumen_status lumen_filter_gaussian_many(lumen_ctx *ctx, int64_t n, const lumen_i
 
 lumen_status lumen_filter_dog(lumen_ctx *ctx, const lumen_image *in, const lumen_dog_opts *opts, lumen_image **out) {
   static const char fn[] = "lumen_filter_dog";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_dog_opts def;
-  if (!opts) {
-    lumen_dog_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_dog_opts, opts);
   lf_call c;
-  init_call(&c, LF_OP_DOG, opts, in);
-  if ((s = lf_geom_make(ctx, fn, in, opts->spatial_dims, &c.geom)) != LUMEN_OK) return s;
+  if ((s = start_call(ctx, fn, &c, LF_OP_DOG, opts, in, opts->spatial_dims)) != LUMEN_OK) return s;
   if ((s = check_mode(ctx, fn, opts->mode, opts->cval)) != LUMEN_OK) return s;
   double high = opts->high_sigma == 0.0 ? 1.6 * opts->low_sigma : opts->high_sigma;
   LUMEN_REQUIRE(ctx, isfinite(opts->low_sigma) && opts->low_sigma > 0, "%s: low_sigma is %g, expected > 0", fn,
@@ -306,17 +315,11 @@ lumen_status lumen_filter_dog(lumen_ctx *ctx, const lumen_image *in, const lumen
 lumen_status lumen_filter_gaussian_laplace(lumen_ctx *ctx, const lumen_image *in, const lumen_laplace_opts *opts,
                                            lumen_image **out) {
   static const char fn[] = "lumen_filter_gaussian_laplace";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_laplace_opts def;
-  if (!opts) {
-    lumen_laplace_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_laplace_opts, opts);
   lf_call c;
-  init_call(&c, LF_OP_LAPLACE, opts, in);
-  if ((s = lf_geom_make(ctx, fn, in, opts->spatial_dims, &c.geom)) != LUMEN_OK) return s;
+  if ((s = start_call(ctx, fn, &c, LF_OP_LAPLACE, opts, in, opts->spatial_dims)) != LUMEN_OK) return s;
   if ((s = check_mode(ctx, fn, opts->mode, opts->cval)) != LUMEN_OK) return s;
   LUMEN_REQUIRE(ctx, opts->discrete == 0 || opts->discrete == 1, "%s: discrete is %d, expected 0 or 1", fn,
                 opts->discrete);
@@ -338,17 +341,11 @@ lumen_status lumen_filter_gaussian_laplace(lumen_ctx *ctx, const lumen_image *in
 lumen_status lumen_filter_median(lumen_ctx *ctx, const lumen_image *in, const lumen_median_opts *opts,
                                  lumen_image **out) {
   static const char fn[] = "lumen_filter_median";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_median_opts def;
-  if (!opts) {
-    lumen_median_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_median_opts, opts);
   lf_call c;
-  init_call(&c, LF_OP_MEDIAN, opts, in);
-  if ((s = lf_geom_make(ctx, fn, in, opts->spatial_dims, &c.geom)) != LUMEN_OK) return s;
+  if ((s = start_call(ctx, fn, &c, LF_OP_MEDIAN, opts, in, opts->spatial_dims)) != LUMEN_OK) return s;
   if ((s = check_mode(ctx, fn, opts->mode, opts->cval)) != LUMEN_OK) return s;
   LUMEN_REQUIRE(ctx, opts->size >= 1 && (opts->size & 1) && opts->size <= 255,
                 "%s: size is %d, expected an odd window width 1..255", fn, opts->size);
@@ -358,69 +355,49 @@ lumen_status lumen_filter_median(lumen_ctx *ctx, const lumen_image *in, const lu
 lumen_status lumen_filter_gamma(lumen_ctx *ctx, const lumen_image *in, const lumen_gamma_opts *opts,
                                 lumen_image **out) {
   static const char fn[] = "lumen_filter_gamma";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_gamma_opts def;
-  if (!opts) {
-    lumen_gamma_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_gamma_opts, opts);
   LUMEN_REQUIRE(ctx, isfinite(opts->gamma) && opts->gamma > 0, "%s: gamma is %g, expected > 0", fn, opts->gamma);
   LUMEN_REQUIRE(ctx, isfinite(opts->max_value) && opts->max_value > 0, "%s: max_value is %g, expected > 0", fn,
                 opts->max_value);
   lf_call c;
-  init_call(&c, LF_OP_GAMMA, opts, in);
-  if ((s = lf_geom_make(ctx, fn, in, 0, &c.geom)) != LUMEN_OK) return s;
+  if ((s = start_call(ctx, fn, &c, LF_OP_GAMMA, opts, in, 0)) != LUMEN_OK) return s;
   return lf_dispatch(ctx, &c, &opts->exec, out);
 }
 
 lumen_status lumen_filter_abs(lumen_ctx *ctx, const lumen_image *in, const lumen_abs_opts *opts, lumen_image **out) {
   static const char fn[] = "lumen_filter_abs";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_abs_opts def;
-  if (!opts) {
-    lumen_abs_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_abs_opts, opts);
   lf_call c;
-  init_call(&c, LF_OP_ABS, opts, in);
-  if ((s = lf_geom_make(ctx, fn, in, 0, &c.geom)) != LUMEN_OK) return s;
+  if ((s = start_call(ctx, fn, &c, LF_OP_ABS, opts, in, 0)) != LUMEN_OK) return s;
   return lf_dispatch(ctx, &c, &opts->exec, out);
 }
 
 lumen_status lumen_filter_contrast(lumen_ctx *ctx, const lumen_image *in, const lumen_contrast_opts *opts,
                                    lumen_image **out) {
   static const char fn[] = "lumen_filter_contrast";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_contrast_opts def;
-  if (!opts) {
-    lumen_contrast_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_contrast_opts, opts);
   LUMEN_REQUIRE(ctx, isfinite(opts->contrast) && isfinite(opts->brightness),
                 "%s: contrast %g / brightness %g, expected finite values", fn, opts->contrast, opts->brightness);
   LUMEN_REQUIRE(ctx, opts->bins >= 0, "%s: bins is %d, expected 0 (auto: 255 or 4095) or > 0", fn, opts->bins);
   lf_call c;
-  init_call(&c, LF_OP_CONTRAST, opts, in);
-  if ((s = lf_geom_make(ctx, fn, in, 0, &c.geom)) != LUMEN_OK) return s;
+  if ((s = start_call(ctx, fn, &c, LF_OP_CONTRAST, opts, in, 0)) != LUMEN_OK) return s;
   return lf_dispatch(ctx, &c, &opts->exec, out);
 }
 
 lumen_status lumen_filter_convolve(lumen_ctx *ctx, const lumen_image *in, const lumen_convolve_opts *opts,
                                    lumen_image **out) {
   static const char fn[] = "lumen_filter_convolve";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
   LUMEN_REQUIRE(ctx, opts != NULL, "%s: argument 'opts' is NULL, expected options with a kernel", fn);
   lf_call c;
-  init_call(&c, LF_OP_CONVOLVE, opts, in);
-  if ((s = lf_geom_make(ctx, fn, in, opts->spatial_dims, &c.geom)) != LUMEN_OK) return s;
+  if ((s = start_call(ctx, fn, &c, LF_OP_CONVOLVE, opts, in, opts->spatial_dims)) != LUMEN_OK) return s;
   if ((s = check_mode(ctx, fn, opts->mode, opts->cval)) != LUMEN_OK) return s;
   LUMEN_REQUIRE(ctx, opts->kernel != NULL, "%s: opts.kernel is NULL, expected kernel values", fn);
   LUMEN_REQUIRE(ctx, opts->kernel_ndim >= 1 && opts->kernel_ndim <= c.geom.spatial,
@@ -464,20 +441,14 @@ lumen_status lumen_filter_convolve(lumen_ctx *ctx, const lumen_image *in, const 
 lumen_status lumen_filter_bandpass(lumen_ctx *ctx, const lumen_image *in, const lumen_bandpass_opts *opts,
                                    lumen_image **out) {
   static const char fn[] = "lumen_filter_bandpass";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_bandpass_opts def;
-  if (!opts) {
-    lumen_bandpass_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_bandpass_opts, opts);
   LUMEN_REQUIRE(ctx, isfinite(opts->d0) && opts->d0 >= 0, "%s: d0 is %g, expected >= 0", fn, opts->d0);
   LUMEN_REQUIRE(ctx, isfinite(opts->width) && opts->width > 0, "%s: width is %g, expected > 0", fn, opts->width);
   LUMEN_REQUIRE(ctx, opts->order >= 1 && opts->order <= 64, "%s: order is %d, expected 1..64", fn, opts->order);
   lf_call c;
-  init_call(&c, LF_OP_BANDPASS, opts, in);
-  if ((s = lf_geom_make(ctx, fn, in, opts->spatial_dims, &c.geom)) != LUMEN_OK) return s;
+  if ((s = start_call(ctx, fn, &c, LF_OP_BANDPASS, opts, in, opts->spatial_dims)) != LUMEN_OK) return s;
   return lf_dispatch(ctx, &c, &opts->exec, out);
 }
 
@@ -489,18 +460,13 @@ lumen_status lumen_filter_otsu(lumen_ctx *ctx, const lumen_image *in, const lume
   if (mask) *mask = NULL;
   lumen_status s = check_io(ctx, fn, in, threshold);
   if (s != LUMEN_OK) return s;
-  lumen_otsu_opts def;
-  if (!opts) {
-    lumen_otsu_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_otsu_opts, opts);
   LUMEN_REQUIRE(ctx, opts->bins >= 0 && opts->bins <= (1 << 24), "%s: bins is %d, expected 0 (auto) or 1..2^24", fn,
                 opts->bins);
   lf_call c;
-  init_call(&c, LF_OP_OTSU, opts, in);
+  if ((s = start_call(ctx, fn, &c, LF_OP_OTSU, opts, in, 0)) != LUMEN_OK) return s;
   c.has_out = mask != NULL;
   c.out_dtype = LUMEN_DTYPE_UINT8;
-  if ((s = lf_geom_make(ctx, fn, in, 0, &c.geom)) != LUMEN_OK) return s;
   s = lf_dispatch(ctx, &c, &opts->exec, mask);
   if (s == LUMEN_OK) *threshold = c.scalar[0];
   return s;
@@ -509,14 +475,9 @@ lumen_status lumen_filter_otsu(lumen_ctx *ctx, const lumen_image *in, const lume
 lumen_status lumen_filter_sauvola(lumen_ctx *ctx, const lumen_image *in, const lumen_sauvola_opts *opts,
                                   lumen_image **out) {
   static const char fn[] = "lumen_filter_sauvola";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_sauvola_opts def;
-  if (!opts) {
-    lumen_sauvola_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_sauvola_opts, opts);
   if ((s = check_window(ctx, fn, "window", opts->window)) != LUMEN_OK) return s;
   LUMEN_REQUIRE(ctx, isfinite(opts->k), "%s: k is %g, expected a finite value", fn, opts->k);
   LUMEN_REQUIRE(ctx, isfinite(opts->r) && opts->r > 0, "%s: r is %g, expected > 0", fn, opts->r);
@@ -525,29 +486,22 @@ lumen_status lumen_filter_sauvola(lumen_ctx *ctx, const lumen_image *in, const l
   LUMEN_REQUIRE(ctx, opts->output_threshold == 0 || opts->output_threshold == 1,
                 "%s: output_threshold is %d, expected 0 or 1", fn, opts->output_threshold);
   lf_call c;
-  init_call(&c, LF_OP_SAUVOLA, opts, in);
+  if ((s = start_call(ctx, fn, &c, LF_OP_SAUVOLA, opts, in, opts->spatial_dims)) != LUMEN_OK) return s;
   if (!opts->output_threshold) c.out_dtype = LUMEN_DTYPE_UINT8;
-  if ((s = lf_geom_make(ctx, fn, in, opts->spatial_dims, &c.geom)) != LUMEN_OK) return s;
   return lf_dispatch(ctx, &c, &opts->exec, out);
 }
 
 static lumen_status local_variance_common(lumen_ctx *ctx, const char *fn, lf_op_id op, const lumen_image *in,
                                           const lumen_local_variance_opts *opts, lumen_image **out) {
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_local_variance_opts def;
-  if (!opts) {
-    lumen_local_variance_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_local_variance_opts, opts);
   if ((s = check_window(ctx, fn, "window", opts->window)) != LUMEN_OK) return s;
   if ((s = check_mode(ctx, fn, opts->mode, opts->cval)) != LUMEN_OK) return s;
   LUMEN_REQUIRE(ctx, isfinite(opts->alpha) && opts->alpha >= 0, "%s: alpha is %g, expected >= 0", fn, opts->alpha);
   lf_call c;
-  init_call(&c, op, opts, in);
+  if ((s = start_call(ctx, fn, &c, op, opts, in, opts->spatial_dims)) != LUMEN_OK) return s;
   if (op == LF_OP_VARIANCE_BINARIZE) c.out_dtype = LUMEN_DTYPE_UINT8;
-  if ((s = lf_geom_make(ctx, fn, in, opts->spatial_dims, &c.geom)) != LUMEN_OK) return s;
   return lf_dispatch(ctx, &c, &opts->exec, out);
 }
 
@@ -566,14 +520,9 @@ lumen_status lumen_filter_variance_binarize(lumen_ctx *ctx, const lumen_image *i
 lumen_status lumen_filter_morphology(lumen_ctx *ctx, const lumen_image *in, const lumen_morph_opts *opts,
                                      lumen_image **out) {
   static const char fn[] = "lumen_filter_morphology";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_morph_opts def;
-  if (!opts) {
-    lumen_morph_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_morph_opts, opts);
   LUMEN_REQUIRE(ctx, (int)opts->op >= 0 && opts->op < LUMEN_MORPH_COUNT,
                 "%s: op is %d, expected a lumen_morph_op (0..%d: erode, dilate, open, close, tophat)", fn,
                 (int)opts->op, LUMEN_MORPH_COUNT - 1);
@@ -587,10 +536,9 @@ lumen_status lumen_filter_morphology(lumen_ctx *ctx, const lumen_image *in, cons
   else if ((s = check_window(ctx, fn, "size", opts->size)) != LUMEN_OK)
     return s;
   lf_call c;
-  init_call(&c, LF_OP_MORPHOLOGY, opts, in);
+  if ((s = start_call(ctx, fn, &c, LF_OP_MORPHOLOGY, opts, in, 0)) != LUMEN_OK) return s;
   if (opts->binary) c.out_dtype = LUMEN_DTYPE_UINT8;
   int need3 = opts->element == LUMEN_ELEMENT_BALL || opts->element == LUMEN_ELEMENT_CUBE;
-  if ((s = lf_geom_make(ctx, fn, in, 0, &c.geom)) != LUMEN_OK) return s;
   LUMEN_REQUIRE(ctx, !need3 || c.geom.spatial == 3, "%s: a %s element needs a 3-D image, got %d dims", fn,
                 opts->element == LUMEN_ELEMENT_BALL ? "ball" : "cube", lumen_image_ndim(in));
   LUMEN_REQUIRE(ctx, c.geom.spatial >= 2, "%s: morphology needs a 2-D or 3-D image, got %d dims", fn,
@@ -601,8 +549,7 @@ lumen_status lumen_filter_morphology(lumen_ctx *ctx, const lumen_image *in, cons
 static lumen_status region_common(lumen_ctx *ctx, const char *fn, lf_op_id op, const lumen_image *in,
                                   const lumen_region_opts *opts, lf_call *c) {
   lumen_status s = LUMEN_OK;
-  init_call(c, op, opts, in);
-  if ((s = lf_geom_make(ctx, fn, in, opts->spatial_dims, &c->geom)) != LUMEN_OK) return s;
+  if ((s = start_call(ctx, fn, c, op, opts, in, opts->spatial_dims)) != LUMEN_OK) return s;
   LUMEN_REQUIRE(ctx, opts->connectivity >= 1 && opts->connectivity <= c->geom.spatial,
                 "%s: connectivity is %d, expected 1..%d (the spatial dims)", fn, opts->connectivity, c->geom.spatial);
   return LUMEN_OK;
@@ -611,14 +558,9 @@ static lumen_status region_common(lumen_ctx *ctx, const char *fn, lf_op_id op, c
 lumen_status lumen_filter_fill_holes(lumen_ctx *ctx, const lumen_image *in, const lumen_region_opts *opts,
                                      lumen_image **out) {
   static const char fn[] = "lumen_filter_fill_holes";
-  if (out) *out = NULL;
-  lumen_status s = check_io(ctx, fn, in, out);
+  lumen_status s = begin_entry(ctx, fn, in, out);
   if (s != LUMEN_OK) return s;
-  lumen_region_opts def;
-  if (!opts) {
-    lumen_region_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_region_opts, opts);
   lf_call c;
   if ((s = region_common(ctx, fn, LF_OP_FILL_HOLES, in, opts, &c)) != LUMEN_OK) return s;
   c.out_dtype = LUMEN_DTYPE_UINT8;
@@ -632,11 +574,7 @@ lumen_status lumen_filter_label(lumen_ctx *ctx, const lumen_image *in, const lum
   if (count) *count = 0;
   lumen_status s = check_io(ctx, fn, in, labels);
   if (s != LUMEN_OK) return s;
-  lumen_region_opts def;
-  if (!opts) {
-    lumen_region_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_region_opts, opts);
   lf_call c;
   if ((s = region_common(ctx, fn, LF_OP_LABEL, in, opts, &c)) != LUMEN_OK) return s;
   c.out_dtype = LUMEN_DTYPE_INT32;
@@ -648,14 +586,9 @@ lumen_status lumen_filter_label(lumen_ctx *ctx, const lumen_image *in, const lum
 lumen_status lumen_filter_largest_component(lumen_ctx *ctx, const lumen_image *in, const lumen_region_opts *opts,
                                             lumen_image **mask) {
   static const char fn[] = "lumen_filter_largest_component";
-  if (mask) *mask = NULL;
-  lumen_status s = check_io(ctx, fn, in, mask);
+  lumen_status s = begin_entry(ctx, fn, in, mask);
   if (s != LUMEN_OK) return s;
-  lumen_region_opts def;
-  if (!opts) {
-    lumen_region_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_region_opts, opts);
   lf_call c;
   if ((s = region_common(ctx, fn, LF_OP_LARGEST_COMPONENT, in, opts, &c)) != LUMEN_OK) return s;
   c.out_dtype = LUMEN_DTYPE_UINT8;
@@ -669,9 +602,9 @@ static lumen_status stats_common(lumen_ctx *ctx, const char *fn, lf_op_id op, co
   LUMEN_REQUIRE(ctx, opts->bins >= 0 && opts->bins <= (1 << 16), "%s: bins is %d, expected 0..65536", fn,
                 opts->bins);
   LUMEN_REQUIRE(ctx, opts->ddof == 0 || opts->ddof == 1, "%s: ddof is %d, expected 0 or 1", fn, opts->ddof);
-  init_call(c, op, opts, in);
+  lumen_status s = start_call(ctx, fn, c, op, opts, in, 0);
   c->has_out = 0;
-  return lf_geom_make(ctx, fn, in, 0, &c->geom);
+  return s;
 }
 
 lumen_status lumen_filter_entropy(lumen_ctx *ctx, const lumen_image *in, const lumen_stats_opts *opts,
@@ -679,11 +612,7 @@ lumen_status lumen_filter_entropy(lumen_ctx *ctx, const lumen_image *in, const l
   static const char fn[] = "lumen_filter_entropy";
   lumen_status s = check_io(ctx, fn, in, entropy);
   if (s != LUMEN_OK) return s;
-  lumen_stats_opts def;
-  if (!opts) {
-    lumen_stats_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_stats_opts, opts);
   lf_call c;
   if ((s = stats_common(ctx, fn, LF_OP_ENTROPY, in, opts, &c)) != LUMEN_OK) return s;
   s = lf_dispatch(ctx, &c, &opts->exec, NULL);
@@ -704,11 +633,7 @@ lumen_status lumen_filter_mutual_information(lumen_ctx *ctx, const lumen_image *
     LUMEN_REQUIRE(ctx, lumen_image_dim(a, i) == lumen_image_dim(b, i),
                   "%s: a dims[%d] is %lld and b dims[%d] is %lld, expected the same shape (mismatched pair shapes)",
                   fn, i, (long long)lumen_image_dim(a, i), i, (long long)lumen_image_dim(b, i));
-  lumen_stats_opts def;
-  if (!opts) {
-    lumen_stats_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_stats_opts, opts);
   LUMEN_REQUIRE(ctx, opts->bins >= 1 && opts->bins <= 4096, "%s: bins is %d, expected 1..4096", fn, opts->bins);
   lf_call c;
   if ((s = stats_common(ctx, fn, LF_OP_MUTUAL_INFORMATION, a, opts, &c)) != LUMEN_OK) return s;
@@ -729,11 +654,7 @@ lumen_status lumen_filter_variance(lumen_ctx *ctx, const lumen_image *in, const 
   static const char fn[] = "lumen_filter_variance";
   lumen_status s = check_io(ctx, fn, in, (const void *)1);
   if (s != LUMEN_OK) return s;
-  lumen_stats_opts def;
-  if (!opts) {
-    lumen_stats_opts_init(&def);
-    opts = &def;
-  }
+  USE_DEFAULTS_IF_NULL(lumen_stats_opts, opts);
   lf_call c;
   if ((s = stats_common(ctx, fn, LF_OP_VARIANCE, in, opts, &c)) != LUMEN_OK) return s;
   LUMEN_REQUIRE(ctx, lumen_image_count(in) > opts->ddof, "%s: %lld voxels, expected more than ddof = %d", fn,

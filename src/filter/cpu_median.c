@@ -21,12 +21,7 @@
 #include "filter/median_nets.h"
 #define LF_MED_X86 1
 
-#define CE(a, b)            \
-  {                         \
-    VT t_ = VMIN(a, b);     \
-    b = VMAX(a, b);         \
-    a = t_;                 \
-  }
+#define CE(a, b) { VT t_ = VMIN(a, b); b = VMAX(a, b); a = t_; }
 #define MN(a, b) a = VMIN(a, b);
 #define MX(a, b) b = VMAX(a, b);
 #define LD(j) VT r##j = LOADU(base + offs[j]);
@@ -46,42 +41,49 @@
     return x;                                                                                  \
   }
 
-#define VT __m128
-#define LOADU _mm_loadu_ps
-#define STOREU _mm_storeu_ps
-#define VMIN _mm_min_ps
-#define VMAX _mm_max_ps
-MED_KERNEL(med9_sse, , 4, LOADS9, LF_MED9_NET, LF_MED9_OUT)
-MED_KERNEL(med25_sse, , 4, LOADS25, LF_MED25_NET, LF_MED25_OUT)
-MED_KERNEL(med27_sse, , 4, LOADS27, LF_MED27_NET, LF_MED27_OUT)
-#undef VT
-#undef LOADU
-#undef STOREU
-#undef VMIN
-#undef VMAX
-#define VT __m256
-#define LOADU _mm256_loadu_ps
-#define STOREU _mm256_storeu_ps
-#define VMIN _mm256_min_ps
-#define VMAX _mm256_max_ps
-#define AVX2 __attribute__((target("avx2")))
-MED_KERNEL(med9_avx2, AVX2, 8, LOADS9, LF_MED9_NET, LF_MED9_OUT)
-MED_KERNEL(med25_avx2, AVX2, 8, LOADS25, LF_MED25_NET, LF_MED25_OUT)
-MED_KERNEL(med27_avx2, AVX2, 8, LOADS27, LF_MED27_NET, LF_MED27_OUT)
-#undef VT
-#undef LOADU
-#undef STOREU
-#undef VMIN
-#undef VMAX
-#define VT __m512
-#define LOADU _mm512_loadu_ps
-#define STOREU _mm512_storeu_ps
-#define VMIN _mm512_min_ps
-#define VMAX _mm512_max_ps
-#define AVX512 __attribute__((target("avx512f")))
-MED_KERNEL(med9_avx512, AVX512, 16, LOADS9, LF_MED9_NET, LF_MED9_OUT)
-MED_KERNEL(med25_avx512, AVX512, 16, LOADS25, LF_MED25_NET, LF_MED25_OUT)
-MED_KERNEL(med27_avx512, AVX512, 16, LOADS27, LF_MED27_NET, LF_MED27_OUT)
+/* The vector type and intrinsics of the instruction set ISA (SSE, AVX2 or AVX512: defined around
+   each group of kernels below), and the function attribute that enables it. */
+#define MED_CAT_(a, b) a##b
+#define MED_CAT(a, b) MED_CAT_(a, b)
+#define VT MED_CAT(VT_, ISA)
+#define LOADU MED_CAT(LOADU_, ISA)
+#define STOREU MED_CAT(STOREU_, ISA)
+#define VMIN MED_CAT(VMIN_, ISA)
+#define VMAX MED_CAT(VMAX_, ISA)
+#define VT_SSE __m128
+#define VT_AVX2 __m256
+#define VT_AVX512 __m512
+#define LOADU_SSE _mm_loadu_ps
+#define LOADU_AVX2 _mm256_loadu_ps
+#define LOADU_AVX512 _mm512_loadu_ps
+#define STOREU_SSE _mm_storeu_ps
+#define STOREU_AVX2 _mm256_storeu_ps
+#define STOREU_AVX512 _mm512_storeu_ps
+#define VMIN_SSE _mm_min_ps
+#define VMIN_AVX2 _mm256_min_ps
+#define VMIN_AVX512 _mm512_min_ps
+#define VMAX_SSE _mm_max_ps
+#define VMAX_AVX2 _mm256_max_ps
+#define VMAX_AVX512 _mm512_max_ps
+#define ATTR_SSE
+#define ATTR_AVX2 __attribute__((target("avx2")))
+#define ATTR_AVX512 __attribute__((target("avx512f")))
+
+/* The 3x3, 5x5 and 3x3x3 kernels of ISA, W floats a vector: med9_SUFFIX, med25_SUFFIX, med27_SUFFIX. */
+#define MED_KERNELS(SUFFIX, W)                                                             \
+  MED_KERNEL(med9_##SUFFIX, MED_CAT(ATTR_, ISA), W, LOADS9, LF_MED9_NET, LF_MED9_OUT)     \
+  MED_KERNEL(med25_##SUFFIX, MED_CAT(ATTR_, ISA), W, LOADS25, LF_MED25_NET, LF_MED25_OUT) \
+  MED_KERNEL(med27_##SUFFIX, MED_CAT(ATTR_, ISA), W, LOADS27, LF_MED27_NET, LF_MED27_OUT)
+
+#define ISA SSE
+MED_KERNELS(sse, 4)
+#undef ISA
+#define ISA AVX2
+MED_KERNELS(avx2, 8)
+#undef ISA
+#define ISA AVX512
+MED_KERNELS(avx512, 16)
+#undef ISA
 #undef VT
 #undef LOADU
 #undef STOREU

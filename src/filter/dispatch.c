@@ -146,6 +146,23 @@ static lumen_log_level fallback_level(lumen_status s) {
 }
 
 /* The CUDA attempt: stage inputs on dev (unless a test hook runs), allocate the output, run. */
+/* The end of a run on a device or the CPU: the output dropped on failure, the inputs it moved or
+   converted freed, and the call's own inputs (and no data views) back in place. */
+static void end_run(lf_call *call, lumen_status s, const lumen_image *const orig[2], lumen_image *const moved[2],
+                    lumen_image *const conv[2]) {
+  if (s != LUMEN_OK) {
+    lumen_image_free(call->out);
+    call->out = NULL;
+  }
+  for (int i = 0; i < 2; i++) {
+    lumen_image_free(moved[i]);
+    lumen_image_free(conv[i]);
+    call->in[i] = orig[i];
+    call->in_f32[i] = NULL;
+    call->in_u8[i] = NULL;
+  }
+}
+
 static lumen_status run_device(lumen_ctx *ctx, lf_call *call, lumen_device dev, lf_impl impl, int hooked) {
   const lumen_image *orig[2] = {call->in[0], call->in[1]};
   lumen_image *staged[2] = {NULL, NULL};
@@ -170,16 +187,7 @@ static lumen_status run_device(lumen_ctx *ctx, lf_call *call, lumen_device dev, 
   if (s == LUMEN_OK && call->has_out)
     s = alloc_out(ctx, call, hooked ? lumen_device_cpu() : dev, call->out_dtype);
   if (s == LUMEN_OK) s = impl(ctx, call);
-  if (s != LUMEN_OK) {
-    lumen_image_free(call->out);
-    call->out = NULL;
-  }
-  for (int i = 0; i < 2; i++) {
-    lumen_image_free(staged[i]);
-    lumen_image_free(conv[i]);
-    call->in[i] = orig[i];
-    call->in_f32[i] = NULL;
-  }
+  end_run(call, s, orig, staged, conv);
   return s;
 }
 
@@ -234,17 +242,7 @@ static lumen_status run_cpu(lumen_ctx *ctx, lf_call *call, const lf_op *op) {
     lumen_image_free(call->out);
     call->out = rounded;
   }
-  if (s != LUMEN_OK) {
-    lumen_image_free(call->out);
-    call->out = NULL;
-  }
-  for (int i = 0; i < 2; i++) {
-    lumen_image_free(host[i]);
-    lumen_image_free(conv[i]);
-    call->in[i] = orig[i];
-    call->in_f32[i] = NULL;
-    call->in_u8[i] = NULL;
-  }
+  end_run(call, s, orig, host, conv);
   return s;
 }
 

@@ -6,6 +6,11 @@
 static lumen_status not_built(lumen_ctx *ctx) {
   return lumen_fail(ctx, LUMEN_ERR_NOT_BUILT, "asynchronous CUDA transfers: this build has no CUDA");
 }
+/* not_built for the calls that take a transfer and a slot only. */
+static lumen_status no_cuda(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot) {
+  (void)x, (void)slot;
+  return not_built(ctx);
+}
 lumen_status lumen_cudai_xfer_create(lumen_ctx *ctx, int device, lumen_cudai_xfer **out) {
   (void)device;
   if (out) *out = NULL;
@@ -23,23 +28,14 @@ lumen_status lumen_cudai_xfer_h2d(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot,
   (void)x, (void)slot, (void)dev, (void)pinned, (void)bytes;
   return not_built(ctx);
 }
-lumen_status lumen_cudai_xfer_wait_h2d(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot) {
-  (void)x, (void)slot;
-  return not_built(ctx);
-}
-lumen_status lumen_cudai_xfer_before_op(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot) {
-  (void)x, (void)slot;
-  return not_built(ctx);
-}
+lumen_status lumen_cudai_xfer_wait_h2d(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot) { return no_cuda(ctx, x, slot); }
+lumen_status lumen_cudai_xfer_before_op(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot) { return no_cuda(ctx, x, slot); }
 lumen_status lumen_cudai_xfer_d2h(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot, void *pinned, const void *dev,
                                   size_t bytes) {
   (void)x, (void)slot, (void)pinned, (void)dev, (void)bytes;
   return not_built(ctx);
 }
-lumen_status lumen_cudai_xfer_wait_d2h(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot) {
-  (void)x, (void)slot;
-  return not_built(ctx);
-}
+lumen_status lumen_cudai_xfer_wait_d2h(lumen_ctx *ctx, lumen_cudai_xfer *x, int slot) { return no_cuda(ctx, x, slot); }
 #else
 typedef int lumen_xfer_stub_unused; /* ISO C: no empty translation unit */
 #endif

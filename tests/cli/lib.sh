@@ -1,9 +1,13 @@
 # Shared start of the CLI tests, sourced right after `set -u` and the script's own preconditions:
-# fail=0, a scratch folder $tmp that becomes the working directory and is removed on exit (made
-# writable first: some tests write-protect files in it), and `check NAME CONDITION`, which prints
+# fail=0, LUMEN_CLI_TESTS (this folder, exported), a scratch folder $tmp that becomes the working
+# directory and is removed on exit (made writable first: some tests write-protect files in it),
+# and `check NAME CONDITION`, which prints
 # ok/FAIL and sets fail=1 when the (eval'd) condition is false; it then returns 1, so that
 # `check ... || cat err.txt` shows the error of a failing check.
 fail=0
+# the folder of the CLI tests (their shared Python helpers, e.g. imagefiles.py), before the cd below
+LUMEN_CLI_TESTS=$(cd "$(dirname "$0")" && pwd)
+export LUMEN_CLI_TESTS
 tmp=$(mktemp -d)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
@@ -14,4 +18,16 @@ need_test_hooks() {
   "$bin" --version 2>/dev/null | grep -q "test hooks" && return 0
   echo "FAIL: $bin has no test hooks (configure with -DLUMEN_TEST_HOOKS=ON; make test does)"
   exit 1
+}
+# same_outputs DIR1 DIR2: every map, sidecar (not the run log) and table of DIR1 equal in DIR2, and
+# more than 10 of them; names the ones that differ.
+same_outputs() {
+  local r=0 n=0
+  for f in "$1"/*.nii.gz "$1"/*.tsv "$1"/*.json; do
+    case $f in *runlog*) continue ;; esac
+    n=$((n + 1))
+    cmp -s "$f" "$2/$(basename "$f")" || { echo "  differs: $(basename "$f")"; r=1; }
+  done
+  [ "$n" -gt 10 ] || { echo "  only $n files"; r=1; }
+  return $r
 }

@@ -25,6 +25,14 @@ case_() {
     echo "FAIL: $name (exit $rc, left: '${left}')"; sed 's/^/    /' err.txt; fail=1
   fi
 }
+# tofts_case NAME REGEX OPTION FILE: case_ of `lumen fit --model tofts` on the good curves, times
+# and AIF, with the table of OPTION (--curves, --times or --aif) replaced by FILE. The cases below
+# are lines NAME|REGEX|OPTION|FILE read by a loop.
+tofts_case() {
+  local curves=good_curves.txt times=good_times.txt aif=good_aif.txt
+  case $3 in --curves) curves=$4 ;; --times) times=$4 ;; --aif) aif=$4 ;; esac
+  case_ "$1" "$2" o.csv fit --model tofts --curves "$curves" --times "$times" --aif "$aif" --out o.csv
+}
 G="--t1map good_t1.nii.gz"
 
 # ---- controls: the good inputs work
@@ -87,24 +95,28 @@ case_ "dce: config missing" "config: cannot open 'nope.txt': No such file" o dce
 case_ "dce: AIF table with a word" "badaif.txt:3:1: 'oops' is not a number" o dce --dce good_dce.nii.gz $G --aif file:badaif.txt --out o -q
 case_ "dce: AIF table empty" "emptyaif.txt.*(no rows|no numbers|empty)" o dce --dce good_dce.nii.gz $G --aif file:emptyaif.txt --out o -q
 # lumen fit reads its tables with the library's reader (lumen_read_table): FILE:LINE:COLUMN
-case_ "fit: AIF table with a word" "--aif: badaif.txt:3:1: 'oops' is not a number" o.csv fit --model tofts --curves good_curves.txt --times good_times.txt --aif badaif.txt --out o.csv
-case_ "fit: AIF table empty" "--aif: emptyaif.txt: no numbers found" o.csv fit --model tofts --curves good_curves.txt --times good_times.txt --aif emptyaif.txt --out o.csv
-case_ "fit: AIF with nan" "--aif file 'nanaif.txt' line 6, value 1: nan, expected a finite number" o.csv fit --model tofts --curves good_curves.txt --times good_times.txt --aif nanaif.txt --out o.csv
-case_ "fit: AIF with 1e999" "--aif: hugenum.txt:5:1: '1e999' is out of the range of a double" o.csv fit --model tofts --curves good_curves.txt --times good_times.txt --aif hugenum.txt --out o.csv
-case_ "fit: ragged curves" "raggedcurves.txt' line 1 has 3 values, expected 24" o.csv fit --model tofts --curves raggedcurves.txt --times good_times.txt --aif good_aif.txt --out o.csv
-case_ "fit: curves with a NUL byte" "--curves: nulcurves.txt:2:3: a NUL byte" o.csv fit --model tofts --curves nulcurves.txt --times good_times.txt --aif good_aif.txt --out o.csv
-case_ "fit: curves with a word" "--curves: wordcurves.txt:2:3: 'oops' is not a number" o.csv fit --model tofts --curves wordcurves.txt --times good_times.txt --aif good_aif.txt --out o.csv
-case_ "fit: curves with 1e999" "--curves: hugecurves.txt:3:1: '1e999' is out of the range of a double" o.csv fit --model tofts --curves hugecurves.txt --times good_times.txt --aif good_aif.txt --out o.csv
-case_ "fit: curves with -inf" "--curves file 'infcurves.txt' line 2, value 1: -inf, expected a finite number or nan" o.csv fit --model tofts --curves infcurves.txt --times good_times.txt --aif good_aif.txt --out o.csv
-case_ "fit: curves empty" "--curves: emptycurves.txt: no numbers found" o.csv fit --model tofts --curves emptycurves.txt --times good_times.txt --aif good_aif.txt --out o.csv
-case_ "fit: times with 1e999" "--times: hugenum.txt:5:1: '1e999' is out of the range of a double" o.csv fit --model tofts --curves good_curves.txt --times hugenum.txt --aif good_aif.txt --out o.csv
-case_ "fit: times with inf" "--times file 'inftimes.txt' line 3, value 1: inf, expected a finite number" o.csv fit --model tofts --curves good_curves.txt --times inftimes.txt --aif good_aif.txt --out o.csv
-case_ "fit: times with an empty field" "--times: emptyfield.txt:1:3: empty field" o.csv fit --model tofts --curves good_curves.txt --times emptyfield.txt --aif good_aif.txt --out o.csv
+while IFS='|' read -r name re opt file; do tofts_case "$name" "$re" "$opt" "$file" < /dev/null; done <<'CASES'
+fit: AIF table with a word|--aif: badaif.txt:3:1: 'oops' is not a number|--aif|badaif.txt
+fit: AIF table empty|--aif: emptyaif.txt: no numbers found|--aif|emptyaif.txt
+fit: AIF with nan|--aif file 'nanaif.txt' line 6, value 1: nan, expected a finite number|--aif|nanaif.txt
+fit: AIF with 1e999|--aif: hugenum.txt:5:1: '1e999' is out of the range of a double|--aif|hugenum.txt
+fit: ragged curves|raggedcurves.txt' line 1 has 3 values, expected 24|--curves|raggedcurves.txt
+fit: curves with a NUL byte|--curves: nulcurves.txt:2:3: a NUL byte|--curves|nulcurves.txt
+fit: curves with a word|--curves: wordcurves.txt:2:3: 'oops' is not a number|--curves|wordcurves.txt
+fit: curves with 1e999|--curves: hugecurves.txt:3:1: '1e999' is out of the range of a double|--curves|hugecurves.txt
+fit: curves with -inf|--curves file 'infcurves.txt' line 2, value 1: -inf, expected a finite number or nan|--curves|infcurves.txt
+fit: curves empty|--curves: emptycurves.txt: no numbers found|--curves|emptycurves.txt
+fit: times with 1e999|--times: hugenum.txt:5:1: '1e999' is out of the range of a double|--times|hugenum.txt
+fit: times with inf|--times file 'inftimes.txt' line 3, value 1: inf, expected a finite number|--times|inftimes.txt
+fit: times with an empty field|--times: emptyfield.txt:1:3: empty field|--times|emptyfield.txt
+CASES
 case_ "fit: flip angles file with a word" "--flip-angles: badflip.txt:3:1: 'fifteen' is not a number" o.csv fit --model vfa --flip-angles badflip.txt --tr 0.005 --curves good_curves.txt --out o.csv
 case_ "fit: flip angles list with 1e999" "--flip-angles list:1:3: '1e999' is out of the range of a double" o.csv fit --model vfa --flip-angles 2,1e999,10 --tr 0.005 --curves good_curves.txt --out o.csv
 case_ "fit: inversion times list with inf" "--ti '0.1,inf,2': value 2 is inf, expected a finite number" o.csv fit --model ir --ti 0.1,inf,2 --curves good_curves.txt --out o.csv
-case_ "fit: curves missing" "--curves: cannot open 'missing.txt': No such file" o.csv fit --model tofts --curves missing.txt --times good_times.txt --aif good_aif.txt --out o.csv
-case_ "fit: times missing" "--times: cannot open 'missing.txt': No such file" o.csv fit --model tofts --curves good_curves.txt --times missing.txt --aif good_aif.txt --out o.csv
+while IFS='|' read -r name re opt file; do tofts_case "$name" "$re" "$opt" "$file" < /dev/null; done <<'CASES'
+fit: curves missing|--curves: cannot open 'missing.txt': No such file|--curves|missing.txt
+fit: times missing|--times: cannot open 'missing.txt': No such file|--times|missing.txt
+CASES
 # ---- PNG inputs of lumen filter
 case_ "filter: truncated PNG" "'trunc.png' is truncated or corrupt" o.png filter gaussian trunc.png o.png
 case_ "filter: PNG with a bad CRC" "'badcrc.png' is truncated or corrupt: IHDR: CRC error" o.png filter gaussian badcrc.png o.png

@@ -9,27 +9,9 @@ py=$(command -v python3 || true)
 . "$(dirname "$0")/lib.sh"
 
 cat > mk.py <<'PYEOF'
-import gzip, struct, sys, zlib
-def png_write(path, w, h, px, bits):
-    rows = [b'\x00' + (bytes(px[y*w:(y+1)*w]) if bits == 8 else b''.join(struct.pack('>H', v) for v in px[y*w:(y+1)*w])) for y in range(h)]
-    def ch(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
-    open(path, 'wb').write(b'\x89PNG\r\n\x1a\n' + ch(b'IHDR', struct.pack('>IIBBBBB', w, h, bits, 0, 0, 0, 0))
-                           + ch(b'IDAT', zlib.compress(b''.join(rows))) + ch(b'IEND', b''))
-def nii_write(path, dims, vals, dtype=16):
-    hdr = bytearray(348); struct.pack_into('<i', hdr, 0, 348)
-    struct.pack_into('<8h', hdr, 40, *([len(dims)] + list(dims) + [1] * (7 - len(dims))))
-    struct.pack_into('<hh', hdr, 70, dtype, {16: 32, 32: 64}[dtype]); struct.pack_into('<8f', hdr, 76, *[1] * 8)
-    struct.pack_into('<f', hdr, 108, 352); hdr[344:348] = b'n+1\x00'
-    fmt = 'f' if dtype == 16 else 'ff'
-    data = bytes(hdr) + b'\x00' * 4 + (struct.pack('<%df' % len(vals), *vals) if dtype == 16 else struct.pack('<%df' % (2 * len(vals)), *[x for v in vals for x in (v, 0)]))
-    (gzip.open if path.endswith('.gz') else open)(path, 'wb').write(data)
-def nii_read(path):
-    d = (gzip.open if path.endswith('.gz') else open)(path, 'rb').read()
-    dim = struct.unpack_from('<8h', d, 40); dt = struct.unpack_from('<h', d, 70)[0]; off = int(struct.unpack_from('<f', d, 108)[0])
-    n = 1
-    for k in range(dim[0]): n *= dim[1+k]
-    fmt = {2: 'B', 4: 'h', 16: 'f', 8: 'i', 512: 'H', 64: 'd'}[dt]
-    return list(dim[1:1+dim[0]]), dt, list(struct.unpack_from('<%d%s' % (n, fmt), d, off))
+import os, sys
+sys.path.insert(0, os.environ['LUMEN_CLI_TESTS'])
+from imagefiles import png_write, nii_write, nii_read
 if sys.argv[1] == 'make':
     W = H = 48
     img = [((x * 5 + y * 3) % 97) * 20 + (800 if 20 <= x < 28 and 20 <= y < 28 else 0) for y in range(H) for x in range(W)]

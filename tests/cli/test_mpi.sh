@@ -14,25 +14,15 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
 . "$(dirname "$0")/lib.sh"
 export TMPDIR="$tmp"
-same() {
-  local r=0 n=0
-  for f in "$1"/*.nii.gz "$1"/*.tsv "$1"/*.json; do
-    case $f in *runlog*) continue ;; esac
-    n=$((n + 1))
-    cmp -s "$f" "$2/$(basename "$f")" || { echo "  differs: $(basename "$f")"; r=1; }
-  done
-  [ "$n" -gt 10 ] || { echo "  only $n files"; r=1; }
-  return $r
-}
 "$bin" dce-demo --out demo -q > /dev/null 2>&1 || { echo "dce-demo failed: skipped"; exit 77; }
 A="--dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1map.nii.gz --mask demo/sub-demo_mask.nii.gz --models tofts,etofts --select aic -q"
 "$bin" dce $A --out one || fail=1
 timeout 60 mpirun -np 2 "$bin" dce $A --out np2 > log2.txt 2>&1; rc=$?
 check "mpirun -np 2 lumen dce exits 0" '[ $rc -eq 0 ] || { cat log2.txt; false; }'
-check "np 2: byte-identical to one process" 'same one np2'
+check "np 2: byte-identical to one process" 'same_outputs one np2'
 timeout 60 mpirun -np 3 --oversubscribe "$bin" dce $A --out np3 > log3.txt 2>&1; rc=$?
 check "mpirun -np 3 --oversubscribe lumen dce exits 0" '[ $rc -eq 0 ] || { cat log3.txt; false; }'
-check "np 3: byte-identical to one process" 'same one np3'
+check "np 3: byte-identical to one process" 'same_outputs one np3'
 check "the other ranks left no temporary folders" '[ -z "$(ls -d "$tmp"/lumen-rank-* 2>/dev/null)" ]'
 timeout 60 mpirun -np 2 "$bin" dce --dce missing.nii.gz --out bad -q > logb.txt 2>&1; rc=$?
 check "a failing input fails every rank, non-zero exit" '[ $rc -ne 0 ] && grep -q "missing.nii.gz" logb.txt'

@@ -9,51 +9,9 @@ py=$(command -v python3 || true)
 . "$(dirname "$0")/lib.sh"
 
 cat > img.py <<'PYEOF'
-import gzip, math, random, struct, sys, zlib
-def png_write(path, w, h, px, bits):
-    rows = []
-    for y in range(h):
-        r = px[y*w:(y+1)*w]
-        rows.append(b'\x00' + (bytes(r) if bits == 8 else b''.join(struct.pack('>H', v) for v in r)))
-    def ch(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
-    open(path, 'wb').write(b'\x89PNG\r\n\x1a\n' + ch(b'IHDR', struct.pack('>IIBBBBB', w, h, bits, 0, 0, 0, 0))
-                           + ch(b'IDAT', zlib.compress(b''.join(rows))) + ch(b'IEND', b''))
-def png_read(path):
-    d = open(path, 'rb').read(); pos = 8; idat = b''
-    while pos < len(d):
-        n, t = struct.unpack('>I4s', d[pos:pos+8]); c = d[pos+8:pos+8+n]; pos += 12 + n
-        if t == b'IHDR': w, h, bits, ct = struct.unpack('>IIBB', c[:10])
-        if t == b'IDAT': idat += c
-    raw = zlib.decompress(idat); bpp = bits // 8; stride = w * bpp; out = []; prev = bytearray(stride); p = 0
-    for y in range(h):
-        f = raw[p]; line = bytearray(raw[p+1:p+1+stride]); p += 1 + stride
-        for i in range(stride):
-            a = line[i-bpp] if i >= bpp else 0; b = prev[i]; c = prev[i-bpp] if i >= bpp else 0
-            if f == 1: line[i] = (line[i] + a) & 255
-            elif f == 2: line[i] = (line[i] + b) & 255
-            elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
-            elif f == 4:
-                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2*c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        prev = line
-        out += list(line) if bits == 8 else [line[2*i] << 8 | line[2*i+1] for i in range(w)]
-    return w, h, bits, out
-def nii_write(path, dims, vals, dtype=16):
-    hdr = bytearray(348); struct.pack_into('<i', hdr, 0, 348)
-    dim = [len(dims)] + list(dims) + [1] * (7 - len(dims)); struct.pack_into('<8h', hdr, 40, *dim)
-    bp = {16: 32, 2: 8, 512: 16}[dtype]
-    struct.pack_into('<hh', hdr, 70, dtype, bp); struct.pack_into('<8f', hdr, 76, 1, 1, 1, 1, 1, 1, 1, 1)
-    struct.pack_into('<f', hdr, 108, 352); hdr[344:348] = b'n+1\x00'
-    fmt = {16: 'f', 2: 'B', 512: 'H'}[dtype]
-    data = bytes(hdr) + b'\x00' * 4 + struct.pack('<%d%s' % (len(vals), fmt), *vals)
-    (gzip.open if path.endswith('.gz') else open)(path, 'wb').write(data)
-def nii_read(path):
-    d = (gzip.open if path.endswith('.gz') else open)(path, 'rb').read()
-    dim = struct.unpack_from('<8h', d, 40); dt = struct.unpack_from('<h', d, 70)[0]; off = int(struct.unpack_from('<f', d, 108)[0])
-    n = 1
-    for k in range(dim[0]): n *= dim[1+k]
-    fmt = {2: 'B', 4: 'h', 16: 'f', 8: 'i', 512: 'H', 64: 'd'}[dt]
-    return list(dim[1:1+dim[0]]), dt, list(struct.unpack_from('<%d%s' % (n, fmt), d, off))
+import os, math, random, sys
+sys.path.insert(0, os.environ['LUMEN_CLI_TESTS'])
+from imagefiles import png_write, png_read, nii_write, nii_read
 random.seed(7)
 W, H = 256, 256
 calcs = [(60, 60, 2), (120, 70, 3), (80, 150, 4), (150, 130, 3), (60, 200, 5), (170, 190, 2)]

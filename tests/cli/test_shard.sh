@@ -5,16 +5,6 @@
 set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 . "$(dirname "$0")/lib.sh"
-same() {  # same DIR1 DIR2: every map, sidecar (not the run log) and table of DIR1 equal in DIR2
-  local r=0 n=0
-  for f in "$1"/*.nii.gz "$1"/*.tsv "$1"/*.json; do
-    case $f in *runlog*) continue ;; esac
-    n=$((n + 1))
-    cmp -s "$f" "$2/$(basename "$f")" || { echo "  differs: $(basename "$f")"; r=1; }
-  done
-  [ "$n" -gt 10 ] || { echo "  only $n files"; r=1; }
-  return $r
-}
 "$bin" dce-demo --out demo -q > /dev/null 2>&1 || { echo "dce-demo failed: skipped"; exit 77; }
 A="--dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1map.nii.gz --mask demo/sub-demo_mask.nii.gz --models tofts,etofts,patlak --select aic -q"
 "$bin" dce $A --out one || fail=1
@@ -23,11 +13,11 @@ check "three parts written" '[ -f shard0/sub-demo_shard-0-of-3.part ] && [ -f sh
 check "a shard's partial maps have NaN outside its range (state -1)" '[ -f shard1/sub-demo_model-tofts_param-Ktrans.nii.gz ]'
 "$bin" merge --out merged -q shard2/*.part shard0/*.part shard1/*.part; rc=$?
 check "merge exits 0" '[ $rc -eq 0 ]'
-check "merged outputs byte-identical to one run" 'same one merged'
+check "merged outputs byte-identical to one run" 'same_outputs one merged'
 # more shards than voxels in some ranges still merge (N = 7)
 for k in 0 1 2 3 4 5 6; do "$bin" dce $A --out s7_$k --shard $k/7 || fail=1; done
 "$bin" merge --out merged7 -q s7_*/*.part
-check "7 shards merged byte-identical" 'same one merged7'
+check "7 shards merged byte-identical" 'same_outputs one merged7'
 "$bin" dce $A --out empty --shard 0/100000; rc=$?
 check "an empty shard (more shards than voxels) runs and writes its part" '[ $rc -eq 0 ] && [ -f empty/sub-demo_shard-0-of-100000.part ]'
 # refusals
@@ -44,5 +34,5 @@ check "a truncated part is refused" '[ $rc -ne 0 ] && grep -q "not a complete" e
 "$bin" dce $A --out x --shard 3/3 2> err.txt; rc=$?
 check "--shard 3/3 is refused (usage)" '[ $rc -eq 2 ] && grep -q "0 <= K < N" err.txt'
 check "merge on an existing folder without --overwrite is refused" '! "$bin" merge --out merged -q shard*/*.part 2>/dev/null'
-check "merge --overwrite replaces" '"$bin" merge --out merged --overwrite -q shard0/*.part shard1/*.part shard2/*.part && same one merged'
+check "merge --overwrite replaces" '"$bin" merge --out merged --overwrite -q shard0/*.part shard1/*.part shard2/*.part && same_outputs one merged'
 exit $fail

@@ -44,21 +44,17 @@ side() { # side NAME KEY JSONTEXT: a copy of the demo series whose sidecar has K
   cp $P "$1/dce.nii.gz"
   python3 -c "import json,sys; j=json.load(open('demo/sub-demo_dce.json')); j[sys.argv[2]]='@V@'; open(sys.argv[1] + '/dce.json', 'w').write(json.dumps(j).replace('\"@V@\"', sys.argv[3]))" "$1" "$2" "$3"
 }
-side s1 RepetitionTime 5
-mistake "sidecar RepetitionTime 5 (ms)" 1 "sidecar 's1/dce.json' RepetitionTime = 5: .*in ms\? give 0.005" o11 \
-  "$bin" dce --dce s1/dce.nii.gz --t1map $T --mask $M --aif parker --out o11
-side s2 FlipAngle 0.35
-mistake "sidecar FlipAngle 0.35 (radians)" 1 "sidecar 's2/dce.json' FlipAngle = 0.35: .*in radians" o12 \
-  "$bin" dce --dce s2/dce.nii.gz --t1map $T --mask $M --aif parker --out o12
-side s3 FrameTimesStart "[$(python3 -c "print(','.join(str(5000 * i) for i in range(80)))")]"
-mistake "sidecar FrameTimesStart in ms" 1 "sidecar FrameTimesStart \(mean frame interval\) = 5000: .*in ms\? give 5" o13 \
-  "$bin" dce --dce s3/dce.nii.gz --t1map $T --mask $M --aif parker --out o13
-side s4 ContrastAgentRelaxivity 0.0045
-mistake "sidecar relaxivity per ms" 1 "sidecar 's4/dce.json' ContrastAgentRelaxivity = 0.0045: .*give 4.5" o14 \
-  "$bin" dce --dce s4/dce.nii.gz --t1map $T --mask $M --aif parker --out o14
-side s5 FlipAngle 1e999
-mistake "sidecar FlipAngle 1e999" 1 "FlipAngle.*(inf|not finite)" o15 \
-  "$bin" dce --dce s5/dce.nii.gz --t1map $T --mask $M --aif parker --out o15
+# sidecar_mistake NAME REGEX OUT DIR KEY JSONTEXT: lumen dce (Parker AIF, into OUT) on the series
+# of `side DIR KEY JSONTEXT` is a data error (1) with REGEX, and writes nothing.
+sidecar_mistake() {
+  side "$4" "$5" "$6"
+  mistake "$1" 1 "$2" "$3" "$bin" dce --dce "$4/dce.nii.gz" --t1map $T --mask $M --aif parker --out "$3"
+}
+sidecar_mistake "sidecar RepetitionTime 5 (ms)" "sidecar 's1/dce.json' RepetitionTime = 5: .*in ms\? give 0.005" o11 s1 RepetitionTime 5
+sidecar_mistake "sidecar FlipAngle 0.35 (radians)" "sidecar 's2/dce.json' FlipAngle = 0.35: .*in radians" o12 s2 FlipAngle 0.35
+sidecar_mistake "sidecar FrameTimesStart in ms" "sidecar FrameTimesStart \(mean frame interval\) = 5000: .*in ms\? give 5" o13 s3 FrameTimesStart "[$(python3 -c "print(','.join(str(5000 * i) for i in range(80)))")]"
+sidecar_mistake "sidecar relaxivity per ms" "sidecar 's4/dce.json' ContrastAgentRelaxivity = 0.0045: .*give 4.5" o14 s4 ContrastAgentRelaxivity 0.0045
+sidecar_mistake "sidecar FlipAngle 1e999" "FlipAngle.*(inf|not finite)" o15 s5 FlipAngle 1e999
 
 # ---- most voxels failing: exit 3 with the reason, maps and run log written and marked
 "$bin" dce $base --max-iterations 1 --out o16 -q 2> err.txt; rc=$?

@@ -101,8 +101,7 @@ static void host_memory_accounting(void **state) {
   lumen_memory_stats before, during, after;
   assert_int_equal(lumen_device_memory(ctx, lumen_device_cpu(), &before), LUMEN_OK);
   const int64_t dims[2] = {1000, 250};
-  lumen_image *im = NULL;
-  assert_int_equal(lumen_image_create(ctx, 2, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im), LUMEN_OK);
+  lumen_image *im = lumen_test_image(ctx, 2, dims, LUMEN_DTYPE_FLOAT32);
   assert_int_equal(lumen_device_memory(ctx, lumen_device_cpu(), &during), LUMEN_OK);
   assert_true(during.allocated - before.allocated == 1000000);
   lumen_image_free(im);

@@ -51,8 +51,7 @@ static void ref_gauss(const float *in, float *out, float *tmp, const int64_t *n,
 }
 
 static lumen_image *make_volume(lumen_ctx *ctx, int nd, const int64_t *n) {
-  lumen_image *im = NULL;
-  assert_int_equal(lumen_image_create(ctx, nd, n, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im), LUMEN_OK);
+  lumen_image *im = lumen_test_image(ctx, nd, n, LUMEN_DTYPE_FLOAT32);
   float *p = lumen_image_data(im);
   uint32_t s = 2024;
   const int64_t total = n[0] * (nd > 1 ? n[1] : 1) * (nd > 2 ? n[2] : 1);
@@ -61,6 +60,14 @@ static lumen_image *make_volume(lumen_ctx *ctx, int nd, const int64_t *n) {
     p[i] = (float)(1500.0 + 900.0 * sin(0.05 * (double)(i % 997)) + (double)((s >> 20) % 400));
   }
   return im;
+}
+
+/* The filter call returned s == LUMEN_OK and *out equals ref to the bit (total floats); frees *out.
+   (out by address: the call that fills it is an argument of this one.) */
+static void expect_exact(lumen_status s, lumen_image **out, const float *ref, size_t total) {
+  assert_int_equal(s, LUMEN_OK);
+  assert_memory_equal(lumen_image_const_data(*out), ref, total * sizeof *ref);
+  lumen_image_free(*out);
 }
 
 /* simd: the context's CPU vector limit (OFF forces the generic loops). */
@@ -88,9 +95,7 @@ static void check_case_at(lumen_cpu_simd simd, int nd, int64_t n0, int64_t n1, i
       o.cval = 7.5;
       for (int a = 0; a < nd; a++) o.sigma_axis[a] = sigma[a];
       lumen_image *out = NULL;
-      assert_int_equal(lumen_filter_gaussian(ctx, in, &o, &out), LUMEN_OK);
-      assert_memory_equal(lumen_image_const_data(out), ref, total * sizeof *ref);
-      lumen_image_free(out);
+      expect_exact(lumen_filter_gaussian(ctx, in, &o, &out), &out, ref, total);
     }
   }
   lumen_image_free(in);
@@ -138,8 +143,9 @@ static void test_dog(void **state) {
     lumen_ctx_set_threads(ctx, 2);
     lumen_image *in = make_volume(ctx, nd, n);
     const size_t total = (size_t)(n[0] * n[1] * n[2]);
-    float *lo = malloc(total * sizeof *lo), *hi = malloc(total * sizeof *hi), *tmp = malloc(total * sizeof *tmp);
-    assert_true(lo && hi && tmp);
+    float *lo = malloc(3 * total * sizeof *lo); /* lo, hi and tmp: total floats each */
+    assert_non_null(lo);
+    float *hi = lo + total, *tmp = hi + total;
     const double s1[3] = {1.7, 1.7, 1.7}, s2[3] = {2.9, 2.9, 2.9};
     ref_gauss(lumen_image_const_data(in), lo, tmp, n, nd, s1, LUMEN_BOUNDARY_NEAREST, 0.0f);
     ref_gauss(lumen_image_const_data(in), hi, tmp, n, nd, s2, LUMEN_BOUNDARY_NEAREST, 0.0f);
@@ -149,13 +155,9 @@ static void test_dog(void **state) {
     o.low_sigma = 1.7;
     o.high_sigma = 2.9;
     lumen_image *out = NULL;
-    assert_int_equal(lumen_filter_dog(ctx, in, &o, &out), LUMEN_OK);
-    assert_memory_equal(lumen_image_const_data(out), lo, total * sizeof *lo);
-    lumen_image_free(out);
+    expect_exact(lumen_filter_dog(ctx, in, &o, &out), &out, lo, total);
     lumen_image_free(in);
     free(lo);
-    free(hi);
-    free(tmp);
     lumen_ctx_destroy(ctx);
   }
 }

@@ -152,6 +152,17 @@ static void expect_u8(lumen_image *out, const char *golden, int n) {
   lumen_image_free(out);
 }
 
+/* The filter call returned s == LUMEN_OK, then expect_float / expect_u8 of its output (out by
+   address: the call that fills it is an argument of these). */
+static void expect_float_ok(lumen_status s, lumen_image **out, const char *golden, int n, double tol) {
+  assert_int_equal(s, LUMEN_OK);
+  expect_float(*out, golden, n, tol);
+}
+static void expect_u8_ok(lumen_status s, lumen_image **out, const char *golden, int n) {
+  assert_int_equal(s, LUMEN_OK);
+  expect_u8(*out, golden, n);
+}
+
 #define SKIP_IF_NO_GOLDEN() \
   do {                      \
     if (!F.ctx) skip();     \
@@ -186,12 +197,11 @@ static void gaussian_special(void **state) {
   SKIP_IF_NO_GOLDEN();
   lumen_gaussian_opts o;
   lumen_gaussian_opts_init(&o);
-  lumen_image *out = NULL;
   o.mode = LUMEN_BOUNDARY_REFLECT;
   o.sigma_axis[0] = 2.0;
   o.sigma_axis[1] = 0.8;
-  assert_int_equal(lumen_filter_gaussian(F.ctx, F.in2, &o, &out), LUMEN_OK);
-  expect_float(out, "gauss2d_aniso", N2, 1e-5);
+  lumen_image *out = NULL;
+  expect_float_ok(lumen_filter_gaussian(F.ctx, F.in2, &o, &out), &out, "gauss2d_aniso", N2, 1e-5);
   /* millimetres: spacing 0.5 x 2 turns sigma_mm (1.0, 1.6) into voxels (2.0, 0.8) */
   lumen_image *mm = NULL;
   assert_int_equal(lumen_image_clone(F.ctx, F.in2, &mm), LUMEN_OK);
@@ -212,8 +222,7 @@ static void gaussian_special(void **state) {
   const lumen_boundary bm[3] = {LUMEN_BOUNDARY_REFLECT, LUMEN_BOUNDARY_MIRROR, LUMEN_BOUNDARY_WRAP};
   for (int i = 0; i < 3; i++) {
     o.mode = bm[i];
-    assert_int_equal(lumen_filter_gaussian(F.ctx, F.in2, &o, &out), LUMEN_OK);
-    expect_float(out, modes[i], N2, 1e-5);
+    expect_float_ok(lumen_filter_gaussian(F.ctx, F.in2, &o, &out), &out, modes[i], N2, 1e-5);
   }
 }
 
@@ -221,26 +230,21 @@ static void dog_and_log(void **state) {
   (void)state;
   SKIP_IF_NO_GOLDEN();
   lumen_image *out = NULL;
-  assert_int_equal(lumen_filter_dog(F.ctx, F.in2, NULL, &out), LUMEN_OK);
-  expect_float(out, "dog2d", N2, 1e-5);
+  expect_float_ok(lumen_filter_dog(F.ctx, F.in2, NULL, &out), &out, "dog2d", N2, 1e-5);
   lumen_dog_opts d;
   lumen_dog_opts_init(&d);
   d.low_sigma = 1.0;
   d.high_sigma = 2.0;
-  assert_int_equal(lumen_filter_dog(F.ctx, F.in3, &d, &out), LUMEN_OK);
-  expect_float(out, "dog3d", N3, 1e-5);
+  expect_float_ok(lumen_filter_dog(F.ctx, F.in3, &d, &out), &out, "dog3d", N3, 1e-5);
   lumen_laplace_opts l;
   lumen_laplace_opts_init(&l);
-  assert_int_equal(lumen_filter_gaussian_laplace(F.ctx, F.in2, &l, &out), LUMEN_OK);
-  expect_float(out, "log2d_reflect", N2, 1e-5);
+  expect_float_ok(lumen_filter_gaussian_laplace(F.ctx, F.in2, &l, &out), &out, "log2d_reflect", N2, 1e-5);
   l.sigma = 1.3;
   l.mode = LUMEN_BOUNDARY_NEAREST;
-  assert_int_equal(lumen_filter_gaussian_laplace(F.ctx, F.in2, &l, &out), LUMEN_OK);
-  expect_float(out, "log2d_nearest", N2, 1e-5);
+  expect_float_ok(lumen_filter_gaussian_laplace(F.ctx, F.in2, &l, &out), &out, "log2d_nearest", N2, 1e-5);
   lumen_laplace_opts_init(&l);
   l.sigma = 1.5;
-  assert_int_equal(lumen_filter_gaussian_laplace(F.ctx, F.in3, &l, &out), LUMEN_OK);
-  expect_float(out, "log3d_reflect", N3, 1e-5);
+  expect_float_ok(lumen_filter_gaussian_laplace(F.ctx, F.in3, &l, &out), &out, "log3d_reflect", N3, 1e-5);
 }
 
 static void median(void **state) {
@@ -264,8 +268,8 @@ static void median(void **state) {
     o.mode = cases[i].mode;
     o.cval = cases[i].cval;
     lumen_image *out = NULL;
-    assert_int_equal(lumen_filter_median(F.ctx, cases[i].three ? F.in3 : F.in2, &o, &out), LUMEN_OK);
-    expect_float(out, cases[i].g, cases[i].three ? N3 : N2, 0.0);
+    expect_float_ok(lumen_filter_median(F.ctx, cases[i].three ? F.in3 : F.in2, &o, &out), &out, cases[i].g,
+                    cases[i].three ? N3 : N2, 0.0);
   }
 }
 
@@ -280,22 +284,18 @@ static void convolution(void **state) {
   o.kernel_dims[0] = 4;
   o.kernel_dims[1] = 3;
   lumen_image *out = NULL;
-  assert_int_equal(lumen_filter_convolve(F.ctx, F.in2, &o, &out), LUMEN_OK);
-  expect_float(out, "convolve2d_reflect", N2, 1e-5);
+  expect_float_ok(lumen_filter_convolve(F.ctx, F.in2, &o, &out), &out, "convolve2d_reflect", N2, 1e-5);
   o.mode = LUMEN_BOUNDARY_WRAP;
-  assert_int_equal(lumen_filter_convolve(F.ctx, F.in2, &o, &out), LUMEN_OK);
-  expect_float(out, "convolve2d_wrap", N2, 1e-5);
+  expect_float_ok(lumen_filter_convolve(F.ctx, F.in2, &o, &out), &out, "convolve2d_wrap", N2, 1e-5);
   o.mode = LUMEN_BOUNDARY_CONSTANT;
   o.correlate = 1;
-  assert_int_equal(lumen_filter_convolve(F.ctx, F.in2, &o, &out), LUMEN_OK);
-  expect_float(out, "correlate2d_constant", N2, 1e-5);
+  expect_float_ok(lumen_filter_convolve(F.ctx, F.in2, &o, &out), &out, "correlate2d_constant", N2, 1e-5);
   lumen_convolve_opts_init(&o);
   o.kernel = k3;
   o.kernel_ndim = 3;
   o.kernel_dims[0] = o.kernel_dims[1] = o.kernel_dims[2] = 3;
   o.mode = LUMEN_BOUNDARY_NEAREST;
-  assert_int_equal(lumen_filter_convolve(F.ctx, F.in3, &o, &out), LUMEN_OK);
-  expect_float(out, "convolve3d_nearest", N3, 1e-5);
+  expect_float_ok(lumen_filter_convolve(F.ctx, F.in3, &o, &out), &out, "convolve3d_nearest", N3, 1e-5);
   free(k2);
   free(k3);
 }
@@ -380,13 +380,10 @@ static void regions(void **state) {
   lumen_region_opts o;
   lumen_region_opts_init(&o);
   lumen_image *out = NULL;
-  assert_int_equal(lumen_filter_fill_holes(F.ctx, F.bin2, &o, &out), LUMEN_OK);
-  expect_u8(out, "fill2d", N2);
-  assert_int_equal(lumen_filter_fill_holes(F.ctx, F.bin3, &o, &out), LUMEN_OK);
-  expect_u8(out, "fill3d", N3);
+  expect_u8_ok(lumen_filter_fill_holes(F.ctx, F.bin2, &o, &out), &out, "fill2d", N2);
+  expect_u8_ok(lumen_filter_fill_holes(F.ctx, F.bin3, &o, &out), &out, "fill3d", N3);
   o.connectivity = 2;
-  assert_int_equal(lumen_filter_fill_holes(F.ctx, F.bin2, &o, &out), LUMEN_OK);
-  expect_u8(out, "fill2d_full", N2);
+  expect_u8_ok(lumen_filter_fill_holes(F.ctx, F.bin2, &o, &out), &out, "fill2d_full", N2);
   struct {
     const char *g;
     int conn, three;
@@ -418,23 +415,29 @@ static void regions(void **state) {
   }
 }
 
+static void sauvola_params(lumen_sauvola_opts *s, int window, double k, double r) {
+  s->window = window;
+  s->k = k;
+  s->r = r;
+}
+
+static void bandpass_params(lumen_bandpass_opts *o, double d0, double width, int order) {
+  o->d0 = d0;
+  o->width = width;
+  o->order = order;
+}
+
 static void thresholds_and_variance(void **state) {
   (void)state;
   SKIP_IF_NO_GOLDEN();
   lumen_sauvola_opts s;
   lumen_sauvola_opts_init(&s);
-  s.window = 15;
-  s.k = 0.2;
-  s.r = 0.5;
   s.output_threshold = 1;
+  sauvola_params(&s, 15, 0.2, 0.5);
   lumen_image *out = NULL;
-  assert_int_equal(lumen_filter_sauvola(F.ctx, F.in2, &s, &out), LUMEN_OK);
-  expect_float(out, "sauvola2d", N2, 1e-5);
-  s.window = 5;
-  s.k = 0.3;
-  s.r = 0.4;
-  assert_int_equal(lumen_filter_sauvola(F.ctx, F.in3, &s, &out), LUMEN_OK);
-  expect_float(out, "sauvola3d", N3, 1e-5);
+  expect_float_ok(lumen_filter_sauvola(F.ctx, F.in2, &s, &out), &out, "sauvola2d", N2, 1e-5);
+  sauvola_params(&s, 5, 0.3, 0.4);
+  expect_float_ok(lumen_filter_sauvola(F.ctx, F.in3, &s, &out), &out, "sauvola3d", N3, 1e-5);
   /* mask form: (I > T) * 255 */
   s.output_threshold = 0;
   lumen_image *thr = NULL;
@@ -450,8 +453,7 @@ static void thresholds_and_variance(void **state) {
 
   lumen_local_variance_opts lv;
   lumen_local_variance_opts_init(&lv);
-  assert_int_equal(lumen_filter_local_variance(F.ctx, F.in2, &lv, &out), LUMEN_OK);
-  expect_float(out, "localvar2d", N2, 1e-6);
+  expect_float_ok(lumen_filter_local_variance(F.ctx, F.in2, &lv, &out), &out, "localvar2d", N2, 1e-6);
 
   double mean = 0, var = 0;
   assert_int_equal(lumen_filter_variance(F.ctx, F.in2, NULL, &mean, &var), LUMEN_OK);
@@ -464,19 +466,14 @@ static void bandpass(void **state) {
   SKIP_IF_NO_GOLDEN();
   lumen_bandpass_opts o;
   lumen_bandpass_opts_init(&o);
-  o.d0 = 6;
-  o.width = 4;
-  o.order = 2;
+  bandpass_params(&o, 6, 4, 2);
   lumen_image *out = NULL;
   lumen_status s = lumen_filter_bandpass(F.ctx, F.in2, &o, &out);
   if (s == LUMEN_ERR_NOT_BUILT) skip(); /* no FFTW on this machine */
   assert_int_equal(s, LUMEN_OK);
   expect_float(out, "bandpass2d", N2, 2e-5);
-  o.d0 = 3;
-  o.width = 2;
-  o.order = 3;
-  assert_int_equal(lumen_filter_bandpass(F.ctx, F.in3, &o, &out), LUMEN_OK);
-  expect_float(out, "bandpass3d", N3, 2e-5);
+  bandpass_params(&o, 3, 2, 3);
+  expect_float_ok(lumen_filter_bandpass(F.ctx, F.in3, &o, &out), &out, "bandpass3d", N3, 2e-5);
 }
 
 static void entropy_mi(void **state) {

@@ -34,11 +34,31 @@ static void make_tofts(double ktrans, double ve, float *yf, double *yd) {
     }
 }
 
+/* make_tofts of (Ktrans, ve) in static storage: the float rows yf and double rows yd. */
+typedef struct tofts_curves {
+  float yf[NC * N];
+  double yd[NC * N];
+} tofts_curves;
+static const tofts_curves *tofts_curves_of(double ktrans, double ve) {
+  static tofts_curves d;
+  make_tofts(ktrans, ve, d.yf, d.yd);
+  return &d;
+}
+
 typedef struct fit_out {
   double params[NC * 2], chi2[NC], r2[NC], cilo[NC * 2], cihi[NC * 2];
   int32_t state[NC], mask[NC];
   lumen_fit_results r;
 } fit_out;
+
+/* A plan of opt on the Parker grid (created, asserted). */
+static lumen_fit_plan *grid_plan(lumen_ctx *ctx, const lumen_fit_options *opt) {
+  double t[N], cp[N];
+  make_grid(t, cp);
+  lumen_fit_plan *plan = NULL;
+  assert_int_equal(lumen_fit_plan_create(ctx, opt, N, t, cp, &plan), LUMEN_OK);
+  return plan;
+}
 
 /* Fits the NC curves with Tofts on a backend, preset, precision; f64 data when f64. */
 static void fit_tofts(const char *backend, lumen_fit_bounds_preset preset, lumen_fit_precision prec, int f64,
@@ -49,10 +69,7 @@ static void fit_tofts(const char *backend, lumen_fit_bounds_preset preset, lumen
   opt.backend = backend;
   opt.bounds_preset = preset;
   opt.precision = prec;
-  double t[N], cp[N];
-  make_grid(t, cp);
-  lumen_fit_plan *plan = NULL;
-  assert_int_equal(lumen_fit_plan_create(ctx, &opt, N, t, cp, &plan), LUMEN_OK);
+  lumen_fit_plan *plan = grid_plan(ctx, &opt);
   memset(o, 0, sizeof *o);
   o->r = (lumen_fit_results){.params = o->params, .state = o->state, .chi2 = o->chi2, .r2 = o->r2,
                              .ci_lo = o->cilo, .ci_hi = o->cihi, .bound_mask = o->mask};
@@ -110,24 +127,27 @@ static const tier_case k_tiers[] = {
 
 static int tier_here(const char *backend) { return strcmp(backend, "standard") != 0 || LUMEN_HAVE_GSL; }
 
+/* fit_tofts of d on tier tc with a preset; what (96 chars) = "<backend> <precision> <name>". */
+static void fit_tier(const tier_case *tc, lumen_fit_bounds_preset preset, const char *name, const tofts_curves *d,
+                     fit_out *o, char *what) {
+  snprintf(what, 96, "%s %s %s", tc->backend, lumen_fit_precision_name(tc->prec), name);
+  fit_tofts(tc->backend, preset, tc->prec, tc->f64, d->yf, d->yd, o);
+}
+
 /* Tofts, Ktrans 0.1, ve 0.01: ROCKETSHIP's ve >= 0.02 pins it (at_bound, ve lower); the physical
    preset recovers it (converged). */
 static void test_small_ve(void **s) {
   (void)s;
-  static float yf[NC * N];
-  static double yd[NC * N];
-  make_tofts(0.1, 0.01, yf, yd);
+  const tofts_curves *d = tofts_curves_of(0.1, 0.01);
   fit_out o;
+  char what[96];
   for (size_t i = 0; i < NTIERS; ++i) {
     const tier_case *tc = &k_tiers[i];
     if (!tier_here(tc->backend)) continue;
-    char what[96];
-    snprintf(what, sizeof what, "%s %s rocketship", tc->backend, lumen_fit_precision_name(tc->prec));
-    fit_tofts(tc->backend, LUMEN_FIT_BOUNDS_ROCKETSHIP, tc->prec, tc->f64, yf, yd, &o);
+    fit_tier(tc, LUMEN_FIT_BOUNDS_ROCKETSHIP, "rocketship", d, &o, what);
     expect_all(&o, LUMEN_FIT_AT_BOUND, 1 << 2, what);
     for (int c = 0; c < NC; ++c) lumen_test_assert_close(o.params[2 * c + 1], 0.02, 1e-7, 0, what);
-    snprintf(what, sizeof what, "%s %s physical", tc->backend, lumen_fit_precision_name(tc->prec));
-    fit_tofts(tc->backend, LUMEN_FIT_BOUNDS_PHYSICAL, tc->prec, tc->f64, yf, yd, &o);
+    fit_tier(tc, LUMEN_FIT_BOUNDS_PHYSICAL, "physical", d, &o, what);
     expect_all(&o, LUMEN_FIT_CONVERGED, 0, what);
     expect_params(&o, 0.1, 0.01, 1e-3, what);
   }
@@ -137,25 +157,21 @@ static void test_small_ve(void **s) {
    constrained optimum, the same on every tier); the physical preset (Ktrans <= 5) recovers it. */
 static void test_large_ktrans(void **s) {
   (void)s;
-  static float yf[NC * N];
-  static double yd[NC * N];
-  make_tofts(3.0, 0.3, yf, yd);
+  const tofts_curves *d = tofts_curves_of(3.0, 0.3);
   fit_out o;
+  char what[96];
   double ve_ref = NAN;
   for (size_t i = 0; i < NTIERS; ++i) {
     const tier_case *tc = &k_tiers[i];
     if (!tier_here(tc->backend)) continue;
-    char what[96];
-    snprintf(what, sizeof what, "%s %s rocketship", tc->backend, lumen_fit_precision_name(tc->prec));
-    fit_tofts(tc->backend, LUMEN_FIT_BOUNDS_ROCKETSHIP, tc->prec, tc->f64, yf, yd, &o);
+    fit_tier(tc, LUMEN_FIT_BOUNDS_ROCKETSHIP, "rocketship", d, &o, what);
     expect_all(&o, LUMEN_FIT_AT_BOUND, 1 << 1, what);
     for (int c = 0; c < NC; ++c) lumen_test_assert_close(o.params[2 * c], 2.0, 1e-5, 0, what);
     /* the pinned fit compensates: ve below the truth, the same on every tier */
     assert_true(o.params[1] < 0.3);
     if (isnan(ve_ref)) ve_ref = o.params[1];
     lumen_test_assert_close(o.params[1], ve_ref, 0, 1e-3, what);
-    snprintf(what, sizeof what, "%s %s physical", tc->backend, lumen_fit_precision_name(tc->prec));
-    fit_tofts(tc->backend, LUMEN_FIT_BOUNDS_PHYSICAL, tc->prec, tc->f64, yf, yd, &o);
+    fit_tier(tc, LUMEN_FIT_BOUNDS_PHYSICAL, "physical", d, &o, what);
     expect_all(&o, LUMEN_FIT_CONVERGED, 0, what);
     expect_params(&o, 3.0, 0.3, 1e-3, what);
   }
@@ -273,9 +289,7 @@ static void test_patlak_clipped(void **s) {
    from it to tier cpu after a kernel failure: the same states, masks and counts. */
 static void test_cuda_path_and_fallthrough(void **s) {
   (void)s;
-  static float yf[NC * N];
-  static double yd[NC * N];
-  make_tofts(0.1, 0.01, yf, yd);
+  const tofts_curves *d = tofts_curves_of(0.1, 0.01);
   fit_out o;
   for (int fail = 0; fail < 2; ++fail) {
     lumen_fitcu_fake f = {.devices = 1};
@@ -283,7 +297,7 @@ static void test_cuda_path_and_fallthrough(void **s) {
     lumen_fitcu_test_fail_allocs(0, 0);
     lumen_fitcu_test_fail_kernel(fail ? 1 : 0);
     lumen_fitcu_test_max_chunk(0);
-    fit_tofts("cuda", LUMEN_FIT_BOUNDS_ROCKETSHIP, LUMEN_FIT_FLOAT32, 0, yf, yd, &o);
+    fit_tofts("cuda", LUMEN_FIT_BOUNDS_ROCKETSHIP, LUMEN_FIT_FLOAT32, 0, d->yf, d->yd, &o);
     lumen_fitcu_test_set_fake(NULL);
     lumen_fitcu_test_fail_kernel(0);
     assert_int_equal(o.r.curves_per_tier[fail ? LUMEN_FIT_TIER_CPU : LUMEN_FIT_TIER_CUDA], NC);

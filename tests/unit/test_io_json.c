@@ -20,8 +20,8 @@ static void write_text(const char *p, const char *text) {
 static void sidecar_values(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  char nii[128], js[128];
-  snprintf(nii, sizeof nii, "%s/sub-01_dce.nii.gz", g_dir);
+  const char *nii = lumen_test_join(g_dir, "sub-01_dce.nii.gz");
+  char js[128];
   assert_int_equal(lumen_sidecar_path(ctx, nii, js, sizeof js), LUMEN_OK);
   assert_non_null(strstr(js, "/sub-01_dce.json"));
   char small[8];
@@ -86,8 +86,7 @@ static void sidecar_values(void **state) {
 static void sidecar_tr(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  char js[128];
-  snprintf(js, sizeof js, "%s/tr.json", g_dir);
+  const char *js = lumen_test_join(g_dir, "tr.json");
   lumen_acquisition acq;
   write_text(js, "{\"RepetitionTime\": 0.5, \"RepetitionTimeExcitation\": 0.005, \"FlipAngle\": 25}");
   assert_int_equal(lumen_sidecar_read(ctx, js, &acq, NULL), LUMEN_OK);
@@ -158,8 +157,7 @@ static void sidecar_tr(void **state) {
 static void bad_json(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  char p[128];
-  snprintf(p, sizeof p, "%s/bad.json", g_dir);
+  const char *p = lumen_test_join(g_dir, "bad.json");
   write_text(p, "{\n  \"FlipAngle\": 15,\n  \"TR\": 0.0.4\n}\n");
   lumen_json *j = (lumen_json *)0x1;
   assert_int_equal(lumen_json_read(ctx, p, &j), LUMEN_ERR_FORMAT);
@@ -186,8 +184,7 @@ static void bad_json(void **state) {
   deep[k] = '\0';
   assert_int_equal(lumen_json_parse(ctx, deep, k, "deep", &j), LUMEN_ERR_FORMAT);
   free(deep);
-  char missing[128];
-  snprintf(missing, sizeof missing, "%s/none.json", g_dir);
+  const char *missing = lumen_test_join(g_dir, "none.json");
   assert_int_equal(lumen_json_read(ctx, missing, &j), LUMEN_ERR_IO);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), missing));
   unlink(p);
@@ -197,8 +194,7 @@ static void bad_json(void **state) {
 static void write_round_trip(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  char p[128];
-  snprintf(p, sizeof p, "%s/out.json", g_dir);
+  const char *p = lumen_test_join(g_dir, "out.json");
   lumen_json *j = NULL;
   assert_int_equal(lumen_json_create(ctx, &j), LUMEN_OK);
   const double times[3] = {0, 1.5, NAN};
@@ -258,8 +254,8 @@ static void write_round_trip(void **state) {
 static void non_regular_sidecar(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  char nii[128], js[128];
-  snprintf(nii, sizeof nii, "%s/sub-02_dce.nii.gz", g_dir);
+  const char *nii = lumen_test_join(g_dir, "sub-02_dce.nii.gz");
+  char js[128];
   assert_int_equal(lumen_sidecar_path(ctx, nii, js, sizeof js), LUMEN_OK);
   assert_int_equal(mkfifo(js, 0600), 0);
   alarm(20);
@@ -277,17 +273,6 @@ static void non_regular_sidecar(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-json-XXXXXX");
-  if (!mkdtemp(g_dir)) return 1;
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(sidecar_values),
-      cmocka_unit_test(sidecar_tr),
-      cmocka_unit_test(bad_json),
-      cmocka_unit_test(write_round_trip),
-      cmocka_unit_test(non_regular_sidecar),
-  };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  rmdir(g_dir);
-  return rc;
-}
+LUMEN_TEST_MAIN_IN_DIR(g_dir, "json", NULL, NULL, cmocka_unit_test(sidecar_values), cmocka_unit_test(sidecar_tr),
+                       cmocka_unit_test(bad_json), cmocka_unit_test(write_round_trip),
+                       cmocka_unit_test(non_regular_sidecar))

@@ -39,13 +39,7 @@ static int teardown(void **state) {
   return 0;
 }
 
-static char *path_of(const char *name) {
-  static char buf[32][256];
-  static int k;
-  char *p = buf[k++ % 32];
-  snprintf(p, 256, "%s/%s", g_dir, name);
-  return p;
-}
+static char *path_of(const char *name) { return lumen_test_join(g_dir, name); }
 
 static int exists(const char *p) {
   struct stat st;
@@ -103,6 +97,13 @@ static lumen_image *make_image(lumen_ctx *ctx, int ndim, const int64_t *dims, lu
       default: break;
     }
   }
+  return im;
+}
+
+/* A float32 3-D make_image written to path (asserted); the caller frees it. */
+static lumen_image *write_volume(lumen_ctx *ctx, const int64_t *dims, const char *path) {
+  lumen_image *im = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
+  assert_int_equal(lumen_nifti_write(ctx, path, im, NULL), LUMEN_OK);
   return im;
 }
 
@@ -471,10 +472,8 @@ static void hostile_headers(void **state) {
 static void overwrite_and_failures(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  const int64_t dims[3] = {8, 8, 4};
-  lumen_image *im = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
   const char *p = path_of("out.nii.gz");
-  assert_int_equal(lumen_nifti_write(ctx, p, im, NULL), LUMEN_OK);
+  lumen_image *im = write_volume(ctx, (const int64_t[3]){8, 8, 4}, p);
   struct stat before, after;
   assert_int_equal(stat(p, &before), 0);
   /* refused without overwrite; the file stays as it was */
@@ -629,10 +628,8 @@ static void write_trailing_gz(const char *path, const unsigned char *nii, size_t
 static void trailing_gzip_data(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  const int64_t dims[3] = {6, 5, 4};
-  lumen_image *im = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
   const char *plain = path_of("small.nii");
-  assert_int_equal(lumen_nifti_write(ctx, plain, im, NULL), LUMEN_OK);
+  lumen_image *im = write_volume(ctx, (const int64_t[3]){6, 5, 4}, plain);
   FILE *f = fopen(plain, "rb");
   assert_non_null(f);
   unsigned char nii[352 + 6 * 5 * 4 * 4];

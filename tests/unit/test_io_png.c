@@ -12,13 +12,7 @@
 
 static char g_dir[64];
 
-static char *path_of(const char *name) {
-  static char buf[4][256];
-  static int k;
-  char *p = buf[k++ % 4];
-  snprintf(p, 256, "%s/%s", g_dir, name);
-  return p;
-}
+static char *path_of(const char *name) { return lumen_test_join(g_dir, name); }
 
 static int built(void) {
   lumen_ctx *ctx = lumen_test_ctx();
@@ -33,8 +27,7 @@ static void round_trips(void **state) {
   lumen_ctx *ctx = lumen_test_ctx();
   const int64_t dims[2] = {37, 23};
   /* 8 bit */
-  lumen_image *im = NULL;
-  assert_int_equal(lumen_image_create(ctx, 2, dims, LUMEN_DTYPE_UINT8, lumen_device_cpu(), 0, &im), LUMEN_OK);
+  lumen_image *im = lumen_test_image(ctx, 2, dims, LUMEN_DTYPE_UINT8);
   uint8_t *u8 = lumen_image_data(im);
   for (int i = 0; i < 37 * 23; i++) u8[i] = (uint8_t)(i * 13);
   const char *p = path_of("g8.png");
@@ -78,9 +71,7 @@ static void round_trips(void **state) {
 static void scaling(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  const int64_t dims[2] = {4, 1};
-  lumen_image *im = NULL;
-  assert_int_equal(lumen_image_create(ctx, 2, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im), LUMEN_OK);
+  lumen_image *im = lumen_test_image(ctx, 2, (const int64_t[2]){4, 1}, LUMEN_DTYPE_FLOAT32);
   float *v = lumen_image_data(im);
   v[0] = -5.0f; v[1] = 0.5f; v[2] = NAN; v[3] = 300.0f;
   lumen_png_write_opts wo = {0};
@@ -255,15 +246,7 @@ int main(void) {
     printf("lumen_io was built without libpng: skipped\n");
     return LUMEN_TEST_SKIP;
   }
-  snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-png-XXXXXX");
-  if (!mkdtemp(g_dir)) return 1;
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(round_trips),
-      cmocka_unit_test(scaling),
-      cmocka_unit_test(colour_and_hostile),
-      cmocka_unit_test(non_regular_input),
-  };
-  int rc = cmocka_run_group_tests(tests, NULL, cleanup);
-  rmdir(g_dir);
-  return rc;
+  const struct CMUnitTest tests[] = {cmocka_unit_test(round_trips), cmocka_unit_test(scaling),
+                                     cmocka_unit_test(colour_and_hostile), cmocka_unit_test(non_regular_input)};
+  return lumen_test_run_in_dir(g_dir, sizeof g_dir, "png", tests, LUMEN_TEST_COUNT(tests), NULL, cleanup);
 }

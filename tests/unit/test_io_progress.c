@@ -31,8 +31,7 @@ static char g_dir[64];
 static void write_big(lumen_ctx *ctx, const char *path) {
   /* 1024 x 1024 x 40 uint8 = 40 MiB: blocks end at 16 and 32 MiB, then the end */
   const int64_t dims[3] = {1024, 1024, 40};
-  lumen_image *im = NULL;
-  assert_int_equal(lumen_image_create(ctx, 3, dims, LUMEN_DTYPE_UINT8, lumen_device_cpu(), 0, &im), LUMEN_OK);
+  lumen_image *im = lumen_test_image(ctx, 3, dims, LUMEN_DTYPE_UINT8);
   unsigned char *d = lumen_image_data(im);
   int64_t n = lumen_image_count(im);
   for (int64_t i = 0; i < n; i++) d[i] = (unsigned char)((i * 7) % 251);
@@ -106,8 +105,7 @@ static void progress_and_cancel(void **state) {
     snprintf(small, sizeof small, "%s/small.nii", g_dir);
     {
       const int64_t dims[2] = {64, 64};
-      lumen_image *s_im = NULL;
-      assert_int_equal(lumen_image_create(ctx, 2, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &s_im), LUMEN_OK);
+      lumen_image *s_im = lumen_test_image(ctx, 2, dims, LUMEN_DTYPE_FLOAT32);
       memset(lumen_image_data(s_im), 0, (size_t)lumen_image_nbytes(s_im));
       lumen_nifti_write_opts wo = {0};
       wo.overwrite = 1;

@@ -20,6 +20,13 @@ static void expect_msg(lumen_ctx *ctx, const char *needle) {
   }
 }
 
+/* Parsing text fails with LUMEN_ERR_FORMAT and a message that holds needle. */
+static void expect_format_error(lumen_ctx *ctx, const char *text, const lumen_table_opts *opts, const char *needle) {
+  lumen_table t;
+  assert_int_equal(parse(ctx, text, opts, &t), LUMEN_ERR_FORMAT);
+  expect_msg(ctx, needle);
+}
+
 static void good_tables(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
@@ -77,33 +84,21 @@ static void bad_tables(void **state) {
   assert_int_equal(parse(ctx, "1, 2\n3, x4\n", NULL, &t), LUMEN_ERR_FORMAT);
   expect_msg(ctx, "curve.txt:2:4: 'x4' is not a number");
   assert_null(t.values);
-  assert_int_equal(parse(ctx, "1, 2\n\n# c\n3, 4, 5\n", NULL, &t), LUMEN_ERR_FORMAT);
-  expect_msg(ctx, "curve.txt:4:7: row has 3 values, expected 2 as on line 1");
-  assert_int_equal(parse(ctx, "1, 2\n3\n", NULL, &t), LUMEN_ERR_FORMAT);
-  expect_msg(ctx, "curve.txt:2:1: row has 1 values, expected 2");
-  assert_int_equal(parse(ctx, "1,,2\n", NULL, &t), LUMEN_ERR_FORMAT);
-  expect_msg(ctx, "curve.txt:1:3: empty field");
-  assert_int_equal(parse(ctx, "1, 2,\n", NULL, &t), LUMEN_ERR_FORMAT);
-  expect_msg(ctx, "curve.txt:1:6: empty field");
-  assert_int_equal(parse(ctx, ",1\n", NULL, &t), LUMEN_ERR_FORMAT);
-  expect_msg(ctx, "curve.txt:1:1: empty field");
-  assert_int_equal(parse(ctx, "1.5.2\n", NULL, &t), LUMEN_ERR_FORMAT);
-  expect_msg(ctx, "'1.5.2' is not a number");
-  assert_int_equal(parse(ctx, "1e999\n", NULL, &t), LUMEN_ERR_FORMAT);
-  expect_msg(ctx, "curve.txt:1:1: '1e999' is out of the range of a double");
-  assert_int_equal(parse(ctx, "1 2\n3 -1e400\n", NULL, &t), LUMEN_ERR_FORMAT);
-  expect_msg(ctx, "curve.txt:2:3: '-1e400' is out of the range of a double");
-  assert_int_equal(parse(ctx, "# only comments\n\n", NULL, &t), LUMEN_ERR_FORMAT);
-  expect_msg(ctx, "no numbers");
+  expect_format_error(ctx, "1, 2\n\n# c\n3, 4, 5\n", NULL, "curve.txt:4:7: row has 3 values, expected 2 as on line 1");
+  expect_format_error(ctx, "1, 2\n3\n", NULL, "curve.txt:2:1: row has 1 values, expected 2");
+  expect_format_error(ctx, "1,,2\n", NULL, "curve.txt:1:3: empty field");
+  expect_format_error(ctx, "1, 2,\n", NULL, "curve.txt:1:6: empty field");
+  expect_format_error(ctx, ",1\n", NULL, "curve.txt:1:1: empty field");
+  expect_format_error(ctx, "1.5.2\n", NULL, "'1.5.2' is not a number");
+  expect_format_error(ctx, "1e999\n", NULL, "curve.txt:1:1: '1e999' is out of the range of a double");
+  expect_format_error(ctx, "1 2\n3 -1e400\n", NULL, "curve.txt:2:3: '-1e400' is out of the range of a double");
+  expect_format_error(ctx, "# only comments\n\n", NULL, "no numbers");
   assert_int_equal(parse(ctx, "", NULL, &t), LUMEN_ERR_FORMAT);
-  assert_int_equal(parse(ctx, "time,Cp\n0,0\n", NULL, &t), LUMEN_ERR_FORMAT);  /* header not allowed */
-  expect_msg(ctx, "curve.txt:1:1: 'time' is not a number");
+  expect_format_error(ctx, "time,Cp\n0,0\n", NULL, "curve.txt:1:1: 'time' is not a number");  /* header not allowed */
   lumen_table_opts o = {0};
   o.allow_header = 1;
-  assert_int_equal(parse(ctx, "0,0\ntime,Cp\n", &o, &t), LUMEN_ERR_FORMAT);  /* only the first row */
-  expect_msg(ctx, "curve.txt:2:1");
-  assert_int_equal(parse(ctx, "a,b,c\n0,0\n", &o, &t), LUMEN_ERR_FORMAT);
-  expect_msg(ctx, "the header has 3 names");
+  expect_format_error(ctx, "0,0\ntime,Cp\n", &o, "curve.txt:2:1");  /* only the first row */
+  expect_format_error(ctx, "a,b,c\n0,0\n", &o, "the header has 3 names");
   char with_nul[] = "1 2\n3 \0 4\n";
   assert_int_equal(lumen_parse_table(ctx, with_nul, sizeof with_nul - 1, "bin", NULL, &t), LUMEN_ERR_FORMAT);
   expect_msg(ctx, "bin:2:3: a NUL byte");

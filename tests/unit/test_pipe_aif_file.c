@@ -32,6 +32,18 @@ static void expect_refused(lumen_ctx *ctx, lumen_status want, const char *a, con
 }
 
 /* A file exactly as write_aif (aif_select.c) writes it: Cp is the 4th column, not the 2nd. */
+/* The curves and the description of one read. */
+typedef struct {
+  double cp[NT], cb[NT];
+  char detail[1024];
+} aif_read;
+
+/* pipe_aif_read_file of the table on the frame times with hematocrit hct succeeds, into r. */
+static void read_ok(lumen_ctx *ctx, double hct, aif_read *r) {
+  assert_int_equal(pipe_aif_read_file(ctx, g_path, NT, g_tmin, hct, r->cp, r->cb, r->detail, sizeof r->detail),
+                   LUMEN_OK);
+}
+
 static void own_format_round_trip(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
@@ -75,55 +87,53 @@ static void own_format_round_trip(void **state) {
 static void named_columns(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  double cp[NT], cb[NT];
-  char detail[1024];
+  aif_read r;
   /* Cb in mM against minutes: samples every 10 s, Cb = t in s (linear, so interpolation is exact) */
   char text[2048];
   int k = snprintf(text, sizeof text, "T_MIN, Blood(mM), frame\n");
   for (int j = 0; j <= 6; j++)
     k += snprintf(text + k, sizeof text - (size_t)k, "%.17g, %d, %d\n", j * 10 / 60.0, j * 10, j);
   write_text(text);
-  assert_int_equal(pipe_aif_read_file(ctx, g_path, NT, g_tmin, 0.4, cp, cb, detail, sizeof detail), LUMEN_OK);
+  read_ok(ctx, 0.4, &r);
   for (int i = 0; i < NT; i++) {
-    lumen_test_assert_close(cb[i], 5.0 * i, 1e-9, 0, "Cb interpolated");
-    lumen_test_assert_close(cp[i], 5.0 * i / 0.6, 1e-9, 0, "Cp = Cb/(1 - hct)");
+    lumen_test_assert_close(r.cb[i], 5.0 * i, 1e-9, 0, "Cb interpolated");
+    lumen_test_assert_close(r.cp[i], 5.0 * i / 0.6, 1e-9, 0, "Cp = Cb/(1 - hct)");
   }
-  assert_non_null(strstr(detail, "whole-blood"));
-  assert_non_null(strstr(detail, "min, converted to s"));
-  assert_non_null(strstr(detail, "Cp = Cb/(1 - 0.4)"));
-  assert_non_null(strstr(detail, "not used: frame"));
+  assert_non_null(strstr(r.detail, "whole-blood"));
+  assert_non_null(strstr(r.detail, "min, converted to s"));
+  assert_non_null(strstr(r.detail, "Cp = Cb/(1 - 0.4)"));
+  assert_non_null(strstr(r.detail, "not used: frame"));
   /* plasma preferred over blood; "time" in seconds; [unit] spelling */
   write_text("Ca[mM]\ttime\tplasma_mmol/l\n1\t0\t2\n1\t60\t4\n");
-  assert_int_equal(pipe_aif_read_file(ctx, g_path, NT, g_tmin, 0.45, cp, cb, detail, sizeof detail), LUMEN_OK);
-  lumen_test_assert_close(cp[6], 3, 1e-12, 0, "plasma at 30 s");
-  lumen_test_assert_close(cb[6], 3 * 0.55, 1e-12, 0, "Cb from Cp");
+  read_ok(ctx, 0.45, &r);
+  lumen_test_assert_close(r.cp[6], 3, 1e-12, 0, "plasma at 30 s");
+  lumen_test_assert_close(r.cb[6], 3 * 0.55, 1e-12, 0, "Cb from Cp");
   /* one named concentration column: one value per frame */
   k = snprintf(text, sizeof text, "cp\n");
   for (int i = 0; i < NT; i++) k += snprintf(text + k, sizeof text - (size_t)k, "%d\n", i);
   write_text(text);
-  assert_int_equal(pipe_aif_read_file(ctx, g_path, NT, g_tmin, 0.45, cp, cb, detail, sizeof detail), LUMEN_OK);
-  assert_true(cp[5] == 5);
-  assert_non_null(strstr(detail, "one value per frame"));
+  read_ok(ctx, 0.45, &r);
+  assert_true(r.cp[5] == 5);
+  assert_non_null(strstr(r.detail, "one value per frame"));
   lumen_ctx_destroy(ctx);
 }
 
 static void headerless(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  double cp[NT], cb[NT];
-  char detail[1024];
+  aif_read r;
   /* two columns: time s, plasma mM, with comments */
   write_text("# t  Cp\n0 0\n20 4 # a comment\n60 4\n");
-  assert_int_equal(pipe_aif_read_file(ctx, g_path, NT, g_tmin, 0.45, cp, cb, detail, sizeof detail), LUMEN_OK);
-  lumen_test_assert_close(cp[1], 1, 1e-12, 0, "5 s");
-  lumen_test_assert_close(cp[4], 4, 1e-12, 0, "20 s");
-  lumen_test_assert_close(cp[11], 4, 1e-12, 0, "55 s");
-  lumen_test_assert_close(cb[2], 2 * 0.55, 1e-12, 0, "Cb");
-  assert_non_null(strstr(detail, "no header"));
+  read_ok(ctx, 0.45, &r);
+  lumen_test_assert_close(r.cp[1], 1, 1e-12, 0, "5 s");
+  lumen_test_assert_close(r.cp[4], 4, 1e-12, 0, "20 s");
+  lumen_test_assert_close(r.cp[11], 4, 1e-12, 0, "55 s");
+  lumen_test_assert_close(r.cb[2], 2 * 0.55, 1e-12, 0, "Cb");
+  assert_non_null(strstr(r.detail, "no header"));
   /* the last frame within one frame interval after the last sample holds it; further is refused */
   write_text("0 0\n50 5\n");
-  assert_int_equal(pipe_aif_read_file(ctx, g_path, NT, g_tmin, 0.45, cp, cb, NULL, 0), LUMEN_OK);
-  assert_true(cp[11] == 5);
+  assert_int_equal(pipe_aif_read_file(ctx, g_path, NT, g_tmin, 0.45, r.cp, r.cb, NULL, 0), LUMEN_OK);
+  assert_true(r.cp[11] == 5);
   write_text("0 0\n49 5\n");
   expect_refused(ctx, LUMEN_ERR_INVALID_ARGUMENT, "frame 11 is at 55 s", "after the last sample");
   write_text("10 0\n60 5\n");
@@ -133,9 +143,9 @@ static void headerless(void **state) {
   int k = 0;
   for (int i = 0; i < NT; i++) k += snprintf(text + k, sizeof text - (size_t)k, "%g\n", 0.5 * i);
   write_text(text);
-  assert_int_equal(pipe_aif_read_file(ctx, g_path, NT, g_tmin, 0, cp, cb, detail, sizeof detail), LUMEN_OK);
-  assert_true(cp[7] == 3.5 && cb[7] == 3.5);
-  assert_non_null(strstr(detail, "one value per frame (12)"));
+  read_ok(ctx, 0, &r);
+  assert_true(r.cp[7] == 3.5 && r.cb[7] == 3.5);
+  assert_non_null(strstr(r.detail, "one value per frame (12)"));
   write_text("1\n2\n3\n");
   expect_refused(ctx, LUMEN_ERR_INVALID_ARGUMENT, "3 values in one column", "12 frames");
   lumen_ctx_destroy(ctx);
@@ -175,19 +185,19 @@ static void refused(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-int main(void) {
-  snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-aif-XXXXXX");
-  if (!mkdtemp(g_dir)) return 1;
+/* The table's path in the test folder and the frame times (5 s apart, in minutes). */
+static int set_up(void **state) {
+  (void)state;
   snprintf(g_path, sizeof g_path, "%s/aif.tsv", g_dir);
   for (int i = 0; i < NT; i++) g_tmin[i] = i * 5 / 60.0;
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(own_format_round_trip),
-      cmocka_unit_test(named_columns),
-      cmocka_unit_test(headerless),
-      cmocka_unit_test(refused),
-  };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  unlink(g_path);
-  rmdir(g_dir);
-  return rc;
+  return 0;
 }
+
+static int clean_up(void **state) {
+  (void)state;
+  unlink(g_path);
+  return 0;
+}
+
+LUMEN_TEST_MAIN_IN_DIR(g_dir, "aif", set_up, clean_up, cmocka_unit_test(own_format_round_trip),
+                       cmocka_unit_test(named_columns), cmocka_unit_test(headerless), cmocka_unit_test(refused))

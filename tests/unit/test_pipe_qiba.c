@@ -89,16 +89,29 @@ static void set(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *k, const cha
   assert_int_equal(lumen_pipe_config_set(ctx, cfg, k, v, k, NULL), LUMEN_OK);
 }
 
+/* A fresh configuration with "out" = <tmpdir>/out, written to out. */
+static void config_with_out(lumen_ctx *ctx, lumen_pipe_config *cfg, char *out, size_t size) {
+  lumen_pipe_config_init(cfg);
+  snprintf(out, size, "%s/out", tmpdir);
+  set(ctx, cfg, "out", out);
+}
+
+/* The QIBA v4 VFA series at flip angle number i (of 6); NULL when the reference data lacks it. */
+static char *v4_vfa_path(int i) {
+  static const int fa[6] = {3, 6, 9, 15, 24, 35};
+  char rel[128];
+  snprintf(rel, sizeof rel, "qiba/v4_etm_vfa/q4_vfa_fa%d.nii.gz", fa[i]);
+  return lumen_test_refdata_path(rel);
+}
+
 /* Runs v6 with the defaults and the acquisition facts; preset NULL = the default bounds. */
 static lumen_status run_v6(lumen_ctx *ctx, const char *dce, const char *preset, lumen_pipe_summary *sum) {
   char *tissue = write_mask(ctx, dce, "tissue.nii.gz", 10, 70);
   char *t1 = write_map(ctx, dce, "t1.nii.gz", 0, 80, 1.0f); /* tissue T1 1000 ms */
   lumen_pipe_config cfg;
-  lumen_pipe_config_init(&cfg);
   char out[400];
-  snprintf(out, sizeof out, "%s/out", tmpdir);
+  config_with_out(ctx, &cfg, out, sizeof out);
   set(ctx, &cfg, "dce", dce);
-  set(ctx, &cfg, "out", out);
   set(ctx, &cfg, "t1map", t1);
   set(ctx, &cfg, "mask", tissue);
   set(ctx, &cfg, "relaxivity", "4.5");
@@ -190,26 +203,21 @@ static void qiba_v6_rocketship_preset_at_bound(void **state) {
 }
 
 static void qiba_v4_etm(void **state) {
-  static const int fa[6] = {3, 6, 9, 15, 24, 35};
   char *dce = lumen_test_refdata_path("qiba/v4_etm_vfa/q4_dce.nii.gz");
   (void)state;
   if (!dce) skip();
   char *vfa[6];
   for (int i = 0; i < 6; ++i) {
-    char rel[128];
-    snprintf(rel, sizeof rel, "qiba/v4_etm_vfa/q4_vfa_fa%d.nii.gz", fa[i]);
-    vfa[i] = lumen_test_refdata_path(rel);
+    vfa[i] = v4_vfa_path(i);
     assert_non_null(vfa[i]);
   }
   lumen_ctx *ctx = lumen_test_ctx();
   make_tmp();
   lumen_pipe_config cfg;
-  lumen_pipe_config_init(&cfg);
   char out[400];
-  snprintf(out, sizeof out, "%s/out", tmpdir);
+  config_with_out(ctx, &cfg, out, sizeof out);
   /* `lumen dce --dce q4_dce.nii.gz --vfa <six files> --models etofts --relaxivity 4.5` */
   set(ctx, &cfg, "dce", dce);
-  set(ctx, &cfg, "out", out);
   for (int i = 0; i < 6; ++i) set(ctx, &cfg, "vfa", vfa[i]);
   set(ctx, &cfg, "models", "etofts");
   set(ctx, &cfg, "relaxivity", "4.5");
@@ -252,21 +260,16 @@ static void qiba_v4_etm(void **state) {
 
 static void qiba_v4_vfa(void **state) {
   (void)state;
-  static const int fa[6] = {3, 6, 9, 15, 24, 35};
   char *files[6];
   for (int i = 0; i < 6; ++i) {
-    char rel[128];
-    snprintf(rel, sizeof rel, "qiba/v4_etm_vfa/q4_vfa_fa%d.nii.gz", fa[i]);
-    files[i] = lumen_test_refdata_path(rel);
+    files[i] = v4_vfa_path(i);
     if (!files[i]) skip();
   }
   lumen_ctx *ctx = lumen_test_ctx();
   make_tmp();
   lumen_pipe_config cfg;
-  lumen_pipe_config_init(&cfg);
   char out[400];
-  snprintf(out, sizeof out, "%s/out", tmpdir);
-  set(ctx, &cfg, "out", out);
+  config_with_out(ctx, &cfg, out, sizeof out);
   set(ctx, &cfg, "method", "vfa");
   set(ctx, &cfg, "report", "0");
   for (int i = 0; i < 6; ++i) set(ctx, &cfg, "in", files[i]);

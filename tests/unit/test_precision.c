@@ -27,17 +27,13 @@
 
 /* ------------------------------------------------------------------------ helpers */
 
-static uint32_t f2u(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-static float u2f(uint32_t u) {
+/* The bits of a float and back (a union member read is the C11 way to reinterpret them). */
+typedef union {
   float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
+  uint32_t u;
+} float_word;
+static uint32_t f2u(float f) { return (float_word){.f = f}.u; }
+static float u2f(uint32_t u) { return (float_word){.u = u}.f; }
 
 static uint64_t splitmix_state;
 static uint64_t splitmix(void) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "lumen/aif.h"
 #include "lumen/device.h"
 #include "fit/fit_cuda.h"
@@ -49,6 +50,29 @@ lumen_ctx *lumen_test_ctx(void) {
   assert_int_equal(lumen_ctx_create(&ctx), LUMEN_OK);
   assert_non_null(ctx);
   return ctx;
+}
+
+char *lumen_test_join(const char *dir, const char *name) {
+  static char buf[32][256];
+  static int k;
+  char *p = buf[k++ % 32];
+  snprintf(p, 256, "%s/%s", dir, name);
+  return p;
+}
+
+int lumen_test_run_in_dir(char *dir, size_t size, const char *name, const struct CMUnitTest *tests, size_t count,
+                          CMFixtureFunction setup, CMFixtureFunction teardown) {
+  snprintf(dir, size, "/tmp/lumen-test-%s-XXXXXX", name);
+  if (!mkdtemp(dir)) return 1;
+  int rc = _cmocka_run_group_tests("tests", tests, count, setup, teardown);
+  rmdir(dir);
+  return rc;
+}
+
+lumen_image *lumen_test_image(lumen_ctx *ctx, int ndim, const int64_t *dims, lumen_dtype dtype) {
+  lumen_image *im = NULL;
+  assert_int_equal(lumen_image_create(ctx, ndim, dims, dtype, lumen_device_cpu(), 0, &im), LUMEN_OK);
+  return im;
 }
 
 const char *lumen_test_accel_tier(void) {

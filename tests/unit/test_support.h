@@ -18,6 +18,10 @@ void lumen_test_assert_close(double a, double b, double atol, double rtol, const
 void lumen_test_assert_images_equal(const lumen_image *a, const lumen_image *b);
 /* A fresh context (asserted non-NULL); free with lumen_ctx_destroy. */
 lumen_ctx *lumen_test_ctx(void);
+/* "dir/name" in the next of 32 rotating buffers (valid until 32 more calls; not thread-safe). */
+char *lumen_test_join(const char *dir, const char *name);
+/* A new host image of dtype and dims, uninitialised (creation asserted); free with lumen_image_free. */
+lumen_image *lumen_test_image(lumen_ctx *ctx, int ndim, const int64_t *dims, lumen_dtype dtype);
 
 /* The DCE time axis of the fit tests: n frames 5 s apart (t in minutes), and the Parker
    population AIF on it (Hct 0.42, arrival at delay minutes; plasma when plasma != 0). */
@@ -47,6 +51,19 @@ void lumen_test_csv_free(lumen_test_csv *t);
 int lumen_test_csv_col(const lumen_test_csv *t, const char *name);            /* -1 if absent */
 double lumen_test_csv_num(const lumen_test_csv *t, int r, const char *name);  /* asserts the column exists */
 int lumen_test_csv_arr(const lumen_test_csv *t, int r, const char *name, double **out); /* count; caller frees */
+
+/* The main() of a test that works in a fresh folder /tmp/lumen-test-NAME-XXXXXX (its path in dir):
+   runs the count tests as one group (setup and teardown around them, either may be NULL), then
+   removes the folder, which teardown must have emptied. 1 when the folder cannot be made. */
+int lumen_test_run_in_dir(char *dir, size_t size, const char *name, const struct CMUnitTest *tests, size_t count,
+                          CMFixtureFunction setup, CMFixtureFunction teardown);
+#define LUMEN_TEST_COUNT(tests) (sizeof(tests) / sizeof((tests)[0]))
+/* LUMEN_TEST_MAIN in a fresh folder: lumen_test_run_in_dir(dir, sizeof dir, name, ...). */
+#define LUMEN_TEST_MAIN_IN_DIR(dir, name, setup, teardown, ...)                                        \
+  int main(void) {                                                                                    \
+    const struct CMUnitTest tests[] = {__VA_ARGS__};                                                  \
+    return lumen_test_run_in_dir(dir, sizeof dir, name, tests, LUMEN_TEST_COUNT(tests), setup, teardown); \
+  }
 
 /* The main() of a test program: runs the given cmocka_unit_test(...) entries as one group. */
 #define LUMEN_TEST_MAIN(...)                          \

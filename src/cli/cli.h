@@ -56,6 +56,8 @@ int64_t lumen_cli_parse_size(const char *s);
    returns LUMEN_EXIT_FAILURE. Every command that writes results to stdout ends with it. */
 int lumen_cli_finish_stdout(const char *command);
 
+/* A command of a build without NIfTI/JSON I/O: prints that it needs them, returns LUMEN_EXIT_FAILURE. */
+int lumen_cli_no_io(const char *command);
 /* 1 when an argument is --help or -h. */
 int lumen_cli_asks_help(int argc, char **argv);
 /* The shared vocabulary of lumen dce, t1 and fit (cli_vocabulary.c): one row per option. */

@@ -108,3 +108,8 @@ int lumen_cli_asks_help(int argc, char **argv) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
   return 0;
 }
+
+int lumen_cli_no_io(const char *command) {
+  lumen_cli_error(command, "this build has no NIfTI/JSON I/O (nifti_clib, cJSON): rebuild with them");
+  return LUMEN_EXIT_FAILURE;
+}

@@ -553,6 +553,63 @@ static int batch_args(batch *b, int argc, char **argv, const char **list, const 
   return check_command_options(b);
 }
 
+/* The children's environment: ours without the MPI launcher's variables; and one GPU per rank:
+   under MPI on a node with several GPUs, the rank's children see only GPU (node-local rank mod
+   count), unless the user chose with CUDA_VISIBLE_DEVICES. 0, or -1 when out of memory. */
+static int child_environment(batch *b) {
+  int ne = 0;
+  while (environ[ne]) ++ne;
+  b->env = calloc((size_t)ne + 2, sizeof *b->env);
+  if (!b->env) return -1;
+  int kenv = 0;
+  for (int i = 0; i < ne; ++i)
+    if (strncmp(environ[i], "OMPI_", 5) && strncmp(environ[i], "PMIX_", 5) && strncmp(environ[i], "PMI_", 4)) b->env[kenv++] = environ[i];
+  static char visible[48];
+  if (b->size > 1 && !getenv("CUDA_VISIBLE_DEVICES")) {
+    int ncuda = 0;
+    if (lumen_cuda_probe(NULL, &ncuda, NULL, 0) != LUMEN_OK) ncuda = 0;
+    int dev = lumen_dist_rank_device(lumen_dist_local_rank(b->rank), ncuda, NULL);
+    if (dev >= 0) {
+      snprintf(visible, sizeof visible, "CUDA_VISIBLE_DEVICES=%d", dev);
+      b->env[kenv++] = visible;
+    }
+  }
+  return 0;
+}
+
+/* Rank 0, all items run: the table of items on stdout (with -q only the failed ones), the
+   summary TSV in --out and the totals line; LUMEN_EXIT_FAILURE when an item failed. */
+static int report_items(const batch *b, int jobs, double wall, const stages *sg) {
+  const int n = b->subs.n;
+  int nok = 0, nfail = 0, nskip = 0;
+  char p[PATH_MAX + 64];
+  if (b->shard_n > 1) snprintf(p, sizeof p, "%s/batch_summary_shard-%d-of-%d.tsv", b->out, b->shard_k, b->shard_n);
+  else snprintf(p, sizeof p, "%s/batch_summary.tsv", b->out);
+  FILE *tsv = fopen(p, "w");
+  if (tsv) fprintf(tsv, "item\tsubject\tsession\tstatus\tseconds\tnote\n");
+  if (!b->quiet) printf("%-28s %-10s %-8s %8s  %s\n", "item", "session", "status", "seconds", "note");
+  for (int i = 0; i < n; ++i) {
+    const item_res *r = &b->res[i];
+    if (!in_shard(b, i)) continue;
+    const char *sname = r->status == ST_OK ? "ok" : r->status == ST_SKIPPED ? "skipped" : "FAILED";
+    char dir[PATH_MAX], key[256];
+    item_paths(b, i, dir, sizeof dir, key, sizeof key);
+    nok += r->status == ST_OK;
+    nskip += r->status == ST_SKIPPED;
+    nfail += r->status != ST_OK && r->status != ST_SKIPPED;
+    if (!b->quiet || r->status == ST_FAILED)
+      printf("%-28s %-10s %-8s %8.2f  %s\n", key, b->subs.items[i].session[0] ? b->subs.items[i].session : "-", sname,
+             r->seconds, r->status == ST_TODO ? "not run" : r->note);
+    if (tsv) fprintf(tsv, "%s\t%s\t%s\t%s\t%.3f\t%s\n", key, b->subs.items[i].id, b->subs.items[i].session, sname, r->seconds, r->note);
+  }
+  if (tsv) fclose(tsv);
+  if (!b->quiet || nfail)
+    printf("lumen batch: %d ok, %d skipped (complete), %d failed, of %d; %.2f s (rank 0 stages: read %.2f s, "
+           "compute %.2f s over %d job%s, write %.2f s); summary %s\n", nok, nskip, nfail, n, wall, sg->read_s,
+           sg->compute_s, jobs, jobs == 1 ? "" : "s", sg->write_s, p);
+  return nfail ? LUMEN_EXIT_FAILURE : LUMEN_EXIT_OK;
+}
+
 int lumen_cmd_batch(int argc, char **argv) {
   const char *cmd = "batch", *list = NULL, *bids = NULL;
   batch b;
@@ -581,26 +638,7 @@ int lumen_cmd_batch(int argc, char **argv) {
   }
   int n = b.subs.n, rc = LUMEN_EXIT_OK;
   b.res = calloc((size_t)n, sizeof *b.res);
-  /* the children's environment: without the MPI launcher's variables */
-  int ne2 = 0;
-  while (environ[ne2]) ++ne2;
-  b.env = calloc((size_t)ne2 + 2, sizeof *b.env);
-  if (!b.res || !b.env) { lumen_cli_error(cmd, "out of memory"); rc = LUMEN_EXIT_FAILURE; goto done; }
-  int kenv = 0;
-  for (int i = 0; i < ne2; ++i)
-    if (strncmp(environ[i], "OMPI_", 5) && strncmp(environ[i], "PMIX_", 5) && strncmp(environ[i], "PMI_", 4)) b.env[kenv++] = environ[i];
-  /* one GPU per rank: under MPI on a node with several GPUs, the rank's children see only GPU
-     (node-local rank mod count), unless the user chose with CUDA_VISIBLE_DEVICES */
-  static char visible[48];
-  if (b.size > 1 && !getenv("CUDA_VISIBLE_DEVICES")) {
-    int ncuda = 0;
-    if (lumen_cuda_probe(NULL, &ncuda, NULL, 0) != LUMEN_OK) ncuda = 0;
-    int dev = lumen_dist_rank_device(lumen_dist_local_rank(b.rank), ncuda, NULL);
-    if (dev >= 0) {
-      snprintf(visible, sizeof visible, "CUDA_VISIBLE_DEVICES=%d", dev);
-      b.env[kenv++] = visible;
-    }
-  }
+  if (!b.res || child_environment(&b)) { lumen_cli_error(cmd, "out of memory"); rc = LUMEN_EXIT_FAILURE; goto done; }
   if (b.rank == 0 && (mkdir_p(b.out) != 0 || !write_description(ctx, &b, bids))) {
     lumen_cli_error(cmd, "cannot write %s/dataset_description.json", b.out);
     rc = LUMEN_EXIT_FAILURE;
@@ -628,35 +666,7 @@ int lumen_cmd_batch(int argc, char **argv) {
       for (int i = 0; i < n; ++i) b.res[i] = all[(size_t)owner(&b, i) * (size_t)n + (size_t)i];
     free(all);
   }
-  if (b.rank == 0 && rc == LUMEN_EXIT_OK) {
-    int nok = 0, nfail = 0, nskip = 0;
-    char p[PATH_MAX + 64];
-    if (b.shard_n > 1) snprintf(p, sizeof p, "%s/batch_summary_shard-%d-of-%d.tsv", b.out, b.shard_k, b.shard_n);
-    else snprintf(p, sizeof p, "%s/batch_summary.tsv", b.out);
-    FILE *tsv = fopen(p, "w");
-    if (tsv) fprintf(tsv, "item\tsubject\tsession\tstatus\tseconds\tnote\n");
-    if (!b.quiet) printf("%-28s %-10s %-8s %8s  %s\n", "item", "session", "status", "seconds", "note");
-    for (int i = 0; i < n; ++i) {
-      const item_res *r = &b.res[i];
-      if (!in_shard(&b, i)) continue;
-      const char *sname = r->status == ST_OK ? "ok" : r->status == ST_SKIPPED ? "skipped" : "FAILED";
-      char dir[PATH_MAX], key[256];
-      item_paths(&b, i, dir, sizeof dir, key, sizeof key);
-      nok += r->status == ST_OK;
-      nskip += r->status == ST_SKIPPED;
-      nfail += r->status != ST_OK && r->status != ST_SKIPPED;
-      if (!b.quiet || r->status == ST_FAILED)
-        printf("%-28s %-10s %-8s %8.2f  %s\n", key, b.subs.items[i].session[0] ? b.subs.items[i].session : "-", sname,
-               r->seconds, r->status == ST_TODO ? "not run" : r->note);
-      if (tsv) fprintf(tsv, "%s\t%s\t%s\t%s\t%.3f\t%s\n", key, b.subs.items[i].id, b.subs.items[i].session, sname, r->seconds, r->note);
-    }
-    if (tsv) fclose(tsv);
-    if (!b.quiet || nfail)
-      printf("lumen batch: %d ok, %d skipped (complete), %d failed, of %d; %.2f s (rank 0 stages: read %.2f s, "
-             "compute %.2f s over %d job%s, write %.2f s); summary %s\n", nok, nskip, nfail, n, wall, sg.read_s,
-             sg.compute_s, jobs, jobs == 1 ? "" : "s", sg.write_s, p);
-    if (nfail) rc = LUMEN_EXIT_FAILURE;
-  }
+  if (b.rank == 0 && rc == LUMEN_EXIT_OK) rc = report_items(&b, jobs, wall, &sg);
   {
     int anyfail = lumen_dist_mpi_allsum(b.rank == 0 && rc != LUMEN_EXIT_OK);
     if (anyfail && rc == LUMEN_EXIT_OK) rc = LUMEN_EXIT_FAILURE;
@@ -672,7 +682,6 @@ done:
 #else
 int lumen_cmd_batch(int argc, char **argv) {
   (void)argc; (void)argv;
-  lumen_cli_error("batch", "this build has no NIfTI/JSON I/O (nifti_clib, cJSON): rebuild with them");
-  return LUMEN_EXIT_FAILURE;
+  return lumen_cli_no_io("batch");
 }
 #endif

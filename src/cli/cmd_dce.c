@@ -74,30 +74,14 @@ static void help(FILE *out) {
   lumen_cli_help_shared(out, LUMEN_CLI_DCE);
 }
 
+static int has_inputs(const lumen_pipe_config *cfg) { return cfg->dce && cfg->out; }
+
 int lumen_cmd_dce(int argc, char **argv) {
-  const char *cmd = "dce";
   int dist_rc = 0;
   if (lumen_cli_dce_dist(argc, argv, &dist_rc)) return dist_rc;  /* --shard K/N, mpirun (cmd_merge.c) */
-  lumen_pipe_config cfg;
-  lumen_pipe_config_init(&cfg);
-  int verbose = 0, helpf = 0;
-  lumen_ctx *ctx = lumen_cli_context(cmd, 0);
-  if (!ctx) return LUMEN_EXIT_FAILURE;
-  lumen_cli_pipe_log(ctx, cmd, 0, 0);
-  int rc = lumen_cli_pipe_args(cmd, argc, argv, ctx, &cfg, &helpf, &verbose);
-  if (helpf) { help(stdout); rc = lumen_cli_finish_stdout(cmd); }
-  if (rc < 0) {
-    lumen_cli_pipe_log(ctx, cmd, verbose, cfg.quiet);
-    if (!cfg.dce || !cfg.out) {
-      lumen_cli_error(cmd, "--dce FILE and --out DIR are required (see 'lumen dce --help')");
-      rc = LUMEN_EXIT_USAGE;
-    } else {
-      rc = lumen_cli_pipe_run(ctx, cmd, &cfg, lumen_pipeline_dce);
-    }
-  }
-  lumen_pipe_config_clear(&cfg);
-  lumen_ctx_destroy(ctx);
-  return rc;
+  static const lumen_cli_pipe_command dce = {
+      "dce", help, has_inputs, "--dce FILE and --out DIR are required (see 'lumen dce --help')", lumen_pipeline_dce};
+  return lumen_cli_pipe_main(&dce, argc, argv);
 }
 
 int lumen_cmd_dce_demo(int argc, char **argv) {
@@ -137,12 +121,10 @@ int lumen_cmd_dce_demo(int argc, char **argv) {
 #else
 int lumen_cmd_dce(int argc, char **argv) {
   (void)argc; (void)argv;
-  lumen_cli_error("dce", "this build has no NIfTI/JSON I/O (nifti_clib, cJSON): rebuild with them");
-  return LUMEN_EXIT_FAILURE;
+  return lumen_cli_no_io("dce");
 }
 int lumen_cmd_dce_demo(int argc, char **argv) {
   (void)argc; (void)argv;
-  lumen_cli_error("demo", "this build has no NIfTI/JSON I/O (nifti_clib, cJSON): rebuild with them");
-  return LUMEN_EXIT_FAILURE;
+  return lumen_cli_no_io("demo");
 }
 #endif

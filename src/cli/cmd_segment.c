@@ -1,7 +1,8 @@
 /* lumen segment: a segmentation algorithm (segment.h) on PNG / NIfTI images, one or many at once.
  * The image-command machinery (pairs, --batch, reading/writing, progress, summary) lives in
- * cmd_filter.c and is declared in image_cli.h. */
+ * image_cli.c and is declared in image_cli.h. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,128 +79,128 @@ static int parse_seed(const char *opt, const char *text, uint64_t *seed) {
   return 1;
 }
 
+/* --seed-point X,Y[,Z] of region_grow, repeatable: appended to v->seeds. 1, or -1 with the message. */
+static int add_seed_point(svals *v, const char *text) {
+  long long c[3];
+  int n = sscanf(text, "%lld,%lld,%lld", &c[0], &c[1], &c[2]);
+  if (n < 2) {
+    lumen_cli_error(CMD, "--seed-point is '%s', expected X,Y or X,Y,Z (voxel indices)", text);
+    return -1;
+  }
+  if (v->seed_dims && n != v->seed_dims) {
+    lumen_cli_error(CMD, "--seed-point '%s' has %d coordinates, the first one had %d", text, n, v->seed_dims);
+    return -1;
+  }
+  v->seed_dims = n;
+  int64_t *s = realloc(v->seeds, (size_t)(v->nseeds + 1) * 3 * sizeof *s);
+  if (!s) return -1;
+  v->seeds = s;
+  for (int k = 0; k < n; k++) s[v->nseeds * n + k] = c[k];
+  v->nseeds++;
+  return 1;
+}
+
+/* How an option sets its field: a value (number, integer, seed, febds method, seed point) or a
+   switch that stores a fixed value. */
+typedef enum {
+  SEG_DOUBLE, SEG_INT, SEG_SEED, SEG_METHOD, SEG_POINT, /* take a value */
+  SEG_SET_0, SEG_SET_1, SEG_LABELS                      /* switches */
+} seg_kind;
+
+typedef struct {
+  unsigned algos;   /* SEG_ALGO bits of the algorithms that have the option */
+  const char *name;
+  seg_kind kind;
+  size_t offset;    /* of the field in svals */
+} seg_option;
+
+#define SEG_ALGO(a) (1u << LUMEN_SEGMENT_##a)
+#define SEG_FCMS (SEG_ALGO(FCM) | SEG_ALGO(PFCM)) /* fcm and pfcm share their options struct */
+#define SEG_FIELD(f) offsetof(svals, f)
+static const seg_option seg_options[] = {
+  {SEG_ALGO(FEBDS), "--method", SEG_METHOD, SEG_FIELD(febds.method)},
+  {SEG_ALGO(FEBDS), "--dog-low-sigma", SEG_DOUBLE, SEG_FIELD(febds.dog_low_sigma)},
+  {SEG_ALGO(FEBDS), "--dog-high-sigma", SEG_DOUBLE, SEG_FIELD(febds.dog_high_sigma)},
+  {SEG_ALGO(FEBDS), "--log-sigma", SEG_DOUBLE, SEG_FIELD(febds.log_sigma)},
+  {SEG_ALGO(FEBDS), "--fft-d0", SEG_DOUBLE, SEG_FIELD(febds.fft_d0)},
+  {SEG_ALGO(FEBDS), "--fft-width", SEG_DOUBLE, SEG_FIELD(febds.fft_width)},
+  {SEG_ALGO(FEBDS), "--fft-order", SEG_INT, SEG_FIELD(febds.fft_order)},
+  {SEG_ALGO(FEBDS), "--fft-pad", SEG_INT, SEG_FIELD(febds.fft_pad)},
+  {SEG_ALGO(FEBDS), "--median-size", SEG_INT, SEG_FIELD(febds.median_size)},
+  {SEG_ALGO(FEBDS), "--gamma", SEG_DOUBLE, SEG_FIELD(febds.gamma)},
+  {SEG_ALGO(FEBDS), "--gamma-max", SEG_DOUBLE, SEG_FIELD(febds.gamma_max)},
+  {SEG_ALGO(FEBDS), "--alpha", SEG_DOUBLE, SEG_FIELD(febds.variance_alpha)},
+  {SEG_ALGO(FEBDS), "--variance-window", SEG_INT, SEG_FIELD(febds.variance_window)},
+  {SEG_ALGO(FEBDS), "--otsu-bins", SEG_INT, SEG_FIELD(febds.otsu_bins)},
+  {SEG_ALGO(FEBDS), "--closing-size", SEG_INT, SEG_FIELD(febds.closing_size)},
+  {SEG_ALGO(FEBDS), "--spatial-dims", SEG_INT, SEG_FIELD(febds.spatial_dims)},
+  {SEG_ALGO(FEBDS), "--no-fill-holes", SEG_SET_0, SEG_FIELD(febds.fill_holes)},
+  {SEG_ALGO(TOPHAT), "--radius", SEG_INT, SEG_FIELD(tophat.radius)},
+  {SEG_ALGO(TOPHAT), "--spatial-dims", SEG_INT, SEG_FIELD(tophat.spatial_dims)},
+  {SEG_ALGO(TOPHAT), "--mask", SEG_SET_1, SEG_FIELD(tophat.output_mask)},
+  {SEG_ALGO(KMEANS), "--k", SEG_INT, SEG_FIELD(kmeans.k)},
+  {SEG_ALGO(KMEANS), "--max-iterations", SEG_INT, SEG_FIELD(kmeans.max_iterations)},
+  {SEG_ALGO(KMEANS), "--tolerance", SEG_DOUBLE, SEG_FIELD(kmeans.tolerance)},
+  {SEG_ALGO(KMEANS), "--seed", SEG_SEED, SEG_FIELD(kmeans.seed)},
+  {SEG_ALGO(KMEANS), "--labels", SEG_LABELS, SEG_FIELD(kmeans.output)},
+  {SEG_FCMS, "--c", SEG_INT, SEG_FIELD(fcm.c)},
+  {SEG_FCMS, "--k", SEG_INT, SEG_FIELD(fcm.c)},
+  {SEG_FCMS, "--m", SEG_DOUBLE, SEG_FIELD(fcm.m)},
+  {SEG_FCMS, "--max-iterations", SEG_INT, SEG_FIELD(fcm.max_iterations)},
+  {SEG_FCMS, "--tolerance", SEG_DOUBLE, SEG_FIELD(fcm.tolerance)},
+  {SEG_FCMS, "--eta", SEG_DOUBLE, SEG_FIELD(fcm.eta)},
+  {SEG_FCMS, "--a", SEG_DOUBLE, SEG_FIELD(fcm.a)},
+  {SEG_FCMS, "--b", SEG_DOUBLE, SEG_FIELD(fcm.b)},
+  {SEG_FCMS, "--tau", SEG_DOUBLE, SEG_FIELD(fcm.tau)},
+  {SEG_FCMS, "--seed", SEG_SEED, SEG_FIELD(fcm.seed)},
+  {SEG_FCMS, "--labels", SEG_LABELS, SEG_FIELD(fcm.output)},
+  {SEG_ALGO(REGION_GROW), "--threshold", SEG_DOUBLE, SEG_FIELD(grow.threshold)},
+  {SEG_ALGO(REGION_GROW), "--max-gradient", SEG_DOUBLE, SEG_FIELD(grow.max_gradient)},
+  {SEG_ALGO(REGION_GROW), "--connectivity", SEG_INT, SEG_FIELD(grow.connectivity)},
+  {SEG_ALGO(REGION_GROW), "--smooth-radius", SEG_INT, SEG_FIELD(grow.smooth_radius)},
+  {SEG_ALGO(REGION_GROW), "--seed-point", SEG_POINT, SEG_FIELD(seeds)},
+  {SEG_ALGO(BREAST_MASK), "--otsu-bins", SEG_INT, SEG_FIELD(breast.otsu_bins)},
+  {SEG_ALGO(BREAST_MASK), "--connectivity", SEG_INT, SEG_FIELD(breast.connectivity)},
+  {SEG_ALGO(BREAST_MASK), "--spatial-dims", SEG_INT, SEG_FIELD(breast.spatial_dims)},
+  {SEG_ALGO(BREAST_MASK), "--fill-holes", SEG_SET_1, SEG_FIELD(breast.fill_holes)},
+  {SEG_ALGO(WINDOW), "--center", SEG_DOUBLE, SEG_FIELD(window.center)},
+  {SEG_ALGO(WINDOW), "--centre", SEG_DOUBLE, SEG_FIELD(window.center)},
+  {SEG_ALGO(WINDOW), "--width", SEG_DOUBLE, SEG_FIELD(window.width)},
+  {SEG_ALGO(WINDOW), "--out-max", SEG_DOUBLE, SEG_FIELD(window.out_max)},
+  {SEG_ALGO(NORMALIZE_BITS), "--bits", SEG_INT, SEG_FIELD(bits.bits)},
+  {SEG_ALGO(NORMALIZE_BITS), "--target", SEG_DOUBLE, SEG_FIELD(bits.target)},
+};
+
+static const seg_option *seg_option_find(lumen_segment_algo algo, const char *name) {
+  for (size_t k = 0; k < sizeof seg_options / sizeof seg_options[0]; k++)
+    if (((seg_options[k].algos >> algo) & 1u) && strcmp(seg_options[k].name, name) == 0) return &seg_options[k];
+  return NULL;
+}
+
+/* An option of the algorithm at argv[*i] (its value, if any, steps *i): 1 taken, 0 not one of
+   the algorithm's, -1 a bad value (message printed). */
 static int seg_opt(svals *v, lumen_segment_algo algo, int argc, char **argv, int *i) {
   const char *a = argv[*i], *t = *i + 1 < argc ? argv[*i + 1] : NULL;
-#define V() LUMEN_IMGCLI_TAKE_VALUE(CMD, a, t, i)
-#define DBL(name, lvalue)                                        \
-  if (strcmp(a, name) == 0) {                                    \
-    V();                                                         \
-    return lumen_imgcli_number(CMD, a, t, &(lvalue)) ? 1 : -1;   \
-  }
-#define INT(name, lvalue)                                        \
-  if (strcmp(a, name) == 0) {                                    \
-    V();                                                         \
-    return lumen_imgcli_int(CMD, a, t, &(lvalue)) ? 1 : -1;      \
-  }
-#define SEED(name, lvalue)                                       \
-  if (strcmp(a, name) == 0) {                                    \
-    V();                                                         \
-    return parse_seed(a, t, &(lvalue));                          \
-  }
-  switch (algo) {
-    case LUMEN_SEGMENT_FEBDS: {
-      lumen_febds_opts *o = &v->febds;
-      if (strcmp(a, "--method") == 0) {
-        V();
-        if (lumen_febds_method_parse(NULL, t, &o->method) != LUMEN_OK) {
-          lumen_cli_error(CMD, "--method is '%s', expected one of dog, log, fft", t);
-          return -1;
-        }
-        return 1;
-      }
-      DBL("--dog-low-sigma", o->dog_low_sigma)
-      DBL("--dog-high-sigma", o->dog_high_sigma)
-      DBL("--log-sigma", o->log_sigma)
-      DBL("--fft-d0", o->fft_d0)
-      DBL("--fft-width", o->fft_width)
-      INT("--fft-order", o->fft_order)
-      INT("--fft-pad", o->fft_pad)
-      INT("--median-size", o->median_size)
-      DBL("--gamma", o->gamma)
-      DBL("--gamma-max", o->gamma_max)
-      DBL("--alpha", o->variance_alpha)
-      INT("--variance-window", o->variance_window)
-      INT("--otsu-bins", o->otsu_bins)
-      INT("--closing-size", o->closing_size)
-      INT("--spatial-dims", o->spatial_dims)
-      if (strcmp(a, "--no-fill-holes") == 0) return o->fill_holes = 0, 1;
-      break;
-    }
-    case LUMEN_SEGMENT_TOPHAT:
-      INT("--radius", v->tophat.radius)
-      INT("--spatial-dims", v->tophat.spatial_dims)
-      if (strcmp(a, "--mask") == 0) return v->tophat.output_mask = 1;
-      break;
-    case LUMEN_SEGMENT_KMEANS:
-      INT("--k", v->kmeans.k)
-      INT("--max-iterations", v->kmeans.max_iterations)
-      DBL("--tolerance", v->kmeans.tolerance)
-      SEED("--seed", v->kmeans.seed)
-      if (strcmp(a, "--labels") == 0) return v->kmeans.output = LUMEN_CLUSTER_LABELS, 1;
-      break;
-    case LUMEN_SEGMENT_FCM:
-    case LUMEN_SEGMENT_PFCM:
-      INT("--c", v->fcm.c)
-      INT("--k", v->fcm.c)
-      DBL("--m", v->fcm.m)
-      INT("--max-iterations", v->fcm.max_iterations)
-      DBL("--tolerance", v->fcm.tolerance)
-      DBL("--eta", v->fcm.eta)
-      DBL("--a", v->fcm.a)
-      DBL("--b", v->fcm.b)
-      DBL("--tau", v->fcm.tau)
-      SEED("--seed", v->fcm.seed)
-      if (strcmp(a, "--labels") == 0) return v->fcm.output = LUMEN_CLUSTER_LABELS, 1;
-      break;
-    case LUMEN_SEGMENT_REGION_GROW:
-      DBL("--threshold", v->grow.threshold)
-      DBL("--max-gradient", v->grow.max_gradient)
-      INT("--connectivity", v->grow.connectivity)
-      INT("--smooth-radius", v->grow.smooth_radius)
-      if (strcmp(a, "--seed-point") == 0) {
-        V();
-        long long c[3];
-        int n = sscanf(t, "%lld,%lld,%lld", &c[0], &c[1], &c[2]);
-        if (n < 2) {
-          lumen_cli_error(CMD, "--seed-point is '%s', expected X,Y or X,Y,Z (voxel indices)", t);
-          return -1;
-        }
-        if (v->seed_dims && n != v->seed_dims) {
-          lumen_cli_error(CMD, "--seed-point '%s' has %d coordinates, the first one had %d", t, n, v->seed_dims);
-          return -1;
-        }
-        v->seed_dims = n;
-        int64_t *s = realloc(v->seeds, (size_t)(v->nseeds + 1) * 3 * sizeof *s);
-        if (!s) return -1;
-        v->seeds = s;
-        for (int k = 0; k < n; k++) s[v->nseeds * n + k] = c[k];
-        v->nseeds++;
-        return 1;
-      }
-      break;
-    case LUMEN_SEGMENT_BREAST_MASK:
-      INT("--otsu-bins", v->breast.otsu_bins)
-      INT("--connectivity", v->breast.connectivity)
-      INT("--spatial-dims", v->breast.spatial_dims)
-      if (strcmp(a, "--fill-holes") == 0) return v->breast.fill_holes = 1;
-      break;
-    case LUMEN_SEGMENT_WINDOW:
-      DBL("--center", v->window.center)
-      DBL("--centre", v->window.center)
-      DBL("--width", v->window.width)
-      DBL("--out-max", v->window.out_max)
-      break;
-    case LUMEN_SEGMENT_NORMALIZE_BITS:
-      INT("--bits", v->bits.bits)
-      DBL("--target", v->bits.target)
-      break;
+  const seg_option *o = algo < LUMEN_SEGMENT_ALGO_COUNT ? seg_option_find(algo, a) : NULL;
+  if (!o) return 0;
+  void *field = (char *)v + o->offset;
+  switch (o->kind) {
+    case SEG_SET_0: *(int *)field = 0; return 1;
+    case SEG_SET_1: *(int *)field = 1; return 1;
+    case SEG_LABELS: *(lumen_cluster_output *)field = LUMEN_CLUSTER_LABELS; return 1;
     default: break;
   }
-  return 0;
-#undef V
-#undef DBL
-#undef INT
-#undef SEED
+  LUMEN_IMGCLI_TAKE_VALUE(CMD, a, t, i);
+  switch (o->kind) {
+    case SEG_DOUBLE: return lumen_imgcli_number(CMD, a, t, field) ? 1 : -1;
+    case SEG_INT: return lumen_imgcli_int(CMD, a, t, field) ? 1 : -1;
+    case SEG_SEED: return parse_seed(a, t, field);
+    case SEG_POINT: return add_seed_point(v, t);
+    default: /* SEG_METHOD */
+      if (lumen_febds_method_parse(NULL, t, field) == LUMEN_OK) return 1;
+      lumen_cli_error(CMD, "--method is '%s', expected one of dog, log, fft", t);
+      return -1;
+  }
 }
 
 /* one image of a batch (lumen_imgbatch_fn): a copy of the options with the worker's device */

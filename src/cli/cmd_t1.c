@@ -33,33 +33,16 @@ static void help(FILE *out) {
   lumen_cli_help_shared(out, LUMEN_CLI_T1);
 }
 
+static int has_inputs(const lumen_pipe_config *cfg) { return cfg->n_vfa >= 1 && cfg->out; }
+
 int lumen_cmd_t1(int argc, char **argv) {
-  const char *cmd = "t1";
-  lumen_pipe_config cfg;
-  lumen_pipe_config_init(&cfg);
-  int verbose = 0, helpf = 0;
-  lumen_ctx *ctx = lumen_cli_context(cmd, 0);
-  if (!ctx) return LUMEN_EXIT_FAILURE;
-  lumen_cli_pipe_log(ctx, cmd, 0, 0);
-  int rc = lumen_cli_pipe_args(cmd, argc, argv, ctx, &cfg, &helpf, &verbose);
-  if (helpf) { help(stdout); rc = lumen_cli_finish_stdout(cmd); }
-  if (rc < 0) {
-    lumen_cli_pipe_log(ctx, cmd, verbose, cfg.quiet);
-    if (cfg.n_vfa < 1 || !cfg.out) {
-      lumen_cli_error(cmd, "--in FILE... and --out DIR are required (see 'lumen t1 --help')");
-      rc = LUMEN_EXIT_USAGE;
-    } else {
-      rc = lumen_cli_pipe_run(ctx, cmd, &cfg, lumen_pipeline_t1);
-    }
-  }
-  lumen_pipe_config_clear(&cfg);
-  lumen_ctx_destroy(ctx);
-  return rc;
+  static const lumen_cli_pipe_command t1 = {
+      "t1", help, has_inputs, "--in FILE... and --out DIR are required (see 'lumen t1 --help')", lumen_pipeline_t1};
+  return lumen_cli_pipe_main(&t1, argc, argv);
 }
 #else
 int lumen_cmd_t1(int argc, char **argv) {
   (void)argc; (void)argv;
-  lumen_cli_error("t1", "this build has no NIfTI/JSON I/O (nifti_clib, cJSON): rebuild with them");
-  return LUMEN_EXIT_FAILURE;
+  return lumen_cli_no_io("t1");
 }
 #endif

@@ -1,6 +1,6 @@
 /* The image-command machinery shared by `lumen filter` and `lumen segment`: input/output pairs
    and --batch lists, reading and writing by extension, the progress display and the summary
-   line (cmd_filter.c); the batch of images over several devices with overlapped reading and
+   line (image_cli.c); the batch of images over several devices with overlapped reading and
    writing (image_batch.c). */
 #ifndef LUMEN_CLI_IMAGE_CLI_H
 #define LUMEN_CLI_IMAGE_CLI_H

@@ -284,6 +284,33 @@ int lumen_cli_pipe_run(lumen_ctx *ctx, const char *cmd, const lumen_pipe_config 
   return LUMEN_EXIT_OK;
 }
 
+int lumen_cli_pipe_main(const lumen_cli_pipe_command *command, int argc, char **argv) {
+  const char *cmd = command->cmd;
+  lumen_pipe_config cfg;
+  lumen_pipe_config_init(&cfg);
+  int verbose = 0, helpf = 0;
+  lumen_ctx *ctx = lumen_cli_context(cmd, 0);
+  if (!ctx) return LUMEN_EXIT_FAILURE;
+  lumen_cli_pipe_log(ctx, cmd, 0, 0);
+  int rc = lumen_cli_pipe_args(cmd, argc, argv, ctx, &cfg, &helpf, &verbose);
+  if (helpf) {
+    command->help(stdout);
+    rc = lumen_cli_finish_stdout(cmd);
+  }
+  if (rc < 0) { /* parsed, no --help: run */
+    lumen_cli_pipe_log(ctx, cmd, verbose, cfg.quiet);
+    if (!command->has_inputs(&cfg)) {
+      lumen_cli_error(cmd, "%s", command->missing);
+      rc = LUMEN_EXIT_USAGE;
+    } else {
+      rc = lumen_cli_pipe_run(ctx, cmd, &cfg, command->run);
+    }
+  }
+  lumen_pipe_config_clear(&cfg);
+  lumen_ctx_destroy(ctx);
+  return rc;
+}
+
 void lumen_cli_pipe_print_summary(const char *cmd, const lumen_pipe_summary *s) {
   if (s->aif_method[0])
     fprintf(stderr, "lumen %s: AIF used: %s%s\n", cmd, s->aif_method,

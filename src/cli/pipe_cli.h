@@ -23,4 +23,15 @@ typedef lumen_status (*lumen_cli_pipeline_fn)(lumen_ctx *ctx, const lumen_pipe_c
 /* Shows progress, runs the pipeline, prints the error or the summary; returns the exit status. */
 int lumen_cli_pipe_run(lumen_ctx *ctx, const char *cmd, const lumen_pipe_config *cfg, lumen_cli_pipeline_fn run);
 
+/* What differs between `lumen dce` and `lumen t1`; lumen_cli_pipe_main does the rest. */
+typedef struct {
+  const char *cmd;                                  /* "dce" or "t1" */
+  void (*help)(FILE *out);                          /* the --help text */
+  int (*has_inputs)(const lumen_pipe_config *cfg);  /* 1 when the required options are given */
+  const char *missing;                              /* the message when they are not */
+  lumen_cli_pipeline_fn run;
+} lumen_cli_pipe_command;
+/* The whole command: parses argv, prints --help or runs the pipeline; returns the exit status. */
+int lumen_cli_pipe_main(const lumen_cli_pipe_command *command, int argc, char **argv);
+
 #endif

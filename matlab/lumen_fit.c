@@ -146,71 +146,58 @@ static void get_string(const mxArray *a, char *buf, size_t size, const char *nam
   if (!mxIsChar(a) || mxGetString(a, buf, (mwSize)size) != 0) fail_arg("%s must be a character string", name);
 }
 
-void mexFunction(int nlhs, mxArray *plhs[], int nrhs, const mxArray *prhs[]) {
+static void ensure_context(void) {
   if (!g_ctx) {
     if (lumen_ctx_create(&g_ctx) != LUMEN_OK) mexErrMsgIdAndTxt("lumen:out_of_memory", "lumen_fit: no context");
     mexAtExit(at_exit);
   }
   lumen_ctx_clear_error(g_ctx);
-  if (nrhs < 9 || nrhs > 10)
-    fail_arg("%s", "usage: [p, states, chi2, iterations, time] = lumen_fit(data, weights, model, "
-                   "initial_parameters, constraints, tolerance, max_n_iterations, parameters_to_fit, "
-                   "user_info [, options])");
-  if (nlhs > 5) fail_arg("%s", "at most 5 outputs");
+}
 
-  const mxArray *data = prhs[0];
-  require_real(data, "data");
-  if (mxGetNumberOfDimensions(data) != 2) fail_arg("%s must be n_points x n_fits", "data");
-  size_t n = mxGetM(data), n_fits = mxGetN(data);
-  if (n < 1) fail_arg("%s has no points", "data");
-  int single = mxIsSingle(data);
-
-  lumen_fit_options o;
-  lumen_fit_options_init(&o);
-  int gpufit_2cxm = 0;
-  if (mxIsChar(prhs[2])) {
+/* The model argument: a lumen model name or one of the fork's Gpufit ModelIDs; returns 1 for
+   Gpufit's 2CXM id (its first parameter is E, a derived value of lumen's 2cxm). */
+static int parse_model(const mxArray *a, lumen_fit_options *o) {
+  if (mxIsChar(a)) {
     char name[64];
-    get_string(prhs[2], name, sizeof name, "model");
-    lumen_status st = lumen_model_parse(name, &o.model);
+    get_string(a, name, sizeof name, "model");
+    lumen_status st = lumen_model_parse(name, &o->model);
     if (st != LUMEN_OK) fail_arg("model '%s' is unknown (tofts, etofts, patlak, 2cum, 2cxm, fxr, auc, vfa, "
                                  "vfa-linear, vfa-2pt, ir, sr)", name);
-  } else {
-    double id = scalar(prhs[2], "model");
-    const char *name = id == 17 ? "patlak" : id == 18 ? "tofts" : id == 19 ? "etofts" : id == 21 ? "2cxm" : NULL;
-    if (!name) fail_arg("%s: Gpufit ModelID served are 17 PATLAK, 18 TOFTS, 19 TOFTS_EXTENDED, 21 "
-                        "TWO_COMPARTMENT_EXCHANGE; or pass a lumen model name", "model");
-    lumen_model_parse(name, &o.model);
-    gpufit_2cxm = id == 21;
+    return 0;
   }
-  int npf = lumen_fit_param_count(o.model);     /* fit parameters */
-  int npub = lumen_model_param_count(o.model);  /* public parameters */
-  int nd = lumen_fit_derived_count(o.model);
+  double id = scalar(a, "model");
+  const char *name = id == 17 ? "patlak" : id == 18 ? "tofts" : id == 19 ? "etofts" : id == 21 ? "2cxm" : NULL;
+  if (!name) fail_arg("%s: Gpufit ModelID served are 17 PATLAK, 18 TOFTS, 19 TOFTS_EXTENDED, 21 "
+                      "TWO_COMPARTMENT_EXCHANGE; or pass a lumen model name", "model");
+  lumen_model_parse(name, &o->model);
+  return id == 21;
+}
 
-  block w = get_block(prhs[1], "weights", n, n_fits);
-  block ip = get_block(prhs[3], "initial_parameters", (size_t)npf, n_fits);
-  block cons = get_block(prhs[4], "constraints", (size_t)2 * npf, n_fits);
-  if (!is_empty(prhs[5])) o.tolerance = scalar(prhs[5], "tolerance");
-  if (!is_empty(prhs[6])) {
-    double m = scalar(prhs[6], "max_n_iterations");
+/* tolerance and max_n_iterations: [] keeps the library default */
+static void parse_limits(const mxArray *tol, const mxArray *max_iter, lumen_fit_options *o) {
+  if (!is_empty(tol)) o->tolerance = scalar(tol, "tolerance");
+  if (!is_empty(max_iter)) {
+    double m = scalar(max_iter, "max_n_iterations");
     if (!(m >= 0 && m <= 1e9) || m != floor(m)) fail_arg("%s must be a non-negative integer", "max_n_iterations");
-    o.max_iterations = (int)m;
+    o->max_iterations = (int)m;
   }
-  block ptf = get_block(prhs[7], "parameters_to_fit", (size_t)npf, 1);
-  for (int k = 0; k < npf && ptf.v; ++k) o.fixed[k] = ptf.v[k] == 0;
+}
 
-  /* user info: the sample grid (and the AIF for DCE models) */
-  if (is_empty(prhs[8])) fail_arg("%s is required: [times (min); AIF (mM)] for DCE models, flip angles "
-                                  "(rad) for vfa, times (s) for ir / sr", "user_info");
-  double *ui = as_double(prhs[8], "user_info");
-  size_t nui = mxGetNumberOfElements(prhs[8]);
-  const double *x = ui, *cp = NULL;
-  int dce = o.model < LUMEN_MODEL_VFA;  /* tofts .. auc take an AIF */
+/* user info: the sample grid x (and the AIF cp for DCE models, NULL otherwise) */
+static void parse_user_info(const mxArray *a, size_t n, lumen_model model, const double **x, const double **cp) {
+  if (is_empty(a)) fail_arg("%s is required: [times (min); AIF (mM)] for DCE models, flip angles "
+                            "(rad) for vfa, times (s) for ir / sr", "user_info");
+  double *ui = as_double(a, "user_info");
+  size_t nui = mxGetNumberOfElements(a);
+  int dce = model < LUMEN_MODEL_VFA;  /* tofts .. auc take an AIF */
+  *x = ui;
+  *cp = NULL;
   if (nui == 2 * n) {
-    cp = ui + n;
+    *cp = ui + n;
   } else if (nui == n && dce) {
     char what[240];
     snprintf(what, sizeof what, "%%s has %zu values (one row) but model '%s' needs the AIF too: user_info = [times "
-             "(min); AIF (mM)], 2 x n_points = %zu values", nui, lumen_model_name(o.model), 2 * n);
+             "(min); AIF (mM)], 2 x n_points = %zu values", nui, lumen_model_name(model), 2 * n);
     fail_arg(what, "user_info");
   } else if (nui != n) {
     char what[200];
@@ -218,102 +205,162 @@ void mexFunction(int nlhs, mxArray *plhs[], int nrhs, const mxArray *prhs[]) {
              nui, 2 * n, n);
     fail_arg(what, "user_info");
   }
+}
 
-  /* options struct */
-  char backend[64] = "auto";
-  if (nrhs == 10 && !is_empty(prhs[9])) {
-    const mxArray *opt = prhs[9];
-    if (!mxIsStruct(opt) || mxGetNumberOfElements(opt) != 1) fail_arg("%s must be a scalar struct", "options");
-    for (int f = 0; f < mxGetNumberOfFields(opt); ++f) {
-      const char *fn = mxGetFieldNameByNumber(opt, f);
-      const mxArray *v = mxGetFieldByNumber(opt, 0, f);
-      if (!strcmp(fn, "backend")) {
-        get_string(v, backend, sizeof backend, "options.backend");
-      } else if (!strcmp(fn, "conv")) {
-        char s[32];
-        get_string(v, s, sizeof s, "options.conv");
-        if (!strcmp(s, lumen_fit_conv_name(LUMEN_FIT_CONV_EXACT))) o.conv = LUMEN_FIT_CONV_EXACT;
-        else if (!strcmp(s, lumen_fit_conv_name(LUMEN_FIT_CONV_TRAPEZOID))) o.conv = LUMEN_FIT_CONV_TRAPEZOID;
-        else fail_arg("options.conv '%s': expected 'exact' or 'trapezoid'", s);
-      } else if (!strcmp(fn, "precision")) {
-        char s[32];
-        get_string(v, s, sizeof s, "options.precision");
-        if (!strcmp(s, lumen_fit_precision_name(LUMEN_FIT_FLOAT32))) o.precision = LUMEN_FIT_FLOAT32;
-        else if (!strcmp(s, lumen_fit_precision_name(LUMEN_FIT_FLOAT64))) o.precision = LUMEN_FIT_FLOAT64;
-        else fail_arg("options.precision '%s': expected 'float32' or 'float64'", s);
-      } else if (!strcmp(fn, "bounds_preset")) {
-        char s[32];
-        get_string(v, s, sizeof s, "options.bounds_preset");
-        if (lumen_fit_bounds_preset_parse(g_ctx, s, &o.bounds_preset) != LUMEN_OK)
-          fail_arg("options.bounds_preset '%s': expected 'physical' or 'rocketship'", s);
-      } else if (!strcmp(fn, "tr")) {
-        o.tr = scalar(v, "options.tr");
-      } else if (!strcmp(fn, "r1")) {
-        o.r1 = scalar(v, "options.r1");
-      } else if (!strcmp(fn, "linear_start")) {
-        o.linear_start = scalar(v, "options.linear_start") != 0;
-      } else if (!strcmp(fn, "threads")) {
-        lumen_status st = lumen_ctx_set_threads(g_ctx, (int)scalar(v, "options.threads"));
-        if (st != LUMEN_OK) fail_lumen(st);
-      } else {
-        fail_arg("options.%s is unknown (backend, conv, precision, bounds_preset, tr, r1, linear_start, threads)", fn);
-      }
+/* A string option naming one of two values (options.conv, options.precision). */
+static int one_of_two(const mxArray *v, const char *field, const char *name_a, int a, const char *name_b, int b) {
+  char s[32], msg[160];
+  get_string(v, s, sizeof s, field);
+  if (!strcmp(s, name_a)) return a;
+  if (!strcmp(s, name_b)) return b;
+  snprintf(msg, sizeof msg, "%s '%s': expected '%s' or '%s'", field, s, name_a, name_b);
+  fail_arg("%s", msg);
+  return a;  /* not reached: fail_arg raises a MATLAB error */
+}
+
+/* One field of the options struct; backend is written to the caller's buffer. */
+static void parse_option(const char *fn, const mxArray *v, lumen_fit_options *o, char *backend, size_t backend_size) {
+  if (!strcmp(fn, "backend")) {
+    get_string(v, backend, backend_size, "options.backend");
+  } else if (!strcmp(fn, "conv")) {
+    o->conv = one_of_two(v, "options.conv", lumen_fit_conv_name(LUMEN_FIT_CONV_EXACT), LUMEN_FIT_CONV_EXACT,
+                         lumen_fit_conv_name(LUMEN_FIT_CONV_TRAPEZOID), LUMEN_FIT_CONV_TRAPEZOID);
+  } else if (!strcmp(fn, "precision")) {
+    o->precision = one_of_two(v, "options.precision", lumen_fit_precision_name(LUMEN_FIT_FLOAT32), LUMEN_FIT_FLOAT32,
+                              lumen_fit_precision_name(LUMEN_FIT_FLOAT64), LUMEN_FIT_FLOAT64);
+  } else if (!strcmp(fn, "bounds_preset")) {
+    char s[32];
+    get_string(v, s, sizeof s, "options.bounds_preset");
+    if (lumen_fit_bounds_preset_parse(g_ctx, s, &o->bounds_preset) != LUMEN_OK)
+      fail_arg("options.bounds_preset '%s': expected 'physical' or 'rocketship'", s);
+  } else if (!strcmp(fn, "tr")) {
+    o->tr = scalar(v, "options.tr");
+  } else if (!strcmp(fn, "r1")) {
+    o->r1 = scalar(v, "options.r1");
+  } else if (!strcmp(fn, "linear_start")) {
+    o->linear_start = scalar(v, "options.linear_start") != 0;
+  } else if (!strcmp(fn, "threads")) {
+    lumen_status st = lumen_ctx_set_threads(g_ctx, (int)scalar(v, "options.threads"));
+    if (st != LUMEN_OK) fail_lumen(st);
+  } else {
+    fail_arg("options.%s is unknown (backend, conv, precision, bounds_preset, tr, r1, linear_start, threads)", fn);
+  }
+}
+
+static void parse_options(const mxArray *opt, lumen_fit_options *o, char *backend, size_t backend_size) {
+  if (!mxIsStruct(opt) || mxGetNumberOfElements(opt) != 1) fail_arg("%s must be a scalar struct", "options");
+  for (int f = 0; f < mxGetNumberOfFields(opt); ++f)
+    parse_option(mxGetFieldNameByNumber(opt, f), mxGetFieldByNumber(opt, 0, f), o, backend, backend_size);
+}
+
+/* Everything the fits of one call share, and where their results go. */
+typedef struct {
+  const mxArray *data;
+  size_t n, n_fits;
+  int npf, npub, nd, gpufit_2cxm;
+  const double *x, *cp;
+  block w, ip, cons;
+  double *P, *derived;
+  int32_t *S, *I;
+  double *C;
+  double seconds;
+} fit_call;
+
+/* The run's starts and constraints (-Inf / Inf become lumen's unbounded value) */
+static void run_options(const fit_call *c, size_t j0, lumen_fit_options *ro) {
+  const double *ipc = col(&c->ip, j0), *cc = col(&c->cons, j0);
+  for (int k = 0; k < c->npf; ++k) {
+    if (ipc) ro->start[k] = ipc[k];
+    if (cc) {
+      double lo = cc[2 * k], hi = cc[2 * k + 1];
+      ro->lo[k] = isinf(lo) ? (lo < 0 ? -UNBOUNDED : UNBOUNDED) : lo;
+      ro->hi[k] = isinf(hi) ? (hi < 0 ? -UNBOUNDED : UNBOUNDED) : hi;
     }
   }
+  ro->weights = col(&c->w, j0);
+}
+
+/* Fits the columns [j0, j1), which share every per-fit input, with one plan. */
+static void fit_run(fit_call *c, const lumen_fit_options *o, size_t j0, size_t j1) {
+  size_t n = c->n, npub = (size_t)c->npub, nd = (size_t)c->nd;
+  lumen_fit_options ro = *o;
+  run_options(c, j0, &ro);
+  lumen_status st = lumen_fit_plan_create(g_ctx, &ro, (int)n, c->x, c->cp, &g_plan);
+  if (st != LUMEN_OK) fail_lumen(st);
+  lumen_fit_results r = {
+      .params = mxMalloc(((j1 - j0) * npub + 1) * sizeof(double)), .state = c->S + j0, .chi2 = c->C + j0,
+      .iterations = c->I + j0, .derived = c->derived ? c->derived + j0 * nd : NULL};
+  if (mxIsSingle(c->data))
+    st = lumen_fit_execute(g_ctx, g_plan, (int64_t)(j1 - j0), (const float *)mxGetData(c->data) + j0 * n, NULL, &r);
+  else
+    st = lumen_fit_execute_f64(g_ctx, g_plan, (int64_t)(j1 - j0), mxGetPr(c->data) + j0 * n, NULL, &r);
+  if (st != LUMEN_OK) fail_lumen(st);
+  c->seconds += r.seconds;
+  /* results are row-major n_curves x npub: column j of P is row j of the results */
+  memcpy(c->P + j0 * npub, r.params, (j1 - j0) * npub * sizeof(double));
+  if (c->gpufit_2cxm) { /* the fork's (E, ve, vp, Fp): E is the derived value named "E" */
+    int e = -1;
+    for (int k = 0; k < c->nd; ++k)
+      if (!strcmp(lumen_fit_derived_name(o->model, k), "E")) e = k;
+    for (size_t j = j0; j < j1 && e >= 0; ++j) c->P[j * npub] = c->derived[j * nd + (size_t)e];
+  }
+  mxFree(r.params);
+  cleanup();
+}
+
+void mexFunction(int nlhs, mxArray *plhs[], int nrhs, const mxArray *prhs[]) {
+  ensure_context();
+  if (nrhs < 9 || nrhs > 10)
+    fail_arg("%s", "usage: [p, states, chi2, iterations, time] = lumen_fit(data, weights, model, "
+                   "initial_parameters, constraints, tolerance, max_n_iterations, parameters_to_fit, "
+                   "user_info [, options])");
+  if (nlhs > 5) fail_arg("%s", "at most 5 outputs");
+
+  fit_call c = {.data = prhs[0]};
+  require_real(c.data, "data");
+  if (mxGetNumberOfDimensions(c.data) != 2) fail_arg("%s must be n_points x n_fits", "data");
+  c.n = mxGetM(c.data);
+  c.n_fits = mxGetN(c.data);
+  if (c.n < 1) fail_arg("%s has no points", "data");
+
+  lumen_fit_options o;
+  lumen_fit_options_init(&o);
+  c.gpufit_2cxm = parse_model(prhs[2], &o);
+  c.npf = lumen_fit_param_count(o.model);     /* fit parameters */
+  c.npub = lumen_model_param_count(o.model);  /* public parameters */
+  c.nd = lumen_fit_derived_count(o.model);
+
+  c.w = get_block(prhs[1], "weights", c.n, c.n_fits);
+  c.ip = get_block(prhs[3], "initial_parameters", (size_t)c.npf, c.n_fits);
+  c.cons = get_block(prhs[4], "constraints", (size_t)2 * c.npf, c.n_fits);
+  parse_limits(prhs[5], prhs[6], &o);
+  block ptf = get_block(prhs[7], "parameters_to_fit", (size_t)c.npf, 1);
+  for (int k = 0; k < c.npf && ptf.v; ++k) o.fixed[k] = ptf.v[k] == 0;
+  parse_user_info(prhs[8], c.n, o.model, &c.x, &c.cp);
+
+  char backend[64] = "auto";
+  if (nrhs == 10 && !is_empty(prhs[9])) parse_options(prhs[9], &o, backend, sizeof backend);
   o.backend = backend;
 
-  int np_out = npub;
-  plhs[0] = mxCreateDoubleMatrix((mwSize)np_out, (mwSize)n_fits, mxREAL);
-  mxArray *states = mxCreateNumericMatrix(1, (mwSize)n_fits, mxINT32_CLASS, mxREAL);
-  mxArray *chi2 = mxCreateDoubleMatrix(1, (mwSize)n_fits, mxREAL);
-  mxArray *iters = mxCreateNumericMatrix(1, (mwSize)n_fits, mxINT32_CLASS, mxREAL);
-  double *P = mxGetPr(plhs[0]);
-  int32_t *S = (int32_t *)mxGetData(states);
-  double *C = mxGetPr(chi2);
-  int32_t *I = (int32_t *)mxGetData(iters);
-  double *derived = nd ? mxCalloc(n_fits * (size_t)nd + 1, sizeof(double)) : NULL;
-  double seconds = 0;
+  plhs[0] = mxCreateDoubleMatrix((mwSize)c.npub, (mwSize)c.n_fits, mxREAL);
+  mxArray *states = mxCreateNumericMatrix(1, (mwSize)c.n_fits, mxINT32_CLASS, mxREAL);
+  mxArray *chi2 = mxCreateDoubleMatrix(1, (mwSize)c.n_fits, mxREAL);
+  mxArray *iters = mxCreateNumericMatrix(1, (mwSize)c.n_fits, mxINT32_CLASS, mxREAL);
+  c.P = mxGetPr(plhs[0]);
+  c.S = (int32_t *)mxGetData(states);
+  c.C = mxGetPr(chi2);
+  c.I = (int32_t *)mxGetData(iters);
+  c.derived = c.nd ? mxCalloc(c.n_fits * (size_t)c.nd + 1, sizeof(double)) : NULL;
 
   size_t j0 = 0;
-  while (j0 < n_fits) {
+  while (j0 < c.n_fits) {
     size_t j1 = j0 + 1;  /* the run [j0, j1) shares every per-fit input */
-    while (j1 < n_fits && same_col(&ip, j0, j1) && same_col(&cons, j0, j1) && same_col(&w, j0, j1)) ++j1;
-    lumen_fit_options ro = o;
-    const double *ipc = col(&ip, j0), *cc = col(&cons, j0);
-    for (int k = 0; k < npf; ++k) {
-      if (ipc) ro.start[k] = ipc[k];
-      if (cc) {
-        double lo = cc[2 * k], hi = cc[2 * k + 1];
-        ro.lo[k] = isinf(lo) ? (lo < 0 ? -UNBOUNDED : UNBOUNDED) : lo;
-        ro.hi[k] = isinf(hi) ? (hi < 0 ? -UNBOUNDED : UNBOUNDED) : hi;
-      }
-    }
-    ro.weights = col(&w, j0);
-    lumen_status st = lumen_fit_plan_create(g_ctx, &ro, (int)n, x, cp, &g_plan);
-    if (st != LUMEN_OK) fail_lumen(st);
-    lumen_fit_results r = {
-        .params = mxMalloc(((j1 - j0) * (size_t)npub + 1) * sizeof(double)), .state = S + j0, .chi2 = C + j0,
-        .iterations = I + j0, .derived = derived ? derived + j0 * (size_t)nd : NULL};
-    if (single)
-      st = lumen_fit_execute(g_ctx, g_plan, (int64_t)(j1 - j0), (const float *)mxGetData(data) + j0 * n, NULL, &r);
-    else
-      st = lumen_fit_execute_f64(g_ctx, g_plan, (int64_t)(j1 - j0), mxGetPr(data) + j0 * n, NULL, &r);
-    if (st != LUMEN_OK) fail_lumen(st);
-    seconds += r.seconds;
-    /* results are row-major n_curves x npub: column j of P is row j of the results */
-    memcpy(P + j0 * (size_t)np_out, r.params, (j1 - j0) * (size_t)npub * sizeof(double));
-    if (gpufit_2cxm) { /* the fork's (E, ve, vp, Fp): E is the derived value named "E" */
-      int e = -1;
-      for (int k = 0; k < nd; ++k)
-        if (!strcmp(lumen_fit_derived_name(o.model, k), "E")) e = k;
-      for (size_t j = j0; j < j1 && e >= 0; ++j) P[j * (size_t)np_out] = derived[j * (size_t)nd + (size_t)e];
-    }
-    mxFree(r.params);
-    cleanup();
+    while (j1 < c.n_fits && same_col(&c.ip, j0, j1) && same_col(&c.cons, j0, j1) && same_col(&c.w, j0, j1)) ++j1;
+    fit_run(&c, &o, j0, j1);
     j0 = j1;
   }
   if (nlhs > 1) plhs[1] = states; else mxDestroyArray(states);
   if (nlhs > 2) plhs[2] = chi2; else mxDestroyArray(chi2);
   if (nlhs > 3) plhs[3] = iters; else mxDestroyArray(iters);
-  if (nlhs > 4) plhs[4] = mxCreateDoubleScalar(seconds);
+  if (nlhs > 4) plhs[4] = mxCreateDoubleScalar(c.seconds);
 }

@@ -9,6 +9,7 @@
 #include "core/internal.h"
 #include "io/io_internal.h"
 #include "dist/dist_internal.h"
+#include "pipeline/fit_counts.h"
 
 void lumen_dist_range(int64_t n, int k, int nparts, int64_t *lo, int64_t *hi) {
   if (nparts < 1) nparts = 1;
@@ -379,20 +380,10 @@ lumen_status lumen_dist_merge_fit(void *user, lumen_ctx *ctx, const lumen_fit_pl
     PUT(res->delay, r->delay, sizeof(double));
     PUT(res->state, r->state, sizeof(int32_t));
     if (res->iterations) for (int64_t i = r->lo; i < r->hi; ++i) res->iterations[i] = 0;
-    for (int t = 0; t < LUMEN_FIT_TIER_COUNT; ++t) res->curves_per_tier[t] += r->tiers[t];
-    for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s) res->state_counts[s] += r->states[s];
-    for (int j = 0; j < LUMEN_FIT_MAX_PARAMS; ++j) {
-      res->at_lower[j] += r->at_lower[j];
-      res->at_upper[j] += r->at_upper[j];
-    }
-    res->seconds += r->seconds;
-    if (!have_meta && c > 0) {
-      memcpy(res->backend_requested, r->breq, sizeof res->backend_requested);
-      memcpy(res->backend_selected, r->bsel, sizeof res->backend_selected);
-      memcpy(res->backend_used, r->bused, sizeof res->backend_used);
-      memcpy(res->reason, r->reason, sizeof res->reason);
-      have_meta = 1;
-    }
+    const pipe_fit_piece piece = {r->tiers, r->states, r->at_lower, r->at_upper, r->seconds,
+                                  r->breq, r->bsel, r->bused, r->reason};
+    pipe_add_fit_piece(res, &piece, !have_meta && c > 0);
+    if (c > 0) have_meta = 1;
   }
   if (next != n) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "merge: the parts cover %lld of %lld voxels", (long long)next, (long long)n);
   return LUMEN_OK;

@@ -199,42 +199,44 @@ static lumen_status read_exact(reader *r, void *buf, size_t n, const char *what,
     copy_text((p)->descrip, (h).descrip, 80);                                                          \
   } while (0)
 
+/* A .hdr/.img pair's header (magic "ni1" / "ni2"): only single files are read. */
+static lumen_status reject_pair(reader *r, const char *magic, int version) {
+  const char pair[4] = {'n', 'i', (char)('0' + version), '\0'};
+  if (memcmp(magic, pair, 4) != 0) return LUMEN_OK;
+  return RFAIL(r, LUMEN_ERR_UNSUPPORTED, "%s: '%s' is a NIfTI-%d header of a .hdr/.img pair (magic \"ni%d\"); "
+               "only single files (.nii, .nii.gz, magic \"n+%d\") are read", r->fn, r->path, version, version, version);
+}
+
 static lumen_status parse_n1(reader *r, const unsigned char *raw) {
   nifti_1_header h;
   memcpy(&h, raw, sizeof h);
   if (r->h.swapped) swap_nifti_header(&h, 1);
-  parsed_header *p = &r->h;
-  p->version = 1;
   if (!isfinite(h.vox_offset) || h.vox_offset < 0 || h.vox_offset > 4e18)
     return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field vox_offset is %g, expected a byte offset >= 352",
                  r->fn, r->path, (double)h.vox_offset);
-  p->vox_offset = (int64_t)h.vox_offset;
-  COPY_SHARED_FIELDS(p, h);
-  if (memcmp(h.magic, "ni1", 4) == 0)
-    return RFAIL(r, LUMEN_ERR_UNSUPPORTED, "%s: '%s' is a NIfTI-1 header of a .hdr/.img pair (magic \"ni1\"); "
-                 "only single files (.nii, .nii.gz, magic \"n+1\") are read", r->fn, r->path);
-  if (memcmp(h.magic, "n+1", 4) != 0)
-    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field magic is not \"n+1\" (not a NIfTI-1 file; "
-                 "ANALYZE 7.5 is not read)", r->fn, r->path);
-  return LUMEN_OK;
+  r->h.version = 1;
+  r->h.vox_offset = (int64_t)h.vox_offset;
+  COPY_SHARED_FIELDS(&r->h, h);
+  lumen_status s = reject_pair(r, h.magic, 1);
+  if (s == LUMEN_OK && memcmp(h.magic, "n+1", 4) != 0)
+    s = RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field magic is not \"n+1\" (not a NIfTI-1 file; "
+              "ANALYZE 7.5 is not read)", r->fn, r->path);
+  return s;
 }
 
 static lumen_status parse_n2(reader *r, const unsigned char *raw) {
+  static const char magic_single[8] = {'n', '+', '2', '\0', '\r', '\n', '\032', '\n'};
   nifti_2_header h;
   memcpy(&h, raw, sizeof h);
   if (r->h.swapped) swap_nifti_header(&h, 2);
-  parsed_header *p = &r->h;
-  p->version = 2;
-  p->vox_offset = h.vox_offset;
-  COPY_SHARED_FIELDS(p, h);
-  static const char magic_single[8] = {'n', '+', '2', '\0', '\r', '\n', '\032', '\n'};
-  if (memcmp(h.magic, "ni2", 4) == 0)
-    return RFAIL(r, LUMEN_ERR_UNSUPPORTED, "%s: '%s' is a NIfTI-2 header of a .hdr/.img pair (magic \"ni2\"); "
-                 "only single files (.nii, .nii.gz, magic \"n+2\") are read", r->fn, r->path);
-  if (memcmp(h.magic, magic_single, 8) != 0)
-    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field magic is not \"n+2\\0\\r\\n\\032\\n\" (not a NIfTI-2 file)",
-                 r->fn, r->path);
-  return LUMEN_OK;
+  r->h.version = 2;
+  r->h.vox_offset = h.vox_offset;
+  COPY_SHARED_FIELDS(&r->h, h);
+  lumen_status s = reject_pair(r, h.magic, 2);
+  if (s == LUMEN_OK && memcmp(h.magic, magic_single, 8) != 0)
+    s = RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field magic is not \"n+2\\0\\r\\n\\032\\n\" (not a NIfTI-2 file)",
+              r->fn, r->path);
+  return s;
 }
 
 /* Checks every field that decides how much is allocated and read. */
@@ -628,164 +630,213 @@ static int is_identity(const double *a) {
   return 1;
 }
 
-lumen_status lumen_nifti_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
-                               const lumen_nifti_write_opts *opts) {
-  static const char fn[] = "lumen_nifti_write";
-  LUMEN_REQUIRE_NOT_NULL(ctx, path);
-  LUMEN_REQUIRE_NOT_NULL(ctx, image);
-  lumen_nifti_write_opts o;
-  memset(&o, 0, sizeof o);
-  if (opts) o = *opts;
-  LUMEN_REQUIRE(ctx, o.version >= 0 && o.version <= 2, "%s: opts->version is %d, expected 0, 1 or 2", fn, o.version);
-  LUMEN_REQUIRE(ctx, o.compress_level >= 0 && o.compress_level <= 9, "%s: opts->compress_level is %d, expected 0..9",
-                fn, o.compress_level);
-  LUMEN_REQUIRE(ctx, !o.intent_name || strlen(o.intent_name) <= 15,
+static const char write_fn[] = "lumen_nifti_write";
+
+/* What both header versions hold, worked out from the image and the options. */
+typedef struct {
+  int64_t dims[8];
+  double pix[8], aff[16];
+  double qb, qc, qd, qx, qy, qz;
+  int ndtype, elem, sform, qform, xyzt_units, intent;
+} header_fields;
+
+static lumen_status check_write_opts(lumen_ctx *ctx, const lumen_nifti_write_opts *o) {
+  const char *fn = write_fn;
+  LUMEN_REQUIRE(ctx, o->version >= 0 && o->version <= 2, "%s: opts->version is %d, expected 0, 1 or 2", fn, o->version);
+  LUMEN_REQUIRE(ctx, o->compress_level >= 0 && o->compress_level <= 9, "%s: opts->compress_level is %d, expected 0..9",
+                fn, o->compress_level);
+  LUMEN_REQUIRE(ctx, !o->intent_name || strlen(o->intent_name) <= 15,
                 "%s: opts->intent_name '%s' has %zu characters, expected at most 15", fn,
-                o.intent_name ? o.intent_name : "", o.intent_name ? strlen(o.intent_name) : (size_t)0);
-  LUMEN_REQUIRE(ctx, o.sform_code >= 0 && o.sform_code <= 5 && o.qform_code >= 0 && o.qform_code <= 5,
-                "%s: opts sform_code %d / qform_code %d, expected 0..5", fn, o.sform_code, o.qform_code);
-  if (lumen_image_device(image).kind != LUMEN_DEVICE_CPU)
-    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "%s: '%s': the image is on a device; copy it to the host first", fn,
-                      path);
-  lumen_dtype dt = lumen_image_dtype(image);
-  int ndtype = nifti_from_dtype(dt);
-  int elem = 0;
-  lumen_dtype stored;
-  dtype_from_nifti(ndtype, &stored, &elem);
+                o->intent_name ? o->intent_name : "", o->intent_name ? strlen(o->intent_name) : (size_t)0);
+  LUMEN_REQUIRE(ctx, o->sform_code >= 0 && o->sform_code <= 5 && o->qform_code >= 0 && o->qform_code <= 5,
+                "%s: opts sform_code %d / qform_code %d, expected 0..5", fn, o->sform_code, o->qform_code);
+  return LUMEN_OK;
+}
+
+/* dims (NIfTI-1 holds at most 32767 per axis), pixdim, the affine (the spacing when the image has
+   none) and qform's quaternion, its closest rigid part. */
+static lumen_status header_geometry(lumen_ctx *ctx, const char *path, const lumen_image *image, int v2,
+                                    header_fields *hf) {
   int ndim = lumen_image_ndim(image);
-  int64_t dims[8] = {ndim, 1, 1, 1, 1, 1, 1, 1};
+  int64_t *dims = hf->dims;
+  for (int i = 0; i < 8; i++) dims[i] = i == 0 ? ndim : 1;
   for (int i = 0; i < ndim; i++) dims[i + 1] = lumen_image_dim(image, i);
-  int v2 = o.version == 2;
   if (!v2)
     for (int i = 1; i <= ndim; i++)
       if (dims[i] > 32767)
         return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "%s: '%s': dims[%d] is %lld, over NIfTI-1's limit of 32767; "
-                          "write NIfTI-2 (opts->version = 2)", fn, path, i - 1, (long long)dims[i]);
-  double sp[4] = {1, 1, 1, 1}, aff[16];
+                          "write NIfTI-2 (opts->version = 2)", write_fn, path, i - 1, (long long)dims[i]);
+  double sp[4] = {1, 1, 1, 1};
+  double *aff = hf->aff;
   lumen_image_get_spacing(image, sp, ndim);
   lumen_image_get_affine(image, aff);
   if (is_identity(aff))
     for (int i = 0; i < 3; i++) aff[i * 4 + i] = i < ndim ? sp[i] : 1.0;
-  int sform = o.sform_code ? o.sform_code : NIFTI_XFORM_SCANNER_ANAT;
-  int qform = o.qform_code ? o.qform_code : NIFTI_XFORM_SCANNER_ANAT;
   nifti_dmat44 R;
   for (int i = 0; i < 4; i++)
     for (int j = 0; j < 4; j++) R.m[i][j] = aff[i * 4 + j];
-  double qb, qc, qd, qx, qy, qz, dx, dy, dz, qfac;
-  nifti_dmat44_to_quatern(R, &qb, &qc, &qd, &qx, &qy, &qz, &dx, &dy, &dz, &qfac);
-  int space_unit = o.space_unit ? o.space_unit : LUMEN_NIFTI_UNITS_MM;
-  int time_unit = o.time_unit ? o.time_unit : LUMEN_NIFTI_UNITS_SEC;
-  LUMEN_REQUIRE(ctx, (space_unit & ~7) == 0 && (time_unit & ~56) == 0,
-                "%s: opts space_unit %d / time_unit %d are not NIfTI unit codes", fn, space_unit, time_unit);
-  int intent = o.intent_code ? o.intent_code : (o.intent_name && o.intent_name[0] ? LUMEN_NIFTI_INTENT_ESTIMATE : 0);
-  double pix[8] = {qfac, 1, 1, 1, 1, 1, 1, 1};
-  for (int i = 0; i < ndim; i++) pix[i + 1] = sp[i];
+  double dx, dy, dz, qfac;
+  nifti_dmat44_to_quatern(R, &hf->qb, &hf->qc, &hf->qd, &hf->qx, &hf->qy, &hf->qz, &dx, &dy, &dz, &qfac);
+  for (int i = 0; i < 8; i++) hf->pix[i] = i == 0 ? qfac : 1;
+  for (int i = 0; i < ndim; i++) hf->pix[i + 1] = sp[i];
+  return LUMEN_OK;
+}
 
-  unsigned char hdr[544];
-  memset(hdr, 0, sizeof hdr);
-  size_t hdr_size;
-  if (!v2) {
-    nifti_1_header h;
-    memset(&h, 0, sizeof h);  /* every byte of the header that is written, padding too */
-    h.sizeof_hdr = 348;
-    for (int i = 0; i < 8; i++) {
-      h.dim[i] = (short)dims[i];
-      h.pixdim[i] = (float)pix[i];
-    }
-    h.datatype = (short)ndtype;
-    h.bitpix = (short)(8 * elem);
-    h.vox_offset = 352.0f;
-    h.scl_slope = 0.0f;
-    h.scl_inter = 0.0f;
-    h.xyzt_units = (char)(space_unit | time_unit);
-    h.intent_code = (short)intent;
-    if (o.intent_name) strncpy(h.intent_name, o.intent_name, 15);
-    if (o.description) strncpy(h.descrip, o.description, 79);
-    h.cal_min = (float)o.cal_min;
-    h.cal_max = (float)o.cal_max;
-    h.toffset = (float)o.toffset;
-    h.qform_code = (short)qform;
-    h.sform_code = (short)sform;
-    h.quatern_b = (float)qb; h.quatern_c = (float)qc; h.quatern_d = (float)qd;
-    h.qoffset_x = (float)qx; h.qoffset_y = (float)qy; h.qoffset_z = (float)qz;
-    for (int j = 0; j < 4; j++) {
-      h.srow_x[j] = (float)aff[j];
-      h.srow_y[j] = (float)aff[4 + j];
-      h.srow_z[j] = (float)aff[8 + j];
-    }
-    memcpy(h.magic, "n+1", 4);
-    memcpy(hdr, &h, sizeof h);
-    hdr_size = 352;
-  } else {
-    nifti_2_header h;
-    memset(&h, 0, sizeof h);  /* every byte of the header that is written, padding too */
-    h.sizeof_hdr = 540;
-    static const char magic2[8] = {'n', '+', '2', '\0', '\r', '\n', '\032', '\n'};
-    memcpy(h.magic, magic2, 8);
-    for (int i = 0; i < 8; i++) {
-      h.dim[i] = dims[i];
-      h.pixdim[i] = pix[i];
-    }
-    h.datatype = (int16_t)ndtype;
-    h.bitpix = (int16_t)(8 * elem);
-    h.vox_offset = 544;
-    h.xyzt_units = space_unit | time_unit;
-    h.intent_code = intent;
-    if (o.intent_name) strncpy(h.intent_name, o.intent_name, 15);
-    if (o.description) strncpy(h.descrip, o.description, 79);
-    h.cal_min = o.cal_min;
-    h.cal_max = o.cal_max;
-    h.toffset = o.toffset;
-    h.qform_code = qform;
-    h.sform_code = sform;
-    h.quatern_b = qb; h.quatern_c = qc; h.quatern_d = qd;
-    h.qoffset_x = qx; h.qoffset_y = qy; h.qoffset_z = qz;
-    for (int j = 0; j < 4; j++) {
-      h.srow_x[j] = aff[j];
-      h.srow_y[j] = aff[4 + j];
-      h.srow_z[j] = aff[8 + j];
-    }
-    memcpy(hdr, &h, sizeof h);
-    hdr_size = 544;
+static lumen_status header_fields_of(lumen_ctx *ctx, const char *path, const lumen_image *image,
+                                     const lumen_nifti_write_opts *o, header_fields *hf) {
+  lumen_dtype stored;
+  hf->ndtype = nifti_from_dtype(lumen_image_dtype(image));
+  hf->elem = 0;
+  dtype_from_nifti(hf->ndtype, &stored, &hf->elem);
+  lumen_status s = header_geometry(ctx, path, image, o->version == 2, hf);
+  if (s != LUMEN_OK) return s;
+  hf->sform = o->sform_code ? o->sform_code : NIFTI_XFORM_SCANNER_ANAT;
+  hf->qform = o->qform_code ? o->qform_code : NIFTI_XFORM_SCANNER_ANAT;
+  int space_unit = o->space_unit ? o->space_unit : LUMEN_NIFTI_UNITS_MM;
+  int time_unit = o->time_unit ? o->time_unit : LUMEN_NIFTI_UNITS_SEC;
+  LUMEN_REQUIRE(ctx, (space_unit & ~7) == 0 && (time_unit & ~56) == 0,
+                "%s: opts space_unit %d / time_unit %d are not NIfTI unit codes", write_fn, space_unit, time_unit);
+  hf->xyzt_units = space_unit | time_unit;
+  hf->intent = o->intent_code ? o->intent_code
+                              : (o->intent_name && o->intent_name[0] ? LUMEN_NIFTI_INTENT_ESTIMATE : 0);
+  return LUMEN_OK;
+}
+
+/* The fields of both versions, whose types differ (NIfTI-1 short and float, NIfTI-2 int and double). */
+#define FILL_HEADER(h, hf, o, T_DIM, T_CODE, T_FLOAT)                                               \
+  do {                                                                                              \
+    for (int i = 0; i < 8; i++) {                                                                   \
+      (h).dim[i] = (T_DIM)(hf)->dims[i];                                                            \
+      (h).pixdim[i] = (T_FLOAT)(hf)->pix[i];                                                        \
+    }                                                                                               \
+    (h).datatype = (int16_t)(hf)->ndtype;                                                           \
+    (h).bitpix = (int16_t)(8 * (hf)->elem);                                                         \
+    if ((o)->intent_name) strncpy((h).intent_name, (o)->intent_name, 15);                           \
+    if ((o)->description) strncpy((h).descrip, (o)->description, 79);                               \
+    (h).cal_min = (T_FLOAT)(o)->cal_min;                                                            \
+    (h).cal_max = (T_FLOAT)(o)->cal_max;                                                            \
+    (h).toffset = (T_FLOAT)(o)->toffset;                                                            \
+    (h).qform_code = (T_CODE)(hf)->qform;                                                           \
+    (h).sform_code = (T_CODE)(hf)->sform;                                                           \
+    (h).quatern_b = (T_FLOAT)(hf)->qb; (h).quatern_c = (T_FLOAT)(hf)->qc;                           \
+    (h).quatern_d = (T_FLOAT)(hf)->qd;                                                              \
+    (h).qoffset_x = (T_FLOAT)(hf)->qx; (h).qoffset_y = (T_FLOAT)(hf)->qy;                           \
+    (h).qoffset_z = (T_FLOAT)(hf)->qz;                                                              \
+    for (int j = 0; j < 4; j++) {                                                                   \
+      (h).srow_x[j] = (T_FLOAT)(hf)->aff[j];                                                        \
+      (h).srow_y[j] = (T_FLOAT)(hf)->aff[4 + j];                                                    \
+      (h).srow_z[j] = (T_FLOAT)(hf)->aff[8 + j];                                                    \
+    }                                                                                               \
+  } while (0)
+
+/* The header and the padding up to the voxels (352 bytes); returns its size. */
+static size_t build_n1_header(const header_fields *hf, const lumen_nifti_write_opts *o, unsigned char *hdr) {
+  nifti_1_header h;
+  memset(&h, 0, sizeof h);  /* every byte of the header that is written, padding too */
+  h.sizeof_hdr = 348;
+  FILL_HEADER(h, hf, o, short, short, float);
+  h.vox_offset = 352.0f;
+  h.scl_slope = 0.0f;
+  h.scl_inter = 0.0f;
+  h.xyzt_units = (char)hf->xyzt_units;
+  h.intent_code = (short)hf->intent;
+  memcpy(h.magic, "n+1", 4);
+  memcpy(hdr, &h, sizeof h);
+  return 352;
+}
+
+static size_t build_n2_header(const header_fields *hf, const lumen_nifti_write_opts *o, unsigned char *hdr) {
+  nifti_2_header h;
+  memset(&h, 0, sizeof h);  /* every byte of the header that is written, padding too */
+  h.sizeof_hdr = 540;
+  static const char magic2[8] = {'n', '+', '2', '\0', '\r', '\n', '\032', '\n'};
+  memcpy(h.magic, magic2, 8);
+  FILL_HEADER(h, hf, o, int64_t, int, double);
+  h.vox_offset = 544;
+  h.xyzt_units = hf->xyzt_units;
+  h.intent_code = hf->intent;
+  memcpy(hdr, &h, sizeof h);
+  return 544;
+}
+
+/* float16 / bfloat16 voxels are stored as float32, converted a chunk at a time. */
+static lumen_status write_half_as_float(lumen_ctx *ctx, lumen_atomic_file *f, const lumen_image *image,
+                                        const char *path) {
+  lumen_dtype dt = lumen_image_dtype(image);
+  const uint16_t *src = (const uint16_t *)lumen_image_const_data(image);
+  int64_t count = lumen_image_count(image);
+  const size_t n_chunk = 1 << 20;
+  lumen_status s = LUMEN_OK;
+  float *tmp = malloc(n_chunk * sizeof(float));
+  if (!tmp) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory writing '%s'", write_fn, path);
+  for (int64_t i = 0; s == LUMEN_OK && i < count; i += (int64_t)n_chunk) {
+    int64_t n = count - i < (int64_t)n_chunk ? count - i : (int64_t)n_chunk;
+    if (dt == LUMEN_DTYPE_FLOAT16)
+      lumen_convert_f16_to_f32(src + i, tmp, n);
+    else
+      lumen_convert_bf16_to_f32(src + i, tmp, n);
+    s = lumen_atomic_write(f, tmp, (size_t)n * sizeof(float));
   }
+  free(tmp);
+  return s;
+}
+
+/* Voxels as they are in memory, in 16 MiB chunks (progress reported above 64 MiB). */
+static lumen_status write_raw_voxels(lumen_ctx *ctx, lumen_atomic_file *f, const lumen_image *image) {
+  const unsigned char *data = lumen_image_const_data(image);
+  int64_t nbytes = lumen_image_nbytes(image);
+  const int64_t chunk = (int64_t)16 << 20;
+  lumen_status s = LUMEN_OK;
+  for (int64_t i = 0; s == LUMEN_OK && i < nbytes; i += chunk) {
+    int64_t n = nbytes - i < chunk ? nbytes - i : chunk;
+    s = lumen_atomic_write(f, data + i, (size_t)n);
+    if (s == LUMEN_OK && nbytes > ((int64_t)64 << 20))
+      s = lumen_progress(ctx, (double)(i + n) / (double)nbytes, "write NIfTI");
+  }
+  return s;
+}
+
+/* Header then voxels into a temporary file, renamed over path only when all is written. */
+static lumen_status write_file(lumen_ctx *ctx, const char *path, const lumen_image *image,
+                               const lumen_nifti_write_opts *o, const unsigned char *hdr, size_t hdr_size) {
   int gz = lumen_ends_with(path, ".gz");
   lumen_atomic_file *f = NULL;
-  lumen_status s = lumen_atomic_open(ctx, path, o.overwrite, gz ? (o.compress_level ? o.compress_level : 6) : 0, &f);
-  if (s != LUMEN_OK) return lumen_fail(ctx, s, "%s: %s", fn, lumen_ctx_last_error(ctx));
+  lumen_status s = lumen_atomic_open(ctx, path, o->overwrite, gz ? (o->compress_level ? o->compress_level : 6) : 0, &f);
+  if (s != LUMEN_OK) return lumen_fail(ctx, s, "%s: %s", write_fn, lumen_ctx_last_error(ctx));
   s = lumen_atomic_write(f, hdr, hdr_size);
-  const unsigned char *data = lumen_image_const_data(image);
-  int64_t count = lumen_image_count(image);
   if (s == LUMEN_OK) {
-    if (dt == LUMEN_DTYPE_FLOAT16 || dt == LUMEN_DTYPE_BFLOAT16) {
-      const size_t n_chunk = 1 << 20;
-      float *tmp = malloc(n_chunk * sizeof(float));
-      if (!tmp) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory writing '%s'", fn, path);
-      const uint16_t *src = (const uint16_t *)data;
-      for (int64_t i = 0; s == LUMEN_OK && i < count; i += (int64_t)n_chunk) {
-        int64_t n = count - i < (int64_t)n_chunk ? count - i : (int64_t)n_chunk;
-        if (dt == LUMEN_DTYPE_FLOAT16)
-          lumen_convert_f16_to_f32(src + i, tmp, n);
-        else
-          lumen_convert_bf16_to_f32(src + i, tmp, n);
-        s = lumen_atomic_write(f, tmp, (size_t)n * sizeof(float));
-      }
-      free(tmp);
-    } else {
-      int64_t nbytes = lumen_image_nbytes(image);
-      const int64_t chunk = (int64_t)16 << 20;
-      for (int64_t i = 0; s == LUMEN_OK && i < nbytes; i += chunk) {
-        int64_t n = nbytes - i < chunk ? nbytes - i : chunk;
-        s = lumen_atomic_write(f, data + i, (size_t)n);
-        if (s == LUMEN_OK && nbytes > ((int64_t)64 << 20))
-          s = lumen_progress(ctx, (double)(i + n) / (double)nbytes, "write NIfTI");
-      }
-    }
+    lumen_dtype dt = lumen_image_dtype(image);
+    if (dt == LUMEN_DTYPE_FLOAT16 || dt == LUMEN_DTYPE_BFLOAT16)
+      s = write_half_as_float(ctx, f, image, path);
+    else
+      s = write_raw_voxels(ctx, f, image);
   }
   if (s == LUMEN_OK) {
     s = lumen_atomic_commit(f);
   } else {
     lumen_atomic_abort(f);
   }
-  if (s != LUMEN_OK) return lumen_fail(ctx, s, "%s: %s", fn, lumen_ctx_last_error(ctx));
+  if (s != LUMEN_OK) return lumen_fail(ctx, s, "%s: %s", write_fn, lumen_ctx_last_error(ctx));
   return LUMEN_OK;
+}
+
+lumen_status lumen_nifti_write(lumen_ctx *ctx, const char *path, const lumen_image *image,
+                               const lumen_nifti_write_opts *opts) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, path);
+  LUMEN_REQUIRE_NOT_NULL(ctx, image);
+  lumen_nifti_write_opts o;
+  memset(&o, 0, sizeof o);
+  if (opts) o = *opts;
+  lumen_status s = check_write_opts(ctx, &o);
+  if (s != LUMEN_OK) return s;
+  if (lumen_image_device(image).kind != LUMEN_DEVICE_CPU)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "%s: '%s': the image is on a device; copy it to the host first",
+                      write_fn, path);
+  header_fields hf;
+  s = header_fields_of(ctx, path, image, &o, &hf);
+  if (s != LUMEN_OK) return s;
+  unsigned char hdr[544];
+  memset(hdr, 0, sizeof hdr);
+  size_t hdr_size = o.version == 2 ? build_n2_header(&hf, &o, hdr) : build_n1_header(&hf, &o, hdr);
+  return write_file(ctx, path, image, &o, hdr, hdr_size);
 }

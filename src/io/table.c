@@ -95,162 +95,176 @@ static int parse_number(const token *tk, double *out) {
   return 1;
 }
 
+/* The state of one lumen_parse_table call. */
+typedef struct table_parse {
+  lumen_ctx *ctx;
+  const char *name;
+  int ragged, header;  /* header: the next row may still be a header */
+  grow tokens, vals, cols, lines;
+  char **names;
+  int64_t names_n;
+  int64_t line_no, first_cols, first_line;
+} table_parse;
+
+static lumen_status out_of_memory(table_parse *t) {
+  return lumen_fail(t->ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory", t->name);
+}
+
+static lumen_status bad_token(table_parse *t, const token *tk, const char *what) {
+  char shown[48];
+  show(shown, tk);
+  return lumen_fail(t->ctx, LUMEN_ERR_FORMAT, "%s:%lld:%zu: '%s' %s", t->name, (long long)t->line_no, tk->col, shown,
+                    what);
+}
+
+/* The first row is a header: every token becomes a column name. */
+static lumen_status take_header(table_parse *t) {
+  const token *tk = t->tokens.p;
+  t->names = calloc(t->tokens.n, sizeof *t->names);
+  if (!t->names) return out_of_memory(t);
+  t->names_n = (int64_t)t->tokens.n;
+  for (size_t c = 0; c < t->tokens.n; c++) {
+    t->names[c] = malloc(tk[c].len + 1);
+    if (!t->names[c]) return out_of_memory(t);
+    memcpy(t->names[c], tk[c].p, tk[c].len);
+    t->names[c][tk[c].len] = '\0';
+  }
+  return LUMEN_OK;
+}
+
+/* Records the row's length: all rows as long as the first unless ragged rows are allowed. */
+static lumen_status end_row(table_parse *t) {
+  int64_t n = (int64_t)t->tokens.n;
+  t->header = 0;  /* only the first row may be a header */
+  if (t->first_cols < 0) {
+    t->first_cols = n;
+    t->first_line = t->line_no;
+  } else if (n != t->first_cols && !t->ragged) {
+    const token *tk = t->tokens.p;
+    size_t col = n > t->first_cols ? tk[t->first_cols].col : (size_t)1;
+    return lumen_fail(t->ctx, LUMEN_ERR_FORMAT, "%s:%lld:%zu: row has %lld values, expected %lld as on line %lld "
+                      "(rows of unequal length)", t->name, (long long)t->line_no, col, (long long)n,
+                      (long long)t->first_cols, (long long)t->first_line);
+  }
+  if (!grow_push(&t->cols, &n) || !grow_push(&t->lines, &t->line_no)) return out_of_memory(t);
+  return LUMEN_OK;
+}
+
+/* The numbers of the tokens of one line (or, for the first row, maybe the header's names). */
+static lumen_status parse_row(table_parse *t) {
+  const token *tk = t->tokens.p;
+  size_t row_start = t->vals.n;
+  for (size_t k = 0; k < t->tokens.n; k++) {
+    double v;
+    int got = parse_number(&tk[k], &v);
+    if (got < 0) return bad_token(t, &tk[k], "is out of the range of a double (magnitude at most 1.8e308)");
+    if (!got) {
+      if (!(t->header && t->lines.n == 0 && !t->names)) return bad_token(t, &tk[k], "is not a number");
+      lumen_status s = take_header(t);
+      t->vals.n = row_start;
+      t->header = 0;
+      return s;
+    }
+    if (!grow_push(&t->vals, &v)) return out_of_memory(t);
+  }
+  return end_row(t);
+}
+
+/* Reads the line at *pos (a comment from '#' on is dropped) and moves *pos past it. */
+static lumen_status parse_line(table_parse *t, const char *text, size_t length, size_t *pos) {
+  t->line_no++;
+  const char *line = text + *pos;
+  const char *nl = memchr(line, '\n', length - *pos);
+  size_t len = nl ? (size_t)(nl - line) : length - *pos;
+  *pos += len + (nl ? 1 : 0);
+  const char *hash = memchr(line, '#', len);
+  if (hash) len = (size_t)(hash - line);
+  const char *nul = memchr(line, '\0', len);
+  if (nul)
+    return lumen_fail(t->ctx, LUMEN_ERR_FORMAT, "%s:%lld:%zu: a NUL byte: this is not a text file", t->name,
+                      (long long)t->line_no, (size_t)(nul - line) + 1);
+  lumen_status s = split_line(t->ctx, t->name, t->line_no, line, len, &t->tokens);
+  if (s != LUMEN_OK || t->tokens.n == 0) return s;
+  return parse_row(t);
+}
+
+/* Hands the names to out, one per column (NULL past the header's last name). */
+static lumen_status give_names(table_parse *t, int64_t maxc, lumen_table *out) {
+  if (t->names_n < maxc) {
+    char **more = realloc(t->names, (size_t)maxc * sizeof *t->names);
+    if (!more) return out_of_memory(t);  /* the names stay in t, freed with it */
+    t->names = more;
+    for (int64_t c = t->names_n; c < maxc; c++) t->names[c] = NULL;
+  }
+  out->names = t->names;
+  t->names = NULL;
+  return LUMEN_OK;
+}
+
+/* The rows as a matrix, short rows padded with NaN. */
+static lumen_status build_table(table_parse *t, lumen_table *out) {
+  int64_t rows = (int64_t)t->lines.n, maxc = 0;
+  const int64_t *rc = t->cols.p;
+  for (int64_t r = 0; r < rows; r++)
+    if (rc[r] > maxc) maxc = rc[r];
+  if (t->names && t->names_n > maxc) maxc = t->names_n;
+  int64_t total;
+  if (lumen_mul_i64(rows, maxc, &total) || (uint64_t)total > SIZE_MAX / sizeof(double))
+    return lumen_fail(t->ctx, LUMEN_ERR_OVERFLOW, "%s: %lld rows x %lld columns overflow", t->name, (long long)rows,
+                      (long long)maxc);
+  double *m = malloc((size_t)total * sizeof(double));
+  if (!m) return out_of_memory(t);
+  const double *v = t->vals.p;
+  size_t k = 0;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < maxc; c++) m[r * maxc + c] = c < rc[r] ? v[k++] : NAN;
+  out->rows = rows;
+  out->cols = maxc;
+  out->values = m;
+  out->row_cols = t->cols.p;
+  out->row_line = t->lines.p;
+  t->cols.p = t->lines.p = NULL;
+  return t->names ? give_names(t, maxc, out) : LUMEN_OK;
+}
+
+static void table_parse_free(table_parse *t) {
+  if (t->names) {
+    for (int64_t c = 0; c < t->names_n; c++) free(t->names[c]);
+    free(t->names);
+  }
+  free(t->tokens.p);
+  free(t->vals.p);
+  free(t->cols.p);
+  free(t->lines.p);
+}
+
 lumen_status lumen_parse_table(lumen_ctx *ctx, const char *text, size_t length, const char *name,
                                const lumen_table_opts *opts, lumen_table *out) {
   LUMEN_REQUIRE_NOT_NULL(ctx, out);
   memset(out, 0, sizeof *out);
   LUMEN_REQUIRE(ctx, text || length == 0, "lumen_parse_table: argument 'text' is NULL");
-  if (!name) name = "<text>";
-  int ragged = opts && opts->allow_ragged;
-  int header = opts && opts->allow_header;
-  grow tokens = {NULL, 0, 0, sizeof(token)};
-  grow vals = {NULL, 0, 0, sizeof(double)};
-  grow cols = {NULL, 0, 0, sizeof(int64_t)};
-  grow lines = {NULL, 0, 0, sizeof(int64_t)};
-  char **names = NULL;
-  int64_t names_n = 0;
-  lumen_status s = LUMEN_OK;
+  table_parse t = {.ctx = ctx,
+                   .name = name ? name : "<text>",
+                   .ragged = opts && opts->allow_ragged,
+                   .header = opts && opts->allow_header,
+                   .tokens = {NULL, 0, 0, sizeof(token)},
+                   .vals = {NULL, 0, 0, sizeof(double)},
+                   .cols = {NULL, 0, 0, sizeof(int64_t)},
+                   .lines = {NULL, 0, 0, sizeof(int64_t)},
+                   .first_cols = -1};
   size_t pos = 0;
   if (length >= 3 && (unsigned char)text[0] == 0xef && (unsigned char)text[1] == 0xbb && (unsigned char)text[2] == 0xbf)
-    pos = 3;
-  int64_t line_no = 0, first_cols = -1, first_line = 0;
-  while (s == LUMEN_OK && pos < length) {
-    line_no++;
-    const char *line = text + pos;
-    const char *nl = memchr(line, '\n', length - pos);
-    size_t len = nl ? (size_t)(nl - line) : length - pos;
-    pos += len + (nl ? 1 : 0);
-    const char *hash = memchr(line, '#', len);
-    if (hash) len = (size_t)(hash - line);
-    const char *nul = memchr(line, '\0', len);
-    if (nul) {
-      s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%lld:%zu: a NUL byte: this is not a text file", name,
-                     (long long)line_no, (size_t)(nul - line) + 1);
-      break;
-    }
-    s = split_line(ctx, name, line_no, line, len, &tokens);
-    if (s != LUMEN_OK || tokens.n == 0) continue;
-    token *tk = tokens.p;
-    int64_t row_start = (int64_t)vals.n;
-    for (size_t k = 0; k < tokens.n; k++) {
-      double v;
-      int got = parse_number(&tk[k], &v);
-      if (got < 0) {
-        char shown[48];
-        show(shown, &tk[k]);
-        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%lld:%zu: '%s' is out of the range of a double (magnitude at most "
-                       "1.8e308)", name, (long long)line_no, tk[k].col, shown);
-        break;
-      }
-      if (!got) {
-        if (header && lines.n == 0 && !names) {
-          /* the first row is a header: every token becomes a column name */
-          names = calloc(tokens.n, sizeof *names);
-          if (!names) {
-            s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
-            break;
-          }
-          names_n = (int64_t)tokens.n;
-          for (size_t c = 0; c < tokens.n && s == LUMEN_OK; c++) {
-            names[c] = malloc(tk[c].len + 1);
-            if (!names[c]) {
-              s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
-              break;
-            }
-            memcpy(names[c], tk[c].p, tk[c].len);
-            names[c][tk[c].len] = '\0';
-          }
-          vals.n = (size_t)row_start;
-          header = 0;
-          goto next_line;
-        }
-        char shown[48];
-        show(shown, &tk[k]);
-        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%lld:%zu: '%s' is not a number", name, (long long)line_no,
-                       tk[k].col, shown);
-        break;
-      }
-      if (!grow_push(&vals, &v)) {
-        s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
-        break;
-      }
-    }
-    if (s != LUMEN_OK) break;
-    {
-      int64_t n = (int64_t)tokens.n;
-      header = 0;  /* only the first row may be a header */
-      if (first_cols < 0) {
-        first_cols = n;
-        first_line = line_no;
-      } else if (n != first_cols && !ragged) {
-        size_t col = n > first_cols ? tk[first_cols].col : (size_t)1;
-        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%lld:%zu: row has %lld values, expected %lld as on line %lld "
-                       "(rows of unequal length)", name, (long long)line_no, col, (long long)n,
-                       (long long)first_cols, (long long)first_line);
-        break;
-      }
-      if (!grow_push(&cols, &n) || !grow_push(&lines, &line_no)) {
-        s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
-        break;
-      }
-    }
-  next_line:;
-  }
-  if (s == LUMEN_OK && lines.n == 0)
-    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: no numbers found (%lld lines, all blank, comments%s)", name,
-                   (long long)line_no, names ? " or the header" : "");
-  if (s == LUMEN_OK && names && names_n != first_cols && !ragged)
-    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%lld:1: the header has %lld names, the rows %lld values", name,
-                   (long long)first_line, (long long)names_n, (long long)first_cols);
-  if (s == LUMEN_OK) {
-    int64_t rows = (int64_t)lines.n, maxc = 0;
-    const int64_t *rc = cols.p;
-    for (int64_t r = 0; r < rows; r++)
-      if (rc[r] > maxc) maxc = rc[r];
-    if (names && names_n > maxc) maxc = names_n;
-    int64_t total;
-    if (lumen_mul_i64(rows, maxc, &total) || (uint64_t)total > SIZE_MAX / sizeof(double)) {
-      s = lumen_fail(ctx, LUMEN_ERR_OVERFLOW, "%s: %lld rows x %lld columns overflow", name, (long long)rows,
-                     (long long)maxc);
-    } else {
-      double *m = malloc((size_t)total * sizeof(double));
-      if (!m) {
-        s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
-      } else {
-        const double *v = vals.p;
-        size_t k = 0;
-        for (int64_t r = 0; r < rows; r++)
-          for (int64_t c = 0; c < maxc; c++) m[r * maxc + c] = c < rc[r] ? v[k++] : NAN;
-        out->rows = rows;
-        out->cols = maxc;
-        out->values = m;
-        out->row_cols = cols.p;
-        out->row_line = lines.p;
-        cols.p = lines.p = NULL;
-        if (names) {
-          if (names_n < maxc) {
-            char **more = realloc(names, (size_t)maxc * sizeof *names);
-            if (!more) {
-              s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
-            } else {
-              names = more;
-              for (int64_t c = names_n; c < maxc; c++) names[c] = NULL;
-            }
-          }
-          out->names = names;
-          names = NULL;
-        }
-      }
-    }
-  }
-  if (names) {
-    for (int64_t c = 0; c < names_n; c++) free(names[c]);
-    free(names);
-  }
-  free(tokens.p);
-  free(vals.p);
-  free(cols.p);
-  free(lines.p);
+    pos = 3;  /* a UTF-8 byte order mark */
+  lumen_status s = LUMEN_OK;
+  while (s == LUMEN_OK && pos < length) s = parse_line(&t, text, length, &pos);
+  if (s == LUMEN_OK && t.lines.n == 0)
+    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: no numbers found (%lld lines, all blank, comments%s)", t.name,
+                   (long long)t.line_no, t.names ? " or the header" : "");
+  if (s == LUMEN_OK && t.names && t.names_n != t.first_cols && !t.ragged)
+    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%lld:1: the header has %lld names, the rows %lld values", t.name,
+                   (long long)t.first_line, (long long)t.names_n, (long long)t.first_cols);
+  if (s == LUMEN_OK) s = build_table(&t, out);
+  table_parse_free(&t);
   if (s != LUMEN_OK) lumen_table_clear(out);
   return s;
 }

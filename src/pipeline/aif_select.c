@@ -358,6 +358,141 @@ static lumen_status write_aif(pipe_run *run, const pipe_stage_b_in *in, pipe_aif
   return st;
 }
 
+/* Why the mean curve of the detected vessels (in aif->cb, from used voxels) is no AIF, in
+   fallback; left empty when it passes: plasma peak >= 3x the tissue peak, peak before the
+   tissue's, washout. */
+static void judge_vessels(const pipe_stage_b_in *in, const pipe_aif *aif, int64_t used, double hct, char *fallback,
+                          size_t size) {
+  const int64_t nt = in->nt;
+  double tissue_peak = in->tissue_mean[argmax(in->tissue_mean, nt)];
+  if (in->input_conc) {
+    snprintf(fallback, size, "concentration input: no signal to find vessels in");
+    return;
+  }
+  if (used < 3) {
+    snprintf(fallback, size, "fewer than 3 usable vascular candidate voxels (%lld)", (long long)used);
+    return;
+  }
+  int64_t ip = argmax(aif->cb, nt), it = argmax(in->tissue_mean, nt);
+  double late = 0;
+  int64_t nl = 0;
+  for (int64_t i = nt - nt / 4; i < nt; ++i) { late += aif->cb[i]; ++nl; }
+  late /= (double)(nl ? nl : 1);
+  double cpk = aif->cb[ip] / (1 - hct);
+  if (!(cpk >= 3 * tissue_peak)) snprintf(fallback, size, "candidate plasma peak %.3g mM is below 3x the tissue peak %.3g mM", cpk, tissue_peak);
+  else if (ip > it) snprintf(fallback, size, "candidate peaks (frame %lld) after the tissue (frame %lld)", (long long)ip, (long long)it);
+  else if (!(late <= 0.7 * aif->cb[ip])) snprintf(fallback, size, "candidate has no washout (late mean %.3g >= 70%% of peak %.3g mM)", late, aif->cb[ip]);
+}
+
+/* --aif auto: the mean of the detected vessels when it passes judge_vessels; otherwise fallback
+   says why (and the caller uses the Parker population AIF). */
+static void aif_auto(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif, char *fallback, size_t size) {
+  const lumen_pipe_config *cfg = run->cfg;
+  const double hct = cfg->hematocrit;
+  const int64_t nt = in->nt;
+  int64_t *list = NULL;
+  int64_t k = in->input_conc ? 0 : detect_vessels(in, in->sp->b0, in->sp->b1, &list);
+  int64_t used = 0;
+  lumen_status st = LUMEN_OK;
+  if (k >= 3) st = roi_curve(run, in, list, k, aif->cb, &used);
+  if (st != LUMEN_OK) { lumen_ctx_clear_error(run->ctx); used = 0; }
+  free(list);
+  judge_vessels(in, aif, used, hct, fallback, size);
+  if (fallback[0]) {
+    pipe_warn(run, "AIF auto: no usable vessel (%s); using the Parker population AIF instead: give --aif roi:FILE "
+                   "with a vessel mask, or --aif parker to choose it", fallback);
+    aif->fallback = 1;
+    return;
+  }
+  for (int64_t i = 0; i < nt; ++i) aif->cp[i] = aif->cb[i] / (1 - hct);
+  aif->n_voxels = used;
+  snprintf(aif->method, sizeof aif->method, "auto:detected-vessels");
+  snprintf(aif->detail, sizeof aif->detail,
+           "mean of %lld automatically detected vascular voxels (enhancement >= half the 99th percentile, early peak), converted with "
+           "blood T1 %g s, Cp = Cb/(1 - %g); passed: peak >= 3x tissue peak, peaks before tissue, washout",
+           (long long)used, cfg->blood_t1_s, hct);
+}
+
+/* A population AIF (plasma and whole blood) starting at the bolus arrival. */
+static lumen_status aif_population(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif, lumen_aif_kind kind,
+                                   const char *fallback) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  const double hct = cfg->hematocrit;
+  const int64_t nt = in->nt;
+  lumen_aif_options ao;
+  lumen_aif_options_init(&ao);
+  ao.kind = kind;
+  ao.hct = hct;
+  ao.delay = aif->delay_min;
+  double *tt = malloc(sizeof(double) * (size_t)nt);
+  if (!tt) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
+  for (int64_t i = 0; i < nt; ++i) tt[i] = in->t_min[i] - in->t_min[0];
+  ao.plasma = 1;
+  lumen_status st = lumen_aif_population(ctx, &ao, nt, tt, aif->cp);
+  if (st == LUMEN_OK) {
+    ao.plasma = 0;
+    st = lumen_aif_population(ctx, &ao, nt, tt, aif->cb);
+  }
+  free(tt);
+  if (st != LUMEN_OK) return st;
+  snprintf(aif->method, sizeof aif->method, "%spopulation:%s", fallback[0] ? "auto:" : "", lumen_aif_name(kind));
+  snprintf(aif->detail, sizeof aif->detail,
+           "%s population AIF, hematocrit %g, bolus arrival %.4g min (%s)%s%s", lumen_aif_name(kind), hct,
+           aif->delay_min,
+           isfinite(cfg->injection_time_s) ? "given" : aif->arrival >= 0 ? "detected: last frame before the mean tissue curve rises" : "not detected: 0",
+           fallback[0] ? "; auto-selection fell back because " : "", fallback);
+  return LUMEN_OK;
+}
+
+/* --aif roi:FILE (the mean of the ROI) or fitted:FILE (its biexponential fit) */
+static lumen_status aif_roi(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif, const char *spec) {
+  lumen_ctx *ctx = run->ctx;
+  const lumen_pipe_config *cfg = run->cfg;
+  const double hct = cfg->hematocrit;
+  const int64_t nt = in->nt;
+  int fitted = spec[0] == 'f';
+  const char *path = spec + (fitted ? 7 : 4);
+  int64_t *list = NULL, n = 0, used = 0;
+  lumen_status st = roi_list(run, path, in->ref_path, &list, &n);
+  if (st == LUMEN_OK) st = roi_curve(run, in, list, n, aif->cb, &used);
+  free(list);
+  if (st != LUMEN_OK) return st;
+  aif->n_voxels = used;
+  if (fitted) {
+    double *raw = malloc(sizeof(double) * (size_t)nt);
+    if (!raw) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
+    memcpy(raw, aif->cb, sizeof(double) * (size_t)nt);
+    st = lumen_pipe_fit_biexp_aif(ctx, nt, in->t_min, raw, aif->cb, aif->biexp);
+    free(raw);
+    if (st != LUMEN_OK) return st;
+  }
+  for (int64_t i = 0; i < nt; ++i) aif->cp[i] = aif->cb[i] / (1 - hct);
+  snprintf(aif->method, sizeof aif->method, fitted ? "fitted" : "roi");
+  if (fitted)
+    snprintf(aif->detail, sizeof aif->detail,
+             "biexponential fit (ROCKETSHIP style) of the mean of %lld ROI voxels of '%s' (blood T1 %g s): "
+             "A %.4g, B %.4g mM, c %.4g, d %.4g /min, peak at %.4g min, ramp from %.4g min; Cp = Cb/(1 - %g)",
+             (long long)used, path, cfg->blood_t1_s, aif->biexp[0], aif->biexp[1], aif->biexp[2], aif->biexp[3],
+             aif->biexp[4], aif->biexp[5], hct);
+  else
+    snprintf(aif->detail, sizeof aif->detail, "mean of %lld ROI voxels of '%s' (blood T1 %g s); Cp = Cb/(1 - %g)",
+             (long long)used, path, cfg->blood_t1_s, hct);
+  return LUMEN_OK;
+}
+
+/* --aif file:FILE */
+static lumen_status aif_file(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif, const char *path) {
+  char how[512];
+  lumen_status st = pipe_aif_read_file(run->ctx, path, in->nt, in->t_min, run->cfg->hematocrit, aif->cp, aif->cb, how,
+                                       sizeof how);
+  if (st != LUMEN_OK) return st;
+  pipe_record_input(run, "AIF file", path);
+  snprintf(aif->method, sizeof aif->method, "file");
+  snprintf(aif->detail, sizeof aif->detail, "%s", how);
+  return LUMEN_OK;
+}
+
 lumen_status pipe_stage_b(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif) {
   lumen_ctx *ctx = run->ctx;
   const lumen_pipe_config *cfg = run->cfg;
@@ -366,7 +501,6 @@ lumen_status pipe_stage_b(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *ai
   aif->cp = malloc(sizeof(double) * (size_t)nt);
   aif->cb = malloc(sizeof(double) * (size_t)nt);
   if (!aif->cp || !aif->cb) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
-  const double hct = cfg->hematocrit;
   const char *spec = cfg->aif ? cfg->aif : "auto";
   /* bolus arrival from the mean tissue curve */
   aif->arrival = lumen_pipe_detect_arrival(in->tissue_mean, nt, in->sp->b0, in->sp->b1);
@@ -379,107 +513,23 @@ lumen_status pipe_stage_b(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *ai
   lumen_aif_kind kind;
   char fallback[512] = "";
   if (!strcmp(spec, "auto")) {
-    int64_t *list = NULL;
-    int64_t k = in->input_conc ? 0 : detect_vessels(in, in->sp->b0, in->sp->b1, &list);
-    double tissue_peak = in->tissue_mean[argmax(in->tissue_mean, nt)];
-    int64_t used = 0;
-    if (k >= 3) st = roi_curve(run, in, list, k, aif->cb, &used);
-    if (st != LUMEN_OK) { lumen_ctx_clear_error(ctx); st = LUMEN_OK; used = 0; }
-    free(list);
-    if (in->input_conc) snprintf(fallback, sizeof fallback, "concentration input: no signal to find vessels in");
-    else if (used < 3) snprintf(fallback, sizeof fallback, "fewer than 3 usable vascular candidate voxels (%lld)", (long long)used);
-    else {
-      int64_t ip = argmax(aif->cb, nt), it = argmax(in->tissue_mean, nt);
-      double late = 0;
-      int64_t nl = 0;
-      for (int64_t i = nt - nt / 4; i < nt; ++i) { late += aif->cb[i]; ++nl; }
-      late /= (double)(nl ? nl : 1);
-      double cpk = aif->cb[ip] / (1 - hct);
-      if (!(cpk >= 3 * tissue_peak)) snprintf(fallback, sizeof fallback, "candidate plasma peak %.3g mM is below 3x the tissue peak %.3g mM", cpk, tissue_peak);
-      else if (ip > it) snprintf(fallback, sizeof fallback, "candidate peaks (frame %lld) after the tissue (frame %lld)", (long long)ip, (long long)it);
-      else if (!(late <= 0.7 * aif->cb[ip])) snprintf(fallback, sizeof fallback, "candidate has no washout (late mean %.3g >= 70%% of peak %.3g mM)", late, aif->cb[ip]);
-    }
-    if (!fallback[0]) {
-      for (int64_t i = 0; i < nt; ++i) aif->cp[i] = aif->cb[i] / (1 - hct);
-      aif->n_voxels = used;
-      snprintf(aif->method, sizeof aif->method, "auto:detected-vessels");
-      snprintf(aif->detail, sizeof aif->detail,
-               "mean of %lld automatically detected vascular voxels (enhancement >= half the 99th percentile, early peak), converted with "
-               "blood T1 %g s, Cp = Cb/(1 - %g); passed: peak >= 3x tissue peak, peaks before tissue, washout",
-               (long long)used, cfg->blood_t1_s, hct);
-    } else {
-      pipe_warn(run, "AIF auto: no usable vessel (%s); using the Parker population AIF instead: give --aif roi:FILE "
-                     "with a vessel mask, or --aif parker to choose it", fallback);
-      aif->fallback = 1;
-      spec = "parker";
-    }
+    aif_auto(run, in, aif, fallback, sizeof fallback);
+    if (fallback[0]) spec = "parker";
   }
   if (!strcmp(spec, "auto")) {
     /* detected vessels accepted above */
   } else if (lumen_aif_parse(spec, &kind) == LUMEN_OK) {
-    lumen_aif_options ao;
-    lumen_aif_options_init(&ao);
-    ao.kind = kind;
-    ao.hct = hct;
-    ao.delay = aif->delay_min;
-    double *tt = malloc(sizeof(double) * (size_t)nt);
-    if (!tt) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
-    for (int64_t i = 0; i < nt; ++i) tt[i] = in->t_min[i] - in->t_min[0];
-    ao.plasma = 1;
-    st = lumen_aif_population(ctx, &ao, nt, tt, aif->cp);
-    if (st == LUMEN_OK) {
-      ao.plasma = 0;
-      st = lumen_aif_population(ctx, &ao, nt, tt, aif->cb);
-    }
-    free(tt);
-    if (st != LUMEN_OK) return st;
-    snprintf(aif->method, sizeof aif->method, "%spopulation:%s", fallback[0] ? "auto:" : "", lumen_aif_name(kind));
-    snprintf(aif->detail, sizeof aif->detail,
-             "%s population AIF, hematocrit %g, bolus arrival %.4g min (%s)%s%s", lumen_aif_name(kind), hct,
-             aif->delay_min,
-             isfinite(cfg->injection_time_s) ? "given" : aif->arrival >= 0 ? "detected: last frame before the mean tissue curve rises" : "not detected: 0",
-             fallback[0] ? "; auto-selection fell back because " : "", fallback);
+    st = aif_population(run, in, aif, kind, fallback);
   } else if (!strncmp(spec, "roi:", 4) || !strncmp(spec, "fitted:", 7)) {
-    int fitted = spec[0] == 'f';
-    const char *path = spec + (fitted ? 7 : 4);
-    int64_t *list = NULL, n = 0, used = 0;
-    st = roi_list(run, path, in->ref_path, &list, &n);
-    if (st == LUMEN_OK) st = roi_curve(run, in, list, n, aif->cb, &used);
-    free(list);
-    if (st != LUMEN_OK) return st;
-    aif->n_voxels = used;
-    if (fitted) {
-      double *raw = malloc(sizeof(double) * (size_t)nt);
-      if (!raw) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
-      memcpy(raw, aif->cb, sizeof(double) * (size_t)nt);
-      st = lumen_pipe_fit_biexp_aif(ctx, nt, in->t_min, raw, aif->cb, aif->biexp);
-      free(raw);
-      if (st != LUMEN_OK) return st;
-    }
-    for (int64_t i = 0; i < nt; ++i) aif->cp[i] = aif->cb[i] / (1 - hct);
-    snprintf(aif->method, sizeof aif->method, fitted ? "fitted" : "roi");
-    if (fitted)
-      snprintf(aif->detail, sizeof aif->detail,
-               "biexponential fit (ROCKETSHIP style) of the mean of %lld ROI voxels of '%s' (blood T1 %g s): "
-               "A %.4g, B %.4g mM, c %.4g, d %.4g /min, peak at %.4g min, ramp from %.4g min; Cp = Cb/(1 - %g)",
-               (long long)used, path, cfg->blood_t1_s, aif->biexp[0], aif->biexp[1], aif->biexp[2], aif->biexp[3],
-               aif->biexp[4], aif->biexp[5], hct);
-    else
-      snprintf(aif->detail, sizeof aif->detail, "mean of %lld ROI voxels of '%s' (blood T1 %g s); Cp = Cb/(1 - %g)",
-               (long long)used, path, cfg->blood_t1_s, hct);
+    st = aif_roi(run, in, aif, spec);
   } else if (!strncmp(spec, "file:", 5)) {
-    const char *path = spec + 5;
-    char how[512];
-    st = pipe_aif_read_file(ctx, path, nt, in->t_min, hct, aif->cp, aif->cb, how, sizeof how);
-    if (st != LUMEN_OK) return st;
-    pipe_record_input(run, "AIF file", path);
-    snprintf(aif->method, sizeof aif->method, "file");
-    snprintf(aif->detail, sizeof aif->detail, "%s", how);
+    st = aif_file(run, in, aif, spec + 5);
   } else {
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "--aif '%s': expected auto, parker, georgiou, weinmann, fritz-hansen, roi:FILE, fitted:FILE or file:FILE",
                       spec);
   }
+  if (st != LUMEN_OK) return st;
   for (int64_t i = 0; i < nt; ++i)
     if (!isfinite(aif->cp[i])) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "AIF (%s): value at frame %lld is not finite", aif->method, (long long)i);
   return write_aif(run, in, aif);

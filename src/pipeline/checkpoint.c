@@ -9,6 +9,7 @@
 #include "io/io_internal.h"
 #include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
+#include "pipeline/fit_counts.h"
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -55,48 +56,47 @@ static int arrays_of(const lumen_fit_results *r, lumen_model model, ck_array *a)
   return k;
 }
 
-/* Serialises chunk [start, start + count) of r (chunk-local counts in c) into buf. */
-static size_t pack(unsigned char *buf, const lumen_fit_results *r, const lumen_fit_results *c, lumen_model model,
-                   int64_t start, int64_t count) {
+/* Copies n bytes between field and buf at *off: into buf when to_buf (buf NULL: only counts),
+   out of buf otherwise; moves *off past them. */
+static void move_bytes(unsigned char *buf, size_t *off, void *field, size_t n, int to_buf) {
+  if (!to_buf) memcpy(field, buf + *off, n);
+  else if (buf) memcpy(buf + *off, field, n);
+  *off += n;
+}
+
+/* The record of chunk [start, start + count) of r, chunk-local counts in c: one layout for both
+   directions (to_buf: c and r are only read). Returns its size. */
+static size_t chunk_record(unsigned char *buf, lumen_fit_results *r, lumen_fit_results *c, lumen_model model,
+                           int64_t start, int64_t count, int to_buf) {
+  struct { void *p; size_t n; } head[] = {
+      {c->backend_requested, sizeof c->backend_requested}, {c->backend_selected, sizeof c->backend_selected},
+      {c->backend_used, sizeof c->backend_used},           {c->reason, sizeof c->reason},
+      {c->curves_per_tier, sizeof c->curves_per_tier},     {c->state_counts, sizeof c->state_counts},
+      {c->at_lower, sizeof c->at_lower},                   {c->at_upper, sizeof c->at_upper},
+      {&c->seconds, sizeof c->seconds}};
   size_t off = 0;
-#define PUT(p, n) do { if (buf) memcpy(buf + off, (p), (n)); off += (n); } while (0)
-  PUT(c->backend_requested, sizeof c->backend_requested);
-  PUT(c->backend_selected, sizeof c->backend_selected);
-  PUT(c->backend_used, sizeof c->backend_used);
-  PUT(c->reason, sizeof c->reason);
-  PUT(c->curves_per_tier, sizeof c->curves_per_tier);
-  PUT(c->state_counts, sizeof c->state_counts);
-  PUT(c->at_lower, sizeof c->at_lower);
-  PUT(c->at_upper, sizeof c->at_upper);
-  PUT(&c->seconds, sizeof c->seconds);
+  for (size_t i = 0; i < sizeof head / sizeof head[0]; ++i) move_bytes(buf, &off, head[i].p, head[i].n, to_buf);
   ck_array a[16];
   int na = arrays_of(r, model, a);
   for (int i = 0; i < na; ++i)
-    if (a[i].base) PUT((unsigned char *)a[i].base + (size_t)(start * a[i].per) * a[i].elem, (size_t)(count * a[i].per) * a[i].elem);
-#undef PUT
+    if (a[i].base)
+      move_bytes(buf, &off, (unsigned char *)a[i].base + (size_t)(start * a[i].per) * a[i].elem,
+                 (size_t)(count * a[i].per) * a[i].elem, to_buf);
   return off;
+}
+
+/* Serialises chunk [start, start + count) of r (chunk-local counts in c) into buf (NULL: its size). */
+static size_t pack(unsigned char *buf, const lumen_fit_results *r, const lumen_fit_results *c, lumen_model model,
+                   int64_t start, int64_t count) {
+  /* chunk_record only reads r and c when writing into buf */
+  return chunk_record(buf, (lumen_fit_results *)r, (lumen_fit_results *)c, model, start, count, 1);
 }
 
 static void unpack(const unsigned char *buf, lumen_fit_results *r, lumen_fit_results *c, lumen_model model,
                    int64_t start, int64_t count) {
-  size_t off = 0;
-#define GET(p, n) do { memcpy((p), buf + off, (n)); off += (n); } while (0)
-  GET(c->backend_requested, sizeof c->backend_requested);
-  GET(c->backend_selected, sizeof c->backend_selected);
-  GET(c->backend_used, sizeof c->backend_used);
-  GET(c->reason, sizeof c->reason);
-  GET(c->curves_per_tier, sizeof c->curves_per_tier);
-  GET(c->state_counts, sizeof c->state_counts);
-  GET(c->at_lower, sizeof c->at_lower);
-  GET(c->at_upper, sizeof c->at_upper);
-  GET(&c->seconds, sizeof c->seconds);
+  chunk_record((unsigned char *)buf, r, c, model, start, count, 0);  /* only reads buf */
   c->backend_requested[sizeof c->backend_requested - 1] = c->backend_selected[sizeof c->backend_selected - 1] = '\0';
   c->backend_used[sizeof c->backend_used - 1] = c->reason[sizeof c->reason - 1] = '\0';
-  ck_array a[16];
-  int na = arrays_of(r, model, a);
-  for (int i = 0; i < na; ++i)
-    if (a[i].base) GET((unsigned char *)a[i].base + (size_t)(start * a[i].per) * a[i].elem, (size_t)(count * a[i].per) * a[i].elem);
-#undef GET
 }
 
 static void ckpt_path(pipe_run *run, lumen_model model, char *buf, size_t size) {
@@ -147,19 +147,9 @@ static int read_all(int fd, void *p, size_t n) {
 }
 
 static void add_counts(lumen_fit_results *res, const lumen_fit_results *c, int first) {
-  if (first) {
-    memcpy(res->backend_requested, c->backend_requested, sizeof res->backend_requested);
-    memcpy(res->backend_selected, c->backend_selected, sizeof res->backend_selected);
-    memcpy(res->backend_used, c->backend_used, sizeof res->backend_used);
-    memcpy(res->reason, c->reason, sizeof res->reason);
-  }
-  for (int t = 0; t < LUMEN_FIT_TIER_COUNT; ++t) res->curves_per_tier[t] += c->curves_per_tier[t];
-  for (int s = 0; s < LUMEN_FIT_STATE_COUNT; ++s) res->state_counts[s] += c->state_counts[s];
-  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) {
-    res->at_lower[k] += c->at_lower[k];
-    res->at_upper[k] += c->at_upper[k];
-  }
-  res->seconds += c->seconds;
+  const pipe_fit_piece piece = {c->curves_per_tier, c->state_counts, c->at_lower, c->at_upper, c->seconds,
+                                c->backend_requested, c->backend_selected, c->backend_used, c->reason};
+  pipe_add_fit_piece(res, &piece, first);
 }
 
 /* Test hook, in test builds only (LUMEN_TEST_HOOKS): LUMEN_TEST_ABORT_AFTER_CHUNK=K ends the

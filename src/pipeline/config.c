@@ -1,6 +1,7 @@
 /* Pipeline configuration: defaults, `key = value` setting (command line and config files), and
    the ROCKETSHIP dce_preferences.txt keys lumen understands. */
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -200,6 +201,183 @@ static lumen_status set_bounds(lumen_ctx *ctx, lumen_pipe_config *cfg, const cha
   return LUMEN_OK;
 }
 
+/* The keys that set one field of the configuration from one value. */
+typedef enum { KEY_STRING, KEY_NUMBER, KEY_INTEGER, KEY_BOOLEAN } key_kind;
+
+typedef struct {
+  const char *name;  /* after '-' -> '_' */
+  key_kind kind;
+  size_t field;      /* offsetof(lumen_pipe_config, field): char *, double or int */
+  double lo, hi;     /* numbers and integers */
+  /* a number whose unit is easily confused: syntax first (0..1e9), then plausibility (plausible.c) */
+  lumen_status (*check)(lumen_ctx *, const char *, double);
+} field_key;
+
+#define FIELD(f) offsetof(lumen_pipe_config, f)
+#define STR(name, f) {name, KEY_STRING, FIELD(f), 0, 0, NULL}
+#define NUM(name, f, lo, hi) {name, KEY_NUMBER, FIELD(f), lo, hi, NULL}
+#define UNUM(name, f, check) {name, KEY_NUMBER, FIELD(f), 0, 1e9, check}
+#define INT(name, f, lo, hi) {name, KEY_INTEGER, FIELD(f), lo, hi, NULL}
+#define BOOL(name, f) {name, KEY_BOOLEAN, FIELD(f), 0, 0, NULL}
+static const field_key field_keys[] = {
+    STR("dce", dce), STR("out", out), STR("t1map", t1map), STR("mask", mask), STR("b1", b1), STR("aif", aif),
+    STR("prefix", prefix), STR("models", models), STR("backend", backend), STR("method", method),
+    UNUM("flip_angle", flip_angle_deg, pipe_check_flip),
+    /* TR: the SPGR range depends on the command (t1 --method ir allows seconds): the upper limit of
+       any TR here, the SPGR range in lumen_pipe_config_check */
+    UNUM("tr", tr_s, pipe_check_tr_any),
+    UNUM("dt", dt_s, pipe_check_dt),
+    UNUM("relaxivity", relaxivity, pipe_check_relaxivity), UNUM("r1", relaxivity, pipe_check_relaxivity),
+    UNUM("hematocrit", hematocrit, pipe_check_hematocrit), UNUM("hct", hematocrit, pipe_check_hematocrit),
+    UNUM("blood_t1", blood_t1_s, pipe_check_t1), UNUM("t1", t1_default_s, pipe_check_t1),
+    INT("baseline", baseline, 1, 1e6), INT("baseline_start", baseline_start, 0, 1e6),
+    NUM("max_invalid_fraction", max_invalid_fraction, 0, 1), NUM("injection_time", injection_time_s, 0, 1e6),
+    NUM("tolerance", tolerance, 1e-15, 1), NUM("gpu_tolerance", tolerance, 1e-15, 1),
+    INT("max_iterations", max_iterations, 1, 1e7), INT("gpu_max_n_iterations", max_iterations, 1, 1e7),
+    BOOL("force_cpu", force_cpu), BOOL("allow_failures", allow_failures), BOOL("fit_delay", fit_delay),
+    BOOL("overwrite", overwrite), BOOL("quiet", quiet), BOOL("ci", write_ci), BOOL("save_conc", save_conc),
+    BOOL("report", report),
+    INT("threads", threads, 0, 4096), INT("compress_level", compress_level, 1, 9), INT("chunk", chunk_voxels, 1, 1e9),
+    NUM("fxr_fw", fxr_fw, 0.01, 1),
+    /* ROCKETSHIP dce_preferences.txt keys */
+    INT("voxel_MaxIter", max_iterations, 1, 1e7), NUM("voxel_TolFun", tolerance, 1e-15, 1),
+};
+#undef FIELD
+#undef STR
+#undef NUM
+#undef UNUM
+#undef INT
+#undef BOOL
+
+static lumen_status set_field(lumen_ctx *ctx, lumen_pipe_config *cfg, const field_key *k, const char *value,
+                              const char *where) {
+  void *dst = (char *)cfg + k->field;
+  if (k->kind == KEY_STRING) return set_str(ctx, (char **)dst, value);
+  if (k->kind == KEY_BOOLEAN) return boolean(ctx, where, k->name, value, (int *)dst);
+  double d;
+  lumen_status st = num(ctx, where, k->name, value, k->lo, k->hi, &d);
+  if (st == LUMEN_OK && k->check) st = plausible(ctx, where, k->name, k->check, d);
+  if (st != LUMEN_OK) return st;
+  if (k->kind == KEY_NUMBER) {
+    *(double *)dst = d;
+  } else {
+    if (d != floor(d))
+      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s = %g is not an integer", where, k->name, d);
+    *(int *)dst = (int)d;
+  }
+  return LUMEN_OK;
+}
+
+/* One setting of a key with its own rule. */
+typedef struct {
+  lumen_ctx *ctx;
+  lumen_pipe_config *cfg;
+  const char *key, *value, *where;
+  int *known;
+} setting;
+
+/* Keys whose value names one of two choices: select, input_type, conv and precision. */
+static lumen_status set_two_way(const setting *s) {
+  static const struct {
+    const char *key, *label, *first, *second;
+  } keys[] = {{"select", "select", "none", "aic"},
+              {"input_type", "input-type", "signal", "concentration"},
+              {"conv", "conv", "exact", "trapezoid"},
+              {"precision", "precision", "float32", "float64"}};
+  size_t i = 0;
+  while (i + 1 < sizeof keys / sizeof keys[0] && strcmp(s->key, keys[i].key)) i++;
+  int second = !strcmp(s->value, keys[i].second);
+  if (!second && strcmp(s->value, keys[i].first))
+    return lumen_fail(s->ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s = '%s': expected %s or %s", s->where, keys[i].label,
+                      s->value, keys[i].first, keys[i].second);
+  lumen_pipe_config *cfg = s->cfg;
+  switch (i) {
+    case 0: return set_str(s->ctx, &cfg->select, s->value);
+    case 1: cfg->input_type = second ? LUMEN_PIPE_INPUT_CONCENTRATION : LUMEN_PIPE_INPUT_SIGNAL; break;
+    case 2: cfg->conv = second ? LUMEN_FIT_CONV_TRAPEZOID : LUMEN_FIT_CONV_EXACT; break;
+    default: cfg->precision = second ? LUMEN_FIT_FLOAT64 : LUMEN_FIT_FLOAT32; break;
+  }
+  return LUMEN_OK;
+}
+
+/* vfa / in: one more input file */
+static lumen_status add_input(const setting *s) {
+  lumen_pipe_config *cfg = s->cfg;
+  if (cfg->n_vfa >= LUMEN_PIPE_MAX_FILES)
+    return lumen_fail(s->ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: more than %d input files", s->where,
+                      LUMEN_PIPE_MAX_FILES);
+  char *copy = strdup(s->value);
+  if (!copy) return lumen_fail(s->ctx, LUMEN_ERR_OUT_OF_MEMORY, "config: out of memory");
+  cfg->vfa[cfg->n_vfa++] = copy;
+  return LUMEN_OK;
+}
+
+static lumen_status set_bounds_preset(const setting *s) {
+  lumen_fit_bounds_preset p;
+  lumen_status st = lumen_fit_bounds_preset_parse(s->ctx, s->value, &p);
+  if (st != LUMEN_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(s->ctx));
+    return lumen_fail(s->ctx, st, "%s: %s", s->where, msg);
+  }
+  s->cfg->bounds_preset = p;
+  return LUMEN_OK;
+}
+
+static lumen_status set_resume(const setting *s) {
+  lumen_status st = boolean(s->ctx, s->where, "resume", s->value, &s->cfg->resume);
+  if (st == LUMEN_OK && s->cfg->resume) s->cfg->overwrite = 1;
+  return st;
+}
+
+/* flip_angles / times: a list, each value checked for plausibility */
+static lumen_status set_list(const setting *s) {
+  lumen_pipe_config *cfg = s->cfg;
+  const int flips = s->key[0] == 'f';
+  double *dst = flips ? cfg->flip_angles_deg : cfg->times_s;
+  int *n_out = flips ? &cfg->n_flip_angles : &cfg->n_times;
+  lumen_status st = num_list(s->ctx, s->where, s->key, s->value, dst, flips ? LUMEN_PIPE_MAX_FILES : 64, n_out);
+  for (int i = 0; st == LUMEN_OK && i < *n_out; ++i) {
+    char src[LUMEN_PIPE_PATH_MAX + 64]; /* "--times value 2", "cfg.txt:4: times value 2" */
+    if (!strncmp(s->where, "--", 2)) snprintf(src, sizeof src, "%s value %d", s->where, i + 1);
+    else snprintf(src, sizeof src, "%s: %s value %d", s->where, s->key, i + 1);
+    st = (flips ? pipe_check_flip : pipe_check_time)(s->ctx, src, dst[i]);
+  }
+  if (st != LUMEN_OK) *n_out = 0;
+  return st;
+}
+
+static lumen_status set_bounds_key(const setting *s) { return set_bounds(s->ctx, s->cfg, s->where, s->value, 0); }
+static lumen_status set_start_key(const setting *s) { return set_bounds(s->ctx, s->cfg, s->where, s->value, 1); }
+
+/* ROCKETSHIP's acceleration_backend / gpu_backend: its names, checked, kept with their prefix */
+static lumen_status set_rocketship_backend(const setting *s) {
+  char canon[64];
+  char tmp[128];
+  snprintf(tmp, sizeof tmp, "rocketship:%s", s->value);
+  lumen_status st = lumen_fit_backend_parse(s->ctx, tmp, 1, canon, sizeof canon);
+  if (st != LUMEN_OK) return st;
+  return set_str(s->ctx, &s->cfg->backend, tmp);
+}
+
+/* ROCKETSHIP's aif_type: 1 fitted, 2 raw ROI, 3 population; lumen needs the ROI file for 1 and 2 */
+static lumen_status set_aif_type(const setting *s) {
+  if (!strcmp(s->value, "3")) return set_str(s->ctx, &s->cfg->aif, "parker");
+  *s->known = 0;
+  return LUMEN_OK;
+}
+
+static const struct {
+  const char *name;
+  lumen_status (*set)(const setting *s);
+} rule_keys[] = {
+    {"select", set_two_way}, {"vfa", add_input}, {"in", add_input}, {"input_type", set_two_way},
+    {"bounds_preset", set_bounds_preset}, {"resume", set_resume}, {"flip_angles", set_list}, {"times", set_list},
+    {"bounds", set_bounds_key}, {"start", set_start_key}, {"conv", set_two_way}, {"precision", set_two_way},
+    {"acceleration_backend", set_rocketship_backend}, {"gpu_backend", set_rocketship_backend},
+    {"aif_type", set_aif_type},
+};
+
 lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *key_in, const char *value,
                                    const char *where, int *known_out) {
   LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
@@ -213,149 +391,13 @@ lumen_status lumen_pipe_config_set(lumen_ctx *ctx, lumen_pipe_config *cfg, const
   int dummy;
   int *known = known_out ? known_out : &dummy;
   *known = 1;
-  double d;
-  lumen_status st = LUMEN_OK;
-#define STR(name, field) if (!strcmp(key, name)) return set_str(ctx, &cfg->field, value)
-#define NUM(name, field, lo, hi) if (!strcmp(key, name)) { st = num(ctx, where, name, value, lo, hi, &d); if (st == LUMEN_OK) cfg->field = d; return st; }
-  /* a number whose unit is easily confused: syntax first, then plausibility (plausible.c) */
-#define UNUM(name, field, check)                                      \
-  if (!strcmp(key, name)) {                                            \
-    st = num(ctx, where, name, value, 0, 1e9, &d);                     \
-    if (st == LUMEN_OK) st = plausible(ctx, where, name, check, d);    \
-    if (st == LUMEN_OK) cfg->field = d;                                \
-    return st;                                                         \
-  }
-#define INT(name, field, lo, hi) if (!strcmp(key, name)) { st = num(ctx, where, name, value, lo, hi, &d); if (st == LUMEN_OK) { if (d != floor(d)) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s = %g is not an integer", where, name, d); cfg->field = (int)d; } return st; }
-#define BOOL(name, field) if (!strcmp(key, name)) return boolean(ctx, where, name, value, &cfg->field)
-  STR("dce", dce);
-  STR("out", out);
-  STR("t1map", t1map);
-  STR("mask", mask);
-  STR("b1", b1);
-  STR("aif", aif);
-  STR("prefix", prefix);
-  STR("models", models);
-  STR("backend", backend);
-  STR("method", method);
-  if (!strcmp(key, "select")) {
-    if (strcmp(value, "none") && strcmp(value, "aic"))
-      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: select = '%s': expected none or aic", where, value);
-    return set_str(ctx, &cfg->select, value);
-  }
-  if (!strcmp(key, "vfa") || !strcmp(key, "in")) {
-    if (cfg->n_vfa >= LUMEN_PIPE_MAX_FILES)
-      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: more than %d input files", where, LUMEN_PIPE_MAX_FILES);
-    char *s = strdup(value);
-    if (!s) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "config: out of memory");
-    cfg->vfa[cfg->n_vfa++] = s;
-    return LUMEN_OK;
-  }
-  if (!strcmp(key, "input_type")) {
-    if (!strcmp(value, "signal")) cfg->input_type = LUMEN_PIPE_INPUT_SIGNAL;
-    else if (!strcmp(value, "concentration")) cfg->input_type = LUMEN_PIPE_INPUT_CONCENTRATION;
-    else return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: input-type = '%s': expected signal or concentration", where, value);
-    return LUMEN_OK;
-  }
-  UNUM("flip_angle", flip_angle_deg, pipe_check_flip);
-  /* TR: the SPGR range depends on the command (t1 --method ir allows seconds): the upper limit of
-     any TR here, the SPGR range in lumen_pipe_config_check */
-  UNUM("tr", tr_s, pipe_check_tr_any);
-  UNUM("dt", dt_s, pipe_check_dt);
-  UNUM("relaxivity", relaxivity, pipe_check_relaxivity);
-  UNUM("r1", relaxivity, pipe_check_relaxivity);
-  UNUM("hematocrit", hematocrit, pipe_check_hematocrit);
-  UNUM("hct", hematocrit, pipe_check_hematocrit);
-  UNUM("blood_t1", blood_t1_s, pipe_check_t1);
-  UNUM("t1", t1_default_s, pipe_check_t1);
-  INT("baseline", baseline, 1, 1e6);
-  INT("baseline_start", baseline_start, 0, 1e6);
-  NUM("max_invalid_fraction", max_invalid_fraction, 0, 1);
-  NUM("injection_time", injection_time_s, 0, 1e6);
-  NUM("tolerance", tolerance, 1e-15, 1);
-  NUM("gpu_tolerance", tolerance, 1e-15, 1);
-  INT("max_iterations", max_iterations, 1, 1e7);
-  INT("gpu_max_n_iterations", max_iterations, 1, 1e7);
-  BOOL("force_cpu", force_cpu);
-  BOOL("allow_failures", allow_failures);
-  if (!strcmp(key, "bounds_preset")) {
-    lumen_fit_bounds_preset p;
-    st = lumen_fit_bounds_preset_parse(ctx, value, &p);
-    if (st != LUMEN_OK) {
-      char msg[512];
-      snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(ctx));
-      return lumen_fail(ctx, st, "%s: %s", where, msg);
-    }
-    cfg->bounds_preset = p;
-    return LUMEN_OK;
-  }
-  BOOL("fit_delay", fit_delay);
-  BOOL("overwrite", overwrite);
-  BOOL("quiet", quiet);
-  BOOL("ci", write_ci);
-  BOOL("save_conc", save_conc);
-  BOOL("report", report);
-  INT("threads", threads, 0, 4096);
-  INT("compress_level", compress_level, 1, 9);
-  INT("chunk", chunk_voxels, 1, 1e9);
-  if (!strcmp(key, "resume")) {
-    st = boolean(ctx, where, "resume", value, &cfg->resume);
-    if (st == LUMEN_OK && cfg->resume) cfg->overwrite = 1;
-    return st;
-  }
-  NUM("fxr_fw", fxr_fw, 0.01, 1);
-  if (!strcmp(key, "flip_angles") || !strcmp(key, "times")) {
-    const int flips = key[0] == 'f';
-    double *dst = flips ? cfg->flip_angles_deg : cfg->times_s;
-    int *n_out = flips ? &cfg->n_flip_angles : &cfg->n_times;
-    st = num_list(ctx, where, key, value, dst, flips ? LUMEN_PIPE_MAX_FILES : 64, n_out);
-    for (int i = 0; st == LUMEN_OK && i < *n_out; ++i) {
-      char src[LUMEN_PIPE_PATH_MAX + 64]; /* "--times value 2", "cfg.txt:4: times value 2" */
-      if (!strncmp(where, "--", 2)) snprintf(src, sizeof src, "%s value %d", where, i + 1);
-      else snprintf(src, sizeof src, "%s: %s value %d", where, key, i + 1);
-      st = (flips ? pipe_check_flip : pipe_check_time)(ctx, src, dst[i]);
-    }
-    if (st != LUMEN_OK) *n_out = 0;
-    return st;
-  }
-  if (!strcmp(key, "bounds")) return set_bounds(ctx, cfg, where, value, 0);
-  if (!strcmp(key, "start")) return set_bounds(ctx, cfg, where, value, 1);
-  if (!strcmp(key, "conv")) {
-    if (!strcmp(value, "exact")) cfg->conv = LUMEN_FIT_CONV_EXACT;
-    else if (!strcmp(value, "trapezoid")) cfg->conv = LUMEN_FIT_CONV_TRAPEZOID;
-    else return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: conv = '%s': expected exact or trapezoid", where, value);
-    return LUMEN_OK;
-  }
-  if (!strcmp(key, "precision")) {
-    if (!strcmp(value, "float32")) cfg->precision = LUMEN_FIT_FLOAT32;
-    else if (!strcmp(value, "float64")) cfg->precision = LUMEN_FIT_FLOAT64;
-    else return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: precision = '%s': expected float32 or float64", where, value);
-    return LUMEN_OK;
-  }
-  /* ROCKETSHIP dce_preferences.txt keys */
-  if (!strcmp(key, "acceleration_backend") || !strcmp(key, "gpu_backend")) {
-    char canon[64];
-    char tmp[128];
-    snprintf(tmp, sizeof tmp, "rocketship:%s", value);
-    st = lumen_fit_backend_parse(ctx, tmp, 1, canon, sizeof canon);
-    if (st != LUMEN_OK) return st;
-    return set_str(ctx, &cfg->backend, tmp);
-  }
-  if (!strcmp(key, "voxel_MaxIter")) { INT("voxel_MaxIter", max_iterations, 1, 1e7); }
-  if (!strcmp(key, "voxel_TolFun")) { NUM("voxel_TolFun", tolerance, 1e-15, 1); }
-  if (!strcmp(key, "aif_type") || !strcmp(key, "aif")) {
-    /* ROCKETSHIP: 1 fitted, 2 raw ROI, 3 population; lumen needs the ROI file for 1 and 2 */
-    if (!strcmp(value, "3")) return set_str(ctx, &cfg->aif, "parker");
-    *known = 0;
-    return LUMEN_OK;
-  }
+  for (size_t i = 0; i < sizeof field_keys / sizeof field_keys[0]; ++i)
+    if (!strcmp(key, field_keys[i].name)) return set_field(ctx, cfg, &field_keys[i], value, where);
+  const setting s = {ctx, cfg, key, value, where, known};
+  for (size_t i = 0; i < sizeof rule_keys / sizeof rule_keys[0]; ++i)
+    if (!strcmp(key, rule_keys[i].name)) return rule_keys[i].set(&s);
   *known = 0;
-  st = rocketship_param_key(ctx, cfg, key_in, value, where, known);
-#undef STR
-#undef NUM
-#undef UNUM
-#undef INT
-#undef BOOL
-  return st;
+  return rocketship_param_key(ctx, cfg, key_in, value, where, known);
 }
 
 lumen_status lumen_pipe_config_read(lumen_ctx *ctx, lumen_pipe_config *cfg, const char *path) {

@@ -935,8 +935,7 @@ static lumen_status dce_stage_d(pipe_run *run, dce_job *j) {
 lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *sum) {
   LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
   lumen_pipe_summary dummy;
-  if (!sum) sum = &dummy;
-  memset(sum, 0, sizeof *sum);
+  sum = pipe_summary_start(sum, &dummy);
   if (!cfg->dce) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "no DCE series: give --dce FILE");
   /* The run state is about 1.5 MB (output and input path tables) and the job holds every model's
      maps: on the heap, so that a small thread stack or an exhausted address space gives an error,

@@ -30,6 +30,8 @@ void pipe_sb_free(pipe_sb *b);
 double pipe_now(void);
 lumen_status pipe_mkdir_p(lumen_ctx *ctx, const char *dir);
 void pipe_join(char *buf, size_t size, const char *dir, const char *name);
+/* The summary a pipeline entry point fills, zeroed: sum, or dummy when the caller gave NULL. */
+lumen_pipe_summary *pipe_summary_start(lumen_pipe_summary *sum, lumen_pipe_summary *dummy);
 const char *pipe_basename(const char *path);
 void pipe_prefix_from(const char *path, char *out, size_t size);
 int pipe_file_exists(const char *path);

@@ -88,6 +88,19 @@ static void config_json(pipe_sb *b, const lumen_pipe_config *c) {
   pipe_sb_printf(b, "}\n\t}");
 }
 
+/* Entry i of the inputs / outputs lists: {"KEY": value, ["path": path, ]"fnv1a64": checksum}. */
+static void file_json(pipe_sb *b, int i, const char *key, const char *value, const char *path, const char *checksum) {
+  pipe_sb_printf(b, "%s\n\t\t{\"%s\": ", i ? "," : "", key);
+  pipe_sb_json_str(b, value);
+  if (path) {
+    pipe_sb_printf(b, ", \"path\": ");
+    pipe_sb_json_str(b, path);
+  }
+  pipe_sb_printf(b, ", \"fnv1a64\": ");
+  pipe_sb_json_str(b, checksum);
+  pipe_sb_printf(b, "}");
+}
+
 lumen_status pipe_write_runlog(pipe_run *run) {
   lumen_ctx *ctx = run->ctx;
   /* checksums of what was written */
@@ -127,25 +140,13 @@ lumen_status pipe_write_runlog(pipe_run *run) {
   pipe_sb_printf(&b, ",\n\t\"checksum_algorithm\": \"FNV-1a 64-bit over the file bytes, 16 hex digits\",\n\t\"config\": ");
   config_json(&b, run->cfg);
   pipe_sb_printf(&b, ",\n\t\"inputs\": [");
-  for (int i = 0; i < run->n_inputs; ++i) {
-    pipe_sb_printf(&b, "%s\n\t\t{\"role\": ", i ? "," : "");
-    pipe_sb_json_str(&b, run->inputs[i].role);
-    pipe_sb_printf(&b, ", \"path\": ");
-    pipe_sb_json_str(&b, run->inputs[i].path);
-    pipe_sb_printf(&b, ", \"fnv1a64\": ");
-    pipe_sb_json_str(&b, run->inputs[i].checksum);
-    pipe_sb_printf(&b, "}");
-  }
+  for (int i = 0; i < run->n_inputs; ++i)
+    file_json(&b, i, "role", run->inputs[i].role, run->inputs[i].path, run->inputs[i].checksum);
   pipe_sb_printf(&b, "\n\t],\n\t\"grid\": {\"dims\": [%lld, %lld, %lld], \"voxels\": %lld, \"masked\": %lld},\n",
                  (long long)run->nx, (long long)run->ny, (long long)run->nz, (long long)run->nvox, (long long)run->n_mask);
   pipe_sb_printf(&b, "\t\"stages\": {%s\n\t},\n\t\"outputs\": [", run->stages.s ? run->stages.s : "");
-  for (int i = 0; i < run->n_outputs; ++i) {
-    pipe_sb_printf(&b, "%s\n\t\t{\"file\": ", i ? "," : "");
-    pipe_sb_json_str(&b, run->outputs[i].name);
-    pipe_sb_printf(&b, ", \"fnv1a64\": ");
-    pipe_sb_json_str(&b, run->outputs[i].checksum);
-    pipe_sb_printf(&b, "}");
-  }
+  for (int i = 0; i < run->n_outputs; ++i)
+    file_json(&b, i, "file", run->outputs[i].name, NULL, run->outputs[i].checksum);
   pipe_sb_printf(&b, "\n\t],\n\t\"total_seconds\": %.4f\n}\n", total);
   if (b.oom) { pipe_sb_free(&b); return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "run log: out of memory"); }
   /* validate through the JSON parser and write atomically */

@@ -368,8 +368,7 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
 lumen_status lumen_pipeline_t1(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *sum) {
   LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
   lumen_pipe_summary dummy;
-  if (!sum) sum = &dummy;
-  memset(sum, 0, sizeof *sum);
+  sum = pipe_summary_start(sum, &dummy);
   lumen_status st0 = lumen_pipe_config_check(ctx, cfg, "t1");
   if (st0 != LUMEN_OK) return st0;
   lumen_model method;

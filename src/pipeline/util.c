@@ -38,6 +38,12 @@ lumen_status pipe_mkdir_p(lumen_ctx *ctx, const char *dir) {
   return LUMEN_OK;
 }
 
+lumen_pipe_summary *pipe_summary_start(lumen_pipe_summary *sum, lumen_pipe_summary *dummy) {
+  if (!sum) sum = dummy;
+  memset(sum, 0, sizeof *sum);
+  return sum;
+}
+
 void pipe_join(char *buf, size_t size, const char *dir, const char *name) {
   size_t n = strlen(dir);
   snprintf(buf, size, "%s%s%s", dir, (n && dir[n - 1] == '/') ? "" : "/", name);

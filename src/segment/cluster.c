@@ -165,17 +165,15 @@ static lumen_status cl_output(lumen_ctx *ctx, const lumen_image *in, const cl_da
 lumen_status lumen_segment_kmeans(lumen_ctx *ctx, const lumen_image *in, const lumen_kmeans_opts *opts,
                                   lumen_image **out, lumen_cluster_result *result) {
   static const char fn[] = "lumen_segment_kmeans";
-  if (out) *out = NULL;
   if (result) memset(result, 0, sizeof *result);
-  LUMEN_REQUIRE(ctx, out != NULL, "%s: out is NULL", fn);
+  seg_run run;
+  lumen_status s = seg_start(ctx, &run, fn, "kmeans", opts ? &opts->exec : NULL, in, out, "out");
+  if (s != LUMEN_OK) return s;
   lumen_kmeans_opts def;
   if (!opts) {
     lumen_kmeans_opts_init(&def);
     opts = &def;
   }
-  seg_run run;
-  lumen_status s = seg_begin(ctx, &run, fn, "kmeans", &opts->exec, in);
-  if (s != LUMEN_OK) return seg_end(&run, s);
 #define CREQ(cond, ...) \
   if (!(cond)) return seg_end(&run, lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, __VA_ARGS__))
   CREQ(opts->k >= 2 && opts->k <= LUMEN_CLUSTER_MAX, "%s: k is %d, expected 2..%d", fn, opts->k, LUMEN_CLUSTER_MAX);
@@ -360,17 +358,15 @@ static double fcm_objective(const cl_data *d, const double *c, int k, double m) 
 static lumen_status fuzzy(lumen_ctx *ctx, const lumen_image *in, const lumen_fcm_opts *opts, lumen_image **out,
                           lumen_cluster_result *result, int pfcm) {
   const char *fn = pfcm ? "lumen_segment_pfcm" : "lumen_segment_fcm";
-  if (out) *out = NULL;
   if (result) memset(result, 0, sizeof *result);
-  LUMEN_REQUIRE(ctx, out != NULL, "%s: out is NULL", fn);
+  seg_run run;
+  lumen_status s = seg_start(ctx, &run, fn, pfcm ? "pfcm" : "fcm", opts ? &opts->exec : NULL, in, out, "out");
+  if (s != LUMEN_OK) return s;
   lumen_fcm_opts def;
   if (!opts) {
     lumen_fcm_opts_init(&def);
     opts = &def;
   }
-  seg_run run;
-  lumen_status s = seg_begin(ctx, &run, fn, pfcm ? "pfcm" : "fcm", &opts->exec, in);
-  if (s != LUMEN_OK) return seg_end(&run, s);
   if ((s = check_fcm(ctx, fn, opts, pfcm)) != LUMEN_OK) return seg_end(&run, s);
   lumen_image *tmp = NULL;
   cl_data d;

@@ -21,29 +21,35 @@ lumen_status lumen_febds_method_parse(lumen_ctx *ctx, const char *name, lumen_fe
                     "FEBDS method '%s' is unknown, expected one of dog, log, fft", name ? name : "(null)");
 }
 
+/* The options of a NULL opts: those the _init functions below give (the exec as
+   lumen_filter_exec_init sets it). */
+#define DEFAULT_EXEC {.device = NULL, .precision = LUMEN_FILTER_PRECISION_DEFAULT, .report = NULL}
+static const lumen_febds_opts febds_defaults = {
+    .exec = DEFAULT_EXEC, .method = LUMEN_FEBDS_DOG, .dog_low_sigma = 1.7, .dog_high_sigma = 2.0, .log_sigma = 2.0,
+    .fft_d0 = 21.0, .fft_width = 32.0, .fft_order = 3, .fft_pad = 32, .median_size = 5, .gamma = 1.25,
+    .gamma_max = 4095.0, .variance_alpha = 1.0, .variance_window = 5, .otsu_bins = 0, .closing_size = 7,
+    .fill_holes = 1, .spatial_dims = 2};
+static const lumen_tophat_opts tophat_defaults = {
+    .exec = DEFAULT_EXEC, .radius = 4, .output_mask = 0, .spatial_dims = 2};
+static const lumen_breast_mask_opts breast_mask_defaults = {
+    .exec = DEFAULT_EXEC, .otsu_bins = 0, .connectivity = 1, .fill_holes = 0, .spatial_dims = 2};
+#undef DEFAULT_EXEC
+
 void lumen_febds_opts_init(lumen_febds_opts *o) {
-  static const lumen_febds_opts defaults = {
-      .method = LUMEN_FEBDS_DOG, .dog_low_sigma = 1.7, .dog_high_sigma = 2.0, .log_sigma = 2.0, .fft_d0 = 21.0,
-      .fft_width = 32.0, .fft_order = 3, .fft_pad = 32, .median_size = 5, .gamma = 1.25, .gamma_max = 4095.0,
-      .variance_alpha = 1.0, .variance_window = 5, .otsu_bins = 0, .closing_size = 7, .fill_holes = 1,
-      .spatial_dims = 2};
   if (!o) return;
-  *o = defaults;
+  *o = febds_defaults;
   lumen_filter_exec_init(&o->exec);
 }
 
 void lumen_tophat_opts_init(lumen_tophat_opts *o) {
-  static const lumen_tophat_opts defaults = {.radius = 4, .output_mask = 0, .spatial_dims = 2};
   if (!o) return;
-  *o = defaults;
+  *o = tophat_defaults;
   lumen_filter_exec_init(&o->exec);
 }
 
 void lumen_breast_mask_opts_init(lumen_breast_mask_opts *o) {
-  static const lumen_breast_mask_opts defaults = {
-      .otsu_bins = 0, .connectivity = 1, .fill_holes = 0, .spatial_dims = 2};
   if (!o) return;
-  *o = defaults;
+  *o = breast_mask_defaults;
   lumen_filter_exec_init(&o->exec);
 }
 
@@ -98,189 +104,214 @@ static lumen_status crop_pad(lumen_ctx *ctx, lumen_image **paddedp, int pad, con
   return LUMEN_OK;
 }
 
-#define STEP(call)             \
-  do {                         \
-    s = (call);                \
-    if (s == LUMEN_OK) seg_step_done(run); \
-  } while (0)
+/* Folds a filter step's report into the run when it succeeded; returns its status. */
+static lumen_status step_done(seg_run *run, lumen_status s) {
+  if (s == LUMEN_OK) seg_step_done(run);
+  return s;
+}
 
-static lumen_status febds_one(lumen_ctx *ctx, seg_run *run, const void *vopts, const lumen_image *in,
-                              lumen_image **out, double *thr) {
-  const lumen_febds_opts *o = vopts;
-  int vol = lumen_image_ndim(in) >= 3 && o->spatial_dims == 3;
-  lumen_image *a = NULL, *b = NULL;
-  lumen_status s = LUMEN_OK;
-  /* 1. enhance */
+/* What every FEBDS step sees: the call, its options, and whether it works on the volume. */
+typedef struct {
+  lumen_ctx *ctx;
+  seg_run *run;
+  const lumen_febds_opts *o;
+  int vol;
+  double *thr;  /* the Otsu threshold (NaN for the variance threshold of fft); may be NULL */
+} febds_pass;
+
+/* fft: the bandpass, on a mirror-padded copy of a 2-D image when fft_pad > 0 */
+static lumen_status febds_bandpass(const febds_pass *p, const lumen_image *in, lumen_image **out) {
+  const lumen_febds_opts *o = p->o;
+  lumen_bandpass_opts d;
+  lumen_bandpass_opts_init(&d);
+  d.exec = p->run->step;
+  d.d0 = o->fft_d0;
+  d.width = o->fft_width;
+  d.order = o->fft_order;
+  if (!(o->fft_pad > 0 && !p->vol)) return step_done(p->run, lumen_filter_bandpass(p->ctx, in, &d, out));
+  lumen_image *padded = NULL, *filtered = NULL;
+  lumen_status s = pad_mirror(p->ctx, in, o->fft_pad, &padded);
+  if (s == LUMEN_OK) s = step_done(p->run, lumen_filter_bandpass(p->ctx, padded, &d, &filtered));
+  lumen_image_free(padded);
+  if (s == LUMEN_OK) s = crop_pad(p->ctx, &filtered, o->fft_pad, in, out);
+  lumen_image_free(filtered);
+  return s;
+}
+
+/* 1. enhance: difference of Gaussians, Laplacian of Gaussian or the FFT bandpass */
+static lumen_status febds_enhance(const febds_pass *p, const lumen_image *in, lumen_image **out) {
+  const lumen_febds_opts *o = p->o;
   if (o->method == LUMEN_FEBDS_DOG) {
     lumen_dog_opts d;
     lumen_dog_opts_init(&d);
-    d.exec = run->step;
+    d.exec = p->run->step;
     d.low_sigma = o->dog_low_sigma;
     d.high_sigma = o->dog_high_sigma;
     d.mode = LUMEN_BOUNDARY_NEAREST;
-    STEP(lumen_filter_dog(ctx, in, &d, &a));
-  } else if (o->method == LUMEN_FEBDS_LOG) {
+    return step_done(p->run, lumen_filter_dog(p->ctx, in, &d, out));
+  }
+  if (o->method == LUMEN_FEBDS_LOG) {
     lumen_laplace_opts d;
     lumen_laplace_opts_init(&d);
-    d.exec = run->step;
+    d.exec = p->run->step;
     d.sigma = o->log_sigma;
     d.mode = LUMEN_BOUNDARY_NEAREST;
     d.discrete = 1;
-    STEP(lumen_filter_gaussian_laplace(ctx, in, &d, &a));
-  } else {
-    lumen_bandpass_opts d;
-    lumen_bandpass_opts_init(&d);
-    d.exec = run->step;
-    d.d0 = o->fft_d0;
-    d.width = o->fft_width;
-    d.order = o->fft_order;
-    if (o->fft_pad > 0 && !vol) {
-      lumen_image *padded = NULL, *filtered = NULL;
-      s = pad_mirror(ctx, in, o->fft_pad, &padded);
-      if (s == LUMEN_OK) STEP(lumen_filter_bandpass(ctx, padded, &d, &filtered));
-      lumen_image_free(padded);
-      if (s == LUMEN_OK) s = crop_pad(ctx, &filtered, o->fft_pad, in, &a);
-      lumen_image_free(filtered);
-    } else {
-      STEP(lumen_filter_bandpass(ctx, in, &d, &a));
-    }
+    return step_done(p->run, lumen_filter_gaussian_laplace(p->ctx, in, &d, out));
   }
-  if (s != LUMEN_OK) return s;
-  /* 2. absolute value */
-  {
-    lumen_abs_opts d;
-    lumen_abs_opts_init(&d);
-    d.exec = run->step;
-    STEP(lumen_filter_abs(ctx, a, &d, &b));
-    lumen_image_free(a);
-    a = b;
-    b = NULL;
-    if (s != LUMEN_OK) goto done;
-  }
-  /* 3. median */
-  {
-    lumen_median_opts d;
-    lumen_median_opts_init(&d);
-    d.exec = run->step;
-    d.size = o->median_size;
-    d.mode = LUMEN_BOUNDARY_REFLECT;
-    STEP(lumen_filter_median(ctx, a, &d, &b));
-    lumen_image_free(a);
-    a = b;
-    b = NULL;
-    if (s != LUMEN_OK) goto done;
-  }
-  /* 4. gamma */
-  {
-    lumen_gamma_opts d;
-    lumen_gamma_opts_init(&d);
-    d.exec = run->step;
-    d.gamma = o->gamma;
-    d.max_value = o->gamma_max;
-    STEP(lumen_filter_gamma(ctx, a, &d, &b));
-    lumen_image_free(a);
-    a = b;
-    b = NULL;
-    if (s != LUMEN_OK) goto done;
-  }
-  /* 5. threshold */
-  if (o->method == LUMEN_FEBDS_FFT) {
+  return febds_bandpass(p, in, out);
+}
+
+/* 2-4. absolute value, median, gamma */
+static lumen_status febds_condition(const febds_pass *p, const lumen_image *a, lumen_image **out) {
+  lumen_abs_opts ab;
+  lumen_abs_opts_init(&ab);
+  ab.exec = p->run->step;
+  lumen_median_opts md;
+  lumen_median_opts_init(&md);
+  md.exec = p->run->step;
+  md.size = p->o->median_size;
+  md.mode = LUMEN_BOUNDARY_REFLECT;
+  lumen_gamma_opts gm;
+  lumen_gamma_opts_init(&gm);
+  gm.exec = p->run->step;
+  gm.gamma = p->o->gamma;
+  gm.max_value = p->o->gamma_max;
+  lumen_image *absolute = NULL, *median = NULL;
+  lumen_status s = step_done(p->run, lumen_filter_abs(p->ctx, a, &ab, &absolute));
+  if (s == LUMEN_OK) s = step_done(p->run, lumen_filter_median(p->ctx, absolute, &md, &median));
+  lumen_image_free(absolute);
+  if (s == LUMEN_OK) s = step_done(p->run, lumen_filter_gamma(p->ctx, median, &gm, out));
+  lumen_image_free(median);
+  return s;
+}
+
+/* 5. threshold: local variance for fft, Otsu otherwise */
+static lumen_status febds_threshold(const febds_pass *p, const lumen_image *a, lumen_image **b) {
+  lumen_status s;
+  if (p->o->method == LUMEN_FEBDS_FFT) {
     lumen_local_variance_opts d;
     lumen_local_variance_opts_init(&d);
-    d.exec = run->step;
-    d.window = o->variance_window;
-    d.alpha = o->variance_alpha;
+    d.exec = p->run->step;
+    d.window = p->o->variance_window;
+    d.alpha = p->o->variance_alpha;
     d.mode = LUMEN_BOUNDARY_MIRROR;
-    STEP(lumen_filter_variance_binarize(ctx, a, &d, &b));
-    if (thr) *thr = NAN;
+    s = step_done(p->run, lumen_filter_variance_binarize(p->ctx, a, &d, b));
+    if (p->thr) *p->thr = NAN;
   } else {
     lumen_otsu_opts d;
     lumen_otsu_opts_init(&d);
-    d.exec = run->step;
-    d.bins = o->otsu_bins;
+    d.exec = p->run->step;
+    d.bins = p->o->otsu_bins;
     double t = NAN;
-    STEP(lumen_filter_otsu(ctx, a, &d, &t, &b));
-    if (thr) *thr = t;
+    s = step_done(p->run, lumen_filter_otsu(p->ctx, a, &d, &t, b));
+    if (p->thr) *p->thr = t;
   }
-  lumen_image_free(a);
-  a = b;
-  b = NULL;
-  if (s != LUMEN_OK) goto done;
-  /* 6. closing */
-  if (o->closing_size > 0) {
-    lumen_morph_opts d;
-    lumen_morph_opts_init(&d);
-    d.exec = run->step;
-    d.op = LUMEN_MORPH_CLOSE;
-    d.element = vol ? LUMEN_ELEMENT_CUBE : LUMEN_ELEMENT_SQUARE;
-    d.size = o->closing_size;
-    d.binary = 1;
-    STEP(lumen_filter_morphology(ctx, a, &d, &b));
-    lumen_image_free(a);
-    a = b;
-    b = NULL;
-    if (s != LUMEN_OK) goto done;
-  }
-  /* 7. hole filling */
-  if (o->fill_holes) {
-    lumen_region_opts d;
-    lumen_region_opts_init(&d);
-    d.exec = run->step;
-    d.connectivity = 1;
-    STEP(lumen_filter_fill_holes(ctx, a, &d, &b));
-    lumen_image_free(a);
-    a = b;
-    b = NULL;
-    if (s != LUMEN_OK) goto done;
-  }
-done:
+  return s;
+}
+
+/* 6. closing (closing_size 0: none, *b stays NULL) */
+static lumen_status febds_closing(const febds_pass *p, const lumen_image *a, lumen_image **b) {
+  if (p->o->closing_size <= 0) return LUMEN_OK;
+  lumen_morph_opts d;
+  lumen_morph_opts_init(&d);
+  d.exec = p->run->step;
+  d.op = LUMEN_MORPH_CLOSE;
+  d.element = p->vol ? LUMEN_ELEMENT_CUBE : LUMEN_ELEMENT_SQUARE;
+  d.size = p->o->closing_size;
+  d.binary = 1;
+  return step_done(p->run, lumen_filter_morphology(p->ctx, a, &d, b));
+}
+
+/* 7. hole filling (fill_holes 0: none, *b stays NULL) */
+static lumen_status febds_fill(const febds_pass *p, const lumen_image *a, lumen_image **b) {
+  if (!p->o->fill_holes) return LUMEN_OK;
+  lumen_region_opts d;
+  lumen_region_opts_init(&d);
+  d.exec = p->run->step;
+  d.connectivity = 1;
+  return step_done(p->run, lumen_filter_fill_holes(p->ctx, a, &d, b));
+}
+
+/* The end of a chain of steps: its last image to *out, or freed when a step failed. */
+static lumen_status finish_chain(lumen_status s, lumen_image *last, lumen_image **out) {
   if (s != LUMEN_OK) {
-    lumen_image_free(a);
+    lumen_image_free(last);
     return s;
   }
-  *out = a;
+  *out = last;
+  return LUMEN_OK;
+}
+
+static lumen_status febds_one(lumen_ctx *ctx, seg_run *run, const void *vopts, const lumen_image *in,
+                              lumen_image **out, double *thr) {
+  typedef lumen_status (*febds_step)(const febds_pass *p, const lumen_image *a, lumen_image **b);
+  static const febds_step steps[] = {febds_condition, febds_threshold, febds_closing, febds_fill};
+  const lumen_febds_opts *o = vopts;
+  const febds_pass p = {ctx, run, o, lumen_image_ndim(in) >= 3 && o->spatial_dims == 3, thr};
+  lumen_image *a = NULL;
+  lumen_status s = febds_enhance(&p, in, &a);
+  if (s != LUMEN_OK) return s;
+  for (size_t i = 0; s == LUMEN_OK && i < sizeof steps / sizeof steps[0]; i++) {
+    lumen_image *b = NULL;
+    s = steps[i](&p, a, &b);
+    if (s != LUMEN_OK || b) { /* the step ran: its result replaces a */
+      lumen_image_free(a);
+      a = b;
+    }
+  }
+  return finish_chain(s, a, out);
+}
+
+/* The algorithms below run per slice (or on the volume with spatial_dims 3). */
+typedef struct {
+  const char *fn, *name, *out_name;  /* "lumen_segment_febds", its report name, "mask" or "out" */
+  lumen_status (*check)(lumen_ctx *ctx, const char *fn, const void *opts);
+  seg_slice_fn one;
+} slice_algorithm;
+
+/* A public call: start the run, check the image and the options, run every slice, keep the geometry. */
+static lumen_status run_slices(lumen_ctx *ctx, const slice_algorithm *alg, const lumen_image *in, const void *opts,
+                               const lumen_filter_exec *exec, int spatial_dims, lumen_image **out, double *scalar) {
+  seg_run run;
+  lumen_status s = seg_start(ctx, &run, alg->fn, alg->name, exec, in, out, alg->out_name);
+  if (s != LUMEN_OK) return s;
+  if ((s = check_image(ctx, alg->fn, in)) == LUMEN_OK) s = alg->check(ctx, alg->fn, opts);
+  if (s == LUMEN_OK && !(spatial_dims == 0 || spatial_dims == 2 || spatial_dims == 3))
+    s = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: spatial_dims is %d, expected 2 (per slice) or 3 (volume)",
+                   alg->fn, spatial_dims);
+  if (s == LUMEN_OK) s = seg_per_slice(ctx, &run, opts, in, spatial_dims == 3 ? 3 : 2, alg->one, out, scalar);
+  if (s == LUMEN_OK) seg_copy_geometry(*out, in);
+  return seg_end(&run, s);
+}
+
+static lumen_status check_febds(lumen_ctx *ctx, const char *fn, const void *opts) {
+  const lumen_febds_opts *o = opts;
+  LUMEN_REQUIRE(ctx, (int)o->method >= 0 && o->method < LUMEN_FEBDS_METHOD_COUNT,
+                "%s: method is %d, expected one of dog (%d), log (%d), fft (%d)", fn, (int)o->method, LUMEN_FEBDS_DOG,
+                LUMEN_FEBDS_LOG, LUMEN_FEBDS_FFT);
+  LUMEN_REQUIRE(ctx, o->dog_low_sigma > 0 && isfinite(o->dog_low_sigma), "%s: dog_low_sigma is %g, expected > 0", fn,
+                o->dog_low_sigma);
+  LUMEN_REQUIRE(ctx, o->dog_high_sigma > o->dog_low_sigma && isfinite(o->dog_high_sigma),
+                "%s: dog_high_sigma is %g, expected > dog_low_sigma (%g)", fn, o->dog_high_sigma, o->dog_low_sigma);
+  LUMEN_REQUIRE(ctx, o->log_sigma > 0 && isfinite(o->log_sigma), "%s: log_sigma is %g, expected > 0", fn, o->log_sigma);
+  LUMEN_REQUIRE(ctx, o->median_size >= 1 && o->median_size % 2 == 1,
+                "%s: median_size is %d, expected an odd size >= 1", fn, o->median_size);
+  LUMEN_REQUIRE(ctx, o->gamma > 0 && isfinite(o->gamma), "%s: gamma is %g, expected > 0", fn, o->gamma);
+  LUMEN_REQUIRE(ctx, o->gamma_max > 0 && isfinite(o->gamma_max), "%s: gamma_max is %g, expected > 0", fn, o->gamma_max);
+  LUMEN_REQUIRE(ctx, o->closing_size == 0 || (o->closing_size >= 1 && o->closing_size % 2 == 1),
+                "%s: closing_size is %d, expected 0 (none) or an odd size", fn, o->closing_size);
+  LUMEN_REQUIRE(ctx, o->variance_window >= 1 && o->variance_window % 2 == 1,
+                "%s: variance_window is %d, expected an odd window >= 1", fn, o->variance_window);
   return LUMEN_OK;
 }
 
 lumen_status lumen_segment_febds(lumen_ctx *ctx, const lumen_image *in, const lumen_febds_opts *opts,
                                  lumen_image **mask, double *threshold) {
-  static const char fn[] = "lumen_segment_febds";
-  if (mask) *mask = NULL;
+  static const slice_algorithm alg = {"lumen_segment_febds", "febds", "mask", check_febds, febds_one};
   if (threshold) *threshold = NAN;
-  LUMEN_REQUIRE(ctx, mask != NULL, "%s: mask is NULL", fn);
-  lumen_febds_opts def;
-  if (!opts) {
-    lumen_febds_opts_init(&def);
-    opts = &def;
-  }
-  seg_run run;
-  lumen_status s = seg_begin(ctx, &run, fn, "febds", &opts->exec, in);
-  if (s != LUMEN_OK) return seg_end(&run, s);
-  if ((s = check_image(ctx, fn, in)) != LUMEN_OK) return seg_end(&run, s);
-  const lumen_febds_opts *o = opts;
-#define FREQ(cond, ...) \
-  if (!(cond)) return seg_end(&run, lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, __VA_ARGS__))
-  FREQ((int)o->method >= 0 && o->method < LUMEN_FEBDS_METHOD_COUNT,
-       "%s: method is %d, expected one of dog (%d), log (%d), fft (%d)", fn, (int)o->method, LUMEN_FEBDS_DOG,
-       LUMEN_FEBDS_LOG, LUMEN_FEBDS_FFT);
-  FREQ(o->dog_low_sigma > 0 && isfinite(o->dog_low_sigma), "%s: dog_low_sigma is %g, expected > 0", fn,
-       o->dog_low_sigma);
-  FREQ(o->dog_high_sigma > o->dog_low_sigma && isfinite(o->dog_high_sigma),
-       "%s: dog_high_sigma is %g, expected > dog_low_sigma (%g)", fn, o->dog_high_sigma, o->dog_low_sigma);
-  FREQ(o->log_sigma > 0 && isfinite(o->log_sigma), "%s: log_sigma is %g, expected > 0", fn, o->log_sigma);
-  FREQ(o->median_size >= 1 && o->median_size % 2 == 1, "%s: median_size is %d, expected an odd size >= 1", fn,
-       o->median_size);
-  FREQ(o->gamma > 0 && isfinite(o->gamma), "%s: gamma is %g, expected > 0", fn, o->gamma);
-  FREQ(o->gamma_max > 0 && isfinite(o->gamma_max), "%s: gamma_max is %g, expected > 0", fn, o->gamma_max);
-  FREQ(o->closing_size == 0 || (o->closing_size >= 1 && o->closing_size % 2 == 1),
-       "%s: closing_size is %d, expected 0 (none) or an odd size", fn, o->closing_size);
-  FREQ(o->variance_window >= 1 && o->variance_window % 2 == 1,
-       "%s: variance_window is %d, expected an odd window >= 1", fn, o->variance_window);
-  FREQ(o->spatial_dims == 2 || o->spatial_dims == 3 || o->spatial_dims == 0,
-       "%s: spatial_dims is %d, expected 2 (per slice) or 3 (volume)", fn, o->spatial_dims);
-  s = seg_per_slice(ctx, &run, o, in, o->spatial_dims == 3 ? 3 : 2, febds_one, mask, threshold);
-  if (s == LUMEN_OK) seg_copy_geometry(*mask, in);
-  return seg_end(&run, s);
+  const lumen_febds_opts *o = opts ? opts : &febds_defaults;
+  return run_slices(ctx, &alg, in, o, &o->exec, o->spatial_dims, mask, threshold);
 }
 
 /* ------------------------------------------------------------------ top-hat */
@@ -298,7 +329,7 @@ static lumen_status tophat_one(lumen_ctx *ctx, seg_run *run, const void *vopts, 
   d.op = LUMEN_MORPH_TOPHAT;
   d.element = vol ? LUMEN_ELEMENT_BALL : LUMEN_ELEMENT_DISK;
   d.radius = o->radius;
-  STEP(lumen_filter_morphology(ctx, in, &d, &a));
+  s = step_done(run, lumen_filter_morphology(ctx, in, &d, &a));
   if (s != LUMEN_OK || !o->output_mask) {
     *out = a;
     return s;
@@ -307,32 +338,23 @@ static lumen_status tophat_one(lumen_ctx *ctx, seg_run *run, const void *vopts, 
   lumen_otsu_opts_init(&t);
   t.exec = run->step;
   double thr;
-  STEP(lumen_filter_otsu(ctx, a, &t, &thr, &b));
+  s = step_done(run, lumen_filter_otsu(ctx, a, &t, &thr, &b));
   lumen_image_free(a);
   *out = b;
   return s;
 }
 
+static lumen_status check_tophat(lumen_ctx *ctx, const char *fn, const void *opts) {
+  const lumen_tophat_opts *o = opts;
+  LUMEN_REQUIRE(ctx, o->radius >= 1, "%s: radius is %d, expected >= 1", fn, o->radius);
+  return LUMEN_OK;
+}
+
 lumen_status lumen_segment_tophat(lumen_ctx *ctx, const lumen_image *in, const lumen_tophat_opts *opts,
                                   lumen_image **out) {
-  static const char fn[] = "lumen_segment_tophat";
-  if (out) *out = NULL;
-  LUMEN_REQUIRE(ctx, out != NULL, "%s: out is NULL", fn);
-  lumen_tophat_opts def;
-  if (!opts) {
-    lumen_tophat_opts_init(&def);
-    opts = &def;
-  }
-  seg_run run;
-  lumen_status s = seg_begin(ctx, &run, fn, "tophat", &opts->exec, in);
-  if (s != LUMEN_OK) return seg_end(&run, s);
-  if ((s = check_image(ctx, fn, in)) != LUMEN_OK) return seg_end(&run, s);
-  FREQ(opts->radius >= 1, "%s: radius is %d, expected >= 1", fn, opts->radius);
-  FREQ(opts->spatial_dims == 0 || opts->spatial_dims == 2 || opts->spatial_dims == 3,
-       "%s: spatial_dims is %d, expected 2 (per slice) or 3 (volume)", fn, opts->spatial_dims);
-  s = seg_per_slice(ctx, &run, opts, in, opts->spatial_dims == 3 ? 3 : 2, tophat_one, out, NULL);
-  if (s == LUMEN_OK) seg_copy_geometry(*out, in);
-  return seg_end(&run, s);
+  static const slice_algorithm alg = {"lumen_segment_tophat", "tophat", "out", check_tophat, tophat_one};
+  const lumen_tophat_opts *o = opts ? opts : &tophat_defaults;
+  return run_slices(ctx, &alg, in, o, &o->exec, o->spatial_dims, out, NULL);
 }
 
 /* ------------------------------------------------------------------ breast mask */
@@ -348,50 +370,37 @@ static lumen_status breast_one(lumen_ctx *ctx, seg_run *run, const void *vopts, 
   t.exec = run->step;
   t.bins = o->otsu_bins;
   double thr;
-  STEP(lumen_filter_otsu(ctx, in, &t, &thr, &a));
+  s = step_done(run, lumen_filter_otsu(ctx, in, &t, &thr, &a));
   if (s != LUMEN_OK) return s;
   lumen_region_opts r;
   lumen_region_opts_init(&r);
   r.exec = run->step;
   r.connectivity = o->connectivity;
-  STEP(lumen_filter_largest_component(ctx, a, &r, &b));
+  s = step_done(run, lumen_filter_largest_component(ctx, a, &r, &b));
   lumen_image_free(a);
   a = b;
   b = NULL;
   if (s == LUMEN_OK && o->fill_holes) {
     r.connectivity = 1;
-    STEP(lumen_filter_fill_holes(ctx, a, &r, &b));
+    s = step_done(run, lumen_filter_fill_holes(ctx, a, &r, &b));
     lumen_image_free(a);
     a = b;
   }
-  if (s != LUMEN_OK) {
-    lumen_image_free(a);
-    return s;
-  }
-  *out = a;
+  return finish_chain(s, a, out);
+}
+
+static lumen_status check_breast_mask(lumen_ctx *ctx, const char *fn, const void *opts) {
+  const lumen_breast_mask_opts *o = opts;
+  LUMEN_REQUIRE(ctx, o->connectivity == 1 || o->connectivity == 2 || (o->connectivity == 3 && o->spatial_dims == 3),
+                "%s: connectivity is %d, expected 1 (4-connected) or 2 (8-connected)", fn, o->connectivity);
+  LUMEN_REQUIRE(ctx, o->otsu_bins >= 0, "%s: otsu_bins is %d, expected 0 (auto) or > 0", fn, o->otsu_bins);
   return LUMEN_OK;
 }
 
 lumen_status lumen_segment_breast_mask(lumen_ctx *ctx, const lumen_image *in, const lumen_breast_mask_opts *opts,
                                        lumen_image **mask) {
-  static const char fn[] = "lumen_segment_breast_mask";
-  if (mask) *mask = NULL;
-  LUMEN_REQUIRE(ctx, mask != NULL, "%s: mask is NULL", fn);
-  lumen_breast_mask_opts def;
-  if (!opts) {
-    lumen_breast_mask_opts_init(&def);
-    opts = &def;
-  }
-  seg_run run;
-  lumen_status s = seg_begin(ctx, &run, fn, "breast_mask", &opts->exec, in);
-  if (s != LUMEN_OK) return seg_end(&run, s);
-  if ((s = check_image(ctx, fn, in)) != LUMEN_OK) return seg_end(&run, s);
-  FREQ(opts->connectivity == 1 || opts->connectivity == 2 || (opts->connectivity == 3 && opts->spatial_dims == 3),
-       "%s: connectivity is %d, expected 1 (4-connected) or 2 (8-connected)", fn, opts->connectivity);
-  FREQ(opts->otsu_bins >= 0, "%s: otsu_bins is %d, expected 0 (auto) or > 0", fn, opts->otsu_bins);
-  FREQ(opts->spatial_dims == 0 || opts->spatial_dims == 2 || opts->spatial_dims == 3,
-       "%s: spatial_dims is %d, expected 2 (per slice) or 3 (volume)", fn, opts->spatial_dims);
-  s = seg_per_slice(ctx, &run, opts, in, opts->spatial_dims == 3 ? 3 : 2, breast_one, mask, NULL);
-  if (s == LUMEN_OK) seg_copy_geometry(*mask, in);
-  return seg_end(&run, s);
+  static const slice_algorithm alg = {"lumen_segment_breast_mask", "breast_mask", "mask", check_breast_mask,
+                                      breast_one};
+  const lumen_breast_mask_opts *o = opts ? opts : &breast_mask_defaults;
+  return run_slices(ctx, &alg, in, o, &o->exec, o->spatial_dims, mask, NULL);
 }

@@ -55,21 +55,112 @@ static double grad_mag(const float *x, const int64_t *n, int nd, int64_t i, int6
   return sqrt(g2);
 }
 
-lumen_status lumen_segment_region_grow(lumen_ctx *ctx, const lumen_image *in, const lumen_region_grow_opts *opts,
-                                       lumen_image **mask) {
-  static const char fn[] = "lumen_segment_region_grow";
-  if (mask) *mask = NULL;
-  LUMEN_REQUIRE(ctx, mask != NULL, "%s: mask is NULL", fn);
-  lumen_region_grow_opts def;
-  if (!opts) {
-    lumen_region_grow_opts_init(&def);
-    opts = &def;
+/* The grid of a region growing call: its size and the neighbour offsets of its connectivity. */
+typedef struct {
+  int64_t n[3];
+  int nd, noff;
+  int off[26][3];
+} grid;
+
+/* The neighbours of voxel i inside the grid: their indices and coordinates; returns how many. */
+static int neighbours_of(const grid *g, int64_t i, int64_t js[26], int64_t jc[26][3]) {
+  const int64_t *n = g->n;
+  int64_t ix = i % n[0], iy = (i / n[0]) % n[1], iz = i / (n[0] * n[1]);
+  int m = 0;
+  for (int k = 0; k < g->noff; k++) {
+    int64_t jx = ix + g->off[k][0], jy = iy + g->off[k][1], jz = iz + g->off[k][2];
+    if (jx < 0 || jy < 0 || jz < 0 || jx >= n[0] || jy >= n[1] || jz >= n[2]) continue;
+    js[m] = jx + n[0] * (jy + n[1] * jz);
+    jc[m][0] = jx;
+    jc[m][1] = jy;
+    jc[m][2] = jz;
+    m++;
   }
-  seg_run run;
-  lumen_status s = seg_begin(ctx, &run, fn, "region_grow", &opts->exec, in);
-  if (s != LUMEN_OK) return seg_end(&run, s);
+  return m;
+}
+
+/* Flags of the voxels: bit 0 visited / in the region, bit 1 plateau seen, bit 2 seed. */
+enum { IN_REGION = 1, PLATEAU_SEEN = 2, SEED = 4 };
+
+/* The plateau of equal values around start (flagged PLATEAU_SEEN, left in queue[0, *tail));
+   returns 1 when no neighbour of it is higher: a regional maximum. */
+static int plateau_is_max(const grid *g, const float *x, int64_t start, int64_t *queue, uint8_t *flag, int64_t *tail) {
+  float v = x[start];
+  int64_t head = 0, js[26], jc[26][3];
+  int is_max = 1;
+  *tail = 0;
+  queue[(*tail)++] = start;
+  flag[start] |= PLATEAU_SEEN;
+  while (head < *tail) {
+    int m = neighbours_of(g, queue[head++], js, jc);
+    for (int k = 0; k < m; k++) {
+      int64_t j = js[k];
+      if (x[j] > v) is_max = 0;
+      else if (x[j] == v && !(flag[j] & PLATEAU_SEEN)) {
+        flag[j] |= PLATEAU_SEEN;
+        queue[(*tail)++] = j;
+      }
+    }
+  }
+  return is_max;
+}
+
+/* Flags the seeds (given, or the regional maxima, each plateau counted once) and returns the
+   threshold: opts->threshold, or the mean of the seeds' values when it is NaN. */
+static double mark_seeds(const grid *g, const float *x, const lumen_region_grow_opts *opts, int64_t *queue,
+                         uint8_t *flag) {
+  const int64_t *n = g->n;
+  int nd = g->nd;
+  int64_t total = n[0] * n[1] * n[2];
+  double seed_sum = 0;
+  int64_t seed_count = 0;
+  if (opts->n_seeds > 0) {
+    for (int64_t q = 0; q < opts->n_seeds; q++) {
+      int64_t i = opts->seeds[q * nd] + opts->seeds[q * nd + 1] * n[0] + (nd > 2 ? opts->seeds[q * nd + 2] * n[0] * n[1] : 0);
+      flag[i] |= SEED;
+      seed_sum += x[i];
+      seed_count++;
+    }
+  } else {
+    for (int64_t start = 0; start < total; start++) {
+      if (flag[start] & PLATEAU_SEEN) continue;
+      int64_t tail = 0;
+      if (!plateau_is_max(g, x, start, queue, flag, &tail)) continue;
+      seed_sum += x[start];
+      seed_count++;
+      for (int64_t q = 0; q < tail; q++) flag[queue[q]] |= SEED;
+    }
+  }
+  return isnan(opts->threshold) ? (seed_count ? seed_sum / (double)seed_count : 0.0) : opts->threshold;
+}
+
+/* Breadth-first growth from the seeds at or above thr through neighbours at or above thr (and,
+   with max_gradient > 0, of a gradient magnitude at most max_gradient). */
+static void grow(const grid *g, const float *x, double thr, double max_gradient, int64_t *queue, uint8_t *flag) {
+  int64_t total = g->n[0] * g->n[1] * g->n[2];
+  int64_t head = 0, tail = 0, js[26], jc[26][3];
+  for (int64_t i = 0; i < total; i++)
+    if ((flag[i] & SEED) && x[i] >= thr) {
+      flag[i] |= IN_REGION;
+      queue[tail++] = i;
+    }
+  while (head < tail) {
+    int m = neighbours_of(g, queue[head++], js, jc);
+    for (int k = 0; k < m; k++) {
+      int64_t j = js[k];
+      if ((flag[j] & IN_REGION) || !(x[j] >= thr)) continue;
+      if (max_gradient > 0 && grad_mag(x, g->n, g->nd, j, jc[k][0], jc[k][1], jc[k][2]) > max_gradient) continue;
+      flag[j] |= IN_REGION;
+      queue[tail++] = j;
+    }
+  }
+}
+
 #define RREQ(cond, ...) \
-  if (!(cond)) return seg_end(&run, lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, __VA_ARGS__))
+  if (!(cond)) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+
+static lumen_status check_region_grow(lumen_ctx *ctx, const char *fn, const lumen_image *in,
+                                      const lumen_region_grow_opts *opts) {
   RREQ(in != NULL, "%s: in is NULL", fn);
   int nd = lumen_image_ndim(in);
   RREQ(nd == 2 || nd == 3, "%s: the image has %d dimension(s), expected 2-D or 3-D", fn, nd);
@@ -88,106 +179,81 @@ lumen_status lumen_segment_region_grow(lumen_ctx *ctx, const lumen_image *in, co
       RREQ(v >= 0 && v < n[a], "%s: seed %lld coordinate %d is %lld, expected 0..%lld", fn, (long long)q, a,
            (long long)v, (long long)(n[a] - 1));
     }
+  return LUMEN_OK;
+}
+
+/* The region as a uint8 mask, closed with a disk / ball of smooth_radius when that is > 0. */
+static lumen_status region_mask(lumen_ctx *ctx, seg_run *run, const lumen_image *in, const uint8_t *flag,
+                                int smooth_radius, lumen_image **out) {
+  lumen_image *m = NULL;
+  lumen_status s = seg_new_like(ctx, in, LUMEN_DTYPE_UINT8, 0, &m);
+  if (s != LUMEN_OK) {
+    lumen_image_free(m);
+    return s;
+  }
+  uint8_t *p = lumen_image_data(m);
+  int64_t total = lumen_image_count(in);
+  for (int64_t i = 0; i < total; i++) p[i] = (uint8_t)(flag[i] & IN_REGION);
+  if (smooth_radius > 0) {
+    lumen_morph_opts d;
+    lumen_morph_opts_init(&d);
+    d.exec = run->step;
+    d.op = LUMEN_MORPH_CLOSE;
+    d.element = lumen_image_ndim(in) > 2 ? LUMEN_ELEMENT_BALL : LUMEN_ELEMENT_DISK;
+    d.radius = smooth_radius;
+    d.binary = 1;
+    lumen_image *c = NULL;
+    s = lumen_filter_morphology(ctx, m, &d, &c);
+    if (s == LUMEN_OK) seg_step_done(run);
+    lumen_image_free(m);
+    m = c;
+  }
+  *out = m;
+  return s;
+}
+
+/* Seeds, growth and the mask, on the float32 host voxels x. */
+static lumen_status region_grow_host(lumen_ctx *ctx, seg_run *run, const char *fn, const lumen_image *in,
+                                     const float *x, const lumen_region_grow_opts *opts, lumen_image **out) {
+  grid g;
+  g.nd = lumen_image_ndim(in);
+  g.n[0] = lumen_image_dim(in, 0);
+  g.n[1] = lumen_image_dim(in, 1);
+  g.n[2] = g.nd > 2 ? lumen_image_dim(in, 2) : 1;
+  g.noff = neighbours(g.nd, opts->connectivity == 0, g.off);
+  int64_t total = g.n[0] * g.n[1] * g.n[2];
+  int64_t *queue = malloc((size_t)total * sizeof *queue);
+  uint8_t *flag = calloc((size_t)total, 1);
+  lumen_status s = LUMEN_OK;
+  if (!queue || !flag) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+  for (int64_t i = 0; s == LUMEN_OK && i < total; i++)
+    if (isnan(x[i]))
+      s = lumen_fail(ctx, LUMEN_ERR_INVALID_DATA, "%s: voxel %lld is NaN, expected numbers", fn, (long long)i);
+  if (s == LUMEN_OK) {
+    double thr = mark_seeds(&g, x, opts, queue, flag);
+    grow(&g, x, thr, opts->max_gradient, queue, flag);
+    s = region_mask(ctx, run, in, flag, opts->smooth_radius, out);
+  }
+  free(queue);
+  free(flag);
+  return s;
+}
+
+lumen_status lumen_segment_region_grow(lumen_ctx *ctx, const lumen_image *in, const lumen_region_grow_opts *opts,
+                                       lumen_image **mask) {
+  static const char fn[] = "lumen_segment_region_grow";
+  seg_run run;
+  lumen_status s = seg_start(ctx, &run, fn, "region_grow", opts ? &opts->exec : NULL, in, mask, "mask");
+  if (s != LUMEN_OK) return s;
+  lumen_region_grow_opts def;
+  if (!opts) lumen_region_grow_opts_init(&def);
+  const lumen_region_grow_opts *o = opts ? opts : &def;
+  if ((s = check_region_grow(ctx, fn, in, o)) != LUMEN_OK) return seg_end(&run, s);
   lumen_image *tmp = NULL, *m = NULL;
   const float *x;
   if ((s = seg_host_f32(ctx, in, &tmp, &x)) != LUMEN_OK) return seg_end(&run, s);
   seg_host_step(ctx, &run, "region growing");
-  int64_t total = n[0] * n[1] * n[2];
-  int off[26][3];
-  int noff = neighbours(nd, opts->connectivity == 0, off);
-  int64_t *queue = malloc((size_t)total * sizeof *queue);
-  uint8_t *flag = calloc((size_t)total, 1);  /* bit 0: visited/in region, bit 1: plateau seen, bit 2: seed */
-  if (!queue || !flag) {
-    s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    goto done;
-  }
-  for (int64_t i = 0; i < total; i++)
-    if (isnan(x[i])) {
-      s = lumen_fail(ctx, LUMEN_ERR_INVALID_DATA, "%s: voxel %lld is NaN, expected numbers", fn, (long long)i);
-      goto done;
-    }
-  /* seeds: given, or the regional maxima (plateaus with no higher neighbour), each counted once */
-  double seed_sum = 0;
-  int64_t seed_count = 0;
-  if (opts->n_seeds > 0) {
-    for (int64_t q = 0; q < opts->n_seeds; q++) {
-      int64_t i = opts->seeds[q * nd] + opts->seeds[q * nd + 1] * n[0] + (nd > 2 ? opts->seeds[q * nd + 2] * n[0] * n[1] : 0);
-      flag[i] |= 4;
-      seed_sum += x[i];
-      seed_count++;
-    }
-  } else {
-    for (int64_t start = 0; start < total; start++) {
-      if (flag[start] & 2) continue;
-      float v = x[start];
-      int64_t head = 0, tail = 0;
-      int is_max = 1;
-      queue[tail++] = start;
-      flag[start] |= 2;
-      while (head < tail) {
-        int64_t i = queue[head++];
-        int64_t ix = i % n[0], iy = (i / n[0]) % n[1], iz = i / (n[0] * n[1]);
-        for (int k = 0; k < noff; k++) {
-          int64_t jx = ix + off[k][0], jy = iy + off[k][1], jz = iz + off[k][2];
-          if (jx < 0 || jy < 0 || jz < 0 || jx >= n[0] || jy >= n[1] || jz >= n[2]) continue;
-          int64_t j = jx + n[0] * (jy + n[1] * jz);
-          if (x[j] > v) is_max = 0;
-          else if (x[j] == v && !(flag[j] & 2)) {
-            flag[j] |= 2;
-            queue[tail++] = j;
-          }
-        }
-      }
-      if (is_max) {
-        seed_sum += v;
-        seed_count++;
-        for (int64_t q = 0; q < tail; q++) flag[queue[q]] |= 4;
-      }
-    }
-  }
-  double thr = isnan(opts->threshold) ? (seed_count ? seed_sum / (double)seed_count : 0.0) : opts->threshold;
-  /* grow */
-  int64_t head = 0, tail = 0;
-  for (int64_t i = 0; i < total; i++)
-    if ((flag[i] & 4) && x[i] >= thr) {
-      flag[i] |= 1;
-      queue[tail++] = i;
-    }
-  while (head < tail) {
-    int64_t i = queue[head++];
-    int64_t ix = i % n[0], iy = (i / n[0]) % n[1], iz = i / (n[0] * n[1]);
-    for (int k = 0; k < noff; k++) {
-      int64_t jx = ix + off[k][0], jy = iy + off[k][1], jz = iz + off[k][2];
-      if (jx < 0 || jy < 0 || jz < 0 || jx >= n[0] || jy >= n[1] || jz >= n[2]) continue;
-      int64_t j = jx + n[0] * (jy + n[1] * jz);
-      if ((flag[j] & 1) || !(x[j] >= thr)) continue;
-      if (opts->max_gradient > 0 && grad_mag(x, n, nd, j, jx, jy, jz) > opts->max_gradient) continue;
-      flag[j] |= 1;
-      queue[tail++] = j;
-    }
-  }
-  if ((s = seg_new_like(ctx, in, LUMEN_DTYPE_UINT8, 0, &m)) != LUMEN_OK) goto done;
-  {
-    uint8_t *p = lumen_image_data(m);
-    for (int64_t i = 0; i < total; i++) p[i] = (uint8_t)(flag[i] & 1);
-  }
-  if (opts->smooth_radius > 0) {
-    lumen_morph_opts d;
-    lumen_morph_opts_init(&d);
-    d.exec = run.step;
-    d.op = LUMEN_MORPH_CLOSE;
-    d.element = nd > 2 ? LUMEN_ELEMENT_BALL : LUMEN_ELEMENT_DISK;
-    d.radius = opts->smooth_radius;
-    d.binary = 1;
-    lumen_image *c = NULL;
-    s = lumen_filter_morphology(ctx, m, &d, &c);
-    if (s == LUMEN_OK) seg_step_done(&run);
-    lumen_image_free(m);
-    m = c;
-  }
-done:
-  free(queue);
-  free(flag);
+  s = region_grow_host(ctx, &run, fn, in, x, o, &m);
   lumen_image_free(tmp);
   if (s != LUMEN_OK) {
     lumen_image_free(m);
@@ -231,7 +297,12 @@ static lumen_status point_op(lumen_ctx *ctx, seg_run *run, const lumen_image *in
   return LUMEN_OK;
 }
 
-static void finite_range(const lumen_image *in, const float *x, double *lo, double *hi) {
+/* The range of the finite voxels of in (0, 0 when there are none). */
+static lumen_status host_finite_range(lumen_ctx *ctx, const lumen_image *in, double *lo, double *hi) {
+  lumen_image *tmp = NULL;
+  const float *x;
+  lumen_status s = seg_host_f32(ctx, in, &tmp, &x);
+  if (s != LUMEN_OK) return s;
   double a = INFINITY, b = -INFINITY;
   int64_t n = lumen_image_count(in);
   for (int64_t i = 0; i < n; i++)
@@ -242,21 +313,11 @@ static void finite_range(const lumen_image *in, const float *x, double *lo, doub
   if (a > b) a = b = 0;
   *lo = a;
   *hi = b;
+  lumen_image_free(tmp);
+  return LUMEN_OK;
 }
 
-lumen_status lumen_segment_window(lumen_ctx *ctx, const lumen_image *in, const lumen_window_opts *opts,
-                                  lumen_image **out) {
-  static const char fn[] = "lumen_segment_window";
-  if (out) *out = NULL;
-  LUMEN_REQUIRE(ctx, out != NULL, "%s: out is NULL", fn);
-  lumen_window_opts def;
-  if (!opts) {
-    lumen_window_opts_init(&def);
-    opts = &def;
-  }
-  seg_run run;
-  lumen_status s = seg_begin(ctx, &run, fn, "window", &opts->exec, in);
-  if (s != LUMEN_OK) return seg_end(&run, s);
+static lumen_status check_window(lumen_ctx *ctx, const char *fn, const lumen_image *in, const lumen_window_opts *opts) {
   RREQ(in != NULL, "%s: in is NULL", fn);
   RREQ(lumen_image_count(in) > 0, "%s: the image is empty, expected at least one voxel", fn);
   RREQ(isnan(opts->width) || (opts->width > 0 && isfinite(opts->width)),
@@ -264,51 +325,57 @@ lumen_status lumen_segment_window(lumen_ctx *ctx, const lumen_image *in, const l
   RREQ(isnan(opts->center) || isfinite(opts->center), "%s: center is %g, expected a number (or NaN = the data middle)",
        fn, opts->center);
   RREQ(opts->out_max > 0 && isfinite(opts->out_max), "%s: out_max is %g, expected > 0", fn, opts->out_max);
-  double c = opts->center, w = opts->width;
+  return LUMEN_OK;
+}
+
+lumen_status lumen_segment_window(lumen_ctx *ctx, const lumen_image *in, const lumen_window_opts *opts,
+                                  lumen_image **out) {
+  static const char fn[] = "lumen_segment_window";
+  seg_run run;
+  lumen_status s = seg_start(ctx, &run, fn, "window", opts ? &opts->exec : NULL, in, out, "out");
+  if (s != LUMEN_OK) return s;
+  lumen_window_opts def;
+  if (!opts) lumen_window_opts_init(&def);
+  const lumen_window_opts *o = opts ? opts : &def;
+  if ((s = check_window(ctx, fn, in, o)) != LUMEN_OK) return seg_end(&run, s);
+  double c = o->center, w = o->width;
   if (isnan(c) || isnan(w)) {
-    lumen_image *tmp = NULL;
-    const float *x;
-    if ((s = seg_host_f32(ctx, in, &tmp, &x)) != LUMEN_OK) return seg_end(&run, s);
     double lo, hi;
-    finite_range(in, x, &lo, &hi);
-    lumen_image_free(tmp);
+    if ((s = host_finite_range(ctx, in, &lo, &hi)) != LUMEN_OK) return seg_end(&run, s);
     if (isnan(c)) c = 0.5 * (lo + hi);
     if (isnan(w)) w = hi > lo ? hi - lo : 1.0;
   }
-  s = point_op(ctx, &run, in, 1.0 / w, c - 0.5 * w, opts->out_max, out);
+  s = point_op(ctx, &run, in, 1.0 / w, c - 0.5 * w, o->out_max, out);
   return seg_end(&run, s);
+}
+
+static lumen_status check_bits(lumen_ctx *ctx, const char *fn, const lumen_image *in, const lumen_bits_opts *opts) {
+  RREQ(in != NULL, "%s: in is NULL", fn);
+  RREQ(lumen_image_count(in) > 0, "%s: the image is empty, expected at least one voxel", fn);
+  RREQ(opts->bits >= 0 && opts->bits <= 32, "%s: bits is %d, expected 0 (infer 8/12/16) or 1..32", fn, opts->bits);
+  RREQ(opts->target > 0 && isfinite(opts->target), "%s: target is %g, expected > 0", fn, opts->target);
+  return LUMEN_OK;
 }
 
 lumen_status lumen_segment_normalize_bits(lumen_ctx *ctx, const lumen_image *in, const lumen_bits_opts *opts,
                                           lumen_image **out, int *bits_used) {
   static const char fn[] = "lumen_segment_normalize_bits";
-  if (out) *out = NULL;
   if (bits_used) *bits_used = 0;
-  LUMEN_REQUIRE(ctx, out != NULL, "%s: out is NULL", fn);
-  lumen_bits_opts def;
-  if (!opts) {
-    lumen_bits_opts_init(&def);
-    opts = &def;
-  }
   seg_run run;
-  lumen_status s = seg_begin(ctx, &run, fn, "normalize_bits", &opts->exec, in);
-  if (s != LUMEN_OK) return seg_end(&run, s);
-  RREQ(in != NULL, "%s: in is NULL", fn);
-  RREQ(lumen_image_count(in) > 0, "%s: the image is empty, expected at least one voxel", fn);
-  RREQ(opts->bits >= 0 && opts->bits <= 32, "%s: bits is %d, expected 0 (infer 8/12/16) or 1..32", fn, opts->bits);
-  RREQ(opts->target > 0 && isfinite(opts->target), "%s: target is %g, expected > 0", fn, opts->target);
-  int bits = opts->bits;
+  lumen_status s = seg_start(ctx, &run, fn, "normalize_bits", opts ? &opts->exec : NULL, in, out, "out");
+  if (s != LUMEN_OK) return s;
+  lumen_bits_opts def;
+  if (!opts) lumen_bits_opts_init(&def);
+  const lumen_bits_opts *o = opts ? opts : &def;
+  if ((s = check_bits(ctx, fn, in, o)) != LUMEN_OK) return seg_end(&run, s);
+  int bits = o->bits;
   if (bits == 0) {
-    lumen_image *tmp = NULL;
-    const float *x;
-    if ((s = seg_host_f32(ctx, in, &tmp, &x)) != LUMEN_OK) return seg_end(&run, s);
     double lo, hi;
-    finite_range(in, x, &lo, &hi);
-    lumen_image_free(tmp);
+    if ((s = host_finite_range(ctx, in, &lo, &hi)) != LUMEN_OK) return seg_end(&run, s);
     bits = hi <= 255 ? 8 : hi <= 4095 ? 12 : 16;
   }
   double full = ldexp(1.0, bits) - 1.0;
-  s = point_op(ctx, &run, in, 1.0 / full, 0.0, opts->target, out);
+  s = point_op(ctx, &run, in, 1.0 / full, 0.0, o->target, out);
   if (s == LUMEN_OK && bits_used) *bits_used = bits;
   return seg_end(&run, s);
 }

@@ -42,6 +42,14 @@ lumen_status seg_begin(lumen_ctx *ctx, seg_run *run, const char *fn, const char 
   return LUMEN_OK;
 }
 
+lumen_status seg_start(lumen_ctx *ctx, seg_run *run, const char *fn, const char *name, const lumen_filter_exec *exec,
+                       const lumen_image *in, lumen_image **out, const char *out_name) {
+  if (out) *out = NULL;
+  LUMEN_REQUIRE(ctx, out != NULL, "%s: %s is NULL", fn, out_name);
+  lumen_status s = seg_begin(ctx, run, fn, name, exec, in);
+  return s == LUMEN_OK ? s : seg_end(run, s);
+}
+
 void seg_step_done(seg_run *run) {
   run->total.used = run->step_report.used;
   if (run->step_report.fell_back && !run->total.fell_back) {

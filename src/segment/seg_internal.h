@@ -25,6 +25,11 @@ typedef struct seg_run {
 /* Resolves device (exec.device, else the input's, else the context's) and precision. */
 lumen_status seg_begin(lumen_ctx *ctx, seg_run *run, const char *fn, const char *name, const lumen_filter_exec *exec,
                        const lumen_image *in);
+/* The start of every algorithm call: clears *out and requires it (out_name, "out" or "mask",
+   names it in the message), then seg_begin (exec NULL: the defaults, as opts NULL gives).
+   A failure of seg_begin is returned through seg_end; a NULL out returns before the run starts. */
+lumen_status seg_start(lumen_ctx *ctx, seg_run *run, const char *fn, const char *name, const lumen_filter_exec *exec,
+                       const lumen_image *in, lumen_image **out, const char *out_name);
 /* Folds step_report into total after a filter step. */
 void seg_step_done(seg_run *run);
 /* Records that a host step ran on the CPU although a CUDA device was requested. */

@@ -204,9 +204,7 @@ static lumen_status run_region(const filter_call *c) {
   o.exec = c->ex;
   if (c->f->has_conn) o.connectivity = c->f->conn;
   if (c->f->has_spatial) o.spatial_dims = c->f->spatial;
-  /* as before this file was split: the test is also true for "largest_component", which
-     therefore runs label (a known defect, kept here so that outputs stay the same) */
-  if (c->op[0] == 'l' && c->op[1] == 'a') {
+  if (!strcmp(c->op, "label")) {
     int64_t n = 0;
     lumen_status s = lumen_filter_label(c->ctx, c->in, &o, c->out, &n);
     *c->scalar = (double)n;

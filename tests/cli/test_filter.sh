@@ -102,6 +102,28 @@ check "bad precision" "[ $rc -eq 2 ] && grep -q 'expected full, half or bfloat16
 check "--device cuda:0: summary with the fallback reason (or the GPU)" \
   "[ $rc -eq 0 ] && grep -qE 'device requested cuda:0, used (cpu, fallback: .+|cuda:0)' err.txt"
 
+# largest_component keeps the larger of two blobs (9 and 20 pixels) as a 0/255 mask, and is not label
+# (until the CLI's op table was rewritten, "largest_component" ran label: same image, "labels 2")
+cat > blobs.py <<'PYEOF'
+import os, sys
+sys.path.insert(0, os.environ['LUMEN_CLI_TESTS'])
+from imagefiles import png_write, png_read
+w, h = 16, 12
+small = {(x, y) for y in range(1, 4) for x in range(1, 4)}
+large = {(x, y) for y in range(5, 10) for x in range(8, 12)}
+if sys.argv[1] == 'make':
+    png_write('blobs.png', w, h, [255 if (x, y) in small | large else 0 for y in range(h) for x in range(w)], 8)
+else:
+    W, H, bits, v = png_read(sys.argv[2])
+    got = {(i % w, i // w) for i, p in enumerate(v) if p}
+    assert (W, H, bits) == (w, h, 8) and got == large and set(v) == {0, 255}, (W, H, bits, sorted(got), set(v))
+PYEOF
+python3 blobs.py make
+"$bin" filter largest_component blobs.png lc.png 2> err.txt; rc=$?
+check "largest_component: exit 0" "[ $rc -eq 0 ]" || cat err.txt
+check "largest_component: the 20-pixel blob alone, 0/255" "python3 blobs.py check lc.png"
+check "largest_component: no label count or threshold printed" "! grep -qE 'labels|threshold' err.txt"
+
 "$bin" filter --help > help.txt; rc=$?
 check "--help lists every op with defaults" \
   "[ $rc -eq 0 ] && for o in gaussian dog median gamma contrast convolve bandpass otsu sauvola local_variance variance_binarize tophat fill_holes label largest_component entropy mutual_information variance; do grep -q \$o help.txt || exit 1; done && grep -q -- '--sigma S (1)' help.txt"

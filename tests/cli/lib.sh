@@ -31,3 +31,9 @@ same_outputs() {
   [ "$n" -gt 10 ] || { echo "  only $n files"; r=1; }
   return $r
 }
+# demo_phantom: the demo phantom (lumen dce-demo) in ./demo; P, T and M name its DCE series, T1 map
+# and mask. A failing dce-demo fails the test (it is never a reason to skip).
+demo_phantom() {
+  "$bin" dce-demo --out demo -q > /dev/null 2> demo_err.txt || { cat demo_err.txt; echo "FAIL: dce-demo"; exit 1; }
+  P=demo/sub-demo_dce.nii.gz; T=demo/sub-demo_T1map.nii.gz; M=demo/sub-demo_mask.nii.gz
+}

@@ -8,7 +8,7 @@ set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 command -v python3 > /dev/null || { echo "python3 not found: skipped"; exit 77; }
 . "$(dirname "$0")/lib.sh"
-"$bin" dce-demo --out demo -q > /dev/null 2>&1 || { echo "dce-demo failed: skipped"; exit 77; }
+demo_phantom
 mk() {  # mk SUBDIR NAME: a session folder with the phantom's series, T1 map and mask
   mkdir -p "bids/$1/perf"
   cp demo/sub-demo_dce.nii.gz "bids/$1/perf/$2_dce.nii.gz"

@@ -9,8 +9,7 @@ command -v python3 > /dev/null || { echo "python3 not found: skipped"; exit 77; 
 . "$(dirname "$0")/lib.sh"
 need_test_hooks
 
-"$bin" dce-demo --out demo -q > /dev/null 2>&1 || { echo "FAIL: dce-demo"; exit 1; }
-P=demo/sub-demo_dce.nii.gz; T=demo/sub-demo_T1map.nii.gz; M=demo/sub-demo_mask.nii.gz
+demo_phantom
 base="--dce $P --t1map $T --mask $M --aif parker --no-report -q"
 absent() { [ ! -e "$1" ]; }
 no_files() { [ -z "$(find "$1" -type f 2> /dev/null)" ]; }

@@ -7,8 +7,7 @@ bin=${LUMEN_BIN:?LUMEN_BIN not set}
 command -v python3 > /dev/null || { echo "python3 not found: skipped"; exit 77; }
 . "$(dirname "$0")/lib.sh"
 
-"$bin" dce-demo --out demo -q > /dev/null 2>&1 || { echo "FAIL: dce-demo"; exit 1; }
-P=demo/sub-demo_dce.nii.gz; T=demo/sub-demo_T1map.nii.gz; M=demo/sub-demo_mask.nii.gz
+demo_phantom
 base="--dce $P --t1map $T --mask $M --aif parker"
 
 # mistake NAME EXPECTED_RC MESSAGE_REGEX OUTDIR COMMAND...: runs COMMAND, checks the exit status, the

@@ -7,8 +7,7 @@ set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 . "$(dirname "$0")/lib.sh"
 
-"$bin" dce-demo --out demo -q > /dev/null 2>&1 || { echo "FAIL: dce-demo"; exit 1; }
-P=demo/sub-demo_dce.nii.gz; T=demo/sub-demo_T1map.nii.gz; M=demo/sub-demo_mask.nii.gz
+demo_phantom
 dce=(dce --dce $P --t1map $T --mask $M --aif parker --models tofts --no-report -q)
 t1=(t1 --in $T $T $T --mask $M --no-report -q --allow-failures)
 

@@ -5,7 +5,9 @@ higher one. Usage: check_layers.py [SOURCE_DIR]; prints one line per violation, 
 
 Layers, low to high (a folder may include its own rank and below):
   0 include/lumen        the public API (includes only lumen/ and system headers)
-  1 core, models         context/status/images; the model math (written once, LUMEN_HD)
+  1 core, models, solver context/status/images; the model math (written once, LUMEN_HD); the
+                         Levenberg-Marquardt solver and the per-curve start driver (templates
+                         compiled by cpu, cuda and fit)
   2 io, cpu              file formats; the CPU solver kernels
   3 fit, filter, segment, diag
                          fit plans and backends' interfaces, image operations, segmentation,
@@ -18,7 +20,7 @@ Layers, low to high (a folder may include its own rank and below):
 """
 import os, re, sys
 
-RANK = {'core': 1, 'models': 1, 'io': 2, 'cpu': 2, 'fit': 3, 'filter': 3, 'segment': 3, 'diag': 3,
+RANK = {'core': 1, 'models': 1, 'solver': 1, 'io': 2, 'cpu': 2, 'fit': 3, 'filter': 3, 'segment': 3, 'diag': 3,
         'cuda': 4, 'pipeline': 5, 'dist': 6, 'cli': 7}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -9,22 +9,101 @@
 extern "C" {
 #endif
 
-/* Every model, by its lumen name (the same name on the command line, in files and bindings). */
+/* ---------------------------------------------------------------- the table of models
+   The one source of every model's id, name, flags, derived values and fit parameters (name, unit,
+   default start and bounds); docs/ADDING_A_MODEL.md is the recipe for a new row. The enum below,
+   lumen_model_name/param_*, lumen_model_np, the default bounds, the derived-value names and the
+   backend dispatch lists (SIMD lanes, CUDA kernels) are all generated from it. A row:
+
+     X(id, name, flags, derived, p0, p1, p2, p3)
+
+   id: the enum name (rows in enum order: the values are the row numbers and never change, append
+   new models before LUMEN_MODEL_COUNT); name: the lumen name on the command line, in files and
+   bindings; flags: LUMEN_MF_* below; derived: a LUMEN_D_* list of the derived values in the order
+   lumen_model_derived() writes them; p0..p3: a LUMEN_P_* descriptor per fit parameter, padded with
+   LUMEN_P_NONE (the number of parameters is the number of descriptors before the padding). */
+#define LUMEN_MODEL_TABLE(X)                                                                                  \
+  X(LUMEN_MODEL_TOFTS, "tofts", LUMEN_MF_DCE | LUMEN_MF_LANES_F32, LUMEN_D_KEP,                              \
+    LUMEN_P_KTRANS, LUMEN_P_VE, LUMEN_P_NONE, LUMEN_P_NONE)                                                   \
+  X(LUMEN_MODEL_ETOFTS, "etofts", LUMEN_MF_DCE | LUMEN_MF_LANES_F32, LUMEN_D_KEP,                            \
+    LUMEN_P_KTRANS, LUMEN_P_VE, LUMEN_P_VP, LUMEN_P_NONE)                                                     \
+  X(LUMEN_MODEL_PATLAK, "patlak", LUMEN_MF_DCE | LUMEN_MF_LANES_F32, LUMEN_D_NONE,                           \
+    LUMEN_P_KTRANS, LUMEN_P_VP, LUMEN_P_NONE, LUMEN_P_NONE)                                                   \
+  X(LUMEN_MODEL_2CUM, "2cum", LUMEN_MF_DCE | LUMEN_MF_LANES_F32, LUMEN_D_2CUM,                               \
+    LUMEN_P_KTRANS, LUMEN_P_FP, LUMEN_P_TP, LUMEN_P_NONE)                                                     \
+  X(LUMEN_MODEL_2CXM, "2cxm", LUMEN_MF_DCE | LUMEN_MF_SOLVE_F64 | LUMEN_MF_LANES_F64, LUMEN_D_2CXM,          \
+    LUMEN_P_2CXM_E, LUMEN_P_2CXM_VE, LUMEN_P_2CXM_VP, LUMEN_P_FP)                                             \
+  X(LUMEN_MODEL_FXR, "fxr", LUMEN_MF_DCE | LUMEN_MF_USES_R10, LUMEN_D_KEP,                                   \
+    LUMEN_P_KTRANS, LUMEN_P_VE, LUMEN_P_TAU, LUMEN_P_NONE)                                                    \
+  X(LUMEN_MODEL_AUC, "auc", LUMEN_MF_AIF | LUMEN_MF_X_TIMES, LUMEN_D_AUC,                                    \
+    LUMEN_P_NONE, LUMEN_P_NONE, LUMEN_P_NONE, LUMEN_P_NONE)                                                   \
+  X(LUMEN_MODEL_VFA, "vfa", LUMEN_MF_X_FLIP | LUMEN_MF_LANES_F32, LUMEN_D_R1,                                \
+    LUMEN_P_T1, LUMEN_P_M0, LUMEN_P_NONE, LUMEN_P_NONE)                                                       \
+  X(LUMEN_MODEL_VFA_LINEAR, "vfa-linear", LUMEN_MF_X_FLIP | LUMEN_MF_CLOSED_FORM, LUMEN_D_R1,                \
+    LUMEN_P_T1, LUMEN_P_M0, LUMEN_P_NONE, LUMEN_P_NONE)                                                       \
+  X(LUMEN_MODEL_VFA_2PT, "vfa-2pt", LUMEN_MF_X_FLIP | LUMEN_MF_CLOSED_FORM, LUMEN_D_R1,                      \
+    LUMEN_P_T1, LUMEN_P_M0, LUMEN_P_NONE, LUMEN_P_NONE)                                                       \
+  X(LUMEN_MODEL_IR, "ir", LUMEN_MF_X_TIMES | LUMEN_MF_LANES_F32, LUMEN_D_R1,                                 \
+    LUMEN_P_T1, LUMEN_P_M0, LUMEN_P_NONE, LUMEN_P_NONE)                                                       \
+  X(LUMEN_MODEL_SR, "sr", LUMEN_MF_X_TIMES | LUMEN_MF_LANES_F32, LUMEN_D_R1,                                 \
+    LUMEN_P_T1, LUMEN_P_M0, LUMEN_P_NONE, LUMEN_P_NONE)
+
+/* Flags of a row. */
+#define LUMEN_MF_AIF 0x01          /* the model needs an AIF (the plasma concentration cp) */
+#define LUMEN_MF_X_TIMES 0x02      /* x values are times (TI for ir) that must increase strictly */
+#define LUMEN_MF_FITS_DCE 0x04     /* a DCE fit model: time in minutes (lumen_model_is_dce) */
+#define LUMEN_MF_DCE (LUMEN_MF_AIF | LUMEN_MF_X_TIMES | LUMEN_MF_FITS_DCE)
+#define LUMEN_MF_X_FLIP 0x08       /* x values are flip angles (scaled by the B1 const); needs TR > 0 */
+#define LUMEN_MF_USES_R10 0x10     /* reads the per-curve const LUMEN_FIT_CONST_R10 (must be > 0) */
+#define LUMEN_MF_CLOSED_FORM 0x20  /* the result is the closed-form linear start (no iterations) */
+#define LUMEN_MF_LANES_F32 0x40    /* the float32 SIMD lane solver implements it (src/cpu/lm_simd*) */
+#define LUMEN_MF_LANES_F64 0x80    /* the float64 SIMD lane solver implements it */
+#define LUMEN_MF_SOLVE_F64 0x100   /* solved in float64 with geodesic acceleration on every tier (long
+                                      curved valleys that float32 and plain LM do not resolve) */
+
+/* Fit-parameter descriptors: F(k, present, public name, unit, fit name, start, physical lo, hi,
+   ROCKETSHIP lo, hi) for slot k, in the units of docs/MODELS.md. The fit name differs from the
+   public one for 2CXM's E = Ktrans / Fp only (its public Ktrans defaults are Tofts' Ktrans). */
+#define LUMEN_P_NONE(F, k) F(k, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
+#define LUMEN_P_KTRANS(F, k) F(k, 1, "Ktrans", "1/min", "Ktrans", 2e-4, 0.0, 5.0, 1e-7, 2.0)
+#define LUMEN_P_VE(F, k) F(k, 1, "ve", "1", "ve", 0.2, 1e-4, 1.0, 0.02, 1.0)
+#define LUMEN_P_VP(F, k) F(k, 1, "vp", "1", "vp", 0.02, 0.0, 1.0, 0.001, 1.0)
+#define LUMEN_P_FP(F, k) F(k, 1, "Fp", "1/min", "Fp", 0.35, 1e-4, 20.0, 1e-4, 20.0)
+#define LUMEN_P_TP(F, k) F(k, 1, "Tp", "min", "Tp", 0.12, 0.0, 10.0, 0.0, 1.5)
+#define LUMEN_P_2CXM_E(F, k) F(k, 1, "Ktrans", "1/min", "E", 0.1, 0.0, 0.999, 0.0, 0.999)
+#define LUMEN_P_2CXM_VE(F, k) F(k, 1, "ve", "1", "ve", 0.15, 1e-4, 1.0, 0.05, 1.0)
+#define LUMEN_P_2CXM_VP(F, k) F(k, 1, "vp", "1", "vp", 0.02, 0.001, 1.0, 0.001, 1.0)
+#define LUMEN_P_TAU(F, k) F(k, 1, "tau", "min", "tau", 0.01, 0.0, 100.0, 0.0, 100.0)
+#define LUMEN_P_T1(F, k) F(k, 1, "T1", "s", "T1", 1.0, 1e-4, 10.0, 1e-4, 10.0)
+#define LUMEN_P_M0(F, k) F(k, 1, "M0", "a.u.", "M0", 1.0, 0.0, 1e30, 0.0, 1e30)
+
+/* Derived-value lists: F(name, unit) per value. */
+#define LUMEN_D_NONE(F)
+#define LUMEN_D_KEP(F) F("kep", "1/min")
+#define LUMEN_D_2CUM(F) F("E", "1") F("PS", "1/min") F("vp", "1")
+#define LUMEN_D_2CXM(F) F("E", "1") F("PS", "1/min") F("kep", "1/min")
+#define LUMEN_D_R1(F) F("R1", "1/s")
+#define LUMEN_D_AUC(F) F("AUC", "mM min") F("AUC_window", "mM min") F("AUC_norm", "1") F("AUC_window_norm", "1")
+
+/* Every model, by its lumen name (the rows of LUMEN_MODEL_TABLE, in order):
+     LUMEN_MODEL_TOFTS = 0     "tofts":      Ktrans, ve
+     LUMEN_MODEL_ETOFTS        "etofts":     Ktrans, ve, vp
+     LUMEN_MODEL_PATLAK        "patlak":     Ktrans, vp
+     LUMEN_MODEL_2CUM          "2cum":       Ktrans, Fp, Tp
+     LUMEN_MODEL_2CXM          "2cxm":       Ktrans, ve, vp, Fp
+     LUMEN_MODEL_FXR           "fxr":        Ktrans, ve, tau (fits R1(t))
+     LUMEN_MODEL_AUC           "auc":        no fit
+     LUMEN_MODEL_VFA           "vfa":        T1, M0 (nonlinear SPGR)
+     LUMEN_MODEL_VFA_LINEAR    "vfa-linear": T1, M0 (DESPOT1, closed form)
+     LUMEN_MODEL_VFA_2PT       "vfa-2pt":    T1, M0 (two angles, closed form)
+     LUMEN_MODEL_IR            "ir":         T1, M0 (magnitude inversion recovery)
+     LUMEN_MODEL_SR            "sr":         T1, M0 (saturation recovery) */
+#define LUMEN_MODEL_ENUM_(id, name, flags, derived, p0, p1, p2, p3) id,
 typedef enum lumen_model {
-  LUMEN_MODEL_TOFTS = 0,   /* "tofts":      Ktrans, ve */
-  LUMEN_MODEL_ETOFTS,      /* "etofts":     Ktrans, ve, vp */
-  LUMEN_MODEL_PATLAK,      /* "patlak":     Ktrans, vp */
-  LUMEN_MODEL_2CUM,        /* "2cum":       Ktrans, Fp, Tp */
-  LUMEN_MODEL_2CXM,        /* "2cxm":       Ktrans, ve, vp, Fp */
-  LUMEN_MODEL_FXR,         /* "fxr":        Ktrans, ve, tau (fits R1(t)) */
-  LUMEN_MODEL_AUC,         /* "auc":        no fit */
-  LUMEN_MODEL_VFA,         /* "vfa":        T1, M0 (nonlinear SPGR) */
-  LUMEN_MODEL_VFA_LINEAR,  /* "vfa-linear": T1, M0 (DESPOT1, closed form) */
-  LUMEN_MODEL_VFA_2PT,     /* "vfa-2pt":    T1, M0 (two angles, closed form) */
-  LUMEN_MODEL_IR,          /* "ir":         T1, M0 (magnitude inversion recovery) */
-  LUMEN_MODEL_SR,          /* "sr":         T1, M0 (saturation recovery) */
+  LUMEN_MODEL_TABLE(LUMEN_MODEL_ENUM_)
   LUMEN_MODEL_COUNT
 } lumen_model;
+#undef LUMEN_MODEL_ENUM_
 
 /* The one definition of the sizes every layer shares (fit.h, the solvers, the model math):
    the most fit parameters of any model (2CXM: 4) and the per-curve constants' slots. */

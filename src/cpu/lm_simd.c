@@ -27,20 +27,15 @@ int lumen_lmv_width(lumen_cpu_simd limit) {
 
 int lumen_lmvd_width(lumen_cpu_simd limit) { return lumen_lmv_width(limit) / 2; }
 
+/* Which models the lane solvers implement: the LUMEN_MF_LANES_* flags of LUMEN_MODEL_TABLE. */
 int lumen_lmvd_supported(lumen_model m, const lumen_grid_f64 *g) {
   (void)g;
-  return m == LUMEN_MODEL_2CXM;
+  return (lumen_model_flags(m) & LUMEN_MF_LANES_F64) != 0;
 }
 
 int lumen_lmv_supported(lumen_model m, const lumen_grid_f32 *g) {
   (void)g;
-  switch (m) {
-    case LUMEN_MODEL_TOFTS: case LUMEN_MODEL_ETOFTS: case LUMEN_MODEL_PATLAK: case LUMEN_MODEL_2CUM:
-    case LUMEN_MODEL_VFA: case LUMEN_MODEL_IR: case LUMEN_MODEL_SR:
-      return 1;
-    default:
-      return 0;
-  }
+  return (lumen_model_flags(m) & LUMEN_MF_LANES_F32) != 0;
 }
 
 size_t lumen_lmv_work_bytes(int width, int n, int np) {

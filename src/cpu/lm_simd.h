@@ -1,4 +1,4 @@
-/* lumen's lane-batched accelerated solver: the Levenberg-Marquardt of lm_impl.inc run on W
+/* lumen's lane-batched accelerated solver: the Levenberg-Marquardt of src/solver/lm_impl.inc run on W
    curves at once, one curve per SIMD lane, each lane with its own parameters, lambda, iteration
    count and state; a lane whose curve finished is refilled with the next curve at once, so lanes
    never idle while curves remain. The model is evaluated on vectors by instantiating the SAME
@@ -13,7 +13,7 @@
 #ifndef LUMEN_CPU_LM_SIMD_H
 #define LUMEN_CPU_LM_SIMD_H
 
-#include "cpu/lm.h"
+#include "solver/lm.h"
 #include "lumen/context.h"
 
 #define LUMEN_LMV_MAX_WIDTH 16

@@ -1,7 +1,7 @@
 // Batched bounded Levenberg-Marquardt on the GPU: one thread per curve, one kernel per (model,
 // precision), so that each kernel holds one model's code only (building every model never
 // exhausts a kernel's registers or stack). The solver and the per-curve driver are the CPU's
-// source, compiled here: src/cpu/lm_impl.inc and src/fit/driver_impl.inc (input checks, starts,
+// source, compiled here: src/solver/lm_impl.inc and src/solver/driver_impl.inc (input checks, starts,
 // restarts, escape starts, R^2 and confidence intervals, states) are included into a class
 // template on the model, with the model a compile-time constant, on the same model code
 // (src/models, LUMEN_HD). Differences to the CPU can only come from arithmetic order (nvcc
@@ -16,8 +16,8 @@
 // thread has a workspace (y, f, J and the trial f, J) in global memory, reused over a grid-stride
 // loop so that its size depends on the device, not on the number of curves.
 #include <math.h>
-#include "cpu/lm.h"          // lumen_lm_problem_f32/_f64 and the damped solve (lm_chol.h)
-#include "fit/curve_out.h"   // lumen_fit_curve_out, the driver's result
+#include "solver/lm.h"          // lumen_lm_problem_f32/_f64 and the damped solve (lm_chol.h)
+#include "solver/curve_out.h"   // lumen_fit_curve_out, the driver's result
 #include "cuda/fit_kernel.cuh"
 
 namespace lfit {
@@ -26,9 +26,26 @@ template <typename T> struct Grid;
 template <> struct Grid<float> { typedef lumen_grid_f32 type; };
 template <> struct Grid<double> { typedef lumen_grid_f64 type; };
 
-// Fit parameters of a model, as a constant expression (lumen_model_np).
-constexpr int np_of(int m) {
-  return m == LUMEN_MODEL_2CXM ? 4 : m == LUMEN_MODEL_ETOFTS || m == LUMEN_MODEL_2CUM || m == LUMEN_MODEL_FXR ? 3 : 2;
+// Fit parameters of a model, as a constant expression read from LUMEN_MODEL_TABLE (lumen_model_np).
+__host__ __device__ constexpr int np_of(int m) {
+  switch (m) {
+#define LFIT_NP_CASE(id, name, flags, derived, p0, p1, p2, p3) \
+  case id: return LUMEN_MT_NP_(p0, p1, p2, p3);
+    LUMEN_MODEL_TABLE(LFIT_NP_CASE)
+#undef LFIT_NP_CASE
+    default: return -1;
+  }
+}
+
+// The LUMEN_MF_* flags of a model, as a constant expression read from LUMEN_MODEL_TABLE.
+__host__ __device__ constexpr int flags_of(int m) {
+  switch (m) {
+#define LFIT_FLAGS_CASE(id, name, flags, derived, p0, p1, p2, p3) \
+  case id: return (flags);
+    LUMEN_MODEL_TABLE(LFIT_FLAGS_CASE)
+#undef LFIT_FLAGS_CASE
+    default: return 0;
+  }
 }
 
 // The flat plan as the driver reads it: the fields of lumen_fit_plan it uses, by the same names,
@@ -53,22 +70,29 @@ template <typename T, int M> struct Plan {
   const T *w;
 };
 
+// The plan view the driver reads besides the fields (as src/fit/fit_internal.h for lumen_fit_plan).
+template <int M> __device__ const lumen_grid_f32 *lumen_plan_grid_f32(const Plan<float, M> *pl) { return pl->g; }
+template <int M> __device__ const lumen_grid_f64 *lumen_plan_grid_f64(const Plan<double, M> *pl) { return pl->g; }
+template <int M> __device__ const float *lumen_plan_w_f32(const Plan<float, M> *pl) { return pl->w; }
+template <int M> __device__ const double *lumen_plan_w_f64(const Plan<double, M> *pl) { return pl->w; }
+template <typename T, int M> __device__ double lumen_plan_t975(const Plan<T, M> *pl, int dof) {
+  (void)dof;
+  return pl->t975;
+}
+
 // ---------------------------------------------------------------- solver and driver, per model
-// src/cpu/lm_impl.inc and src/fit/driver_impl.inc as static members of a class template on the
+// src/solver/lm_impl.inc and src/solver/driver_impl.inc as static members of a class template on the
 // model LM_M: each kernel instantiates one model's code; geodesic acceleration exists in the 2CXM
 // kernels only (the CPU tiers use it for 2CXM only as well).
 #define LM_FN static __device__
 #define LM_API static __device__
 #define LM_MODEL(pr) ((lumen_model)LM_M)
-#define LM_GEODESIC(pr) (LM_M == LUMEN_MODEL_2CXM && (pr)->geodesic)
+#define LM_GEODESIC(pr) ((flags_of(LM_M) & LUMEN_MF_SOLVE_F64) && (pr)->geodesic)
 #define LM_NORMAL_CASES 0  // np is a constant here: the general loop unrolls into registers
 #define DRV_FN static __device__
 #define DRV_HOST 0
 #define DRV_STANDARD 0
 #define DPLAN_MODEL(pl) ((lumen_model)LM_M)
-#define DPLAN_T975(pl, dof) ((pl)->t975)
-#define DPLAN_GRID(pl) ((pl)->g)
-#define DPLAN_W(pl) ((pl)->w)
 #define DF(x) x##_k
 template <int LM_M> struct Lm32 {
 #define ST float
@@ -76,8 +100,8 @@ template <int LM_M> struct Lm32 {
 #define DT float
 #define DM(x) x##_f32
 #define DPLAN Plan<float, LM_M>
-#include "cpu/lm_impl.inc"
-#include "fit/driver_impl.inc"
+#include "solver/lm_impl.inc"
+#include "solver/driver_impl.inc"
 #undef ST
 #undef SF
 #undef DT
@@ -90,8 +114,8 @@ template <int LM_M> struct Lm64 {
 #define DT double
 #define DM(x) x##_f64
 #define DPLAN Plan<double, LM_M>
-#include "cpu/lm_impl.inc"
-#include "fit/driver_impl.inc"
+#include "solver/lm_impl.inc"
+#include "solver/driver_impl.inc"
 #undef ST
 #undef SF
 #undef DT
@@ -107,9 +131,6 @@ template <int LM_M> struct Lm64 {
 #undef DRV_HOST
 #undef DRV_STANDARD
 #undef DPLAN_MODEL
-#undef DPLAN_T975
-#undef DPLAN_GRID
-#undef DPLAN_W
 #undef DF
 
 template <int M, typename T> struct Lm;
@@ -208,18 +229,21 @@ __global__ void __launch_bounds__(128) fit_kernel(const lumen_fitk_args a) {
 }  // namespace lfit
 
 // ---------------------------------------------------------------- dispatch: one kernel per model
-#define LFIT_MODELS(X)                                                                                     \
-  X(LUMEN_MODEL_TOFTS) X(LUMEN_MODEL_ETOFTS) X(LUMEN_MODEL_PATLAK) X(LUMEN_MODEL_2CUM) X(LUMEN_MODEL_2CXM) \
-  X(LUMEN_MODEL_FXR) X(LUMEN_MODEL_VFA) X(LUMEN_MODEL_VFA_LINEAR) X(LUMEN_MODEL_VFA_2PT) X(LUMEN_MODEL_IR) \
-  X(LUMEN_MODEL_SR)
-
+// A kernel for every row of LUMEN_MODEL_TABLE that has fit parameters (not AUC).
 typedef void (*lfit_kernel_fn)(const lumen_fitk_args);
+
+template <int M> static lfit_kernel_fn kernel_for(int f64) {
+  if constexpr (lfit::np_of(M) > 0)
+    return f64 ? lfit::fit_kernel<M, double> : lfit::fit_kernel<M, float>;
+  else
+    return nullptr;
+}
 
 static lfit_kernel_fn kernel_of(int model, int f64) {
   switch (model) {
-#define LFIT_CASE(m) \
-  case m: return f64 ? lfit::fit_kernel<m, double> : lfit::fit_kernel<m, float>;
-    LFIT_MODELS(LFIT_CASE)
+#define LFIT_CASE(id, name, flags, derived, p0, p1, p2, p3) \
+  case id: return kernel_for<id>(f64);
+    LUMEN_MODEL_TABLE(LFIT_CASE)
 #undef LFIT_CASE
     default: return nullptr;
   }

@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu/lm.h"
+#include "solver/lm.h"
 #include "cpu/lm_simd.h"
 #include "fit/curve_fit.h"
-#include "fit/curve_out.h"
+#include "solver/curve_out.h"
 #include "fit/fit_cuda.h"
 #include "fit/fit_internal.h"
 #include "lumen_build_config.h"
@@ -17,39 +17,31 @@
 #define DT float
 #define DM(x) x##_f32
 #define DF(x) x##_acc32
-#define DPLAN_GRID(pl) (&(pl)->g32)
-#define DPLAN_W(pl) ((pl)->w32)
 #define DRV_STANDARD 0
 #define DRV_LANES 1
-#include "fit/driver_impl.inc"
+#include "solver/driver_impl.inc"
 #undef DRV_LANES
 #undef DT
 #undef DM
 #undef DF
-#undef DPLAN_GRID
-#undef DPLAN_W
 #undef DRV_STANDARD
 
 #define DT double
 #define DM(x) x##_f64
 #define DF(x) x##_acc64
-#define DPLAN_GRID(pl) (&(pl)->g64)
-#define DPLAN_W(pl) ((pl)->w64)
 #define DRV_STANDARD 0
 #define DRV_LANES 1
-#include "fit/driver_impl.inc"
+#include "solver/driver_impl.inc"
 #undef DRV_LANES
 #undef DF
 #undef DRV_STANDARD
 
 #define DF(x) x##_std64
 #define DRV_STANDARD 1
-#include "fit/driver_impl.inc"
+#include "solver/driver_impl.inc"
 #undef DT
 #undef DM
 #undef DF
-#undef DPLAN_GRID
-#undef DPLAN_W
 #undef DRV_STANDARD
 
 /* ------------------------------------------------------------------ storing results */
@@ -184,8 +176,6 @@ static int lane_use_simd(const exec_in *in, const lumen_fit_plan *pl, int kind) 
 #define LV_PROB lumen_lmv_problem
 #define LV_IOT lumen_lmv_io
 #define LV_RUN(in, pr, io, work) lumen_lmv_run((in)->lanes32, pr, io, work)
-#define DPLAN_GRID(pl) (&(pl)->g32)
-#define DPLAN_W(pl) ((pl)->w32)
 #include "fit/lane_impl.inc"
 #include "fit/lane_undef.inc"
 
@@ -195,8 +185,6 @@ static int lane_use_simd(const exec_in *in, const lumen_fit_plan *pl, int kind) 
 #define LV_PROB lumen_lmvd_problem
 #define LV_IOT lumen_lmvd_io
 #define LV_RUN(in, pr, io, work) lumen_lmvd_run((in)->lanes64, pr, io, work)
-#define DPLAN_GRID(pl) (&(pl)->g64)
-#define DPLAN_W(pl) ((pl)->w64)
 #include "fit/lane_impl.inc"
 #include "fit/lane_undef.inc"
 

@@ -47,12 +47,25 @@ struct lumen_fit_plan {
 };
 
 /* The precision the accelerated tiers (cpu, cpu_single, cuda) solve in: double when asked, and
-   always for 2CXM (float32 cannot resolve its flat valleys: docs/FITTING.md). */
+   always for the LUMEN_MF_SOLVE_F64 models, 2CXM (float32 cannot resolve its flat valleys:
+   docs/FITTING.md). */
 static inline int lumen_fit_solves_f64(const lumen_fit_plan *pl) {
-  return pl->opts.precision == LUMEN_FIT_FLOAT64 || pl->model == LUMEN_MODEL_2CXM;
+  return pl->opts.precision == LUMEN_FIT_FLOAT64 || (lumen_model_flags(pl->model) & LUMEN_MF_SOLVE_F64);
 }
 
 /* 97.5 % quantile of Student's t with dof degrees of freedom (dof >= 1). */
 double lumen_fit_t975(int dof);
+
+/* The plan as the per-curve driver (src/solver/driver_impl.inc) and the lane path read it: the
+   grid and weights in the driver's precision, the Student t quantile of the confidence intervals.
+   The CUDA kernels define the same names for their flat plan (src/cuda/fit_lm.cu). */
+static inline const lumen_grid_f32 *lumen_plan_grid_f32(const lumen_fit_plan *pl) { return &pl->g32; }
+static inline const lumen_grid_f64 *lumen_plan_grid_f64(const lumen_fit_plan *pl) { return &pl->g64; }
+static inline const float *lumen_plan_w_f32(const lumen_fit_plan *pl) { return pl->w32; }
+static inline const double *lumen_plan_w_f64(const lumen_fit_plan *pl) { return pl->w64; }
+static inline double lumen_plan_t975(const lumen_fit_plan *pl, int dof) {
+  (void)pl;
+  return lumen_fit_t975(dof);
+}
 
 #endif

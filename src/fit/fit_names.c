@@ -102,31 +102,37 @@ void lumen_fit_options_init(lumen_fit_options *opts) {
 
 int lumen_fit_param_count(lumen_model model) { return lumen_model_param_count(model); }
 
+/* The fit-parameter names (2cxm fits E = Ktrans / Fp in place of Ktrans), from LUMEN_MODEL_TABLE. */
 const char *lumen_fit_param_name(lumen_model model, int i) {
-  if (model == LUMEN_MODEL_2CXM && i == 0) return "E";
-  return lumen_model_param_name(model, i);
+#define FIT_NAME(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi) fit_name,
+#define FIT_NAMES(id, name, flags, derived, p0, p1, p2, p3) \
+  [id] = {p0(FIT_NAME, 0) p1(FIT_NAME, 1) p2(FIT_NAME, 2) p3(FIT_NAME, 3)},
+  static const char *const names[LUMEN_MODEL_COUNT][LUMEN_FIT_MAX_PARAMS] = {LUMEN_MODEL_TABLE(FIT_NAMES)};
+#undef FIT_NAME
+#undef FIT_NAMES
+  if ((int)model < 0 || model >= LUMEN_MODEL_COUNT || i < 0 || i >= lumen_model_param_count(model)) return NULL;
+  return names[model][i];
 }
 
-/* Derived values per model: name, unit. */
+/* Derived values per model: name, unit (the LUMEN_D_* list of the model's row; lumen_model_derived()
+   in src/models/model_impl.inc writes them in this order). */
 typedef struct {
   const char *name, *unit;
 } derived_def;
 
+#define DERIVED_DEF(name, unit) {name, unit},
+#define DERIVED_LIST(id, name, flags, derived, p0, p1, p2, p3) \
+  static const derived_def derived_of_##id[] = {derived(DERIVED_DEF){NULL, NULL}};
+LUMEN_MODEL_TABLE(DERIVED_LIST)
+#undef DERIVED_LIST
+#undef DERIVED_DEF
+
 static int derived_defs(lumen_model model, const derived_def **out) {
-  static const derived_def kep[] = {{"kep", "1/min"}};
-  /* lumen_model_derived() (src/models/model_impl.inc) writes them in this order */
-  static const derived_def cum[] = {{"E", "1"}, {"PS", "1/min"}, {"vp", "1"}};
-  static const derived_def cxm[] = {{"E", "1"}, {"PS", "1/min"}, {"kep", "1/min"}};
-  static const derived_def r1[] = {{"R1", "1/s"}};
-  static const derived_def auc[] = {{"AUC", "mM min"}, {"AUC_window", "mM min"}, {"AUC_norm", "1"},
-                                    {"AUC_window_norm", "1"}};
   switch (model) {
-    case LUMEN_MODEL_TOFTS: case LUMEN_MODEL_ETOFTS: case LUMEN_MODEL_FXR: *out = kep; return 1;
-    case LUMEN_MODEL_2CUM: *out = cum; return 3;
-    case LUMEN_MODEL_2CXM: *out = cxm; return 3;
-    case LUMEN_MODEL_AUC: *out = auc; return 4;
-    case LUMEN_MODEL_VFA: case LUMEN_MODEL_VFA_LINEAR: case LUMEN_MODEL_VFA_2PT:
-    case LUMEN_MODEL_IR: case LUMEN_MODEL_SR: *out = r1; return 1;
+#define DERIVED_CASE(id, name, flags, derived, p0, p1, p2, p3) \
+  case id: *out = derived_of_##id; return (int)(sizeof derived_of_##id / sizeof derived_of_##id[0]) - 1;
+    LUMEN_MODEL_TABLE(DERIVED_CASE)
+#undef DERIVED_CASE
     default: *out = NULL; return 0;
   }
 }

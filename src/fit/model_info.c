@@ -7,26 +7,27 @@
 typedef struct model_def {
   const char *name;
   int np;
-  const char *params[4];
-  const char *units[4];
+  const char *params[LUMEN_FIT_MAX_PARAMS];
+  const char *units[LUMEN_FIT_MAX_PARAMS];
 } model_def;
 
-/* Indexed by lumen_model; order must follow the enum. Dimensionless fractions have unit "1";
-   Fp is in 1/min (multiply by 100 for ml/100ml/min). */
-static const model_def k_models[LUMEN_MODEL_COUNT] = {
-  {"tofts", 2, {"Ktrans", "ve"}, {"1/min", "1"}},
-  {"etofts", 3, {"Ktrans", "ve", "vp"}, {"1/min", "1", "1"}},
-  {"patlak", 2, {"Ktrans", "vp"}, {"1/min", "1"}},
-  {"2cum", 3, {"Ktrans", "Fp", "Tp"}, {"1/min", "1/min", "min"}},
-  {"2cxm", 4, {"Ktrans", "ve", "vp", "Fp"}, {"1/min", "1", "1", "1/min"}},
-  {"fxr", 3, {"Ktrans", "ve", "tau"}, {"1/min", "1", "min"}},
-  {"auc", 0, {NULL}, {NULL}},
-  {"vfa", 2, {"T1", "M0"}, {"s", "a.u."}},
-  {"vfa-linear", 2, {"T1", "M0"}, {"s", "a.u."}},
-  {"vfa-2pt", 2, {"T1", "M0"}, {"s", "a.u."}},
-  {"ir", 2, {"T1", "M0"}, {"s", "a.u."}},
-  {"sr", 2, {"T1", "M0"}, {"s", "a.u."}},
-};
+/* The table has four parameter slots per model; the public enum values never change. */
+_Static_assert(LUMEN_FIT_MAX_PARAMS == 4, "LUMEN_MODEL_TABLE rows have 4 parameter slots");
+_Static_assert(LUMEN_MODEL_TOFTS == 0 && LUMEN_MODEL_FXR == 5 && LUMEN_MODEL_AUC == 6 && LUMEN_MODEL_SR == 11,
+               "the values of lumen_model are public: append new models at the end of LUMEN_MODEL_TABLE");
+
+/* Indexed by lumen_model, generated from LUMEN_MODEL_TABLE (include/lumen/models.h).
+   Dimensionless fractions have unit "1"; Fp is in 1/min (multiply by 100 for ml/100ml/min). */
+#define PARAM_NAME(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi) name,
+#define PARAM_UNIT(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi) unit,
+#define MODEL_DEF(id, name, flags, derived, p0, p1, p2, p3)                                   \
+  [id] = {name, LUMEN_MT_NP_(p0, p1, p2, p3),                                                \
+          {p0(PARAM_NAME, 0) p1(PARAM_NAME, 1) p2(PARAM_NAME, 2) p3(PARAM_NAME, 3)},          \
+          {p0(PARAM_UNIT, 0) p1(PARAM_UNIT, 1) p2(PARAM_UNIT, 2) p3(PARAM_UNIT, 3)}},
+static const model_def k_models[LUMEN_MODEL_COUNT] = {LUMEN_MODEL_TABLE(MODEL_DEF)};
+#undef PARAM_NAME
+#undef PARAM_UNIT
+#undef MODEL_DEF
 
 static const model_def *find(lumen_model model) {
   if ((int)model < 0 || (int)model >= LUMEN_MODEL_COUNT) return NULL;

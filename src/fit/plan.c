@@ -207,37 +207,10 @@ static lumen_status check_r1_unit(lumen_ctx *ctx, double r1) {
   return LUMEN_OK;
 }
 
-/* ------------------------------------------------------------------ create / destroy */
-lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts, int n, const double *x,
-                                   const double *cp, lumen_fit_plan **out) {
-  LUMEN_REQUIRE_NOT_NULL(ctx, out);
-  *out = NULL;
-  LUMEN_REQUIRE_NOT_NULL(ctx, opts);
-  LUMEN_REQUIRE(ctx, (int)opts->model >= 0 && opts->model < LUMEN_MODEL_COUNT,
-                "fit options: model %d is not a lumen model", (int)opts->model);
+/* The solver options and the model's acquisition options (TR, r1, AUC window, weights). */
+static lumen_status check_fit_options(lumen_ctx *ctx, const lumen_fit_options *opts, int n, const double *x,
+                                      const char *mname) {
   const lumen_model m = opts->model;
-  const char *mname = lumen_model_name(m);
-  const int is_dce = lumen_model_is_dce(m) || m == LUMEN_MODEL_AUC;
-  const int np = lumen_model_np(m);
-  LUMEN_REQUIRE(ctx, n >= 2 && n >= np + (lumen_model_is_closed_form(m) ? 0 : 1),
-                "fit plan (%s): %d samples given, expected at least %d", mname, n,
-                np + (lumen_model_is_closed_form(m) ? 0 : 1) > 2 ? np + (lumen_model_is_closed_form(m) ? 0 : 1)
-                                                                  : 2);
-  LUMEN_REQUIRE(ctx, x != NULL, "fit plan (%s): the sample %s are NULL", mname,
-                is_dce ? "times" : "x values (flip angles / TI / times)");
-  for (int i = 0; i < n; ++i)
-    LUMEN_REQUIRE(ctx, isfinite(x[i]), "fit plan (%s): sample x[%d] is not finite", mname, i);
-  if (is_dce || m == LUMEN_MODEL_IR || m == LUMEN_MODEL_SR)
-    for (int i = 1; i < n; ++i)
-      LUMEN_REQUIRE(ctx, x[i] > x[i - 1],
-                    "fit plan (%s): times must increase strictly, but x[%d] = %g follows x[%d] = %g", mname, i,
-                    x[i], i - 1, x[i - 1]);
-  if (is_dce) {
-    LUMEN_REQUIRE(ctx, cp != NULL, "fit plan (%s): the model needs an AIF (plasma concentration), cp is NULL",
-                  mname);
-    for (int i = 0; i < n; ++i)
-      LUMEN_REQUIRE(ctx, isfinite(cp[i]), "fit plan (%s): AIF sample cp[%d] is not finite", mname, i);
-  }
   LUMEN_REQUIRE(ctx, isfinite(opts->tolerance) && opts->tolerance > 0,
                 "fit options: tolerance %g, expected a positive number (default 1e-6)", opts->tolerance);
   LUMEN_REQUIRE(ctx, opts->max_iterations >= 1,
@@ -256,7 +229,7 @@ lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts
   }
   LUMEN_REQUIRE(ctx, (int)opts->bounds_preset >= 0 && opts->bounds_preset < LUMEN_FIT_BOUNDS_PRESET_COUNT,
                 "fit options: bounds preset %d unknown (physical or rocketship)", (int)opts->bounds_preset);
-  if (m == LUMEN_MODEL_VFA || m == LUMEN_MODEL_VFA_LINEAR || m == LUMEN_MODEL_VFA_2PT) {
+  if (lumen_model_flags(m) & LUMEN_MF_X_FLIP) {
     lumen_status su = check_flip_angles(ctx, mname, n, x);
     if (su != LUMEN_OK) return su;
     LUMEN_REQUIRE(ctx, isfinite(opts->tr) && opts->tr > 0,
@@ -285,17 +258,14 @@ lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts
     }
     LUMEN_REQUIRE(ctx, sw > 0, "fit options: every weight is zero");
   }
+  return LUMEN_OK;
+}
 
-  lumen_fit_plan *pl = calloc(1, sizeof *pl);
-  if (!pl) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit plan: out of memory");
-  pl->opts = *opts;
-  pl->model = m;
-  pl->n = n;
-  pl->np = np;
-  pl->npub = np;
-  pl->nd = lumen_fit_derived_count(m);
-
-  /* bounds and starts, fit-parameter space */
+/* Bounds and starts in fit-parameter space: the preset's defaults, overridden per parameter. */
+static lumen_status set_bounds_and_starts(lumen_ctx *ctx, lumen_fit_plan *pl, const lumen_fit_options *opts,
+                                          const char *mname) {
+  const lumen_model m = pl->model;
+  const int np = pl->np;
   double ds[LUMEN_FIT_MAX_PARAMS] = {0}, dl[LUMEN_FIT_MAX_PARAMS] = {0}, dh[LUMEN_FIT_MAX_PARAMS] = {0};
   lumen_model_defaults_preset(m, (int)opts->bounds_preset, ds, dl, dh);
   lumen_status st = LUMEN_OK;
@@ -326,19 +296,17 @@ lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts
       pl->start[k] = fmin(fmax(ds[k], lo), hi);
     }
   }
-  if (st != LUMEN_OK) {
-    free(pl);
-    return st;
-  }
-  pl->has_linear_start = opts->linear_start && np > 0 && m != LUMEN_MODEL_AUC;
+  return st;
+}
 
-  /* grids */
+/* The shared grids (times, AIF, steps, AIF integral, weights) in double and float. */
+static lumen_status set_grids(lumen_ctx *ctx, lumen_fit_plan *pl, const lumen_fit_options *opts, const double *x,
+                              const double *cp) {
+  const int n = pl->n;
+  const int is_dce = (lumen_model_flags(pl->model) & LUMEN_MF_AIF) != 0;
   size_t nn = (size_t)n;
   pl->block = calloc(1, nn * 5 * (sizeof(double) + sizeof(float)));
-  if (!pl->block) {
-    free(pl);
-    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit plan: out of memory for %d samples", n);
-  }
+  if (!pl->block) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit plan: out of memory for %d samples", n);
   double *d = pl->block;
   pl->t64 = d; pl->cp64 = d + nn; pl->dt64 = d + 2 * nn; pl->icp64 = d + 3 * nn; pl->w64 = d + 4 * nn;
   float *f = (float *)(d + 5 * nn);
@@ -362,7 +330,70 @@ lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts
   pl->opts.weights = opts->weights ? pl->w64 : NULL;
   pl->opts.backend = NULL; /* the canonical request lives in pl->requested */
   pl->step = (x[n - 1] - x[0]) / (double)(n - 1);
+  return LUMEN_OK;
+}
 
+/* ------------------------------------------------------------------ create / destroy */
+/* The checks of the samples, the AIF and the options, before anything is allocated. */
+static lumen_status check_plan_inputs(lumen_ctx *ctx, const lumen_fit_options *opts, int n, const double *x,
+                                      const double *cp) {
+  LUMEN_REQUIRE(ctx, (int)opts->model >= 0 && opts->model < LUMEN_MODEL_COUNT,
+                "fit options: model %d is not a lumen model", (int)opts->model);
+  const lumen_model m = opts->model;
+  const char *mname = lumen_model_name(m);
+  const int flags = lumen_model_flags(m);
+  const int is_dce = (flags & LUMEN_MF_AIF) != 0;
+  const int np = lumen_model_np(m);
+  LUMEN_REQUIRE(ctx, n >= 2 && n >= np + (lumen_model_is_closed_form(m) ? 0 : 1),
+                "fit plan (%s): %d samples given, expected at least %d", mname, n,
+                np + (lumen_model_is_closed_form(m) ? 0 : 1) > 2 ? np + (lumen_model_is_closed_form(m) ? 0 : 1)
+                                                                  : 2);
+  LUMEN_REQUIRE(ctx, x != NULL, "fit plan (%s): the sample %s are NULL", mname,
+                is_dce ? "times" : "x values (flip angles / TI / times)");
+  for (int i = 0; i < n; ++i)
+    LUMEN_REQUIRE(ctx, isfinite(x[i]), "fit plan (%s): sample x[%d] is not finite", mname, i);
+  if (flags & LUMEN_MF_X_TIMES)
+    for (int i = 1; i < n; ++i)
+      LUMEN_REQUIRE(ctx, x[i] > x[i - 1],
+                    "fit plan (%s): times must increase strictly, but x[%d] = %g follows x[%d] = %g", mname, i,
+                    x[i], i - 1, x[i - 1]);
+  if (is_dce) {
+    LUMEN_REQUIRE(ctx, cp != NULL, "fit plan (%s): the model needs an AIF (plasma concentration), cp is NULL",
+                  mname);
+    for (int i = 0; i < n; ++i)
+      LUMEN_REQUIRE(ctx, isfinite(cp[i]), "fit plan (%s): AIF sample cp[%d] is not finite", mname, i);
+  }
+  return check_fit_options(ctx, opts, n, x, mname);
+}
+
+lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts, int n, const double *x,
+                                   const double *cp, lumen_fit_plan **out) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, out);
+  *out = NULL;
+  LUMEN_REQUIRE_NOT_NULL(ctx, opts);
+  lumen_status st = check_plan_inputs(ctx, opts, n, x, cp);
+  if (st != LUMEN_OK) return st;
+  const lumen_model m = opts->model;
+  const char *mname = lumen_model_name(m);
+  const int np = lumen_model_np(m);
+
+  lumen_fit_plan *pl = calloc(1, sizeof *pl);
+  if (!pl) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit plan: out of memory");
+  pl->opts = *opts;
+  pl->model = m;
+  pl->n = n;
+  pl->np = np;
+  pl->npub = np;
+  pl->nd = lumen_fit_derived_count(m);
+  st = set_bounds_and_starts(ctx, pl, opts, mname);
+  if (st == LUMEN_OK) {
+    pl->has_linear_start = opts->linear_start && np > 0 && m != LUMEN_MODEL_AUC;
+    st = set_grids(ctx, pl, opts, x, cp);
+  }
+  if (st != LUMEN_OK) {
+    free(pl);
+    return st;
+  }
   make_extra_starts(pl);
   st = select_backend(ctx, pl, opts->backend);
   if (st != LUMEN_OK) {

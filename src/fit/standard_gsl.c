@@ -71,7 +71,7 @@
      chi2 is NaN/Inf at the start or at the end, or GSL failed), SINGULAR (see above),
      MAX_ITERATIONS (last iterate reported, with its chi2, R^2 and CIs), CONVERGED. Every other
      state gives NaN parameters, chi2, R^2 and CIs. (AT_BOUND is not this function's: the shared
-     driver, src/fit/driver_impl.inc, reports a converged fit with a free parameter on a bound so,
+     driver, src/solver/driver_impl.inc, reports a converged fit with a free parameter on a bound so,
      for every tier alike.)
    - Closed-form models (vfa-linear, vfa-2pt): the result is the closed-form estimate
      (lumen_linear_start_f64), state CONVERGED with 0 iterations (SINGULAR when it fails), with
@@ -344,9 +344,7 @@ static int finish(std_problem *pb, int dof, lumen_curve_result *out) {
   return state;
 }
 
-static int model_uses_b1(lumen_model m) {
-  return m == LUMEN_MODEL_VFA || m == LUMEN_MODEL_VFA_LINEAR || m == LUMEN_MODEL_VFA_2PT;
-}
+static int model_uses_b1(lumen_model m) { return (lumen_model_flags(m) & LUMEN_MF_X_FLIP) != 0; }
 
 /* Per-curve input check: 1 when the curve can be fitted. */
 static int input_ok(lumen_model m, int n, int np, const double *y, const double *w, const double *consts,
@@ -368,7 +366,7 @@ static int input_ok(lumen_model m, int n, int np, const double *y, const double 
   }
   if (npos < nfree || npos == 0) return 0;
   if (consts) {
-    if (m == LUMEN_MODEL_FXR && !(isfinite(consts[LUMEN_FIT_CONST_R10]) && consts[LUMEN_FIT_CONST_R10] > 0)) return 0;
+    if ((lumen_model_flags(m) & LUMEN_MF_USES_R10) && !(isfinite(consts[LUMEN_FIT_CONST_R10]) && consts[LUMEN_FIT_CONST_R10] > 0)) return 0;
     if (model_uses_b1(m) && !(isfinite(consts[LUMEN_FIT_CONST_B1]) && consts[LUMEN_FIT_CONST_B1] > 0)) return 0;
   }
   *npos_out = npos;
@@ -575,7 +573,7 @@ static lumen_status run_fit(lumen_ctx *ctx, std_problem *pb, const lumen_curve_o
   const int maxit = opt->max_iterations;
 
   int it = 0, state = PHASE_HANDOVER, recentres = 0, restarts = 0;
-  if (pb->model == LUMEN_MODEL_2CXM)
+  if (lumen_model_flags(pb->model) & LUMEN_MF_SOLVE_F64)
     state = solve_phase(pb, gsl_multifit_nlinear_trs_lmaccel, 1, 0, u, tol, maxit, chi2_floor, &it);
   for (;;) {
     if (state == PHASE_HANDOVER || state == PHASE_RECENTRE) {

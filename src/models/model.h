@@ -91,31 +91,39 @@
 #define LUMEN_SERIES_X 0.5
 #define LUMEN_SERIES_TERMS 13
 
+/* Per-model facts, generated from LUMEN_MODEL_TABLE (include/lumen/models.h). */
+#define LUMEN_MT_PRESENT_(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi) (present)
+#define LUMEN_MT_NP_(p0, p1, p2, p3) \
+  (p0(LUMEN_MT_PRESENT_, 0) + p1(LUMEN_MT_PRESENT_, 1) + p2(LUMEN_MT_PRESENT_, 2) + p3(LUMEN_MT_PRESENT_, 3))
+
 /* Number of fit parameters of a model (0 for AUC, -1 for an unknown value). */
 LUMEN_HD int lumen_model_np(lumen_model m) {
   switch (m) {
-    case LUMEN_MODEL_TOFTS: return 2;
-    case LUMEN_MODEL_ETOFTS: return 3;
-    case LUMEN_MODEL_PATLAK: return 2;
-    case LUMEN_MODEL_2CUM: return 3;
-    case LUMEN_MODEL_2CXM: return 4;
-    case LUMEN_MODEL_FXR: return 3;
-    case LUMEN_MODEL_AUC: return 0;
-    case LUMEN_MODEL_VFA: case LUMEN_MODEL_VFA_LINEAR: case LUMEN_MODEL_VFA_2PT:
-    case LUMEN_MODEL_IR: case LUMEN_MODEL_SR: return 2;
+#define LUMEN_MT_NP_CASE_(id, name, flags, derived, p0, p1, p2, p3) \
+  case id: return LUMEN_MT_NP_(p0, p1, p2, p3);
+    LUMEN_MODEL_TABLE(LUMEN_MT_NP_CASE_)
+#undef LUMEN_MT_NP_CASE_
     default: return -1;
   }
 }
 
-/* 1 when the model is a DCE model (time in minutes, needs cp/icp), 0 for T1 models and AUC. */
-LUMEN_HD int lumen_model_is_dce(lumen_model m) {
-  return m == LUMEN_MODEL_TOFTS || m == LUMEN_MODEL_ETOFTS || m == LUMEN_MODEL_PATLAK ||
-         m == LUMEN_MODEL_2CUM || m == LUMEN_MODEL_2CXM || m == LUMEN_MODEL_FXR;
+/* The LUMEN_MF_* flags of a model (0 for an unknown value). */
+LUMEN_HD int lumen_model_flags(lumen_model m) {
+  switch (m) {
+#define LUMEN_MT_FLAGS_CASE_(id, name, flags, derived, p0, p1, p2, p3) \
+  case id: return (flags);
+    LUMEN_MODEL_TABLE(LUMEN_MT_FLAGS_CASE_)
+#undef LUMEN_MT_FLAGS_CASE_
+    default: return 0;
+  }
 }
+
+/* 1 when the model is a DCE model (time in minutes, needs cp/icp), 0 for T1 models and AUC. */
+LUMEN_HD int lumen_model_is_dce(lumen_model m) { return (lumen_model_flags(m) & LUMEN_MF_FITS_DCE) != 0; }
 
 /* 1 when the model's result is its closed-form linear start (no iterations). */
 LUMEN_HD int lumen_model_is_closed_form(lumen_model m) {
-  return m == LUMEN_MODEL_VFA_LINEAR || m == LUMEN_MODEL_VFA_2PT;
+  return (lumen_model_flags(m) & LUMEN_MF_CLOSED_FORM) != 0;
 }
 
 /* Scratch elements lumen_model_eval needs for n samples (currently 0 for every model; keep
@@ -126,65 +134,31 @@ LUMEN_HD long lumen_model_work_size(lumen_model m, int n) {
 }
 
 /* Default start values and box bounds of the fit parameters in a bounds preset (preset: a
-   lumen_fit_bounds_preset, include/lumen/models.h; units above). The one table of them: a row per
-   fit parameter with its start, then [lo, hi] in the physical preset (the default), then [lo, hi]
-   in ROCKETSHIP's. Any pointer may be NULL. Returns np, or -1 for an unknown model or preset.
+   lumen_fit_bounds_preset, include/lumen/models.h; units above), from the LUMEN_P_* descriptors of
+   LUMEN_MODEL_TABLE: start, then [lo, hi] in the physical preset (the default) or in ROCKETSHIP's.
+   Any pointer may be NULL. Returns np, or -1 for an unknown model or preset.
    Notes: M0 has no data-free start (1 here; use the linear start); 2CXM's E start 0.1 in
    [0, 0.999]; 2CXM's vp stays above 0 (the exchange rates divide by it; 2CXM's ve at 1e-4 is the
    Tofts floor); 2CUM's Tp lower bound 0 is ROCKETSHIP's: the model evaluates Tp < 1e-9 min as
    1e-9 min. T1 bounds (0, 10 s] are taken as [1e-4, 10] s. Ktrans = 0 (kep = 0) and vp = 0 are
    valid points of the Tofts-family models (the convolution weights take k = 0). */
 LUMEN_HD int lumen_model_defaults_preset(lumen_model m, int preset, double *start, double *lo, double *hi) {
-  double s[4] = {0, 0, 0, 0}, l[4] = {0, 0, 0, 0}, h[4] = {0, 0, 0, 0};
+  double s[LUMEN_FIT_MAX_PARAMS] = {0}, l[LUMEN_FIT_MAX_PARAMS] = {0}, h[LUMEN_FIT_MAX_PARAMS] = {0};
   const int np = lumen_model_np(m);
   const int rs = preset == LUMEN_FIT_BOUNDS_ROCKETSHIP;
   if (preset < 0 || preset >= LUMEN_FIT_BOUNDS_PRESET_COUNT) return -1;
-  /* fit parameter k: start, physical [plo, phi], ROCKETSHIP [rlo, rhi] */
-#define LUMEN_DEF_(k, st, plo, phi, rlo, rhi) (s[k] = (st), l[k] = rs ? (rlo) : (plo), h[k] = rs ? (rhi) : (phi))
-#define LUMEN_DEF_KTRANS_(k) LUMEN_DEF_(k, 2e-4, 0.0, 5.0, 1e-7, 2.0)   /* Ktrans, 1/min */
-#define LUMEN_DEF_VE_(k) LUMEN_DEF_(k, 0.2, 1e-4, 1.0, 0.02, 1.0)       /* ve */
-#define LUMEN_DEF_VP_(k) LUMEN_DEF_(k, 0.02, 0.0, 1.0, 0.001, 1.0)      /* vp */
-#define LUMEN_DEF_FP_(k) LUMEN_DEF_(k, 0.35, 1e-4, 20.0, 1e-4, 20.0)    /* Fp, 1/min */
+#define LUMEN_MT_DEF_(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi) \
+  s[k] = (st), l[k] = rs ? (rlo) : (plo), h[k] = rs ? (rhi) : (phi);
+#define LUMEN_MT_DEF_CASE_(id, name, flags, derived, p0, p1, p2, p3)                         \
+  case id:                                                                                 \
+    p0(LUMEN_MT_DEF_, 0) p1(LUMEN_MT_DEF_, 1) p2(LUMEN_MT_DEF_, 2) p3(LUMEN_MT_DEF_, 3) break;
   switch (m) {
-    case LUMEN_MODEL_TOFTS:
-    case LUMEN_MODEL_ETOFTS:
-      LUMEN_DEF_KTRANS_(0);
-      LUMEN_DEF_VE_(1);
-      LUMEN_DEF_VP_(2);                                    /* etofts */
-      break;
-    case LUMEN_MODEL_PATLAK:
-      LUMEN_DEF_KTRANS_(0);
-      LUMEN_DEF_VP_(1);
-      break;
-    case LUMEN_MODEL_2CUM:
-      LUMEN_DEF_KTRANS_(0);
-      LUMEN_DEF_FP_(1);
-      LUMEN_DEF_(2, 0.12, 0.0, 10.0, 0.0, 1.5);            /* Tp, min */
-      break;
-    case LUMEN_MODEL_2CXM:
-      LUMEN_DEF_(0, 0.1, 0.0, 0.999, 0.0, 0.999);          /* E = Ktrans / Fp */
-      LUMEN_DEF_(1, 0.15, 1e-4, 1.0, 0.05, 1.0);           /* ve */
-      LUMEN_DEF_(2, 0.02, 0.001, 1.0, 0.001, 1.0);         /* vp */
-      LUMEN_DEF_FP_(3);
-      break;
-    case LUMEN_MODEL_FXR:
-      LUMEN_DEF_KTRANS_(0);
-      LUMEN_DEF_VE_(1);
-      LUMEN_DEF_(2, 0.01, 0.0, 100.0, 0.0, 100.0);         /* tau, min */
-      break;
-    case LUMEN_MODEL_VFA: case LUMEN_MODEL_VFA_LINEAR: case LUMEN_MODEL_VFA_2PT:
-    case LUMEN_MODEL_IR: case LUMEN_MODEL_SR:
-      LUMEN_DEF_(0, 1.0, 1e-4, 10.0, 1e-4, 10.0);          /* T1, s */
-      LUMEN_DEF_(1, 1.0, 0.0, 1e30, 0.0, 1e30);            /* M0 */
-      break;
+    LUMEN_MODEL_TABLE(LUMEN_MT_DEF_CASE_)
     default:
       return np;
   }
-#undef LUMEN_DEF_
-#undef LUMEN_DEF_KTRANS_
-#undef LUMEN_DEF_VE_
-#undef LUMEN_DEF_VP_
-#undef LUMEN_DEF_FP_
+#undef LUMEN_MT_DEF_
+#undef LUMEN_MT_DEF_CASE_
   for (int k = 0; k < np; ++k) {
     if (start) start[k] = s[k];
     if (lo) lo[k] = l[k];

@@ -1,7 +1,7 @@
-/* One curve's result as the per-curve driver (src/fit/driver_impl.inc) writes it, in
+/* One curve's result as the per-curve driver (src/solver/driver_impl.inc) writes it, in
    src/fit/execute.c and in the CUDA kernels of src/cuda/fit_lm.cu alike. */
-#ifndef LUMEN_FIT_CURVE_OUT_H
-#define LUMEN_FIT_CURVE_OUT_H
+#ifndef LUMEN_SOLVER_CURVE_OUT_H
+#define LUMEN_SOLVER_CURVE_OUT_H
 
 #include <math.h>
 #include "lumen/fit.h"

@@ -2,8 +2,8 @@
    (lm_impl.inc), the lane-batched one (lm_simd_impl.inc) and the CUDA kernel (src/cuda/fit_lm.cu):
    Cholesky factor of (A + lambda (diag A + 1e-12 dmax)) on the index set idx (m free parameters),
    then the two substitutions. Split so that geodesic acceleration reuses the step's factor. */
-#ifndef LUMEN_CPU_LM_CHOL_H
-#define LUMEN_CPU_LM_CHOL_H
+#ifndef LUMEN_SOLVER_LM_CHOL_H
+#define LUMEN_SOLVER_LM_CHOL_H
 
 #include <math.h>
 #include "models/hd.h"

@@ -1,15 +1,15 @@
 /* lumen's accelerated solver for one curve: Levenberg-Marquardt with box constraints, written
-   once (src/cpu/lm_impl.inc) and instantiated for float and double on top of the model math of
+   once (src/solver/lm_impl.inc) and instantiated for float and double on top of the model math of
    src/models/ (the CUDA kernels of src/cuda/fit_lm.cu compile the same source). The fit plan
    (src/fit/) chooses starts, restarts, delays and tiers; this file only
    solves. No allocation, no global state: thread-safe with one workspace per thread. */
-#ifndef LUMEN_CPU_LM_H
-#define LUMEN_CPU_LM_H
+#ifndef LUMEN_SOLVER_LM_H
+#define LUMEN_SOLVER_LM_H
 
 #include "lumen/fit_state.h"
 #include "models/models_f32.h"
 #include "models/models_f64.h"
-#include "cpu/lm_chol.h" /* LUMEN_FIT_MAX_PARAMS and the damped solve */
+#include "solver/lm_chol.h" /* LUMEN_FIT_MAX_PARAMS and the damped solve */
 
 
 /* Workspace of one thread for curves of n samples and np parameters: lumen_lm_work_size()

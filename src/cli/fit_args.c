@@ -12,6 +12,7 @@
 #if LUMEN_HAVE_IO
 #include "cli/fit_cli.h"
 #include "lumen/aif.h"
+#include "models/model.h"
 
 #define CMD "fit"
 
@@ -261,9 +262,8 @@ static int parse_pair(const char *opt, const char *value, const char *first, con
 static int fit_check_model(lumen_fitcli_request *r) {
   const lumen_model m = r->o.model;
   const char *name = r->model_name;
-  r->is_dce = m == LUMEN_MODEL_TOFTS || m == LUMEN_MODEL_ETOFTS || m == LUMEN_MODEL_PATLAK || m == LUMEN_MODEL_2CUM ||
-              m == LUMEN_MODEL_2CXM || m == LUMEN_MODEL_FXR || m == LUMEN_MODEL_AUC;
-  r->is_vfa = m == LUMEN_MODEL_VFA || m == LUMEN_MODEL_VFA_LINEAR || m == LUMEN_MODEL_VFA_2PT;
+  r->is_dce = (lumen_model_flags(m) & LUMEN_MF_AIF) != 0; /* the DCE models and auc */
+  r->is_vfa = (lumen_model_flags(m) & LUMEN_MF_X_FLIP) != 0;
   if ((r->is_dce || m == LUMEN_MODEL_SR) && !r->times_arg) {
     lumen_cli_error(CMD, "model %s needs --times FILE", name);
     return -1;

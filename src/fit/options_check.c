@@ -8,8 +8,8 @@ lumen_status lumen_fit_options_check(lumen_ctx *ctx, const lumen_fit_options *o)
   LUMEN_REQUIRE_NOT_NULL(ctx, o);
   enum { N = 32 };
   double x[N], cp[N];
-  const int t1 = o->model >= LUMEN_MODEL_VFA;
-  const int vfa = o->model == LUMEN_MODEL_VFA || o->model == LUMEN_MODEL_VFA_LINEAR || o->model == LUMEN_MODEL_VFA_2PT;
+  const int t1 = !(lumen_model_flags(o->model) & LUMEN_MF_AIF);
+  const int vfa = (lumen_model_flags(o->model) & LUMEN_MF_X_FLIP) != 0;
   for (int i = 0; i < N; ++i) {
     double t = 0.1 * i;                                         /* minutes */
     x[i] = vfa ? (2.0 + 2.0 * i) * 3.14159265358979323846 / 180.0 /* flip angles 2..64 deg */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "io/io_internal.h"
 #include "pipeline/pipe_internal.h"
+#include "models/model.h"
 
 /* A configuration file is a few hundred 'key = value' lines; ROCKETSHIP's dce_preferences.txt is
    about 10 KB. The cap turns a wrong file (an image, /dev/zero) into a clear error. */
@@ -119,7 +120,8 @@ static int rs_model_suffix(const char *suffix, lumen_model *models, int max) {
     {"2cxm", LUMEN_MODEL_2CXM}, {"fxr", LUMEN_MODEL_FXR}};
   if (!suffix || !*suffix) {
     int k = 0;
-    for (int m = 0; m <= LUMEN_MODEL_FXR && k < max; ++m) models[k++] = (lumen_model)m;
+    for (int m = 0; m < LUMEN_MODEL_COUNT && k < max; ++m) /* every DCE fit model (not auc) */
+      if (lumen_model_is_dce((lumen_model)m)) models[k++] = (lumen_model)m;
     return k;
   }
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; ++i)

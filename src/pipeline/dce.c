@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
+#include "models/model.h"
 
 #define PI 3.14159265358979323846
 
@@ -839,7 +840,7 @@ static lumen_status dce_select_models(pipe_run *run, dce_job *j) {
     char bu[256] = ""; /* the backends of the models chosen from, "tofts:cpu,etofts:cpu" */
     for (int m = 0, n = 0; m < sum->n_models; ++m) {
       const lumen_pipe_model_summary *ms = &sum->models[m];
-      if (ms->model > LUMEN_MODEL_AUC) continue; /* the T1 fit of --vfa */
+      if (!(lumen_model_flags(ms->model) & LUMEN_MF_AIF)) continue; /* the T1 fit of --vfa */
       size_t l = strlen(bu);
       snprintf(bu + l, sizeof bu - l, "%s%s:%s", n++ ? "," : "", lumen_model_name(ms->model), ms->backend_used);
     }

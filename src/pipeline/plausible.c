@@ -8,6 +8,7 @@
 #include <string.h>
 #include "lumen/aif.h"
 #include "pipeline/pipe_internal.h"
+#include "models/model.h"
 
 /* Ranges a value of each kind must lie in (SI units: s, degrees, 1/(mM s)); the SPGR TR and the
    relaxivity ranges are the fit API's (LUMEN_SPGR_TR_*, LUMEN_RELAXIVITY_*, include/lumen/fit.h). */
@@ -154,7 +155,7 @@ lumen_status pipe_parse_models(lumen_ctx *ctx, const char *list, lumen_model *mo
   snprintf(buf, sizeof buf, "%s", list ? list : "tofts");
   for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
     lumen_model m;
-    if (lumen_model_parse(tok, &m) != LUMEN_OK || m > LUMEN_MODEL_AUC)
+    if (lumen_model_parse(tok, &m) != LUMEN_OK || !(lumen_model_flags(m) & LUMEN_MF_AIF))
       return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                         "--models: '%s' is not a DCE model (tofts, etofts, patlak, 2cum, 2cxm, fxr, auc)", tok);
     for (int k = 0; k < *n; ++k)
@@ -167,7 +168,7 @@ lumen_status pipe_parse_models(lumen_ctx *ctx, const char *list, lumen_model *mo
 
 lumen_status pipe_parse_t1_method(lumen_ctx *ctx, const char *method, lumen_model *out) {
   const char *m = method ? method : "vfa";
-  if (lumen_model_parse(m, out) != LUMEN_OK || *out < LUMEN_MODEL_VFA)
+  if (lumen_model_parse(m, out) != LUMEN_OK || (lumen_model_flags(*out) & LUMEN_MF_AIF))
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--method '%s': expected vfa, vfa-linear, vfa-2pt, ir or sr", m);
   return LUMEN_OK;
 }
@@ -247,7 +248,7 @@ static lumen_status check_fit_options(lumen_ctx *ctx, const lumen_pipe_config *c
   if (t1cmd) {
     st = pipe_parse_t1_method(ctx, cfg->method, &models[0]);
     if (st != LUMEN_OK) return st;
-    int vfa = models[0] <= LUMEN_MODEL_VFA_2PT;
+    int vfa = (lumen_model_flags(models[0]) & LUMEN_MF_X_FLIP) != 0;
     pipe_fit_options_t1(cfg, models[0], isfinite(cfg->tr_s) ? cfg->tr_s : vfa ? 0.005 : NAN, &o);
     snprintf(what, sizeof what, "T1 (%s) fit options", lumen_model_name(models[0]));
     return trial_plan(ctx, &o, what);

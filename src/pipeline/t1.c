@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pipeline/pipe_internal.h"
+#include "models/model.h"
 
 #define PI 3.14159265358979323846
 
@@ -338,7 +339,7 @@ lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *f
   job->files = files;
   job->nfiles = nfiles < LUMEN_PIPE_MAX_FILES ? nfiles : LUMEN_PIPE_MAX_FILES;
   job->tr = cfg->tr_s;
-  job->vfa = method == LUMEN_MODEL_VFA || method == LUMEN_MODEL_VFA_LINEAR || method == LUMEN_MODEL_VFA_2PT;
+  job->vfa = (lumen_model_flags(method) & LUMEN_MF_X_FLIP) != 0;
   job->given = job->vfa ? "--flip-angles" : "--times";
   job->ngiven = job->vfa ? cfg->n_flip_angles : cfg->n_times;
   job->gv = job->vfa ? cfg->flip_angles_deg : cfg->times_s;

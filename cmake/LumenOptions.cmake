@@ -63,10 +63,14 @@ if(LUMEN_IO)
   find_package(ZLIB)
   find_package(PNG)   # optional inside lumen_io: without it the PNG calls return LUMEN_ERR_NOT_BUILT
   set(LUMEN_HAVE_PNG ${PNG_FOUND})
-  if(NIFTI_INCLUDE_DIR AND NIFTI2_LIBRARY AND ZNZ_LIBRARY AND CJSON_INCLUDE_DIR AND CJSON_LIBRARY AND ZLIB_FOUND)
+  # xxHash (libxxhash-dev): the pipelines' input and output checksums (XXH3 64-bit)
+  find_path(XXHASH_INCLUDE_DIR xxhash.h)
+  find_library(XXHASH_LIBRARY xxhash)
+  if(NIFTI_INCLUDE_DIR AND NIFTI2_LIBRARY AND ZNZ_LIBRARY AND CJSON_INCLUDE_DIR AND CJSON_LIBRARY AND ZLIB_FOUND
+     AND XXHASH_INCLUDE_DIR AND XXHASH_LIBRARY)
     set(LUMEN_HAVE_IO ON)
   else()
-    message(STATUS "lumen: nifti_clib/cJSON/zlib not found, building without NIfTI I/O")
+    message(STATUS "lumen: nifti_clib/cJSON/zlib/xxHash not found, building without NIfTI I/O")
   endif()
 endif()
 

@@ -181,7 +181,7 @@ LUMEN_API lumen_status lumen_pipeline_demo(lumen_ctx *ctx, const char *out_dir, 
 
 /* ---- helpers (public for tests and bindings) */
 
-/* FNV-1a 64-bit hash of a file's bytes, as 16 hex digits (the run log's checksum). */
+/* XXH3 64-bit hash (xxHash) of a file's bytes, as 16 hex digits (the run log's checksum). */
 LUMEN_API lumen_status lumen_pipe_checksum_file(lumen_ctx *ctx, const char *path, char hex[17]);
 /* Lin's concordance correlation coefficient of n pairs. */
 LUMEN_API double lumen_pipe_ccc(const double *a, const double *b, int64_t n);

@@ -125,11 +125,13 @@ static int complete(lumen_ctx *ctx, const char *dir, const char *key, const batc
   snprintf(p, sizeof p, "%s/%s_batch.json", dir, key);
   lumen_json *j = NULL;
   if (access(p, R_OK) != 0 || lumen_json_read(ctx, p, &j) != LUMEN_OK) return 0;
-  char *status = NULL, *cmd = NULL;
+  char *status = NULL, *cmd = NULL, *alg = NULL;
   int found = 0, ok = 1, nout = 0;
   lumen_json_get_string(ctx, j, "status", &status, &found);
   lumen_json_get_string(ctx, j, "command", &cmd, NULL);
+  lumen_json_get_string(ctx, j, "checksum_algorithm", &alg, NULL);
   if (!status || strcmp(status, "ok") || !cmd || strcmp(cmd, b->command)) ok = 0;
+  if (!alg || strncmp(alg, "XXH3 64-bit", 11)) ok = 0;  /* a log of the former FNV-1a checksums: redo */
   for (int64_t k = 0; ok && k < lumen_json_count(j); ++k) {
     const char *name = lumen_json_key(j, k);
     if (strncmp(name, "output:", 7)) continue;
@@ -142,6 +144,7 @@ static int complete(lumen_ctx *ctx, const char *dir, const char *key, const batc
   }
   free(status);
   free(cmd);
+  free(alg);
   lumen_json_free(j);
   return ok && nout > 0;
 }
@@ -158,7 +161,7 @@ static int write_item_log(lumen_ctx *ctx, const batch *b, const char *dir, const
   int na = 0;
   while (argv[na]) ++na;
   lumen_json_set_strings(ctx, j, "arguments", (const char *const *)argv, na);
-  lumen_json_set_string(ctx, j, "checksum_algorithm", "FNV-1a 64-bit over the file bytes (as the run logs)");
+  lumen_json_set_string(ctx, j, "checksum_algorithm", "XXH3 64-bit (xxHash) over the file bytes (as the run logs)");
   int ok = 1;
   for (int i = 0; i < n; ++i) {
     char p[PATH_MAX + 300], hex[17], k2[300];

@@ -1,8 +1,10 @@
 /* Stage D checkpoints and --resume (checkpoint.h). Record layout (native byte order; the file
    lives next to the outputs and is read back only by the same build):
-     char magic[8] "LUMCKPT2", uint64 fingerprint, int64 start, int64 count, uint64 payload
-     bytes, uint64 FNV-1a of the payload; then the payload: the result strings, the tier and
-     state counts and seconds of the chunk, and its slices of every result array.
+     char magic[8] "LUMCKPT3", uint64 fingerprint, int64 start, int64 count, uint64 payload
+     bytes, uint64 XXH3-64 of the payload (the fingerprint is XXH3-64 too); then the payload:
+     the result strings, the tier and state counts and seconds of the chunk, and its slices of
+     every result array. A "LUMCKPT2" file (the former layout, FNV-1a) is refused with a message
+     and the fit starts over.
    A torn or foreign record ends the usable part; only that part is copied into the new file (see
    replace_checkpoint) and fitting goes on. */
 #include "lumen_build_config.h"
@@ -22,21 +24,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CK_MAGIC "LUMCKPT2"
+#define CK_MAGIC "LUMCKPT3"
+#define CK_MAGIC_FNV "LUMCKPT2" /* the former layout: FNV-1a checksums */
 
 typedef struct ck_head {
   char magic[8];
   uint64_t fingerprint;
   int64_t start, count;
-  uint64_t payload_bytes, payload_fnv;
+  uint64_t payload_bytes, payload_xxh3;
 } ck_head;
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= UINT64_C(1099511628211); }
-  return h;
-}
-#define FNV0 UINT64_C(14695981039346656037)
+/* Chained XXH3-64: each piece is hashed with the hash so far as its seed. */
+static uint64_t chain(uint64_t h, const void *p, size_t n) { return pipe_checksum_bytes(h, p, n); }
 
 /* One result array: base pointer, element size, elements per curve. */
 typedef struct ck_array { void *base; size_t elem; int64_t per; } ck_array;
@@ -107,21 +106,21 @@ static void ckpt_path(pipe_run *run, lumen_model model, char *buf, size_t size) 
 
 static uint64_t fingerprint(const lumen_fit_options *o, int64_t nlist, int64_t nt, int64_t chunk, const float *data,
                             const float *consts, const double *t_min, const double *cp, const lumen_fit_results *r) {
-  uint64_t h = FNV0;
+  uint64_t h = 0;
   int64_t head[6] = {o->model, nlist, nt, chunk, r->ci_lo != NULL, r->delay != NULL};
-  h = fnv(h, head, sizeof head);
-  h = fnv(h, data, sizeof(float) * (size_t)(nlist * nt));
-  if (consts) h = fnv(h, consts, sizeof(float) * (size_t)nlist * LUMEN_FIT_NCONSTS);
-  h = fnv(h, t_min, sizeof(double) * (size_t)nt);
-  h = fnv(h, cp, sizeof(double) * (size_t)nt);
+  h = chain(h, head, sizeof head);
+  h = chain(h, data, sizeof(float) * (size_t)(nlist * nt));
+  if (consts) h = chain(h, consts, sizeof(float) * (size_t)nlist * LUMEN_FIT_NCONSTS);
+  h = chain(h, t_min, sizeof(double) * (size_t)nt);
+  h = chain(h, cp, sizeof(double) * (size_t)nt);
   double num[4] = {o->tolerance, o->r1, (double)o->max_iterations, (double)o->force_cpu};
   int ints[5] = {o->fit_delay, (int)o->conv, (int)o->precision, o->confidence, (int)o->bounds_preset};
-  h = fnv(h, num, sizeof num);
-  h = fnv(h, ints, sizeof ints);
-  h = fnv(h, o->start, sizeof o->start);
-  h = fnv(h, o->lo, sizeof o->lo);
-  h = fnv(h, o->hi, sizeof o->hi);
-  if (o->backend) h = fnv(h, o->backend, strlen(o->backend));
+  h = chain(h, num, sizeof num);
+  h = chain(h, ints, sizeof ints);
+  h = chain(h, o->start, sizeof o->start);
+  h = chain(h, o->lo, sizeof o->lo);
+  h = chain(h, o->hi, sizeof o->hi);
+  if (o->backend) h = chain(h, o->backend, strlen(o->backend));
   return h;
 }
 
@@ -290,10 +289,13 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   if (st == LUMEN_OK && prev >= 0) {
     ck_head h;
     while (done < nlist && read_all(prev, &h, sizeof h) == 0) {
+      if (done == 0 && !memcmp(h.magic, CK_MAGIC_FNV, 8))
+        lumen_log(ctx, LUMEN_LOG_WARNING, "stage D (%s): the checkpoint '%s' has the former format (FNV-1a "
+                  "checksums): not used, fitting from the start", lumen_model_name(model), path);
       int64_t want = nlist - done < chunk ? nlist - done : chunk;
       if (memcmp(h.magic, CK_MAGIC, 8) || h.fingerprint != fp || h.start != done || h.count != want ||
           h.payload_bytes != pack(NULL, res, res, model, 0, want) || read_all(prev, buf, (size_t)h.payload_bytes) ||
-          fnv(FNV0, buf, (size_t)h.payload_bytes) != h.payload_fnv)
+          pipe_checksum_bytes(0, buf, (size_t)h.payload_bytes) != h.payload_xxh3)
         break;
       lumen_fit_results c;
       memset(&c, 0, sizeof c);
@@ -335,7 +337,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     h.start = done;
     h.count = count;
     h.payload_bytes = pack(buf, res, &c, model, done, count);
-    h.payload_fnv = fnv(FNV0, buf, (size_t)h.payload_bytes);
+    h.payload_xxh3 = pipe_checksum_bytes(0, buf, (size_t)h.payload_bytes);
     if (write_all(fd, &h, sizeof h) || write_all(fd, buf, (size_t)h.payload_bytes) || fsync(fd))
       st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
     done += count;

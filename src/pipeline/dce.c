@@ -690,7 +690,8 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
   if (st == LUMEN_OK) {
     for (int64_t v = 0; v < run->nvox; ++v) if (run->mask[v]) j->list[j->nlist++] = v;
     pipe_convert(lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist, j->t10,
-                 isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, j->b1, &j->sp, !j->signal, j->conc, j->ninv, j->bad);
+                 isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, j->b1, &j->sp, !j->signal,
+                 lumen_ctx_threads(ctx), j->conc, j->ninv, j->bad);
     int64_t used = 0;
     for (int64_t k = 0; k < j->nlist; ++k) {
       j->n_bad += j->bad[k];

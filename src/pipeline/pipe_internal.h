@@ -95,6 +95,17 @@ typedef struct pipe_run {
   int old_runlog_removed;  /* pipe_before_write has run */
 } pipe_run;
 
+/* Checksums (checksum.c): XXH3 64-bit. PIPE_CHECKSUM_KEY names the field that holds one in the run
+   log, so that a log or record written with the former FNV-1a ("fnv1a64") never reads as matching. */
+#define PIPE_CHECKSUM_KEY "xxh3_64"
+#define PIPE_CHECKSUM_NAME "XXH3 64-bit (xxHash) over the file bytes, 16 hex digits"
+/* Hash of a file's bytes; returns 0 or an errno value (ENOMEM, EIO, or fopen's). Uses no context,
+   so any thread may call it; pipe_checksum_report turns the value into the context's error. */
+int pipe_checksum_path(const char *path, uint64_t *hash);
+lumen_status pipe_checksum_report(lumen_ctx *ctx, const char *path, int err);
+uint64_t pipe_checksum_bytes(uint64_t seed, const void *p, size_t n);
+void pipe_checksum_hex(uint64_t hash, char hex[17]);
+
 /* Reads a NIfTI input as float32 and records it (with its checksum) in the run log. */
 lumen_status pipe_read_input(pipe_run *run, const char *role, const char *path, lumen_image **im,
                              lumen_nifti_info *info);
@@ -212,10 +223,11 @@ typedef struct pipe_spgr {
 /* Converts the curves of the listed voxels (signal image sig: nvox x nt, voxel fastest) into
    conc (nlist x nt, curve-major). t10 (s) per voxel (NULL: t10_const), b1 per voxel (NULL: 1).
    input_conc: the signal is concentration already (only flags non-finite samples).
-   ninvalid[k]: flagged samples of list[k]; bad[k] = 1 when the curve is unusable. */
+   ninvalid[k]: flagged samples of list[k]; bad[k] = 1 when the curve is unusable. threads: how
+   many (the context's); the curves do not depend on it. */
 void pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
                   const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
-                  float *conc, int32_t *ninvalid, uint8_t *bad);
+                  int threads, float *conc, int32_t *ninvalid, uint8_t *bad);
 
 /* T1 fitting core shared by `lumen t1` and `lumen dce --vfa` */
 lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *files, int nfiles,

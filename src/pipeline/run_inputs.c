@@ -1,6 +1,7 @@
 /* The inputs of a run: reading them (float32, recorded with checksums), the grid check, the mask. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,15 +9,31 @@
 #include "io/io_internal.h"
 #include "pipeline/pipe_internal.h"
 
-lumen_status pipe_record_input(pipe_run *run, const char *role, const char *path) {
-  if (run->n_inputs >= PIPE_MAX_INPUTS) return LUMEN_OK;
-  pipe_input *in = &run->inputs[run->n_inputs];
+/* Appends input (role, path, hex checksum) to the run log's list (PIPE_MAX_INPUTS at most). */
+static void add_input(pipe_run *run, const char *role, const char *path, uint64_t hash) {
+  if (run->n_inputs >= PIPE_MAX_INPUTS) return;
+  pipe_input *in = &run->inputs[run->n_inputs++];
   snprintf(in->role, sizeof in->role, "%s", role);
   snprintf(in->path, sizeof in->path, "%s", path);
-  lumen_status st = lumen_pipe_checksum_file(run->ctx, path, in->checksum);
-  if (st != LUMEN_OK) return st;
-  run->n_inputs++;
+  pipe_checksum_hex(hash, in->checksum);
+}
+
+lumen_status pipe_record_input(pipe_run *run, const char *role, const char *path) {
+  if (run->n_inputs >= PIPE_MAX_INPUTS) return LUMEN_OK;
+  uint64_t h = 0;
+  int err = pipe_checksum_path(path, &h);
+  if (err) return pipe_checksum_report(run->ctx, path, err);
+  add_input(run, role, path, h);
   return LUMEN_OK;
+}
+
+/* The checksum of an input, computed by a thread of its own while the input is read. */
+typedef struct checksum_job { const char *path; uint64_t hash; int err; } checksum_job;
+
+static void *checksum_thread(void *arg) {
+  checksum_job *job = arg;
+  job->err = pipe_checksum_path(job->path, &job->hash);
+  return NULL;
 }
 
 lumen_status pipe_read_input(pipe_run *run, const char *role, const char *path, lumen_image **im,
@@ -24,13 +41,20 @@ lumen_status pipe_read_input(pipe_run *run, const char *role, const char *path, 
   *im = NULL;
   if (!pipe_file_exists(path))
     return lumen_fail(run->ctx, LUMEN_ERR_IO, "%s '%s': file not found", role, path);
+  checksum_job job = {path, 0, 0};
+  pthread_t th;
+  int threaded = pthread_create(&th, NULL, checksum_thread, &job) == 0;
   lumen_status st = lumen_nifti_read(run->ctx, path, NULL, im, info);
+  if (threaded) pthread_join(th, NULL);
+  else checksum_thread(&job);
   if (st != LUMEN_OK) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(run->ctx));
     return lumen_fail(run->ctx, st, "%s: %s", role, msg);
   }
-  return pipe_record_input(run, role, path);
+  if (job.err) return pipe_checksum_report(run->ctx, path, job.err);
+  add_input(run, role, path, job.hash);
+  return LUMEN_OK;
 }
 
 lumen_status pipe_check_grid(pipe_run *run, const char *role, const char *path, const lumen_image *im,

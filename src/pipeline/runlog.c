@@ -1,6 +1,6 @@
 /* The run log: DIR/{prefix}_runlog.json (configuration, inputs with checksums, stage summaries
    with timings, outputs with checksums) and DIR/{prefix}_runlog.txt (the same, readable).
-   Checksums: FNV-1a 64-bit over the file bytes, 16 hex digits. */
+   Checksums: XXH3 64-bit over the file bytes, 16 hex digits (checksum.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +88,7 @@ static void config_json(pipe_sb *b, const lumen_pipe_config *c) {
   pipe_sb_printf(b, "}\n\t}");
 }
 
-/* Entry i of the inputs / outputs lists: {"KEY": value, ["path": path, ]"fnv1a64": checksum}. */
+/* Entry i of the inputs / outputs lists: {"KEY": value, ["path": path, ]"xxh3_64": checksum}. */
 static void file_json(pipe_sb *b, int i, const char *key, const char *value, const char *path, const char *checksum) {
   pipe_sb_printf(b, "%s\n\t\t{\"%s\": ", i ? "," : "", key);
   pipe_sb_json_str(b, value);
@@ -96,7 +96,7 @@ static void file_json(pipe_sb *b, int i, const char *key, const char *value, con
     pipe_sb_printf(b, ", \"path\": ");
     pipe_sb_json_str(b, path);
   }
-  pipe_sb_printf(b, ", \"fnv1a64\": ");
+  pipe_sb_printf(b, ", \"" PIPE_CHECKSUM_KEY "\": ");
   pipe_sb_json_str(b, checksum);
   pipe_sb_printf(b, "}");
 }
@@ -137,7 +137,7 @@ lumen_status pipe_write_runlog(pipe_run *run) {
   }
   pipe_sb_printf(&b, "%s],\n\t\"prefix\": ", nw ? "\n\t" : "");
   pipe_sb_json_str(&b, run->prefix);
-  pipe_sb_printf(&b, ",\n\t\"checksum_algorithm\": \"FNV-1a 64-bit over the file bytes, 16 hex digits\",\n\t\"config\": ");
+  pipe_sb_printf(&b, ",\n\t\"checksum_algorithm\": \"" PIPE_CHECKSUM_NAME "\",\n\t\"config\": ");
   config_json(&b, run->cfg);
   pipe_sb_printf(&b, ",\n\t\"inputs\": [");
   for (int i = 0; i < run->n_inputs; ++i)
@@ -168,7 +168,7 @@ lumen_status pipe_write_runlog(pipe_run *run) {
   if (run->cfg->command_line) pipe_sb_printf(&t, "command line: %s\n", run->cfg->command_line);
   if (run->sum && run->sum->unreliable) pipe_sb_printf(&t, "RESULTS UNRELIABLE: %s\n", run->sum->unreliable_why);
   pipe_sb_printf(&t, "\n");
-  pipe_sb_printf(&t, "inputs (FNV-1a 64 checksums):\n");
+  pipe_sb_printf(&t, "inputs (XXH3 64-bit checksums):\n");
   for (int i = 0; i < run->n_inputs; ++i)
     pipe_sb_printf(&t, "  %-10s %s  %s\n", run->inputs[i].role, run->inputs[i].checksum, run->inputs[i].path);
   if (run->cfg->config_path) pipe_sb_printf(&t, "config file: %s\n", run->cfg->config_path);

@@ -1,4 +1,4 @@
-/* Pipeline utilities without a run: paths, time, statistics, bolus arrival, checksums. */
+/* Pipeline utilities without a run: paths, time, statistics, bolus arrival (checksums: checksum.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -135,24 +135,4 @@ int64_t pipe_detect_arrival_frac(const double *y, int64_t n, int64_t b0, int64_t
 
 int64_t lumen_pipe_detect_arrival(const double *y, int64_t n, int64_t b0, int64_t b1) {
   return pipe_detect_arrival_frac(y, n, b0, b1, 0.02);
-}
-
-lumen_status lumen_pipe_checksum_file(lumen_ctx *ctx, const char *path, char hex[17]) {
-  LUMEN_REQUIRE_NOT_NULL(ctx, path);
-  LUMEN_REQUIRE_NOT_NULL(ctx, hex);
-  FILE *f = fopen(path, "rb");
-  if (!f) return lumen_fail(ctx, LUMEN_ERR_IO, "checksum: cannot open '%s': %s", path, strerror(errno));
-  uint64_t h = 14695981039346656037ULL; /* FNV-1a 64 offset basis */
-  static const size_t BUF = 1 << 20;
-  unsigned char *buf = malloc(BUF);
-  if (!buf) { fclose(f); return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "checksum: out of memory"); }
-  size_t k;
-  while ((k = fread(buf, 1, BUF, f)) > 0)
-    for (size_t i = 0; i < k; ++i) { h ^= buf[i]; h *= 1099511628211ULL; }
-  int err = ferror(f);
-  fclose(f);
-  free(buf);
-  if (err) return lumen_fail(ctx, LUMEN_ERR_IO, "checksum: read error on '%s'", path);
-  snprintf(hex, 17, "%016llx", (unsigned long long)h);
-  return LUMEN_OK;
 }

@@ -45,6 +45,10 @@ check "the fixed subject runs" 'grep "^sub-03 " out2.txt | grep -q " ok "'
 check "--jobs 2 outputs equal --jobs 1 (sub-03 vs sub-01, same data)" 'cmp deriv/sub-03/sub-03_model-tofts_param-Ktrans.nii.gz deriv/sub-01/sub-01_model-tofts_param-Ktrans.nii.gz'
 "$bin" batch dce --bids bids --out deriv -q -- --models tofts; rc=$?
 check "third run: all skipped, exit 0, quiet" '[ $rc -eq 0 ]'
+# a batch log of the former checksums (FNV-1a) is never taken as complete: that subject runs again
+sed -i 's/"checksum_algorithm":[[:space:]]*"[^"]*"/"checksum_algorithm": "FNV-1a 64-bit over the file bytes (as the run logs)"/' deriv/sub-01/sub-01_batch.json
+"$bin" batch dce --bids bids --out deriv --jobs 2 -- --models tofts > out4.txt 2>&1; rc=$?
+check "a batch log with FNV-1a checksums: its subject runs again, the others are skipped" '[ $rc -eq 0 ] && grep "^sub-01 " out4.txt | grep -q " ok " && grep "^sub-02_ses-1 " out4.txt | grep -q skipped' || cat out4.txt
 # list-file mode
 printf '# id args\nsubjA --dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1map.nii.gz --mask demo/sub-demo_mask.nii.gz\nsubjB --dce missing.nii.gz --t1 1.4\nsubjC --dce demo/sub-demo_dce.nii.gz --t1 1.2 --prefix own\n' > list.txt
 "$bin" batch dce --list list.txt --out lderiv -q -- --models tofts > lout.txt 2>&1; rc=$?

@@ -66,6 +66,13 @@ LUMEN_TEST_ABORT_AFTER_CHUNK=3 "$bin" "${args[@]}" --relaxivity 3.9 --out other 
 "$bin" "${args[@]}" --out other --resume -v 2> err.txt; rc=$?
 check "checkpoint of other inputs: ignored, outputs as the uninterrupted run" "[ $rc -eq 0 ] && ! grep -q 'resumed: ' err.txt && same ref other" || cat err.txt
 
+# a checkpoint of the former format (LUMCKPT2, FNV-1a checksums) is refused with a message, never
+# taken as matching: the fit starts over
+LUMEN_TEST_ABORT_AFTER_CHUNK=3 "$bin" "${args[@]}" --out oldfmt 2> /dev/null
+printf 'LUMCKPT2' | dd of=oldfmt/.lumen_model-tofts.ckpt bs=1 seek=0 conv=notrunc status=none
+"$bin" "${args[@]}" --out oldfmt --resume -v 2> err.txt; rc=$?
+check "checkpoint of the former format: refused with a message, outputs as the uninterrupted run" "[ $rc -eq 0 ] && ! grep -q 'resumed: ' err.txt && grep -q 'former format' err.txt && same ref oldfmt" || cat err.txt
+
 # --resume of a finished folder refits everything and gives the same outputs
 "$bin" "${args[@]}" --out ref2 2> /dev/null; "$bin" "${args[@]}" --out ref2 --resume 2> err.txt; rc=$?
 check "--resume on a complete run" "[ $rc -eq 0 ] && same ref ref2"

@@ -1,0 +1,114 @@
+/* Stage A (pipe_convert, src/pipeline/conc.c): the curves are bit-identical to a plain reference
+   built on lumen_spgr_signal_to_conc, one voxel at a time, whatever the thread count, for
+   contiguous and scattered voxel lists, bad T10 / B1 / baselines, flagged samples, and
+   concentration input. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "test_support.h"
+#include "lumen/aif.h"
+#include "pipeline/pipe_internal.h"
+
+enum { NVOX = 1500, NT = 40 };
+
+/* The reference: the library's conversion of one voxel, then the stage's flag rules. */
+static void reference_voxel(const float *sig, int64_t v, double t10, double b1, const pipe_spgr *sp, int input_conc,
+                            float *dst, int32_t *ninv, uint8_t *bad) {
+  double s[NT], c[NT];
+  uint8_t flag[NT];
+  int64_t nbad = 0;
+  for (int i = 0; i < NT; ++i) s[i] = sig[(int64_t)i * NVOX + v];
+  *bad = 0;
+  if (input_conc) {
+    for (int i = 0; i < NT; ++i) { c[i] = s[i]; flag[i] = !isfinite(s[i]); nbad += flag[i]; }
+  } else {
+    lumen_spgr_options o;
+    lumen_spgr_options_init(&o);
+    o.flip_angle = sp->fa_rad; o.tr = sp->tr; o.r1 = sp->r1; o.b1 = b1;
+    o.baseline_start = sp->b0; o.baseline_end = sp->b1;
+    int ok = t10 > 0 && isfinite(t10) && b1 > 0 && sp->fa_rad * b1 < 3.14159 &&
+             lumen_spgr_signal_to_conc(NULL, &o, t10, NT, s, c, flag, &nbad) == LUMEN_OK;
+    for (int i = 0; ok && i < NT; ++i) {
+      if (flag[i] == LUMEN_CONC_BAD_BASELINE) ok = 0;
+      flag[i] = flag[i] != LUMEN_CONC_OK;
+    }
+    if (!ok) nbad = NT;
+  }
+  *ninv = (int32_t)nbad;
+  *bad = nbad == NT || (double)nbad > sp->max_invalid_fraction * NT;
+  for (int i = 0; i < NT; ++i) {
+    if (*bad) { dst[i] = NAN; continue; }
+    double ci = c[i];
+    if (flag[i]) {
+      int a = i - 1, b = i + 1;
+      while (a >= 0 && flag[a]) --a;
+      while (b < NT && flag[b]) ++b;
+      ci = a >= 0 && b < NT ? c[a] + (c[b] - c[a]) * (double)(i - a) / (double)(b - a) : a >= 0 ? c[a] : c[b];
+    }
+    dst[i] = (float)ci;
+  }
+}
+
+/* A signal series with enhancing curves, noise-like ripples and some defects. */
+static void make_inputs(float *sig, float *t10, float *b1) {
+  for (int64_t v = 0; v < NVOX; ++v) {
+    double m0 = 800 + (double)(v % 97) * 13, k = 0.02 * (double)(v % 11);
+    for (int i = 0; i < NT; ++i)
+      sig[(int64_t)i * NVOX + v] = (float)(m0 * (1 + (i > 5 ? k * (1 - exp(-0.3 * (i - 5))) : 0) + 0.01 * sin(v * 0.7 + i)));
+    t10[v] = (float)(0.6 + 0.001 * (double)(v % 700));
+    b1[v] = (float)(0.8 + 0.0005 * (double)(v % 800));
+  }
+  for (int64_t v = 3; v < NVOX; v += 37) sig[(int64_t)(v % NT) * NVOX + v] = NAN;     /* one flagged sample */
+  for (int64_t v = 5; v < NVOX; v += 41) sig[(int64_t)(NT - 1) * NVOX + v] = 1e9f;   /* out of range at the end */
+  for (int64_t v = 7; v < NVOX; v += 53)
+    for (int i = 10; i < 30; ++i) sig[(int64_t)i * NVOX + v] = -1;                    /* too many flagged */
+  for (int64_t v = 11; v < NVOX; v += 59) sig[(int64_t)1 * NVOX + v] = 0;             /* bad baseline */
+  for (int64_t v = 13; v < NVOX; v += 61) t10[v] = v % 2 ? 0 : NAN;                   /* bad T10 */
+  for (int64_t v = 17; v < NVOX; v += 67) b1[v] = v % 2 ? -1 : 40;                    /* bad B1 */
+}
+
+static void check_list(const float *sig, const float *t10, const float *b1, const int64_t *list, int64_t n,
+                       int input_conc) {
+  pipe_spgr sp = {15 * 3.14159265358979323846 / 180, 0.005, 4.5, 1, 4, 0.3};
+  float *want = malloc(sizeof(float) * NT * (size_t)n), *got = malloc(sizeof(float) * NT * (size_t)n);
+  int32_t *ninv_w = malloc(sizeof(int32_t) * (size_t)n), *ninv_g = malloc(sizeof(int32_t) * (size_t)n);
+  uint8_t *bad_w = malloc((size_t)n), *bad_g = malloc((size_t)n);
+  assert_non_null(want); assert_non_null(got); assert_non_null(ninv_w); assert_non_null(ninv_g);
+  assert_non_null(bad_w); assert_non_null(bad_g);
+  int64_t n_bad = 0, n_flagged = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    reference_voxel(sig, list[k], t10[list[k]], b1[list[k]], &sp, input_conc, want + k * NT, &ninv_w[k], &bad_w[k]);
+    n_bad += bad_w[k];
+    n_flagged += !bad_w[k] && ninv_w[k] > 0;
+  }
+  assert_true(n_bad > 10 && n_flagged > 10); /* the defects are exercised */
+  for (int threads = 1; threads <= 4; ++threads) {
+    memset(got, 0, sizeof(float) * NT * (size_t)n);
+    pipe_convert(sig, NVOX, NT, list, n, t10, NAN, b1, &sp, input_conc, threads, got, ninv_g, bad_g);
+    assert_memory_equal(got, want, sizeof(float) * NT * (size_t)n); /* bit for bit, NaN included */
+    assert_memory_equal(ninv_g, ninv_w, sizeof(int32_t) * (size_t)n);
+    assert_memory_equal(bad_g, bad_w, (size_t)n);
+  }
+  free(want); free(got); free(ninv_w); free(ninv_g); free(bad_w); free(bad_g);
+}
+
+static void threads_match_reference(void **state) {
+  (void)state;
+  float *sig = malloc(sizeof(float) * NVOX * NT), *t10 = malloc(sizeof(float) * NVOX), *b1 = malloc(sizeof(float) * NVOX);
+  int64_t *list = malloc(sizeof(int64_t) * NVOX);
+  assert_non_null(sig); assert_non_null(t10); assert_non_null(b1); assert_non_null(list);
+  make_inputs(sig, t10, b1);
+  for (int64_t v = 0; v < NVOX; ++v) list[v] = v;
+  check_list(sig, t10, b1, list, NVOX, 0);                 /* contiguous blocks */
+  int64_t n = 0;
+  for (int64_t v = 0; v < NVOX; ++v) if (v % 5 != 2 || v > 1200) list[n++] = v;
+  check_list(sig, t10, b1, list, n, 0);                    /* scattered and contiguous blocks */
+  for (int64_t i = 0; i < (int64_t)NVOX * NT; ++i) sig[i] = sig[i] < 0 ? NAN : sig[i] * 1e-3f;
+  check_list(sig, t10, b1, list, n, 1);                    /* concentration input */
+  free(sig); free(t10); free(b1); free(list);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(threads_match_reference)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -270,6 +270,65 @@ static lumen_status run_tier_cuda(const exec_in *in, const int64_t *list, int64_
   return st;
 }
 
+/* The scalar path of run_tier (no vector lanes): one parallel region for the whole list, threads
+   take blocks of SCALAR_BLOCK curves from a shared counter, so no barrier holds a thread between
+   chunks (issue 20: the standard tier on a busy machine waited at a barrier every 256 curves).
+   Progress is reported, serialised and increasing, whenever the count of fitted curves crosses a
+   multiple of chunk; a cancelling callback stops further blocks. Every claimed block is finished,
+   so the fitted curves are list[0..*fitted-1]. */
+#define SCALAR_BLOCK 8
+typedef struct scalar_pass {
+  const exec_in *in;
+  int kind;
+  unsigned char *wss;
+  size_t ws_size;
+  const int64_t *list;
+  int64_t count;
+  unsigned char *fail;
+  int64_t chunk;
+  double base, span;
+} scalar_pass;
+
+/* One thread's share: fits blocks until none is left or *stop is set; the thread whose block
+   takes the fitted count *done across a multiple of chunk reports progress. */
+static void scalar_blocks(const scalar_pass *p, void *tw, int64_t *next, int64_t *done, int64_t *reported,
+                          int *stop, lumen_status *st) {
+  for (;;) {
+    if (__atomic_load_n(stop, __ATOMIC_ACQUIRE)) return;
+    const int64_t a = __atomic_fetch_add(next, SCALAR_BLOCK, __ATOMIC_ACQ_REL);
+    if (a >= p->count) return;
+    const int64_t b = a + SCALAR_BLOCK < p->count ? a + SCALAR_BLOCK : p->count;
+    for (int64_t i = a; i < b; ++i) fit_one(p->in, p->kind, tw, p->list[i], p->fail, i);
+    const int64_t d = __atomic_add_fetch(done, b - a, __ATOMIC_ACQ_REL);
+    if (d / p->chunk == (d - (b - a)) / p->chunk && d < p->count) continue;
+#if LUMEN_HAVE_OPENMP
+#pragma omp critical(lumen_fit_scalar_progress)
+#endif
+    {
+      if (d > *reported && *st == LUMEN_OK && (d < p->count || p->span > 0)) {
+        *reported = d;
+        *st = lumen_progress(p->in->ctx, p->base + p->span * (double)d / (double)p->count, "fit");
+        if (*st != LUMEN_OK) __atomic_store_n(stop, 1, __ATOMIC_RELEASE);
+      }
+    }
+  }
+}
+
+static lumen_status scalar_run(const scalar_pass *p, int nth, int64_t *fitted) {
+  int64_t next = 0, done = 0, reported = 0;
+  int stop = 0;
+  lumen_status st = LUMEN_OK;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel num_threads(nth) if (nth > 1)
+  scalar_blocks(p, p->wss + (size_t)omp_get_thread_num() * p->ws_size, &next, &done, &reported, &stop, &st);
+#else
+  (void)nth;
+  scalar_blocks(p, p->wss, &next, &done, &reported, &stop, &st);
+#endif
+  *fitted = next < p->count ? next : p->count;
+  return st;
+}
+
 /* Runs tier on the curves list[0..count-1]; fail[i] tells whether list[i] must fall through.
    Reports progress in [base, base + span]. */
 static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64_t *list, int64_t count,
@@ -309,48 +368,40 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
     else if (kind == KIND_ACC64) ws_bind_acc64(tw, tm, pl);
     else ws_bind_std64(tw, tm, pl);
   }
-  /* chunks: progress and cancellation between them */
+  /* progress and cancellation every chunk curves */
   int64_t chunk = pl->opts.fit_delay || tier == LUMEN_FIT_TIER_STANDARD ? 256 : 8192;
   if (lanes && nth > 1) chunk = 65536; /* fewer barriers for the threads of the lane path */
   lumen_status st = LUMEN_OK;
-  for (int64_t c0 = 0; c0 < count && st == LUMEN_OK; c0 += chunk) {
-    int64_t c1 = c0 + chunk < count ? c0 + chunk : count;
-    if (lanes) {
-      int64_t counter = c0;
-#if LUMEN_HAVE_OPENMP
-#pragma omp parallel num_threads(nth) if (nth > 1)
-      {
-        int t = omp_get_thread_num();
-        void *tw = wss + (size_t)t * ws_size, *tl = (char *)lmem + (size_t)t * lbytes;
-        if (kind == KIND_ACC32) lane_run_f32(in, tw, tl, list, fail, &counter, c1);
-        else lane_run_f64(in, tw, tl, list, fail, &counter, c1);
-      }
-#else
-      if (kind == KIND_ACC32) lane_run_f32(in, wss, lmem, list, fail, &counter, c1);
-      else lane_run_f64(in, wss, lmem, list, fail, &counter, c1);
-#endif
-    } else {
-#if LUMEN_HAVE_OPENMP
-#pragma omp parallel num_threads(nth) if (nth > 1)
-      {
-        void *tw = wss + (size_t)omp_get_thread_num() * ws_size;
-#pragma omp for schedule(dynamic, 8)
-        for (int64_t i = c0; i < c1; ++i) fit_one(in, kind, tw, list[i], fail, i);
-      }
-#else
-      for (int64_t i = c0; i < c1; ++i) fit_one(in, kind, wss, list[i], fail, i);
-#endif
-    }
-    if (c1 < count || span > 0) st = lumen_progress(in->ctx, base + span * (double)c1 / (double)count, "fit");
-    if (st != LUMEN_OK) {
-      for (int64_t i = c1; i < count; ++i) {
-        lumen_fit_curve_out o;
-        lumen_fit_curve_out_clear(&o);
-        store(pl, in->res, list[i], &o);
-        fail[i] = 0;
-      }
-    }
+  int64_t fitted = count;
+  if (!lanes) {
+    scalar_pass pass = {in, kind, wss, ws_size, list, count, fail, chunk, base, span};
+    st = scalar_run(&pass, nth, &fitted);
   }
+  for (int64_t c0 = 0; lanes && c0 < count && st == LUMEN_OK; c0 += chunk) {
+    int64_t c1 = c0 + chunk < count ? c0 + chunk : count;
+    int64_t counter = c0;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel num_threads(nth) if (nth > 1)
+    {
+      int t = omp_get_thread_num();
+      void *tw = wss + (size_t)t * ws_size, *tl = (char *)lmem + (size_t)t * lbytes;
+      if (kind == KIND_ACC32) lane_run_f32(in, tw, tl, list, fail, &counter, c1);
+      else lane_run_f64(in, tw, tl, list, fail, &counter, c1);
+    }
+#else
+    if (kind == KIND_ACC32) lane_run_f32(in, wss, lmem, list, fail, &counter, c1);
+    else lane_run_f64(in, wss, lmem, list, fail, &counter, c1);
+#endif
+    if (c1 < count || span > 0) st = lumen_progress(in->ctx, base + span * (double)c1 / (double)count, "fit");
+    fitted = c1;
+  }
+  if (st != LUMEN_OK) /* cancelled: the curves not fitted get the cleared result */
+    for (int64_t i = fitted; i < count; ++i) {
+      lumen_fit_curve_out o;
+      lumen_fit_curve_out_clear(&o);
+      store(pl, in->res, list[i], &o);
+      fail[i] = 0;
+    }
   free(mem);
   free(wss);
   free(lmem);

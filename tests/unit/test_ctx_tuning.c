@@ -101,5 +101,82 @@ static void test_fit_same_under_every_limit(void **state) {
   assert_true(converged > CURVES * 9 / 10); /* the comparison is about real fits, not failures */
 }
 
+/* The scalar path (vector lanes off) takes blocks of curves from a shared counter on every thread:
+   its progress only increases, a cancelling callback leaves a fitted prefix and the rest
+   NOT_FITTED, and two threads give one thread's results bit for bit (standard tier too). */
+typedef struct progress_log {
+  int calls, cancel_at;
+  double last;
+  int decreasing;
+} progress_log;
+
+static int log_progress(void *user, double fraction, const char *stage) {
+  (void)stage;
+  progress_log *l = user;
+  if (fraction < l->last) l->decreasing = 1;
+  l->last = fraction;
+  return ++l->calls == l->cancel_at;
+}
+
+static lumen_status fit_scalar(const char *backend, int threads, int cancel_at, const double *t, const double *cp,
+                               const float *y, int curves, double *params, int32_t *states, progress_log *log) {
+  lumen_ctx *ctx = lumen_test_ctx();
+  assert_int_equal(lumen_ctx_set_cpu_simd(ctx, LUMEN_CPU_SIMD_OFF), LUMEN_OK);
+  assert_int_equal(lumen_ctx_set_threads(ctx, threads), LUMEN_OK);
+  memset(log, 0, sizeof *log);
+  log->cancel_at = cancel_at;
+  lumen_ctx_set_progress(ctx, log_progress, log);
+  lumen_fit_options o;
+  lumen_fit_options_init(&o);
+  o.backend = backend;
+  lumen_fit_plan *plan = NULL;
+  assert_int_equal(lumen_fit_plan_create(ctx, &o, N, t, cp, &plan), LUMEN_OK);
+  lumen_fit_results r;
+  memset(&r, 0, sizeof r);
+  r.params = params;
+  r.state = states;
+  lumen_status st = lumen_fit_execute(ctx, plan, curves, y, NULL, &r);
+  lumen_fit_plan_destroy(plan);
+  lumen_ctx_destroy(ctx);
+  return st;
+}
+
+static void test_scalar_path_blocks(void **state) {
+  (void)state;
+  enum { NC = 20000, NS = 600 };
+  static double t[N], cp[N], p1[NC * 2], p2[NC * 2];
+  static float y[NC * N];
+  static int32_t s1[NC], s2[NC];
+  lumen_test_parker_grid(N, 0.0, 1, t, cp);
+  for (int c = 0; c < NC; c++)
+    for (int i = 0; i < N; i++) y[c * N + i] = (float)(0.05 * (1 + c % 7) * (1 - exp(-0.1 * t[i] * (1 + c % 5))));
+  progress_log log;
+  /* cancelled at the second report (8192-curve chunks): a prefix is fitted, the rest is not */
+  assert_int_equal(fit_scalar("cpu", 2, 2, t, cp, y, NC, p1, s1, &log), LUMEN_ERR_CANCELLED);
+  assert_int_equal(log.calls, 2);
+  assert_false(log.decreasing);
+  int k = 0;
+  while (k < NC && s1[k] != LUMEN_FIT_NOT_FITTED) k++;
+  assert_true(k >= 2 * 8192 && k < NC);
+  for (int c = k; c < NC; c++) {
+    assert_int_equal(s1[c], LUMEN_FIT_NOT_FITTED);
+    assert_true(isnan(p1[2 * c]));
+  }
+  /* not cancelled: increasing progress, two threads equal one thread bit for bit */
+  assert_int_equal(fit_scalar("cpu", 2, 0, t, cp, y, NC, p1, s1, &log), LUMEN_OK);
+  assert_false(log.decreasing);
+  assert_true(log.calls >= 2);
+  assert_int_equal(fit_scalar("cpu_single", 1, 0, t, cp, y, NC, p2, s2, &log), LUMEN_OK);
+  assert_memory_equal(s1, s2, sizeof s1);
+  assert_memory_equal(p1, p2, sizeof p1);
+  /* the standard tier: progress every 256 curves, increasing; 2 threads = 1 thread */
+  assert_int_equal(fit_scalar("standard", 2, 0, t, cp, y, NS, p1, s1, &log), LUMEN_OK);
+  assert_false(log.decreasing);
+  assert_true(log.calls >= NS / 256);
+  assert_int_equal(fit_scalar("standard", 1, 0, t, cp, y, NS, p2, s2, &log), LUMEN_OK);
+  assert_memory_equal(s1, s2, sizeof(int32_t) * NS);
+  assert_memory_equal(p1, p2, sizeof(double) * 2 * NS);
+}
+
 LUMEN_TEST_MAIN(cmocka_unit_test(test_setters), cmocka_unit_test(test_limit_reaches_lane_width),
-                cmocka_unit_test(test_fit_same_under_every_limit))
+                cmocka_unit_test(test_fit_same_under_every_limit), cmocka_unit_test(test_scalar_path_blocks))

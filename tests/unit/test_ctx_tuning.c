@@ -45,25 +45,43 @@ static void test_limit_reaches_lane_width(void **state) {
 #define N 60
 #define CURVES 257 /* not a multiple of any lane width */
 
-/* Tofts curves with noise fitted on the single-core accelerated tier under one limit. */
-static void fit_under(lumen_cpu_simd limit, const double *t, const double *cp, const float *y, double *params,
-                      int32_t *states) {
+/* Progress seen by a fit: calls, cancel at call cancel_at (0: never), whether a fraction decreased. */
+typedef struct progress_log {
+  int calls, cancel_at;
+  double last;
+  int decreasing;
+} progress_log;
+
+static int log_progress(void *user, double fraction, const char *stage) {
+  (void)stage;
+  progress_log *l = user;
+  if (fraction < l->last) l->decreasing = 1;
+  l->last = fraction;
+  return ++l->calls == l->cancel_at;
+}
+
+/* One Tofts fit of curves on backend (its used name must be that) with the given CPU vector limit
+   and threads; log (may be NULL) records the progress. */
+static lumen_status run_fit(lumen_cpu_simd simd, const char *backend, int threads, progress_log *log, const double *t,
+                            const double *cp, const float *y, int curves, double *params, int32_t *states) {
   lumen_ctx *ctx = lumen_test_ctx();
-  assert_int_equal(lumen_ctx_set_cpu_simd(ctx, limit), LUMEN_OK);
+  assert_int_equal(lumen_ctx_set_cpu_simd(ctx, simd), LUMEN_OK);
+  assert_int_equal(lumen_ctx_set_threads(ctx, threads), LUMEN_OK);
+  if (log) lumen_ctx_set_progress(ctx, log_progress, log);
   lumen_fit_options o;
   lumen_fit_options_init(&o);
-  o.model = LUMEN_MODEL_TOFTS;
-  o.backend = "cpu_single";
+  o.backend = backend;
   lumen_fit_plan *plan = NULL;
   assert_int_equal(lumen_fit_plan_create(ctx, &o, N, t, cp, &plan), LUMEN_OK);
   lumen_fit_results r;
   memset(&r, 0, sizeof r);
   r.params = params;
   r.state = states;
-  assert_int_equal(lumen_fit_execute(ctx, plan, CURVES, y, NULL, &r), LUMEN_OK);
-  assert_string_equal(r.backend_used, "cpu_single");
+  lumen_status st = lumen_fit_execute(ctx, plan, curves, y, NULL, &r);
+  if (st == LUMEN_OK) assert_string_equal(r.backend_used, backend);
   lumen_fit_plan_destroy(plan);
   lumen_ctx_destroy(ctx);
+  return st;
 }
 
 static void test_fit_same_under_every_limit(void **state) {
@@ -85,9 +103,9 @@ static void test_fit_same_under_every_limit(void **state) {
   }
   static double p_auto[CURVES * 2], p_avx2[CURVES * 2], p_off[CURVES * 2];
   static int32_t s_auto[CURVES], s_avx2[CURVES], s_off[CURVES];
-  fit_under(LUMEN_CPU_SIMD_AUTO, t, cp, y, p_auto, s_auto);
-  fit_under(LUMEN_CPU_SIMD_AVX2, t, cp, y, p_avx2, s_avx2);
-  fit_under(LUMEN_CPU_SIMD_OFF, t, cp, y, p_off, s_off);
+  assert_int_equal(run_fit(LUMEN_CPU_SIMD_AUTO, "cpu_single", 1, NULL, t, cp, y, CURVES, p_auto, s_auto), LUMEN_OK);
+  assert_int_equal(run_fit(LUMEN_CPU_SIMD_AVX2, "cpu_single", 1, NULL, t, cp, y, CURVES, p_avx2, s_avx2), LUMEN_OK);
+  assert_int_equal(run_fit(LUMEN_CPU_SIMD_OFF, "cpu_single", 1, NULL, t, cp, y, CURVES, p_off, s_off), LUMEN_OK);
   int converged = 0;
   for (int c = 0; c < CURVES; c++) {
     assert_int_equal(s_auto[c], s_off[c]);
@@ -104,43 +122,6 @@ static void test_fit_same_under_every_limit(void **state) {
 /* The scalar path (vector lanes off) takes blocks of curves from a shared counter on every thread:
    its progress only increases, a cancelling callback leaves a fitted prefix and the rest
    NOT_FITTED, and two threads give one thread's results bit for bit (standard tier too). */
-typedef struct progress_log {
-  int calls, cancel_at;
-  double last;
-  int decreasing;
-} progress_log;
-
-static int log_progress(void *user, double fraction, const char *stage) {
-  (void)stage;
-  progress_log *l = user;
-  if (fraction < l->last) l->decreasing = 1;
-  l->last = fraction;
-  return ++l->calls == l->cancel_at;
-}
-
-static lumen_status fit_scalar(const char *backend, int threads, int cancel_at, const double *t, const double *cp,
-                               const float *y, int curves, double *params, int32_t *states, progress_log *log) {
-  lumen_ctx *ctx = lumen_test_ctx();
-  assert_int_equal(lumen_ctx_set_cpu_simd(ctx, LUMEN_CPU_SIMD_OFF), LUMEN_OK);
-  assert_int_equal(lumen_ctx_set_threads(ctx, threads), LUMEN_OK);
-  memset(log, 0, sizeof *log);
-  log->cancel_at = cancel_at;
-  lumen_ctx_set_progress(ctx, log_progress, log);
-  lumen_fit_options o;
-  lumen_fit_options_init(&o);
-  o.backend = backend;
-  lumen_fit_plan *plan = NULL;
-  assert_int_equal(lumen_fit_plan_create(ctx, &o, N, t, cp, &plan), LUMEN_OK);
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = params;
-  r.state = states;
-  lumen_status st = lumen_fit_execute(ctx, plan, curves, y, NULL, &r);
-  lumen_fit_plan_destroy(plan);
-  lumen_ctx_destroy(ctx);
-  return st;
-}
-
 static void test_scalar_path_blocks(void **state) {
   (void)state;
   enum { NC = 20000, NS = 600 };
@@ -152,7 +133,8 @@ static void test_scalar_path_blocks(void **state) {
     for (int i = 0; i < N; i++) y[c * N + i] = (float)(0.05 * (1 + c % 7) * (1 - exp(-0.1 * t[i] * (1 + c % 5))));
   progress_log log;
   /* cancelled at the second report (8192-curve chunks): a prefix is fitted, the rest is not */
-  assert_int_equal(fit_scalar("cpu", 2, 2, t, cp, y, NC, p1, s1, &log), LUMEN_ERR_CANCELLED);
+  log = (progress_log){.cancel_at = 2};
+  assert_int_equal(run_fit(LUMEN_CPU_SIMD_OFF, "cpu", 2, &log, t, cp, y, NC, p1, s1), LUMEN_ERR_CANCELLED);
   assert_int_equal(log.calls, 2);
   assert_false(log.decreasing);
   int k = 0;
@@ -163,17 +145,21 @@ static void test_scalar_path_blocks(void **state) {
     assert_true(isnan(p1[2 * c]));
   }
   /* not cancelled: increasing progress, two threads equal one thread bit for bit */
-  assert_int_equal(fit_scalar("cpu", 2, 0, t, cp, y, NC, p1, s1, &log), LUMEN_OK);
+  log = (progress_log){.cancel_at = 0};
+  assert_int_equal(run_fit(LUMEN_CPU_SIMD_OFF, "cpu", 2, &log, t, cp, y, NC, p1, s1), LUMEN_OK);
   assert_false(log.decreasing);
   assert_true(log.calls >= 2);
-  assert_int_equal(fit_scalar("cpu_single", 1, 0, t, cp, y, NC, p2, s2, &log), LUMEN_OK);
+  log = (progress_log){.cancel_at = 0};
+  assert_int_equal(run_fit(LUMEN_CPU_SIMD_OFF, "cpu_single", 1, &log, t, cp, y, NC, p2, s2), LUMEN_OK);
   assert_memory_equal(s1, s2, sizeof s1);
   assert_memory_equal(p1, p2, sizeof p1);
   /* the standard tier: progress every 256 curves, increasing; 2 threads = 1 thread */
-  assert_int_equal(fit_scalar("standard", 2, 0, t, cp, y, NS, p1, s1, &log), LUMEN_OK);
+  log = (progress_log){.cancel_at = 0};
+  assert_int_equal(run_fit(LUMEN_CPU_SIMD_OFF, "standard", 2, &log, t, cp, y, NS, p1, s1), LUMEN_OK);
   assert_false(log.decreasing);
   assert_true(log.calls >= NS / 256);
-  assert_int_equal(fit_scalar("standard", 1, 0, t, cp, y, NS, p2, s2, &log), LUMEN_OK);
+  log = (progress_log){.cancel_at = 0};
+  assert_int_equal(run_fit(LUMEN_CPU_SIMD_OFF, "standard", 1, &log, t, cp, y, NS, p2, s2), LUMEN_OK);
   assert_memory_equal(s1, s2, sizeof(int32_t) * NS);
   assert_memory_equal(p1, p2, sizeof(double) * 2 * NS);
 }

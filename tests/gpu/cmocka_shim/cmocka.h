@@ -56,4 +56,15 @@ static inline int shim_run_(const struct CMUnitTest *t, int n) {
   }
   return failed ? 1 : 0;
 }
+/* cmocka's group runner with setup and teardown (tests/unit/test_support.c lumen_test_run_in_dir) */
+typedef int (*CMFixtureFunction)(void **state);
+static inline int _cmocka_run_group_tests(const char *group, const struct CMUnitTest *t, size_t n,
+                                          CMFixtureFunction setup, CMFixtureFunction teardown) {
+  void *state = NULL;
+  (void)group;
+  if (setup && setup(&state) != 0) return 1;
+  int rc = shim_run_(t, (int)n);
+  if (teardown && teardown(&state) != 0) rc = 1;
+  return rc;
+}
 #endif

@@ -31,12 +31,16 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
   pipe_spgr sp = {15 * 3.14159265358979323846 / 180, 0.005, 4.5, 1, 4, 0.3};
   for (int64_t k = 0; k < nvox * nt; ++k) conc[k] = 0; /* first touch outside the timing */
   double samples = (double)nvox * (double)nt;
-  for (int th = 1; th <= threads; th *= 2) {
-    double t0 = now();
-    pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, th, conc, ninv, bad);
-    double t = now() - t0;
-    printf("| pipe_convert, %d thread(s) | %.3f s | %.2f ns/sample |\n", th, t, 1e9 * t / samples);
-  }
+  pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, threads, LUMEN_CPU_SIMD_OFF, conc, ninv, bad); /* warm */
+  const lumen_cpu_simd limits[] = {LUMEN_CPU_SIMD_OFF, LUMEN_CPU_SIMD_AUTO};
+  const char *names[] = {"scalar log", "vector log (auto)"};
+  for (int li = 0; li < 2; ++li)
+    for (int th = 1; th <= threads; th *= 2) {
+      double t0 = now();
+      pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, th, limits[li], conc, ninv, bad);
+      double t = now() - t0;
+      printf("| pipe_convert, %s, %d thread(s) | %.3f s | %.2f ns/sample |\n", names[li], th, t, 1e9 * t / samples);
+    }
   /* the floor: one log per sample, one thread */
   double t0 = now(), acc = 0;
   for (int64_t k = 0; k < nvox * nt; ++k) acc += log(0.5 + 1e-9 * (double)(k & 1023));

@@ -3,14 +3,17 @@
    nearest valid samples when the voxel has at most max_invalid_fraction of them; otherwise the
    voxel is unusable (bad = 1) and is not fitted.
    Blocks of 256 voxels are read frame by frame from the series; the arithmetic around the
-   logarithm runs across the voxels of a frame (vector registers), the logarithm is libm's scalar
-   log, once per sample (a vector log would change the last bits). Each sample goes through the
-   operations of lumen_spgr_signal_to_conc (src/fit/aif.c) in the same order, so the curves are
-   bit-identical to it (tests/unit/test_pipe_conc.c); only checks that do not depend on the
-   sample are hoisted. Threads split the blocks, never a sum. */
+   logarithm runs across the voxels of a frame (vector registers), and so does the logarithm
+   (conc_log.h: glibc's vector log where the CPU has AVX2 or AVX-512 and the context's SIMD limit
+   allows, libm's scalar log otherwise). Each sample goes through the operations of
+   lumen_spgr_signal_to_conc (src/fit/aif.c) in the same order, so with the scalar log the curves
+   are bit-identical to it, and within one float ulp with the vector log
+   (tests/unit/test_pipe_conc.c); only checks that do not depend on the sample are hoisted.
+   Threads split the blocks, never a sum: the result does not depend on the thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pipeline/conc_log.h"
 #include "pipeline/pipe_internal.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_OPENMP
@@ -75,7 +78,7 @@ static void spgr_constants(conc_block *cb, int64_t nb, const double *t10, const 
    out of range) becomes NaN, which no valid sample can be. Per sample the operations are those
    of lumen_spgr_signal_to_conc: x = s / M0sa, E1 = (1 - x) / (1 - x cos a), R1 = -log(E1) / TR,
    C = (R1 - 1 / T10) / r1 (a non-finite s gives a NaN E1, which fails the range test). */
-static void spgr_block(conc_block *cb, int64_t nb, int64_t nt, const pipe_spgr *sp) {
+static void spgr_block(conc_block *cb, int64_t nb, int64_t nt, const pipe_spgr *sp, int log_level) {
   const double tr = sp->tr, r1 = sp->r1;
   for (int64_t i = 0; i < nt; ++i) {
     const float *s = cb->sig + i * nb;
@@ -85,10 +88,7 @@ static void spgr_block(conc_block *cb, int64_t nb, int64_t nt, const pipe_spgr *
       w[j] = (1 - x) / (1 - x * cb->ca[j]);
     }
   }
-  for (int64_t k = 0; k < nt * nb; ++k) {
-    double e1 = cb->w[k];
-    cb->w[k] = e1 > 0 && e1 < 1 ? log(e1) : NAN;
-  }
+  pipe_conc_log(cb->w, nt * nb, log_level);
   for (int64_t i = 0; i < nt; ++i) {
     double *w = cb->w + i * nb;
     for (int64_t j = 0; j < nb; ++j) w[j] = (-w[j] / tr - cb->r10[j]) / r1;
@@ -166,8 +166,8 @@ static void finish_voxel(int64_t nbad, int64_t nt, const pipe_spgr *sp, double *
    voxels are consecutive, one cache miss per sample otherwise), converts, writes the curves. */
 static void convert_block(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t k0, int64_t k1,
                           const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
-                          int run_ok, conc_block *cb, double *c, uint8_t *flag, float *conc, int32_t *ninvalid,
-                          uint8_t *bad) {
+                          int run_ok, int log_level, conc_block *cb, double *c, uint8_t *flag, float *conc,
+                          int32_t *ninvalid, uint8_t *bad) {
   const int64_t nb = k1 - k0;
   if (list[k1 - 1] - list[k0] == nb - 1)
     for (int64_t i = 0; i < nt; ++i) memcpy(cb->sig + i * nb, sig + i * nvox + list[k0], sizeof(float) * (size_t)nb);
@@ -181,7 +181,7 @@ static void convert_block(const float *sig, int64_t nvox, int64_t nt, const int6
       b1v[j] = b1 ? (double)b1[list[k0 + j]] : 1.0;
     }
     spgr_constants(cb, nb, t10v, b1v, sp, run_ok);
-    spgr_block(cb, nb, nt, sp);
+    spgr_block(cb, nb, nt, sp, log_level);
     int64_t nflag[BLK];
     store_curves(cb, nb, nt, conc + k0 * nt, nflag);
     for (int64_t j = 0; j < nb; ++j) {
@@ -199,7 +199,8 @@ static void convert_block(const float *sig, int64_t nvox, int64_t nt, const int6
 
 void pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
                   const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
-                  int threads, float *conc, int32_t *ninvalid, uint8_t *bad) {
+                  int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad) {
+  const int log_level = pipe_conc_log_level(simd);
   const int64_t nblk = (nlist + BLK - 1) / BLK;
   const int run_ok = run_options_valid(sp, nt);
   int nth = threads > 0 ? threads : 1;
@@ -223,8 +224,8 @@ void pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *lis
     for (int64_t bi = 0; bi < nblk; ++bi) {
       int64_t k0 = bi * BLK, k1 = k0 + BLK < nlist ? k0 + BLK : nlist;
       if (ok)
-        convert_block(sig, nvox, nt, list, k0, k1, t10, t10_const, b1, sp, input_conc, run_ok, cb, c, flag, conc,
-                      ninvalid, bad);
+        convert_block(sig, nvox, nt, list, k0, k1, t10, t10_const, b1, sp, input_conc, run_ok, log_level, cb, c, flag,
+                      conc, ninvalid, bad);
       else
         for (int64_t k = k0; k < k1; ++k) { ninvalid[k] = (int32_t)nt; bad[k] = 1; }
     }

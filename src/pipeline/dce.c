@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "pipeline/conc_log.h"
 #include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
 #include "models/model.h"
@@ -691,7 +692,7 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
     for (int64_t v = 0; v < run->nvox; ++v) if (run->mask[v]) j->list[j->nlist++] = v;
     pipe_convert(lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist, j->t10,
                  isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, j->b1, &j->sp, !j->signal,
-                 lumen_ctx_threads(ctx), j->conc, j->ninv, j->bad);
+                 lumen_ctx_threads(ctx), lumen_ctx_cpu_simd(ctx), j->conc, j->ninv, j->bad);
     int64_t used = 0;
     for (int64_t k = 0; k < j->nlist; ++k) {
       j->n_bad += j->bad[k];
@@ -727,8 +728,9 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
                    j->r1, cfg->hematocrit, cfg->blood_t1_s, j->b1 ? "true" : "false", (long long)j->sp.b0, (long long)j->sp.b1);
     pipe_sb_json_str(b, j->base_how);
     pipe_sb_printf(b, ", \"voxels\": %lld, \"voxels_unusable\": %lld, \"voxels_with_interpolated_samples\": %lld, "
-                      "\"flagged_samples\": %lld, \"max_invalid_fraction\": %g}",
-                   (long long)j->nlist, (long long)j->n_bad, (long long)j->n_interp, (long long)j->n_flag, cfg->max_invalid_fraction);
+                      "\"flagged_samples\": %lld, \"max_invalid_fraction\": %g, \"logarithm\": \"%s\"}",
+                   (long long)j->nlist, (long long)j->n_bad, (long long)j->n_interp, (long long)j->n_flag, cfg->max_invalid_fraction,
+                   pipe_conc_log_name(pipe_conc_log_level(lumen_ctx_cpu_simd(ctx))));
     pipe_sb_printf(&run->text,
                    "read: %lld frames, times from %s, %.3f s\n"
                    "stage A (%s): T1 %s; FA %g deg, TR %g s, r1 %g /mM/s, baseline frames [%lld, %lld) %s; %lld voxels, "

@@ -224,10 +224,11 @@ typedef struct pipe_spgr {
    conc (nlist x nt, curve-major). t10 (s) per voxel (NULL: t10_const), b1 per voxel (NULL: 1).
    input_conc: the signal is concentration already (only flags non-finite samples).
    ninvalid[k]: flagged samples of list[k]; bad[k] = 1 when the curve is unusable. threads: how
-   many (the context's); the curves do not depend on it. */
+   many (the context's); the curves do not depend on it. simd: the context's limit of the vector
+   instructions (the logarithm's, conc_log.h). */
 void pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
                   const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
-                  int threads, float *conc, int32_t *ninvalid, uint8_t *bad);
+                  int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad);
 
 /* T1 fitting core shared by `lumen t1` and `lumen dce --vfa` */
 lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *files, int nfiles,

@@ -36,6 +36,7 @@
 #include "models/models_f64.h"
 #include "lumen_build_config.h"
 #include "core/internal.h"  /* lumen_now_seconds */
+#include "probe_tofts.h"
 
 #define MAX_LIST 16
 #define FRAME_S 5.0
@@ -64,12 +65,14 @@ typedef struct bench_opts {
   double budget;             /* seconds per measurement (a tier stops after the chunk that passes it) */
   int64_t volume[4];         /* --volume NXxNYxNZxNT (0: none; default 256x256x32x80 when a tier is cuda) */
   int volume_set;            /* --volume given */
+  int probe;                 /* the scalar probe's row beside every Tofts row (default on; --no-probe) */
 } bench_opts;
 
 static void usage(FILE *f) {
   fprintf(f,
           "bench_fit: fits per second per model and tier on synthetic curves (see docs/BENCHMARKS.md)\n"
           "  --quick               a few-second run (small sizes)\n"
+          "  --no-probe            leave out the scalar probe row (bench/probe_tofts.c) beside Tofts rows\n"
           "  --models LIST         models of the per-model table (default: all fitted models)\n"
           "  --tiers LIST          tiers to time (default: cpu,cpu_single,standard)\n"
           "  --model-curves N      curves per model in the per-model table (default 100000)\n"
@@ -117,7 +120,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
                              LUMEN_MODEL_2CUM,  LUMEN_MODEL_2CXM,   LUMEN_MODEL_FXR,
                              LUMEN_MODEL_VFA,   LUMEN_MODEL_IR,     LUMEN_MODEL_SR};
   *o = (bench_opts){.model_curves = 100000, .points_curves = 100000, .standard_max = 20000,
-                    .scaling_model = LUMEN_MODEL_TOFTS, .seed = 1, .budget = 10.0};
+                    .scaling_model = LUMEN_MODEL_TOFTS, .seed = 1, .budget = 10.0, .probe = 1};
   o->n_models = (int)(sizeof all / sizeof all[0]);
   memcpy(o->models, all, sizeof all);
   const char *tiers[] = {"cpu", "cpu_single", "standard"};
@@ -136,6 +139,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       exit(0);
+    } else if (!strcmp(a, "--no-probe")) {
+      o->probe = 0;
     } else if (!strcmp(a, "--quick")) {
       o->budget = 0.5;
       o->model_curves = 2000;
@@ -483,6 +488,39 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   return me;
 }
 
+/* The scalar probe (probe_tofts.c) on the same Tofts data, with the context's threads: the
+   reference the issue-20 targets are stated against. Needs a uniform grid. */
+static measure run_probe(lumen_ctx *ctx, const dataset *d, int64_t curves) {
+  measure me = {.curves = curves};
+  snprintf(me.used, sizeof me.used, "bench/probe_tofts.c, %d thread(s)", lumen_ctx_threads(ctx));
+  double *kt = malloc((size_t)curves * sizeof *kt), *ve = malloc((size_t)curves * sizeof *ve);
+  double *err = malloc((size_t)curves * sizeof *err);
+  me.param0 = malloc((size_t)curves * sizeof *me.param0);
+  if (!kt || !ve || !err || !me.param0) {
+    snprintf(me.why, sizeof me.why, "out of memory");
+    free(kt); free(ve); free(err); free(me.param0);
+    me.param0 = NULL;
+    return me;
+  }
+  const double dt = d->x[1] - d->x[0];
+  double t0 = lumen_now_seconds(), u0 = cpu_s();
+  probe_tofts_fit(d->n, dt, d->cp, curves, d->data, lumen_ctx_threads(ctx), kt, ve);
+  double secs = lumen_now_seconds() - t0, cpu_secs = cpu_s() - u0;
+  int64_t nf = 0;
+  for (int64_t c = 0; c < curves; ++c) {
+    me.param0[c] = kt[c];
+    if (isfinite(kt[c])) err[nf++] = fabs(kt[c] - d->truth[c]) / d->truth[c];
+  }
+  me.ok = 1;
+  me.fits_per_s = (double)curves / secs;
+  me.fits_per_cpu_s = cpu_secs > 0 ? (double)curves / cpu_secs : NAN;
+  me.median_rel_err = median_inplace(err, nf);
+  me.finite_frac = (double)nf / (double)curves;
+  me.converged_frac = NAN;
+  free(kt); free(ve); free(err);
+  return me;
+}
+
 /* ------------------------------------------------------------------ tables */
 
 static void print_header(void) {
@@ -505,9 +543,11 @@ static void bench_rows(lumen_ctx *ctx, const bench_opts *bo, lumen_model m, int 
     printf("| %s | %d | %lld | - | data generation failed | | | | |\n", lumen_model_name(m), points, (long long)curves);
     return;
   }
-  measure ms[MAX_LIST];
-  int std_idx = -1;
+  measure ms[MAX_LIST + 1];
+  const char *names[MAX_LIST + 1];
+  int std_idx = -1, nt = bo->n_tiers;
   for (int t = 0; t < bo->n_tiers; ++t) {
+    names[t] = bo->tiers[t];
     int64_t nc = curves;
     if (is_standard(bo->tiers[t])) {
       std_idx = t;
@@ -515,11 +555,15 @@ static void bench_rows(lumen_ctx *ctx, const bench_opts *bo, lumen_model m, int 
     }
     ms[t] = run_tier(ctx, &d, bo->tiers[t], nc, bo->budget);
   }
-  for (int t = 0; t < bo->n_tiers; ++t) {
+  if (m == LUMEN_MODEL_TOFTS && bo->probe) { /* the scalar probe: a row of its own */
+    names[nt] = "probe";
+    ms[nt++] = run_probe(ctx, &d, curves);
+  }
+  for (int t = 0; t < nt; ++t) {
     const measure *me = &ms[t];
     char rate[32], crate[32], cmp[96] = "";
     if (!me->ok) {
-      printf("| %s | %d | %lld | %s | n/a (%s) | | | | |\n", lumen_model_name(m), d.n, (long long)me->curves, bo->tiers[t],
+      printf("| %s | %d | %lld | %s | n/a (%s) | | | | |\n", lumen_model_name(m), d.n, (long long)me->curves, names[t],
              me->why);
       continue;
     }
@@ -545,12 +589,17 @@ static void bench_rows(lumen_ctx *ctx, const bench_opts *bo, lumen_model m, int 
       fmt_rate(krate, sizeof krate, (double)me->curves / me->kernel_s);
       snprintf(used, sizeof used, "%s; kernel %s/s", me->used, krate);
     }
-    printf("| %s | %d | %lld | %s (%s) | %s | %s | %.2e | %.1f %% | %s |\n", lumen_model_name(m), d.n,
-           (long long)me->curves, bo->tiers[t], used, rate, crate, me->median_rel_err, 100.0 * me->converged_frac,
-           cmp);
+    if (t < bo->n_tiers && ms[nt - 1].ok && !strcmp(names[nt - 1], "probe")) { /* this tier vs the probe */
+      size_t len = strlen(cmp);
+      snprintf(cmp + len, sizeof cmp - len, "%s%.2fx the probe", len ? "; " : "", me->fits_per_s / ms[nt - 1].fits_per_s);
+    }
+    char conv[16] = "-"; /* the probe reports no state */
+    if (!isnan(me->converged_frac)) snprintf(conv, sizeof conv, "%.1f %%", 100.0 * me->converged_frac);
+    printf("| %s | %d | %lld | %s (%s) | %s | %s | %.2e | %s | %s |\n", lumen_model_name(m), d.n,
+           (long long)me->curves, names[t], used, rate, crate, me->median_rel_err, conv, cmp);
   }
   fflush(stdout);
-  for (int t = 0; t < bo->n_tiers; ++t) free(ms[t].param0);
+  for (int t = 0; t < nt; ++t) free(ms[t].param0);
   dataset_free(&d);
 }
 

@@ -1,13 +1,18 @@
-/* Stage A's signal -> concentration (pipe_convert, src/pipeline/conc.c) and the input checksum
-   (lumen_pipe_checksum_file) on synthetic data, with a reference row for each: a plain loop of
-   one libm log per sample (the floor of a bit-identical conversion) and FNV-1a byte by byte
-   (the former checksum), written here for comparison.
+/* Stage A's signal -> concentration (pipe_convert, src/pipeline/conc.c), the input checksum
+   (lumen_pipe_checksum_file) and the writing of one 256x256x32 float map as .nii.gz
+   (lumen_nifti_write, level 1) on synthetic data, with a reference row for each: a plain loop of
+   one libm log per sample (the floor of a bit-identical conversion), FNV-1a byte by byte (the
+   former checksum) and zlib's compress2 at level 1 on one thread (the former writer's deflate).
    usage: bench_pipe_conc [VOXELS=524288] [FRAMES=80] [THREADS=2] [FILE_MB=256]
    Timings are printed, never asserted. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "lumen/io.h"
 #include "lumen/pipeline.h"
 #include "pipeline/pipe_internal.h"
 
@@ -78,6 +83,48 @@ static void bench_checksum(int64_t mb) {
   free(buf);
 }
 
+static void bench_write(int threads) {
+  const int64_t dims[3] = {256, 256, 32}, n = 256 * 256 * 32;
+  float *map = malloc(sizeof(float) * (size_t)n);
+  if (!map) { fprintf(stderr, "out of memory\n"); exit(1); }
+  for (int64_t v = 0; v < n; ++v) /* a Ktrans-like map: a third of the voxels outside the mask */
+    map[v] = v % 3 == 0 ? 0.0f : (float)(0.02 + 0.48 * (double)((v * 2654435761u) % 1000) / 1000.0);
+  lumen_ctx *ctx = NULL;
+  lumen_ctx_create(&ctx);
+  lumen_image *im = NULL;
+  lumen_image_wrap(ctx, map, 3, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), &im);
+  char path[] = "/tmp/bench-map-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd >= 0) close(fd);
+  char gz[64];
+  snprintf(gz, sizeof gz, "%s.nii.gz", path);
+  for (int th = 1; th <= threads; th *= 2) {
+    lumen_ctx_set_threads(ctx, th);
+    lumen_nifti_write_opts wo;
+    memset(&wo, 0, sizeof wo);
+    wo.compress_level = 1;
+    wo.overwrite = 1;
+    double t0 = now();
+    lumen_status st = lumen_nifti_write(ctx, gz, im, &wo);
+    double t = now() - t0;
+    printf("| write one map .nii.gz level 1 (%lld voxels), %d thread(s) | %.3f s | %.0f MB/s | %s\n", (long long)n, th, t,
+           (double)n * 4 / t * 1e-6, st == LUMEN_OK ? "ok" : lumen_ctx_last_error(ctx));
+  }
+  uLongf cap = compressBound((uLong)n * 4);
+  unsigned char *out = malloc(cap);
+  double t0 = now();
+  int rc = out ? compress2(out, &cap, (const Bytef *)map, (uLong)n * 4, 1) : Z_MEM_ERROR;
+  double t = now() - t0;
+  printf("| reference: zlib compress2 level 1, 1 thread, in memory | %.3f s | %.0f MB/s | %s\n", t, (double)n * 4 / t * 1e-6,
+         rc == Z_OK ? "ok" : "failed");
+  free(out);
+  remove(gz);
+  remove(path);
+  lumen_image_free(im);
+  lumen_ctx_destroy(ctx);
+  free(map);
+}
+
 int main(int argc, char **argv) {
   int64_t nvox = argc > 1 ? atoll(argv[1]) : 524288, nt = argc > 2 ? atoll(argv[2]) : 80;
   int threads = argc > 3 ? atoi(argv[3]) : 2;
@@ -86,5 +133,6 @@ int main(int argc, char **argv) {
   printf("| case | seconds | rate |\n|---|---:|---:|\n");
   bench_conc(nvox, nt, threads);
   bench_checksum(mb);
+  bench_write(threads);
   return 0;
 }

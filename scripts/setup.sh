@@ -8,7 +8,7 @@ set -euo pipefail
 # Build tools and libraries (DESIGN.md "Dependencies"). CUDA is optional and not installed here.
 PACKAGES=(
   gcc make cmake pkg-config
-  zlib1g-dev libnifti2-dev libcjson-dev libpng-dev libxxhash-dev
+  zlib1g-dev libnifti2-dev libcjson-dev libpng-dev libxxhash-dev libdeflate-dev
   libgsl-dev libfftw3-dev
   libcmocka-dev
   python3-numpy python3-scipy python3-skimage   # regenerating tests/golden (scripts/make_filter_golden.py)

@@ -66,12 +66,14 @@ typedef struct bench_opts {
   int64_t volume[4];         /* --volume NXxNYxNZxNT (0: none; default 256x256x32x80 when a tier is cuda) */
   int volume_set;            /* --volume given */
   int probe;                 /* the scalar probe's row beside every Tofts row (default on; --no-probe) */
+  int ci;                    /* ask for the 95 % confidence intervals, as lumen dce does (default on; --no-ci) */
 } bench_opts;
 
 static void usage(FILE *f) {
   fprintf(f,
           "bench_fit: fits per second per model and tier on synthetic curves (see docs/BENCHMARKS.md)\n"
           "  --quick               a few-second run (small sizes)\n"
+          "  --no-ci               do not ask for confidence intervals (lumen dce asks for them)\n"
           "  --no-probe            leave out the scalar probe row (bench/probe_tofts.c) beside Tofts rows\n"
           "  --models LIST         models of the per-model table (default: all fitted models)\n"
           "  --tiers LIST          tiers to time (default: cpu,cpu_single,standard)\n"
@@ -120,7 +122,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
                              LUMEN_MODEL_2CUM,  LUMEN_MODEL_2CXM,   LUMEN_MODEL_FXR,
                              LUMEN_MODEL_VFA,   LUMEN_MODEL_IR,     LUMEN_MODEL_SR};
   *o = (bench_opts){.model_curves = 100000, .points_curves = 100000, .standard_max = 20000,
-                    .scaling_model = LUMEN_MODEL_TOFTS, .seed = 1, .budget = 10.0, .probe = 1};
+                    .scaling_model = LUMEN_MODEL_TOFTS, .seed = 1, .budget = 10.0, .probe = 1, .ci = 1};
   o->n_models = (int)(sizeof all / sizeof all[0]);
   memcpy(o->models, all, sizeof all);
   const char *tiers[] = {"cpu", "cpu_single", "standard"};
@@ -139,6 +141,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       exit(0);
+    } else if (!strcmp(a, "--no-ci")) {
+      o->ci = 0;
     } else if (!strcmp(a, "--no-probe")) {
       o->probe = 0;
     } else if (!strcmp(a, "--quick")) {
@@ -402,7 +406,7 @@ static double median_inplace(double *v, int64_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int64_t curves, double budget) {
+static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int64_t curves, double budget, int ci) {
   measure me = {.curves = curves};
   lumen_fit_options o;
   lumen_fit_options_init(&o);
@@ -428,9 +432,13 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   double *params = malloc((size_t)curves * (size_t)np * sizeof *params);
   int32_t *state = malloc((size_t)curves * sizeof *state);
   double *err = malloc((size_t)curves * sizeof *err);
+  double *ci_lo = ci ? malloc((size_t)curves * (size_t)np * sizeof *ci_lo) : NULL;
+  double *ci_hi = ci ? malloc((size_t)curves * (size_t)np * sizeof *ci_hi) : NULL;
   me.param0 = malloc((size_t)curves * sizeof *me.param0);
-  if (!params || !state || !err || !me.param0) {
+  if (!params || !state || !err || !me.param0 || (ci && (!ci_lo || !ci_hi))) {
     snprintf(me.why, sizeof me.why, "out of memory");
+    free(ci_lo);
+    free(ci_hi);
     free(params);
     free(state);
     free(err);
@@ -453,7 +461,8 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   double secs = 0, cpu_secs = 0;
   while (done < curves && s == LUMEN_OK && (done == 0 || secs < budget)) {
     int64_t nc = curves - done < chunk ? curves - done : chunk;
-    lumen_fit_results res = {.params = params + done * np, .state = state + done};
+    lumen_fit_results res = {.params = params + done * np, .state = state + done,
+                             .ci_lo = ci_lo ? ci_lo + done * np : NULL, .ci_hi = ci_hi ? ci_hi + done * np : NULL};
     double t0 = lumen_now_seconds(), u0 = cpu_s();
     s = lumen_fit_execute(ctx, plan, nc, d->data + done * d->n, d->consts ? d->consts + done * LUMEN_FIT_NCONSTS : NULL,
                           &res);
@@ -484,6 +493,8 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   free(params);
   free(state);
   free(err);
+  free(ci_lo);
+  free(ci_hi);
   lumen_fit_plan_destroy(plan);
   return me;
 }
@@ -553,7 +564,7 @@ static void bench_rows(lumen_ctx *ctx, const bench_opts *bo, lumen_model m, int 
       std_idx = t;
       if (nc > bo->standard_max) nc = bo->standard_max;
     }
-    ms[t] = run_tier(ctx, &d, bo->tiers[t], nc, bo->budget);
+    ms[t] = run_tier(ctx, &d, bo->tiers[t], nc, bo->budget, bo->ci);
   }
   if (m == LUMEN_MODEL_TOFTS && bo->probe) { /* the scalar probe: a row of its own */
     names[nt] = "probe";
@@ -620,7 +631,7 @@ static void bench_volume(lumen_ctx *ctx, const bench_opts *bo) {
   for (int t = 0; t < bo->n_tiers; ++t) {
     if (is_standard(bo->tiers[t])) continue;
     /* a budget larger than any run: one measurement of the whole volume */
-    measure me = run_tier(ctx, &d, bo->tiers[t], curves, 1e9);
+    measure me = run_tier(ctx, &d, bo->tiers[t], curves, 1e9, bo->ci);
     if (!me.ok) {
       printf("| %s | n/a (%s) | | | | |\n", bo->tiers[t], me.why);
       free(me.param0);
@@ -661,8 +672,9 @@ int main(int argc, char **argv) {
   }
   if (load1 >= 0) printf("# load average at start: %.2f (other work on the machine slows every tier)\n", load1);
   printf("# Parker AIF (Hct %.2f, delay %.0f min), %.0f s frames, Ktrans U[0.01,0.5]/min, ve U[0.05,0.6], noise SD %.3f mM,"
-         " tol 1e-6, float32 data;\n# standard tier timed on at most %lld curves per row; every row stops after about %.3g s\n",
-         HCT, AIF_DELAY_MIN, FRAME_S, NOISE_MM, (long long)bo.standard_max, bo.budget);
+         " tol 1e-6, float32 data, %s;\n# standard tier timed on at most %lld curves per row; every row stops after about %.3g s\n",
+         HCT, AIF_DELAY_MIN, FRAME_S, NOISE_MM, bo.ci ? "with 95 % confidence intervals" : "no confidence intervals (--no-ci)",
+         (long long)bo.standard_max, bo.budget);
   printf("# median rel. err: |Ktrans - truth| / truth (T1 for vfa/ir/sr) over curves with a finite result;\n"
          "# vs standard: speed ratio to the standard tier and median relative difference of that parameter\n\n");
 

@@ -31,7 +31,10 @@
      model's exact closed form inside the box): the curve is then evaluated once and ends
      converged with 0 iterations; else 0.
    done() hands back the result as lumen_lm_fit would: state, parameters, chi2 and iterations
-     (y still holds the curve). */
+     (y still holds the curve), and A: J^T W J at p over all np parameters (row stride
+     LUMEN_FIT_MAX_PARAMS, summed in double by the solver's last evaluation at p), from which the
+     confidence intervals come without another evaluation; NULL when the curve never had a finite
+     evaluation. */
 #define LUMEN_LMV_DECLARE(T, G, P)                                                                 \
   typedef struct P##_problem {                                                                     \
     lumen_model model;                                                                             \
@@ -49,7 +52,7 @@
     int (*next)(void *user, int ticket, T *y, T *consts);                                          \
     int (*start)(void *user, int ticket, const T *y, const T *ls, int ls_ret, T *p);              \
     void (*done)(void *user, int ticket, const T *y, lumen_fit_state state, const T *p,           \
-                 double chi2, int iterations);                                                     \
+                 double chi2, int iterations, const double *A);                                    \
   } P##_io;
 
 LUMEN_LMV_DECLARE(float, lumen_grid_f32, lumen_lmv)

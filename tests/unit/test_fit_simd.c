@@ -107,6 +107,7 @@ typedef struct io_state {
   float p[NCURVES][4];
   double chi2[NCURVES];
   int it[NCURVES], seen[NCURVES];
+  int a_checked, a_mismatch;   /* done()'s J^T W J against one at p computed here */
 } io_state;
 
 static int io_next(void *user, int tk, float *y, float *consts) {
@@ -136,9 +137,32 @@ static int io_start(void *user, int tk, const float *y, const float *ls, int ls_
   return 0;
 }
 
-static void io_done(void *user, int tk, const float *y, lumen_fit_state st, const float *p, double chi2, int it) {
+/* done()'s A must be J^T W J at the returned p (the confidence intervals come from it): the
+   Jacobian of the scalar model at p, summed here in double. */
+static void check_jtwj(io_state *u, int c, const float *p, const double *A) {
+  const setup *s = u->s;
+  static float f[NMAX], J[4 * NMAX], work[NMAX * 12 + 16];
+  lumen_model_eval_f32(s->model, &s->g, s->consts[c], p, f, J, work);
+  u->a_checked++;
+  int bad = 0;
+  for (int a = 0; a < s->np; ++a)
+    for (int b = 0; b < s->np; ++b) {
+      double want = 0, scale = 0;
+      for (int i = 0; i < s->n; ++i) {
+        double wi = s->use_w ? (double)s->w[i] : 1.0;
+        want += wi * (double)J[a * s->n + i] * (double)J[b * s->n + i];
+        scale += wi * fabs((double)J[a * s->n + i] * (double)J[b * s->n + i]);
+      }
+      bad |= !(fabs(A[a * LUMEN_FIT_MAX_PARAMS + b] - want) <= 1e-5 * scale + 1e-30);
+    }
+  u->a_mismatch += bad;
+}
+
+static void io_done(void *user, int tk, const float *y, lumen_fit_state st, const float *p, double chi2, int it,
+                    const double *A) {
   io_state *u = user;
   int c = u->ticket_curve[tk];
+  if (A && isfinite(chi2)) check_jtwj(u, c, p, A);
   assert_memory_equal(y, u->s->y[c], sizeof(float) * (size_t)u->s->n);
   u->seen[c]++;
   u->state[c] = st;
@@ -185,7 +209,9 @@ static int compare(const setup *s, int width) {
          "mismatches %d; linear starts checked %d, differing %d\n",
          (int)s->model, s->n, s->g.uniform, s->use_w, (int)s->fixed[1], s->max_it, width, states[0], states[1],
          states[LUMEN_FIT_NOT_FINITE], states[LUMEN_FIT_SINGULAR], mismatch, u.ls_checked, u.ls_mismatch);
-  mismatch += u.ls_mismatch;
+  printf("  J^T W J handed to done(): %d checked, %d differing\n", u.a_checked, u.a_mismatch);
+  assert_true(u.a_checked > NCURVES / 2); /* most curves iterate */
+  mismatch += u.ls_mismatch + u.a_mismatch;
   return mismatch;
 }
 
@@ -249,7 +275,9 @@ static int dio_start(void *user, int tk, const double *y, const double *ls, int 
   memcpy(p, u->start[u->ticket_curve[tk]], sizeof(double) * 4);
   return 0;
 }
-static void dio_done(void *user, int tk, const double *y, lumen_fit_state st, const double *p, double chi2, int it) {
+static void dio_done(void *user, int tk, const double *y, lumen_fit_state st, const double *p, double chi2, int it,
+                     const double *A) {
+  (void)A;
   dio_state *u = user;
   int c = u->ticket_curve[tk];
   assert_memory_equal(y, u->y[c], sizeof(double) * (size_t)u->n);

@@ -9,8 +9,8 @@
 #   - a function declared in the headers of the core API (those lumen/lumen.h includes: the API
 #     of liblumen.so, which the Python binding and MEX call) is not exported (LUMEN_API missing,
 #     or the definition does not see its declaration).
-# Functions of include/lumen/io.h and pipeline.h live in the static libraries lumen_io and
-# lumen_pipeline, so they may be absent from liblumen.so; they are counted, not required.
+# Functions of include/lumen/io.h (in liblumen.so only when the I/O module is built) and
+# pipeline.h (static lumen_pipeline) may be absent from liblumen.so; they are counted, not required.
 # The declared names come from the C preprocessor (comments and #if handled) with LUMEN_API
 # replaced by a marker. Needs nm and cc. Exit 2: usage or a missing tool.
 set -euo pipefail

@@ -17,6 +17,9 @@ PACKAGES=(
   # octave + liboctave-dev (mkoctfile) build and test the MEX files in tests/cli/test_octave.sh
   # (about 80 MB download, 265 MB installed)
   python3-pytest python3-venv
+  # `pip install .` at the root offline (--no-build-isolation): the setuptools backend and
+  # bdist_wheel from Debian (tests/cli/test_pip_install.sh)
+  python3-setuptools python3-wheel
   octave liboctave-dev
   # hardening (issue 9): make fuzz builds the libFuzzer targets with clang (-fsanitize=fuzzer
   # needs the compiler-rt runtime package)

@@ -7,9 +7,11 @@ a CUDA GPU, through ctypes over the lumen shared library (liblumen.so) and numpy
     lumen.cuda_available(); lumen.backends()
     with lumen.DeviceContext("cuda:0") as dev: dev.memory_stats()
     smooth = lumen.gaussian(img, 2.0, device="cuda:0", precision="half")  # numpy in, numpy out
+    arr, meta = lumen.read_image("t1.nii.gz"); lumen.write_image("out.png", arr[0], bit_depth=16)
 
-The library is found beside this package (install.sh copies it in), else at $LUMEN_LIBRARY,
-else on the system library path; lumen.library_path() tells which. Errors raise
+The library is $LUMEN_LIBRARY when that is set (a developer's build; only it is tried), else the
+one inside this package (`pip install .` at the repository root builds it in; install.sh copies
+it in), else one on the system library path; lumen.library_path() tells which. Errors raise
 lumen.LumenError (a ValueError too for invalid arguments) with the C library's message.
 Enum values (models, states, tiers, statuses) are read from the library. See docs/BINDINGS.md.
 """
@@ -21,6 +23,7 @@ from ._device import (cuda_available, cuda_probe, cuda_built, backends, devices,
                       DeviceContext, gpu_safe)
 from ._image import (gaussian, dog, gaussian_laplace, median, morphology, otsu, fill_holes, label,
                      boundary_modes, filter_ops)
+from ._io import read_image, write_image, image_formats
 from . import _lib as _l
 
 
@@ -38,4 +41,4 @@ __all__ = ["LumenError", "LumenInvalidArgument", "LumenDeviceError", "LumenMemor
            "cuda_available", "cuda_probe", "cuda_built", "backends", "devices", "memory_stats",
            "DeviceContext", "gpu_safe",
            "gaussian", "dog", "gaussian_laplace", "median", "morphology", "otsu", "fill_holes", "label",
-           "boundary_modes", "filter_ops"]
+           "boundary_modes", "filter_ops", "read_image", "write_image", "image_formats"]

@@ -22,13 +22,10 @@ _log.addHandler(logging.NullHandler())  # the library's log messages reach Pytho
 
 
 def _candidates():
-    here = os.path.dirname(os.path.abspath(__file__))
+    """(path, where) pairs to try. LUMEN_LIBRARY, when set, is a developer's explicit choice: it wins
+    over the library inside the package and is the only one tried, so a wrong path fails loudly
+    instead of silently loading another build."""
     names = ["liblumen.so", "liblumen.so.0", "liblumen.dylib"]
-    beside = [os.path.join(here, n) for n in names]
-    beside += sorted(glob.glob(os.path.join(here, "liblumen.so.*")))
-    for p in beside:
-        if os.path.isfile(p):
-            yield p, "beside the package"
     env = os.environ.get("LUMEN_LIBRARY")
     if env:
         if os.path.isdir(env):
@@ -36,6 +33,13 @@ def _candidates():
                 yield os.path.join(env, n), "LUMEN_LIBRARY"
         else:
             yield env, "LUMEN_LIBRARY"
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    beside = [os.path.join(here, n) for n in names]
+    beside += sorted(glob.glob(os.path.join(here, "liblumen.so.*")))
+    for p in beside:
+        if os.path.isfile(p):
+            yield p, "beside the package"
     found = ctypes.util.find_library("lumen")
     if found:
         yield found, "system library path"
@@ -55,10 +59,15 @@ def _load():
             tried.append("%s (%s): not a lumen library (no lumen_fit_plan_create)" % (path, where))
             continue
         return handle, path, where
-    raise ImportError(
-        "lumen: cannot load the shared library liblumen.so. Looked beside the package, at "
-        "$LUMEN_LIBRARY and on the system library path:\n  " + "\n  ".join(tried or ["nothing found"])
-        + "\nSet LUMEN_LIBRARY=/path/to/build/liblumen.so, or run ./install.sh.")
+    if os.environ.get("LUMEN_LIBRARY"):
+        hint = ("LUMEN_LIBRARY is set, so only it was tried: point it at a liblumen.so (file or folder), "
+                "or unset it to use the library inside the package.")
+    else:
+        hint = ("Looked beside the package and on the system library path. Install with `pip install .` "
+                "at the lumen repository root (builds the library into the package), run ./install.sh, "
+                "or set LUMEN_LIBRARY=/path/to/build/liblumen.so.")
+    raise ImportError("lumen: cannot load the shared library liblumen.so.\n  "
+                      + "\n  ".join(tried or ["nothing found"]) + "\n" + hint)
 
 
 lib, _path, _where = _load()

@@ -2,7 +2,9 @@
 
 LUMEN_LIBRARY (the liblumen.so to test) is taken from the environment, else from LUMEN_BIN's
 folder (CTest sets LUMEN_BIN), else build/liblumen.so. The package is imported from python/
-unless LUMEN_TEST_INSTALLED=1 (then the installed one is tested)."""
+unless LUMEN_TEST_INSTALLED=1: then the installed package is tested with the library it loads
+by itself (the one inside it) unless LUMEN_LIBRARY is set; LIBFILE (the build's library, the
+same code) still serves the C reference program."""
 import os
 import shutil
 import subprocess
@@ -26,15 +28,20 @@ def _build_dir():
 
 
 BUILD = _build_dir()
-if not os.environ.get("LUMEN_LIBRARY"):
-    os.environ["LUMEN_LIBRARY"] = os.path.join(BUILD, "liblumen.so")
+LIBFILE = os.environ.get("LUMEN_LIBRARY") or os.path.join(BUILD, "liblumen.so")
 if os.environ.get("LUMEN_TEST_INSTALLED") != "1":
+    os.environ["LUMEN_LIBRARY"] = LIBFILE
     sys.path.insert(0, PYDIR)
 
 
 @pytest.fixture(scope="session")
 def build_dir():
     return BUILD
+
+
+@pytest.fixture(scope="session")
+def libfile():
+    return LIBFILE
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +58,7 @@ def reference(tmp_path_factory):
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not cc:
         pytest.skip("no C compiler to build the C reference program")
-    libfile = os.environ["LUMEN_LIBRARY"]
+    libfile = LIBFILE
     libdir = os.path.dirname(os.path.abspath(libfile))
     out = str(tmp_path_factory.mktemp("ref") / "fit_reference")
     cmd = [cc, "-std=c11", "-O1", "-o", out, os.path.join(HERE, "fit_reference.c"),

@@ -1,6 +1,7 @@
 """cuda_available, backends (the health rows), devices, DeviceContext, gpu_safe, loading."""
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -11,9 +12,13 @@ import lumen
 
 
 def test_library_is_the_one_under_test():
-    want = os.path.realpath(os.environ["LUMEN_LIBRARY"])
-    if os.environ.get("LUMEN_TEST_INSTALLED") != "1":
-        assert os.path.realpath(lumen.library_path()) == want
+    env = os.environ.get("LUMEN_LIBRARY")
+    if env:  # LUMEN_LIBRARY wins over a library inside the package
+        assert lumen.library_source() == "LUMEN_LIBRARY"
+        assert os.path.realpath(lumen.library_path()) == os.path.realpath(env)
+    else:    # an installed package without LUMEN_LIBRARY loads the library inside it
+        assert lumen.library_source() == "beside the package"
+        assert os.path.dirname(lumen.library_path()) == os.path.dirname(lumen.__file__)
     assert lumen.version().count(".") == 2
     assert lumen.build_info()
 
@@ -104,13 +109,29 @@ def test_gpu_safe_reruns_on_the_cpu():
         bad(device="cuda:0")          # not a device error: not retried
 
 
+def test_lumen_library_wins_over_the_library_inside_the_package(tmp_path, libfile):
+    pkg = tmp_path / "site"
+    shutil.copytree(os.path.dirname(lumen.__file__), str(pkg / "lumen"),
+                    ignore=shutil.ignore_patterns("liblumen*", "__pycache__"))
+    shutil.copyfile(libfile, str(pkg / "lumen" / "liblumen.so"))
+    code = "import sys; sys.path.insert(0, %r); import lumen; print(lumen.library_source()); " \
+           "print(lumen.library_path())" % str(pkg)
+    env = {k: v for k, v in os.environ.items() if k != "LUMEN_LIBRARY"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout.splitlines()
+    assert out == ["beside the package", str(pkg / "lumen" / "liblumen.so")]
+    env["LUMEN_LIBRARY"] = libfile
+    out = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout.splitlines()
+    assert out == ["LUMEN_LIBRARY", libfile]
+
+
 def test_missing_library_is_a_clear_import_error(tmp_path):
     env = dict(os.environ, LUMEN_LIBRARY=str(tmp_path / "nope.so"), LD_LIBRARY_PATH="")
     code = "import sys; sys.path.insert(0, %r); import lumen" % os.path.dirname(os.path.dirname(lumen.__file__))
     r = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True)
-    if r.returncode == 0:
-        pytest.skip("a liblumen is installed beside the package or on the system path")
+    assert r.returncode != 0, "a wrong LUMEN_LIBRARY must fail, never fall back to another library"
     assert "cannot load the shared library" in r.stderr and "LUMEN_LIBRARY" in r.stderr
 
 

@@ -2,7 +2,9 @@
 # The Python binding (python/): pytest with Debian's /usr/bin/python3 (python3-numpy,
 # python3-pytest) against the shared library beside LUMEN_BIN, then an offline
 # `pip install --no-index --no-build-isolation` of the package into a throw-away venv with the
-# library copied beside the package (install.sh's layout), and the tests again on that install.
+# library copied beside the package (install.sh's layout), and the tests again on that install
+# (without LUMEN_LIBRARY, which would win over the library inside the package). The root
+# `pip install .` (CMake build into the package) is tests/cli/test_pip_install.sh.
 # Exit 77 (skip) when python3, numpy or pytest is missing; pytest's "no tests collected" (5) fails.
 set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
@@ -45,10 +47,11 @@ if "$PY" -m venv --system-site-packages "$tmp/venv" >"$tmp/venv.log" 2>&1 && [ -
   if "$tmp/venv/bin/pip" install -q --no-index --no-build-isolation --disable-pip-version-check "$tmp/stage" \
        > "$tmp/pip.log" 2>&1; then
     echo "ok: pip install --no-index --no-build-isolation ./python"
-    where=$(cd "$tmp" && "$tmp/venv/bin/python" -c 'import lumen; print(lumen.library_source())' 2>&1)
+    where=$(cd "$tmp" && env -u LUMEN_LIBRARY "$tmp/venv/bin/python" -c 'import lumen; print(lumen.library_source())' 2>&1)
     if [ "$where" = "beside the package" ]; then echo "ok: installed package loads the library beside itself"
     else echo "FAIL: installed package loaded the library from: $where"; fail=1; fi
-    PY_RUN=$tmp/venv/bin/python run_pytest "installed package (venv)" LUMEN_TEST_INSTALLED=1 LUMEN_LIBRARY="$lib"
+    # the installed package with the library inside it (LUMEN_LIBRARY would win over it)
+    PY_RUN=$tmp/venv/bin/python run_pytest "installed package (venv)" -u LUMEN_LIBRARY LUMEN_TEST_INSTALLED=1
   else
     echo "FAIL: offline pip install of python/"; cat "$tmp/pip.log"; fail=1
   fi

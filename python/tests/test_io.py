@@ -1,0 +1,375 @@
+"""lumen.read_image / write_image (PNG, NIfTI) against files made and parsed byte by byte here:
+a PNG encoder/decoder over zlib (all five row filters) and the NIfTI-1/2 header layout with struct,
+so the references share no code with libpng or nifti_clib."""
+import ctypes
+import gzip
+import os
+import shutil
+import struct
+import subprocess
+import zlib
+
+import numpy as np
+import pytest
+
+import lumen
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.environ.get("LUMEN_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
+
+# ---------------------------------------------------------------------------- PNG by hand
+
+
+def _chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def png_bytes(a):
+    """Grey PNG of a uint8/uint16 array, every row with filter type 0 (none)."""
+    depth = 16 if a.dtype == np.uint16 else 8
+    h, w = a.shape
+    rows = a.astype(">u2" if depth == 16 else "u1").tobytes()
+    stride = w * depth // 8
+    raw = b"".join(b"\0" + rows[r * stride:(r + 1) * stride] for r in range(h))
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, 0, 0, 0, 0))
+            + _chunk(b"IDAT", zlib.compress(raw)) + _chunk(b"IEND", b""))
+
+
+def png_decode(data):
+    """(array, bit_depth) of a non-interlaced grey PNG: chunks, zlib and the five row filters."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, hdr = 8, b"", None
+    while pos < len(data):
+        n, = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        assert struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0] == zlib.crc32(kind + body) & 0xFFFFFFFF
+        if kind == b"IHDR":
+            hdr = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    w, h, depth, colour, _, _, interlace = hdr
+    assert colour == 0 and interlace == 0 and depth in (8, 16)
+    bpp = depth // 8
+    stride = w * bpp
+    raw = zlib.decompress(idat)
+    out = bytearray()
+    prev = bytearray(stride)
+    for r in range(h):
+        f, line = raw[r * (stride + 1)], bytearray(raw[r * (stride + 1) + 1:(r + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+            else:
+                assert f == 0, "unknown PNG filter %d" % f
+        out += line
+        prev = line
+    return np.frombuffer(bytes(out), ">u2" if depth == 16 else "u1").reshape(h, w), depth
+
+
+# ---------------------------------------------------------------------------- NIfTI by hand
+
+_NIFTI_DT = {np.dtype(np.uint8): 2, np.dtype(np.int16): 4, np.dtype(np.int32): 8, np.dtype(np.float32): 16,
+             np.dtype(np.float64): 64, np.dtype(np.uint16): 512}
+
+
+def nifti1_bytes(a, pixdim=None, srow=None, slope=0.0, inter=0.0, descrip=b""):
+    """A NIfTI-1 single file (.nii) of a numpy array in lumen's axis order: a[z, y, x] is voxel (x, y, z)."""
+    dims = list(reversed(a.shape))
+    h = bytearray(352)
+    struct.pack_into("<i", h, 0, 348)
+    struct.pack_into("<8h", h, 40, len(dims), *(dims + [1] * (7 - len(dims))))
+    struct.pack_into("<hh", h, 70, _NIFTI_DT[a.dtype], 8 * a.dtype.itemsize)
+    pd = [1.0] + list(pixdim or [1.0] * len(dims))
+    struct.pack_into("<8f", h, 76, *(pd + [1.0] * (8 - len(pd))))
+    struct.pack_into("<fff", h, 108, 352.0, slope, inter)
+    struct.pack_into("<B", h, 123, 2 | 8)             # xyzt_units: mm, s
+    h[148:148 + len(descrip)] = descrip
+    if srow is not None:
+        struct.pack_into("<hh", h, 252, 0, 1)           # qform_code 0, sform_code 1
+        struct.pack_into("<12f", h, 280, *np.asarray(srow, np.float64)[:3].ravel())
+    h[344:348] = b"n+1\0"
+    return bytes(h) + a.astype(a.dtype.newbyteorder("<")).tobytes()
+
+
+def nifti_parse(path):
+    """(header dict, data array in lumen's numpy order) of a NIfTI-1 or -2 file, gzip or not."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    size, = struct.unpack_from("<i", data, 0)
+    code = {v: k for k, v in _NIFTI_DT.items()}
+    if size == 348:
+        ndim, *dims = struct.unpack_from("<8h", data, 40)
+        dt, bitpix = struct.unpack_from("<hh", data, 70)
+        pixdim = struct.unpack_from("<8f", data, 76)
+        vox, slope, inter = struct.unpack_from("<fff", data, 108)
+        descrip = data[148:228].split(b"\0")[0]
+        qcode, scode = struct.unpack_from("<hh", data, 252)
+        srow = struct.unpack_from("<12f", data, 280)
+        magic = data[344:348]
+    else:
+        assert size == 540
+        magic = data[4:12]
+        dt, bitpix = struct.unpack_from("<hh", data, 12)
+        ndim, *dims = struct.unpack_from("<8q", data, 16)
+        pixdim = struct.unpack_from("<8d", data, 104)
+        vox, = struct.unpack_from("<q", data, 168)
+        slope, inter = struct.unpack_from("<dd", data, 176)
+        descrip = data[240:320].split(b"\0")[0]
+        qcode, scode = struct.unpack_from("<ii", data, 344)
+        srow = struct.unpack_from("<12d", data, 400)
+    shape = tuple(reversed(dims[:ndim]))
+    dtype = code[dt].newbyteorder("<")
+    n = int(np.prod(shape))
+    arr = np.frombuffer(data, dtype, count=n, offset=int(vox)).reshape(shape)
+    return {"sizeof_hdr": size, "magic": magic, "datatype": dt, "bitpix": bitpix, "pixdim": pixdim,
+            "scl_slope": slope, "scl_inter": inter, "descrip": descrip, "qform_code": qcode,
+            "sform_code": scode, "srow": np.array(srow).reshape(3, 4)}, arr
+
+
+# ---------------------------------------------------------------------------- PNG
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_png_read_of_a_hand_made_file(tmp_path, dtype):
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, np.iinfo(dtype).max + 1, size=(13, 29), dtype=dtype)
+    p = tmp_path / "x.png"
+    p.write_bytes(png_bytes(a))
+    arr, meta = lumen.read_image(p)
+    assert arr.dtype == dtype and arr.shape == (13, 29)
+    np.testing.assert_array_equal(arr, a)
+    assert meta["format"] == "png" and meta["bit_depth"] == 8 * np.dtype(dtype).itemsize
+    assert meta["shape"] == (13, 29) and meta["dtype"] == np.dtype(dtype).name and meta["spacing"] == (1.0, 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_png_write_decoded_independently(tmp_path, dtype):
+    yy, xx = np.mgrid[0:40, 0:57]
+    a = ((xx * 37 + yy * 11) % (np.iinfo(dtype).max + 1)).astype(dtype)  # filters get used by libpng
+    p = tmp_path / "w.png"
+    lumen.write_image(p, a)
+    ref, depth = png_decode(p.read_bytes())
+    assert depth == 8 * np.dtype(dtype).itemsize
+    np.testing.assert_array_equal(ref, a)
+    back, meta = lumen.read_image(p)
+    np.testing.assert_array_equal(back, a)
+    assert meta["bit_depth"] == depth
+
+
+def test_png_float_clip_minmax_and_range(tmp_path):
+    f = np.array([[-3.0, 0.4, 0.6, 254.5, 300.0, np.nan]], np.float32)
+    lumen.write_image(tmp_path / "c.png", f)
+    np.testing.assert_array_equal(png_decode((tmp_path / "c.png").read_bytes())[0], [[0, 0, 1, 254, 255, 0]])
+    g = np.array([[10.0, 20.0, 30.0]], np.float64)
+    lumen.write_image(tmp_path / "m.png", g, scaling="minmax", bit_depth=16)
+    ref, depth = png_decode((tmp_path / "m.png").read_bytes())
+    assert depth == 16
+    np.testing.assert_array_equal(ref, [[0, 32768, 65535]])  # (v - 10) / 20 * 65535, rounded
+    lumen.write_image(tmp_path / "r.png", g, lo=15.0, hi=25.0)
+    np.testing.assert_array_equal(png_decode((tmp_path / "r.png").read_bytes())[0], [[0, 128, 255]])
+
+
+def test_png_read_is_a_view_of_the_c_image(tmp_path):
+    p = tmp_path / "v.png"
+    p.write_bytes(png_bytes(np.arange(6, dtype=np.uint8).reshape(2, 3)))
+    arr, _ = lumen.read_image(p)
+    owner = arr
+    while isinstance(owner, np.ndarray):
+        owner = owner.base
+    assert not arr.flags.owndata and isinstance(owner, ctypes.Array)     # numpy over the C buffer
+    arr[0, 0] = 9                                                        # writable, caller's now
+    view = arr[1]
+    del arr
+    np.testing.assert_array_equal(view, [3, 4, 5])                       # memory kept alive by views
+
+
+# ---------------------------------------------------------------------------- NIfTI
+
+
+@pytest.mark.parametrize("name", ["v.nii", "v.nii.gz"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.uint8, np.float64])
+def test_nifti_write_parsed_by_hand(tmp_path, name, dtype):
+    rng = np.random.default_rng(2)
+    a = (rng.normal(size=(5, 6, 7)) * 50).astype(dtype)
+    aff = np.array([[0, 0, -1.5, 10.0], [0, 2.0, 0, -20.0], [3.0, 0, 0, 5.0], [0, 0, 0, 1]])
+    p = tmp_path / name
+    lumen.write_image(p, a, spacing=(3.0, 2.0, 1.5), affine=aff, description="lumen test")
+    hdr, data = nifti_parse(p)
+    assert hdr["sizeof_hdr"] == 348 and hdr["magic"] == b"n+1\0"
+    assert hdr["datatype"] == _NIFTI_DT[np.dtype(dtype)] and hdr["bitpix"] == 8 * np.dtype(dtype).itemsize
+    assert data.shape == a.shape and data.dtype.newbyteorder("=") == np.dtype(dtype)
+    np.testing.assert_array_equal(data, a)
+    assert hdr["pixdim"][1:4] == (1.5, 2.0, 3.0)               # x, y, z: numpy order reversed
+    assert hdr["sform_code"] == 1 and hdr["descrip"] == b"lumen test"
+    np.testing.assert_allclose(hdr["srow"], aff[:3], rtol=0, atol=1e-6)
+    back, meta = lumen.read_image(p)
+    np.testing.assert_array_equal(back, a)
+    assert back.dtype == dtype and meta["shape"] == a.shape and meta["spacing"] == (3.0, 2.0, 1.5)
+    np.testing.assert_allclose(meta["affine"], aff, atol=1e-6)
+    assert meta["affine_source"] == "sform" and meta["description"] == "lumen test"
+    assert meta["compressed"] == name.endswith(".gz") and meta["version"] == 1
+
+
+def test_nifti_read_of_a_hand_made_file_scaling_and_affine(tmp_path):
+    a = np.arange(2 * 3 * 4, dtype=np.int16).reshape(2, 3, 4) - 7
+    srow = [[0.0, -0.8, 0.0, 90.0], [0.9, 0.0, 0.0, -126.0], [0.0, 0.0, 2.5, -72.0]]
+    p = tmp_path / "s.nii"
+    p.write_bytes(nifti1_bytes(a, pixdim=[0.9, 0.8, 2.5], srow=srow, slope=2.0, inter=-5.0, descrip=b"hand"))
+    arr, meta = lumen.read_image(p)            # the header asks for scaling: float32, scaled
+    assert arr.dtype == np.float32 and meta["scaled"] and meta["stored_dtype"] == "int16"
+    np.testing.assert_array_equal(arr, a * 2.0 - 5.0)
+    raw, meta_raw = lumen.read_image(p, apply_scaling=False)
+    assert raw.dtype == np.int16 and not meta_raw["scaled"]
+    np.testing.assert_array_equal(raw, a)
+    assert (meta_raw["scl_slope"], meta_raw["scl_inter"]) == (2.0, -5.0)
+    np.testing.assert_allclose(meta["affine"][:3], srow, atol=1e-6)
+    assert meta["spacing"] == pytest.approx((2.5, 0.8, 0.9)) and meta["description"] == "hand"
+    assert meta["datatype"] == 4 and meta["space_unit"] == 2 and meta["time_unit"] == 8
+
+
+def test_nifti_unscaled_file_keeps_its_type(tmp_path):
+    a = np.arange(24, dtype=np.uint16).reshape(2, 3, 4) * 1000
+    p = tmp_path / "u.nii"
+    p.write_bytes(nifti1_bytes(a))
+    arr, meta = lumen.read_image(p)
+    assert arr.dtype == np.uint16 and not meta["scaled"] and meta["affine_source"] == "pixdim"
+    np.testing.assert_array_equal(arr, a)
+    f, m = lumen.read_image(p, apply_scaling=True)
+    assert f.dtype == np.float32
+    np.testing.assert_array_equal(f, a.astype(np.float32))
+
+
+def test_nifti_4d_and_nifti2_and_meta_round_trip(tmp_path):
+    a = np.random.default_rng(3).random((3, 2, 4, 5)).astype(np.float32)     # t, z, y, x
+    p1 = tmp_path / "a.nii.gz"
+    lumen.write_image(p1, a, spacing=(2.5, 3.0, 1.0, 1.0), version=2, intent_name="Ktrans")
+    hdr, data = nifti_parse(p1)
+    assert hdr["sizeof_hdr"] == 540 and hdr["magic"][:3] == b"n+2"
+    np.testing.assert_array_equal(data, a)
+    arr, meta = lumen.read_image(p1)
+    assert meta["version"] == 2 and meta["intent_name"] == "Ktrans" and meta["shape"] == (3, 2, 4, 5)
+    p2 = tmp_path / "b.nii"
+    lumen.write_image(p2, arr * 2, **meta)       # read_image's meta is accepted as it is
+    arr2, meta2 = lumen.read_image(p2)
+    np.testing.assert_array_equal(arr2, a * 2)
+    for k in ("spacing", "version", "intent_name", "intent_code", "description", "sform_code"):
+        assert meta2[k] == meta[k], k
+    np.testing.assert_array_equal(meta2["affine"], meta["affine"])
+
+
+def test_write_accepts_non_contiguous_and_bool(tmp_path):
+    a = np.arange(60, dtype=np.float32).reshape(6, 10)[:, ::2]
+    lumen.write_image(tmp_path / "nc.nii", a)
+    np.testing.assert_array_equal(nifti_parse(tmp_path / "nc.nii")[1], a)
+    m = np.array([[True, False], [False, True]])
+    lumen.write_image(tmp_path / "m.png", m)
+    np.testing.assert_array_equal(png_decode((tmp_path / "m.png").read_bytes())[0], m.astype(np.uint8))
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+def test_read_errors_carry_the_c_message(tmp_path):
+    with pytest.raises(lumen.LumenError) as e:
+        lumen.read_image(tmp_path / "missing.nii.gz")
+    assert "missing.nii.gz" in str(e.value) and e.value.status_name == "io_error"
+    bad = tmp_path / "cut.png"
+    bad.write_bytes(png_bytes(np.zeros((8, 8), np.uint8))[:40])
+    with pytest.raises(lumen.LumenError) as e:
+        lumen.read_image(bad)
+    assert "cut.png" in str(e.value)
+    cut = tmp_path / "cut.nii"
+    cut.write_bytes(nifti1_bytes(np.zeros((4, 4, 4), np.float32))[:400])
+    with pytest.raises(lumen.LumenError) as e:
+        lumen.read_image(cut)
+    assert "cut.nii" in str(e.value) and e.value.status_name == "format_error"
+    (tmp_path / "dir.nii").mkdir()
+    with pytest.raises(lumen.LumenError, match="folder"):
+        lumen.read_image(tmp_path / "dir.nii")
+
+
+def test_read_refuses_over_max_bytes(tmp_path):
+    p = tmp_path / "big.nii"
+    p.write_bytes(nifti1_bytes(np.zeros((8, 8, 8), np.float32)))
+    with pytest.raises(lumen.LumenError) as e:
+        lumen.read_image(p, max_bytes=1000)
+    assert e.value.status_name == "out_of_memory"
+
+
+def test_write_refuses_to_replace_unless_overwrite(tmp_path):
+    p = tmp_path / "o.png"
+    lumen.write_image(p, np.full((2, 2), 7, np.uint8))
+    before = p.read_bytes()
+    with pytest.raises(lumen.LumenError, match="exists"):
+        lumen.write_image(p, np.zeros((2, 2), np.uint8))
+    assert p.read_bytes() == before
+    lumen.write_image(p, np.zeros((2, 2), np.uint8), overwrite=True)
+    np.testing.assert_array_equal(lumen.read_image(p)[0], 0)
+    assert sorted(os.listdir(tmp_path)) == ["o.png"]          # no temporaries left
+
+
+def test_argument_errors_before_c(tmp_path):
+    a = np.zeros((3, 3), np.float32)
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        lumen.write_image(tmp_path / "x.tif", a)
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        lumen.read_image(tmp_path / "x.jpg")
+    with pytest.raises(ValueError, match="format="):
+        lumen.read_image(tmp_path / "x.png", format="tiff")
+    with pytest.raises(ValueError, match="PNG stores no voxel spacing"):
+        lumen.write_image(tmp_path / "x.png", a, spacing=(2, 1))
+    with pytest.raises(ValueError, match="png cannot store description"):
+        lumen.write_image(tmp_path / "x.png", a, description="no")
+    with pytest.raises(ValueError, match="cannot store bit_depth"):
+        lumen.write_image(tmp_path / "x.nii", a, bit_depth=8)
+    with pytest.raises(ValueError, match="spacing has 3 values"):
+        lumen.write_image(tmp_path / "x.nii", a, spacing=(1, 2, 3))
+    with pytest.raises(ValueError, match="scaling='range' needs lo"):
+        lumen.write_image(tmp_path / "x.png", a, scaling="range")
+    with pytest.raises(TypeError, match="complex128"):
+        lumen.write_image(tmp_path / "x.nii", a.astype(complex))
+    with pytest.raises(lumen.LumenInvalidArgument, match="spacing"):
+        lumen.write_image(tmp_path / "x.nii", a, spacing=(0, 1))
+    with pytest.raises(lumen.LumenError, match="intent_name"):
+        lumen.write_image(tmp_path / "x.nii", a, intent_name="a name longer than fifteen")
+    assert os.listdir(tmp_path) == []                            # nothing written on any error
+    assert lumen.image_formats() == {"png": [".png"], "nifti": [".nii", ".nii.gz"]}
+
+
+# ---------------------------------------------------------------------------- layouts
+
+
+def test_struct_mirrors_match_the_c_compiler(tmp_path):
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler to measure the io.h structs")
+    from lumen import _io
+    src = tmp_path / "sizes.c"
+    names = {"lumen_nifti_read_opts": _io._NiftiReadOpts, "lumen_nifti_info": _io._NiftiInfo,
+             "lumen_nifti_write_opts": _io._NiftiWriteOpts, "lumen_png_read_opts": _io._PngReadOpts,
+             "lumen_png_write_opts": _io._PngWriteOpts}
+    body = "".join('printf("%%zu\\n", sizeof(%s));' % n for n in names)
+    body += 'printf("%zu %zu %zu\\n", offsetof(lumen_nifti_info, affine), offsetof(lumen_nifti_info, '
+    body += 'descrip), offsetof(lumen_nifti_write_opts, compress_level));'
+    src.write_text("#include <stddef.h>\n#include <stdio.h>\n#include \"lumen/io.h\"\nint main(void){%s return 0;}\n"
+                   % body)
+    exe = tmp_path / "sizes"
+    subprocess.run([cc, "-std=c11", "-I", os.path.join(REPO, "include"), "-o", str(exe), str(src)], check=True)
+    out = subprocess.run([str(exe)], stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split()
+    assert [int(v) for v in out[:5]] == [ctypes.sizeof(c) for c in names.values()]
+    assert [int(v) for v in out[5:]] == [_io._NiftiInfo.affine.offset, _io._NiftiInfo.descrip.offset,
+                                         _io._NiftiWriteOpts.compress_level.offset]

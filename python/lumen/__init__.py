@@ -24,6 +24,9 @@ from ._device import (cuda_available, cuda_probe, cuda_built, backends, devices,
 from ._image import (gaussian, dog, gaussian_laplace, median, morphology, otsu, fill_holes, label,
                      boundary_modes, filter_ops)
 from ._io import read_image, write_image, image_formats
+from ._image_ops import (gaussian_batch, gaussian_many, gamma, absolute, contrast, convolve, bandpass,
+                         sauvola, local_variance, variance_binarize, largest_component, entropy,
+                         mutual_information, variance)
 from . import _lib as _l
 
 
@@ -42,3 +45,6 @@ __all__ = ["LumenError", "LumenInvalidArgument", "LumenDeviceError", "LumenMemor
            "DeviceContext", "gpu_safe",
            "gaussian", "dog", "gaussian_laplace", "median", "morphology", "otsu", "fill_holes", "label",
            "boundary_modes", "filter_ops", "read_image", "write_image", "image_formats"]
+__all__ += ["gaussian_batch", "gaussian_many", "gamma", "absolute", "contrast", "convolve", "bandpass",
+            "sauvola", "local_variance", "variance_binarize", "largest_component", "entropy",
+            "mutual_information", "variance"]

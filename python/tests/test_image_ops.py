@@ -3,6 +3,7 @@ local_variance, variance_binarize, largest_component, gaussian_batch, gaussian_m
 mutual_information, variance): against the CLI `lumen filter OP` on the same NIfTI input (bit
 for bit: both run the same C op on the same float32 voxels), against scipy.ndimage / numpy
 computed independently, and their errors."""
+import gzip
 import ctypes
 import re
 import struct
@@ -13,9 +14,45 @@ import pytest
 
 import lumen
 from lumen import _image_ops
-from lumen.medical_image._files import _read_nifti1
 
 ndimage = pytest.importorskip("scipy.ndimage")
+
+# An independent NIfTI-1 reader for the CLI's outputs (numpy and struct only, not lumen's reader)
+_NII_TYPES = {2: "u1", 4: "i2", 8: "i4", 16: "f4", 64: "f8", 256: "i1", 512: "u2", 768: "u4", 1024: "i8", 1280: "u8"}
+
+
+def _read_nifti1(path):
+    """NIfTI-1 single file: voxels as float32 with scl_slope/scl_inter, numpy axis order."""
+    opener = gzip.open if str(path).lower().endswith(".gz") else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 348:
+        raise ValueError("%s: not a NIfTI-1 file (%d bytes, header needs 348)" % (path, len(raw)))
+    for end in ("<", ">"):
+        if struct.unpack(end + "i", raw[:4])[0] == 348:
+            break
+    else:
+        raise ValueError("%s: not a NIfTI-1 file (sizeof_hdr is not 348; NIfTI-2 needs lumen's C reader)" % path)
+    dim = struct.unpack(end + "8h", raw[40:56])
+    code = struct.unpack(end + "h", raw[70:72])[0]
+    vox_offset = int(struct.unpack(end + "f", raw[108:112])[0])
+    slope, inter = struct.unpack(end + "2f", raw[112:120])
+    if code not in _NII_TYPES:
+        raise ValueError("%s: NIfTI datatype %d is not supported here" % (path, code))
+    nd = dim[0]
+    if not 1 <= nd <= 7:
+        raise ValueError("%s: NIfTI dim[0] = %d, expected 1..7" % (path, nd))
+    shape = [int(d) for d in dim[1:nd + 1]]
+    while len(shape) > 1 and shape[-1] == 1:
+        shape.pop()
+    dt = np.dtype(end + _NII_TYPES[code])
+    n = int(np.prod(shape))
+    if len(raw) < vox_offset + n * dt.itemsize:
+        raise ValueError("%s: truncated NIfTI data" % path)
+    a = np.frombuffer(raw, dt, n, vox_offset).reshape(shape[::-1]).astype(np.float32)
+    if slope not in (0.0,) and np.isfinite(slope) and not (slope == 1.0 and inter == 0.0):
+        a = a * np.float32(slope) + np.float32(inter)
+    return np.ascontiguousarray(a, np.float32)
 
 
 def write_nifti(path, a):

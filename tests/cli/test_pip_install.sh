@@ -73,6 +73,12 @@ a = (np.arange(60, dtype=np.uint16).reshape(6, 10) * 1000)
 lumen.write_image("rt.png", a)
 b, meta = lumen.read_image("rt.png")
 assert meta["bit_depth"] == 16 and (a == b).all()
+# the medical_image compatibility package is installed with it
+from lumen.medical_image import Image, Filters
+im = Image.from_array(img)
+out = im.clone()
+Filters.gaussian_filter(im, out, sigma=2.0)
+assert abs(float(out.pixel_data[16, 16]) - float(g[16, 16])) < 1e-7, (out.pixel_data[16, 16], g[16, 16])
 print("lumen %s from %s: Ktrans %.6f ve %.6f, gaussian centre %.8f" % (lumen.version(), lib, res.params[0, 0],
                                                                       res.params[0, 1], g[16, 16]))
 EOF

@@ -66,6 +66,17 @@ if(LUMEN_IO)
   # xxHash (libxxhash-dev): the pipelines' input and output checksums (XXH3 64-bit)
   find_path(XXHASH_INCLUDE_DIR xxhash.h)
   find_library(XXHASH_LIBRARY xxhash)
+  # GDCM (libgdcm-dev) for DICOM input; Debian ships GDCMConfig.cmake. Optional: without it
+  # lumen_dicom_read returns LUMEN_ERR_NOT_BUILT.
+  set(LUMEN_HAVE_DICOM OFF)
+  if(LUMEN_DICOM)
+    find_package(GDCM CONFIG QUIET)
+    if(GDCM_FOUND AND TARGET gdcmMSFF)
+      set(LUMEN_HAVE_DICOM ON)
+    else()
+      message(STATUS "lumen: GDCM not found (libgdcm-dev), building without DICOM input")
+    endif()
+  endif()
   if(NIFTI_INCLUDE_DIR AND NIFTI2_LIBRARY AND ZNZ_LIBRARY AND CJSON_INCLUDE_DIR AND CJSON_LIBRARY AND ZLIB_FOUND
      AND XXHASH_INCLUDE_DIR AND XXHASH_LIBRARY)
     set(LUMEN_HAVE_IO ON)

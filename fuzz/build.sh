@@ -21,18 +21,32 @@ if ! echo 'int LLVMFuzzerTestOneInput(const unsigned char*d,unsigned long n){(vo
 fi
 mkdir -p "$OUT/obj"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-CFLAGS="-std=c11 -g -O1 $SAN -D_POSIX_C_SOURCE=200809L -DLUMEN_HAVE_PNG=1 -Iinclude -Isrc -I$CORE/generated
+DICOM_DEF=""
+[ -f /usr/include/gdcm-3.0/gdcmImageReader.h ] && DICOM_DEF="-DLUMEN_HAVE_DICOM=1"
+CFLAGS="-std=c11 -g -O1 $SAN -D_POSIX_C_SOURCE=200809L -DLUMEN_HAVE_PNG=1 $DICOM_DEF -Iinclude -Isrc -I$CORE/generated
         -I/usr/include/nifti -I/usr/include/cjson -Wall -Wno-unknown-pragmas"
 objs=()
 for src in src/io/*.c src/pipeline/config.c src/pipeline/plausible.c src/pipeline/strbuf.c; do
   o="$OUT/obj/$(basename "${src%.c}").o"
-  if [ ! -f "$o" ] || [ "$src" -nt "$o" ] || [ src/io/io_internal.h -nt "$o" ] ||
+  if [ ! -f "$o" ] || [ "$src" -nt "$o" ] || [ src/io/io_internal.h -nt "$o" ] || [ src/io/dicom_internal.h -nt "$o" ] ||
      [ src/pipeline/pipe_internal.h -nt "$o" ]; then
     $CC $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$o"
   fi
   objs+=("$o")
 done
 LIBS="$CORE/liblumen.a -lnifti2 -lznz -lcjson -lpng -lz -lm"
+# DICOM (GDCM, optional like in the CMake build): its one C++ file with clang++ (no vptr or function check:
+# that needs the C++ UBSan runtime, and the targets link as C), then GDCM's libraries
+GDCM_INC=/usr/include/gdcm-3.0
+if [ -f "$GDCM_INC/gdcmImageReader.h" ]; then
+  o="$OUT/obj/dicom_gdcm.o"
+  if [ ! -f "$o" ] || [ src/io/dicom_gdcm.cpp -nt "$o" ] || [ src/io/dicom_internal.h -nt "$o" ] || [ fuzz/build.sh -nt "$o" ]; then
+    ${CXX_FUZZ:-clang++} -std=c++17 -g -O1 $SAN -fno-sanitize=vptr,function -fsanitize=fuzzer-no-link -D_POSIX_C_SOURCE=200809L -DLUMEN_HAVE_DICOM=1 \
+      -Iinclude -Isrc -I"$CORE/generated" -I"$GDCM_INC" -Wall -c src/io/dicom_gdcm.cpp -o "$o"
+  fi
+  objs+=("$o")
+  LIBS="$LIBS -lgdcmMSFF -lgdcmDSED -lgdcmCommon -lgdcmDICT -lgdcmIOD -lstdc++"
+fi
 # the core library may use OpenMP (gcc's libgomp) and GSL
 # (nm's output is captured first: `nm | grep -q` fails under pipefail when grep stops early)
 symbols=$(nm "$CORE/liblumen.a" 2>/dev/null || true)

@@ -91,5 +91,24 @@ def main():
         b'unknown_key = 5\n')
     put('config', 'bad.txt', b'\xef\xbb\xbfrelaxivity\n= 3\nhematocrit = abc\n')
 
+
+def dicom_seeds():
+    """fuzz_dicom seeds: small test files of pydicom (Debian python3-pydicom), one per transfer
+    syntax lumen decodes; byte 0 picks the decode path (0: a forked child, 1: in-process)."""
+    try:
+        from pydicom.data import get_testdata_file
+    except ImportError:
+        print('make_corpus.py: pydicom not found, fuzz/corpus/dicom not written', file=sys.stderr)
+        return
+    for name in ['MR_small.dcm', 'MR_small_implicit.dcm', 'MR_small_bigendian.dcm', 'MR_small_RLE.dcm',
+                 'MR_small_jpeg_ls_lossless.dcm', 'MR_small_jp2klossless.dcm', 'rtdose_1frame.dcm',
+                 'rtdose_rle_1frame.dcm']:
+        with open(get_testdata_file(name), 'rb') as f:
+            put('dicom', name, b'\1' + f.read())
+    with open(get_testdata_file('MR_small.dcm'), 'rb') as f:
+        put('dicom', 'MR_small_fork.dcm', b'\0' + f.read())
+
+
 if __name__ == '__main__':
     main()
+    dicom_seeds()

@@ -29,7 +29,9 @@ PACKAGES=(
 )
 # Optional: a failure to install these is reported and the set-up goes on (their tests skip with 77).
 #   chromium: tests/cli/test_report_browser.sh renders report.html in a real browser (issue 17)
-OPTIONAL=(chromium)
+#   libgdcm-dev: DICOM input (issue 18, docs/DICOM.md; lumen builds without it and says so);
+#   python3-pydicom: the DICOM tests' independent reference (tests/cli/test_dicom.sh)
+OPTIONAL=(chromium libgdcm-dev python3-pydicom)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,5 +1,6 @@
 /* lumen: file input and output. NIfTI-1/2 (.nii, .nii.gz) through nifti_clib and zlib, JSON
-   sidecars through cJSON, PNG through libpng, and numeric text tables (curves, times, AIFs).
+   sidecars through cJSON, PNG through libpng, DICOM images through GDCM, and numeric text tables
+   (curves, times, AIFs).
    Lives in the separate library lumen_io so the core builds without these packages.
    docs/FILES.md describes the formats, the limits and the atomic-write rule.
 
@@ -254,6 +255,58 @@ LUMEN_API lumen_status lumen_png_write(lumen_ctx *ctx, const char *path, const l
    and the atomic writer's. */
 LUMEN_API lumen_status lumen_png_write_rgb8(lumen_ctx *ctx, const char *path, const uint8_t *rgb, int64_t width,
                                   int64_t height, int overwrite);
+
+/* ----------------------------------------------------------------------------------- DICOM */
+
+/* DICOM images through GDCM (docs/DICOM.md). Optional: a build without GDCM returns
+   LUMEN_ERR_NOT_BUILT ("built without DICOM support"). */
+
+typedef struct lumen_dicom_read_opts {
+  int64_t max_bytes;        /* file and decoded pixel limit; 0 = default (lumen_io_default_max_bytes) */
+} lumen_dicom_read_opts;
+
+typedef struct lumen_dicom_info {
+  int64_t rows, columns;    /* Rows (y), Columns (x) */
+  int64_t frames;           /* NumberOfFrames (1 when absent) */
+  int samples_per_pixel;    /* always 1 (colour is refused) */
+  int bits_allocated, bits_stored, high_bit;
+  int pixel_representation; /* 0 unsigned, 1 two's complement */
+  char photometric[17];     /* "MONOCHROME1" or "MONOCHROME2" */
+  int inverted;             /* MONOCHROME1: the values were inverted (see lumen_dicom_read) */
+  double rescale_slope, rescale_intercept; /* as applied (1 and 0 when absent) */
+  int has_rescale;          /* RescaleSlope or RescaleIntercept present */
+  double spacing[2];        /* mm between columns (x) and between rows (y); 1 when absent */
+  const char *spacing_source; /* "PixelSpacing", "ImagerPixelSpacing" or NULL (static) */
+  int has_window;           /* WindowCenter and WindowWidth present (their first values) */
+  double window_center, window_width;
+  char modality[17];        /* Modality ("" when absent) */
+  char transfer_syntax[65]; /* TransferSyntaxUID of the file meta group */
+  int isolated;             /* GDCM decoded in a child process (1) or in this process (0) */
+} lumen_dicom_info;
+
+/* Reads one DICOM Part 10 image file (preamble + "DICM") into a new float32 host image with dims
+   {Columns, Rows} or, for a multi-frame file, {Columns, Rows, NumberOfFrames}: y = 0 the first
+   row, as in the file. Pixel data in explicit/implicit little endian, explicit big endian, RLE,
+   JPEG (baseline, extended, lossless), JPEG-LS and JPEG 2000 are decoded with GDCM. The stored
+   values are masked to BitsStored (sign-extended when PixelRepresentation is 1), then the
+   modality LUT is applied: value * RescaleSlope + RescaleIntercept. MONOCHROME1 images are
+   inverted so that larger means brighter, as in MONOCHROME2: v -> lo + hi - v, with [lo, hi] the
+   modality LUT of the stored range (e.g. 0..2^BitsStored-1), and an INFO log line says so.
+   The spacing is {column spacing, row spacing} from PixelSpacing, else ImagerPixelSpacing
+   (1 mm where absent; a third axis of frames has spacing 1). info (may be NULL) receives the
+   metadata. The file is walked and checked in C before GDCM sees it (sizes checked before
+   allocation); when this process has one thread, GDCM decodes in a child process, so that a
+   decoder that aborts on a malformed file becomes an error, not a crash.
+   Errors: LUMEN_ERR_IO, LUMEN_ERR_FORMAT (not DICOM, truncated, inconsistent header, malformed
+   pixel data), LUMEN_ERR_UNSUPPORTED (colour, 1-bit or float pixels, a transfer syntax without
+   a codec here), LUMEN_ERR_OUT_OF_MEMORY (over max_bytes), LUMEN_ERR_NOT_BUILT. */
+LUMEN_API lumen_status lumen_dicom_read(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
+                                        lumen_image **out, lumen_dicom_info *info);
+/* Only the structural check and the metadata (no pixel decoding); info->isolated is 0. */
+LUMEN_API lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
+                                               lumen_dicom_info *info);
+/* 1 when path is a regular file with "DICM" at byte 128 (the DICOM Part 10 signature). */
+LUMEN_API int lumen_dicom_is_dicom_file(const char *path);
 
 /* ------------------------------------------------------------------------------ text tables */
 

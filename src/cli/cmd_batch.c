@@ -67,10 +67,10 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
-/* image name without .nii/.nii.gz/.png, and its extension */
+/* image name without .nii/.nii.gz/.png/.dcm, and its extension */
 static void split_ext(const char *path, char *stem, size_t n, const char **ext) {
   const char *b = base_name(path);
-  static const char *const exts[] = {".nii.gz", ".nii", ".png", NULL};
+  static const char *const exts[] = {".nii.gz", ".nii", ".png", ".dcm", NULL};
   *ext = "";
   snprintf(stem, n, "%s", b);
   for (int i = 0; exts[i]; ++i) {
@@ -284,8 +284,9 @@ static void *reader_main(void *user) {
       const char *ext;
       char stem[256];
       split_ext(s->argc ? s->argv[0] : "x", stem, sizeof stem, &ext);
+      /* outputs keep PNG and NIfTI; DICOM inputs (lumen writes no DICOM) give .nii.gz */
       snprintf(j->outname, sizeof j->outname, "%s_desc-%s%s", stem, b->extra_argc ? b->extra[0] : b->command,
-               ext[0] ? ext : ".nii.gz");
+               ext[0] && strcmp(ext, ".dcm") != 0 ? ext : ".nii.gz");
       snprintf(j->outpath, sizeof j->outpath, "%s/%s", j->dir, j->outname);
     }
     snprintf(j->logp, sizeof j->logp, "%s/%s_batch.log", j->dir, j->key);
@@ -436,8 +437,8 @@ static void help(FILE *out) {
     "                      'sub-01 --dce a.nii.gz --t1map t1.nii.gz'; filter/segment: 'ID IMAGE')\n"
     "  --bids DIR          items from sub-*/[ses-*/]<folder>/: dce: *_dce.nii[.gz] (+ *_T1map,\n"
     "                      alias *_T1w-map, and *_mask of the session); t1: *_VFA / *_flip-*\n"
-    "                      series; filter/segment: every .png/.nii/.nii.gz image (outputs\n"
-    "                      NAME_desc-OP.EXT)\n"
+    "                      series; filter/segment: every .png/.nii/.nii.gz/.dcm image (outputs\n"
+    "                      NAME_desc-OP.EXT; .nii.gz for a .dcm)\n"
     "dce/t1 outputs are named after the item: DERIV/ID[/SES]/ID[_SES]_model-..., unless the\n"
     "options give --prefix.\n"
     "  -- OPTIONS          passed to every run (filter/segment: the OP or ALGO first)\n"

@@ -39,6 +39,11 @@ static int png_dims(lumen_imgcli *c, const char *path, int64_t dims[4], int *ele
 
 /* The shape of one input without its voxels, and the bytes per voxel as read; on any doubt the
    full read decides (and prints its message when the file is unusable). */
+static int kind_is_dicom(const char *path) {
+  return !lumen_ends_with_nocase(path, ".png") && !lumen_ends_with_nocase(path, ".nii") &&
+         !lumen_ends_with_nocase(path, ".nii.gz") && lumen_imgcli_is_dicom(path);
+}
+
 int lumen_imgbatch_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4], int *elem) {
   if (lumen_ends_with_nocase(path, ".png")) {
     int r = png_dims(c, path, dims, elem);
@@ -61,6 +66,11 @@ int lumen_imgbatch_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t d
       return 1;
     }
     /* 4-D: the full read reports it (or an unreadable file, which takes precedence) */
+  }
+  if (kind_is_dicom(path)) {
+    if (!lumen_imgcli_dicom_shape(c, path, ndim, dims)) return 0;
+    *elem = 4; /* read as float32 */
+    return 1;
   }
   lumen_image *im = NULL;
   if (!lumen_imgcli_read(c, path, &im)) return 0; /* unknown type, unreadable or 4-D: message printed */
@@ -221,6 +231,7 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
   int op_threads = threads > 0 ? threads : lumen_ctx_threads(c->ctx);
   if (!lumen_imgbatch_fits(c, c->in[0], op_threads)) return LUMEN_EXIT_FAILURE;
   lumen_dist_sweep_output_folders(c->out, c->njobs, glue_removed, c);
+  lumen_imgcli_dicom_preload(c); /* before the batch's threads: GDCM then decodes in a child process */
   glue g = {c, scalar_name ? scalar_name : "value"};
   lumen_dist_imgbatch b = {.n = c->njobs, .devs = &c->devs, .device_given = c->device != NULL,
                            .overlap = !c->no_overlap, .memory_limit = c->memory_limit, .count = c->count0,

@@ -235,6 +235,7 @@ int lumen_imgcli_jobs(lumen_imgcli *c, int need_out) {
 }
 
 void lumen_imgcli_free(lumen_imgcli *c) {
+  lumen_imgcli_dicom_free(c);
   free(c->in);
   free(c->out);
   free(c->batch_text);
@@ -271,8 +272,11 @@ int lumen_imgcli_read_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lu
       *out = NULL;
       return 0;
     }
+  } else if (lumen_imgcli_is_dicom(path)) {
+    return lumen_imgcli_read_dicom(c, ctx, path, out);
   } else {
-    lumen_cli_error(c->cmd, "%s: unknown input type, expected .png, .nii or .nii.gz", path);
+    lumen_cli_error(c->cmd, "%s: unknown input type, expected .png, .nii, .nii.gz, .dcm (DICOM) or a folder holding "
+                    "one DICOM image", path);
     return 0;
   }
   if (s != LUMEN_OK) {

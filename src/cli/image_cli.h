@@ -34,6 +34,8 @@ typedef struct lumen_imgcli {
   int elem0;                /* bytes per voxel as read: 1 (8-bit PNG), 2 (16-bit PNG), 4 (NIfTI) */
   lumen_dist_devices devs;  /* the workers (lumen_imgbatch_run) */
   char used_list[1024];     /* devices that computed, in order of first use ("" = rep->used) */
+  lumen_image **pre;        /* DICOM inputs decoded before the batch threads start, by job (image_dicom.c) */
+  char **pre_error;         /* or the message of their failed read */
 } lumen_imgcli;
 
 int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i);
@@ -75,6 +77,18 @@ lumen_ctx *lumen_imgcli_worker_context(lumen_imgcli *c, int threads);
 int lumen_imgcli_read_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lumen_image **out);
 int lumen_imgcli_write_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, const lumen_image *img, int is_mask,
                             int png_bits);
+
+/* ---- image_dicom.c: DICOM inputs (a .dcm file, a file with the DICOM signature, or a folder
+   holding exactly one DICOM image; docs/DICOM.md) */
+int lumen_imgcli_is_dicom(const char *path);
+/* Reads one DICOM input (the preloaded image when there is one); 0 with a message. */
+int lumen_imgcli_read_dicom(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lumen_image **out);
+/* The shape from the header (no pixel decoding); 0 with a message. */
+int lumen_imgcli_dicom_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4]);
+/* Decodes the DICOM inputs before any thread starts (within --memory-limit, or 1 GiB), so that
+   GDCM runs in a child process (the library forks only a single-threaded process). */
+void lumen_imgcli_dicom_preload(lumen_imgcli *c);
+void lumen_imgcli_dicom_free(lumen_imgcli *c);
 
 /* ---- image_batch.c: a batch of images over the devices of --device */
 

@@ -121,7 +121,7 @@ static const char *pipe_basename_c(const char *p) {
   return s ? s + 1 : p;
 }
 static int is_nifti(const char *s) { return ends_with(s, ".nii") || ends_with(s, ".nii.gz"); }
-static int is_image(const char *s) { return is_nifti(s) || ends_with(s, ".png"); }
+static int is_image(const char *s) { return is_nifti(s) || ends_with(s, ".png") || ends_with(s, ".dcm"); }
 /* NAME_SUFFIX.nii[.gz] */
 static int has_suffix(const char *s, const char *suffix) {
   char a[256], b[256];

@@ -150,6 +150,6 @@ check "seed with the wrong number of coordinates" "[ $rc -ne 0 ] && grep -q 'exp
 
 "$bin" segment --help > help.txt; rc=$?
 check "--help lists algorithms and defaults" \
-  "[ $rc -eq 0 ] && grep -q 'febds' help.txt && grep -q 'pfcm' help.txt && grep -q -- '--method dog|log|fft (dog)' help.txt && grep -q 'dcm2niix' help.txt"
+  "[ $rc -eq 0 ] && grep -q 'febds' help.txt && grep -q 'pfcm' help.txt && grep -q -- '--method dog|log|fft (dog)' help.txt && grep -q 'DICOM (.dcm' help.txt"
 "$bin" --help | grep -q "segment" ; check "listed in lumen --help" "[ $? -eq 0 ]"
 exit $fail

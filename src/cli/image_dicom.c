@@ -1,0 +1,146 @@
+/* DICOM inputs of `lumen filter` / `lumen segment` (docs/DICOM.md): a .dcm file (or any file
+ * with the DICOM Part 10 signature), or a folder holding exactly one DICOM image. The images of
+ * a run are decoded before the batch starts its threads (lumen_imgcli_dicom_preload), so that
+ * the library can isolate GDCM in a child process (it only forks a single-threaded process). */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "cli/image_cli.h"
+#include "io/io_internal.h"
+
+static int is_folder(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int lumen_imgcli_is_dicom(const char *path) {
+  return lumen_ends_with_nocase(path, ".dcm") || lumen_ends_with_nocase(path, ".dicom") || is_folder(path) ||
+         lumen_dicom_is_dicom_file(path);
+}
+
+/* The file to read for input path: path itself, or the one DICOM file in the folder path.
+   0 with a message when the folder holds none or several. */
+static int dicom_file(lumen_imgcli *c, const char *path, char *file, size_t size, int quiet) {
+  if (!is_folder(path)) {
+    snprintf(file, size, "%s", path);
+    return 1;
+  }
+  DIR *d = opendir(path);
+  if (!d) {
+    if (!quiet) lumen_cli_error(c->cmd, "%s: cannot open the folder", path);
+    return 0;
+  }
+  int found = 0;
+  char first[4096] = "", second[4096] = "";
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.' || strcmp(e->d_name, "DICOMDIR") == 0) continue;
+    char full[4096];
+    if (snprintf(full, sizeof full, "%s/%s", path, e->d_name) >= (int)sizeof full) continue;
+    if (!lumen_dicom_is_dicom_file(full)) continue;
+    if (found == 0) snprintf(first, sizeof first, "%s", full);
+    else if (found == 1) snprintf(second, sizeof second, "%s", full);
+    found++;
+  }
+  closedir(d);
+  if (found != 1) {
+    if (quiet) return 0;
+    if (found == 0)
+      lumen_cli_error(c->cmd, "%s: a folder without a DICOM file (\"DICM\" at byte 128), expected exactly one image",
+                      path);
+    else
+      lumen_cli_error(c->cmd, "%s: a folder of %d DICOM files (%s, %s, ...), expected exactly one image (a series "
+                      "is not an image input)", path, found, first, second);
+    return 0;
+  }
+  snprintf(file, size, "%s", first);
+  return 1;
+}
+
+int lumen_imgcli_read_dicom(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lumen_image **out) {
+  *out = NULL;
+  for (int i = 0; c->pre && i < c->njobs; i++)
+    if (c->in[i] == path && (c->pre[i] || c->pre_error[i])) { /* decoded before the threads started */
+      if (c->pre_error[i]) {
+        lumen_cli_error(c->cmd, "%s: %s", path, c->pre_error[i]);
+        return 0;
+      }
+      *out = c->pre[i];
+      c->pre[i] = NULL;
+      return 1;
+    }
+  char file[4096];
+  if (!dicom_file(c, path, file, sizeof file, 0)) return 0;
+  lumen_dicom_info info;
+  if (lumen_dicom_read(ctx, file, NULL, out, &info) != LUMEN_OK) {
+    lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(ctx));
+    return 0;
+  }
+  return 1;
+}
+
+int lumen_imgcli_dicom_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4]) {
+  char file[4096];
+  if (!dicom_file(c, path, file, sizeof file, 0)) return 0;
+  lumen_dicom_info info;
+  if (lumen_dicom_read_header(c->ctx, file, NULL, &info) != LUMEN_OK) {
+    lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
+    return 0;
+  }
+  dims[0] = info.columns;
+  dims[1] = info.rows;
+  dims[2] = info.frames;
+  dims[3] = 1;
+  *ndim = info.frames > 1 ? 3 : 2;
+  return 1;
+}
+
+void lumen_imgcli_dicom_preload(lumen_imgcli *c) {
+  int any = 0;
+  for (int i = 0; i < c->njobs && !any; i++) any = lumen_imgcli_is_dicom(c->in[i]);
+  if (!any) return;
+  c->pre = calloc((size_t)c->njobs, sizeof *c->pre);
+  c->pre_error = calloc((size_t)c->njobs, sizeof *c->pre_error);
+  if (!c->pre || !c->pre_error) {  /* then every image is read in the batch, in-process */
+    free(c->pre);
+    free(c->pre_error);
+    c->pre = NULL;
+    c->pre_error = NULL;
+    return;
+  }
+  /* only what fits --memory-limit (without one: 1 GiB) is decoded ahead; the rest is read in the
+     batch, in-process after the pre-check (docs/DICOM.md) */
+  int64_t held = 0, budget = c->memory_limit > 0 ? c->memory_limit : INT64_C(1) << 30;
+  for (int i = 0; i < c->njobs; i++) {
+    if (!lumen_imgcli_is_dicom(c->in[i])) continue;
+    int64_t bytes = c->count0 * 4;
+    if (held + bytes > budget) break;
+    char file[4096];
+    lumen_dicom_info info;
+    const char *err = NULL;
+    if (is_folder(c->in[i])) {
+      if (!dicom_file(c, c->in[i], file, sizeof file, 1)) continue; /* the batch read reports it */
+    } else {
+      snprintf(file, sizeof file, "%s", c->in[i]);
+    }
+    if (lumen_dicom_read(c->ctx, file, NULL, &c->pre[i], &info) != LUMEN_OK) err = lumen_ctx_last_error(c->ctx);
+    if (err) {
+      c->pre_error[i] = strdup(err);
+      if (!c->pre_error[i]) c->pre_error[i] = strdup("out of memory");
+    } else {
+      held += bytes;
+    }
+  }
+}
+
+void lumen_imgcli_dicom_free(lumen_imgcli *c) {
+  for (int i = 0; c->pre && i < c->njobs; i++) {
+    lumen_image_free(c->pre[i]);
+    free(c->pre_error[i]);
+  }
+  free(c->pre);
+  free(c->pre_error);
+  c->pre = NULL;
+  c->pre_error = NULL;
+}

@@ -1,0 +1,175 @@
+/* DICOM image reading (docs/DICOM.md): the file is read into memory, walked by the C pre-check
+   (dicom_parse.c); native pixel data are copied here, compressed ones decoded by GDCM's codecs
+   (dicom_gdcm.cpp, isolated in a child process by dicom_isolate.c); then the samples are masked
+   to BitsStored, passed through the modality LUT and, for MONOCHROME1, inverted, into a float32
+   image. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "io/dicom_internal.h"
+
+int lumen_dicom_is_dicom_file(const char *path) {
+  if (!path || !lumen_io_is_regular_file(path)) return 0;
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return 0;
+  unsigned char buf[132];
+  ssize_t got = pread(fd, buf, sizeof buf, 0);
+  close(fd);
+  return got == (ssize_t)sizeof buf && memcmp(buf + 128, "DICM", 4) == 0;
+}
+
+#ifndef LUMEN_HAVE_DICOM
+
+static lumen_status not_built(lumen_ctx *ctx, const char *path) {
+  return lumen_fail(ctx, LUMEN_ERR_NOT_BUILT,
+                    "lumen_dicom_read: '%s': lumen was built without DICOM support (GDCM, Debian libgdcm-dev, was "
+                    "not found at build time; see docs/DICOM.md)",
+                    path ? path : "");
+}
+lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
+                                       lumen_dicom_isolation isolation, lumen_image **out, lumen_dicom_info *info) {
+  (void)opts;
+  (void)isolation;
+  if (out) *out = NULL;
+  if (info) memset(info, 0, sizeof *info);
+  return not_built(ctx, path);
+}
+lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
+                                     lumen_dicom_info *info) {
+  (void)opts;
+  if (info) memset(info, 0, sizeof *info);
+  return not_built(ctx, path);
+}
+
+#else
+
+/* The whole file, refused over max_bytes (lumen_io_slurp: a regular file only). */
+static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lumen_dicom_header *hdr,
+                         uint8_t **data, size_t *size) {
+  char *buf = NULL;
+  lumen_status s = lumen_io_slurp(ctx, "lumen_dicom_read", path, max_bytes, &buf, size);
+  if (s != LUMEN_OK) return s;
+  *data = (uint8_t *)buf;
+  s = lumen_dicom_precheck(ctx, path, *data, *size, hdr);
+  if (s == LUMEN_OK && hdr->decoded_bytes > max_bytes / 2)  /* decoded samples + the float32 image */
+    s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY,
+                   "lumen_dicom_read: '%s': %lld x %lld x %lld pixels need more than the memory limit (%lld bytes)",
+                   path, (long long)hdr->info.columns, (long long)hdr->info.rows, (long long)hdr->info.frames,
+                   (long long)max_bytes);
+  if (s != LUMEN_OK) {
+    free(buf);
+    *data = NULL;
+  }
+  return s;
+}
+
+lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
+                                     lumen_dicom_info *info) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, path);
+  if (info) memset(info, 0, sizeof *info);
+  lumen_dicom_header hdr;
+  uint8_t *data = NULL;
+  size_t size = 0;
+  lumen_status s = load(ctx, path, lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0), &hdr, &data, &size);
+  free(data);
+  if (s == LUMEN_OK && info) *info = hdr.info;
+  return s;
+}
+
+/* Native pixel data (checked to be within the file) as little-endian samples. */
+static void native_copy(const lumen_dicom_header *hdr, const uint8_t *data, uint8_t *raw) {
+  const uint8_t *src = data + hdr->pixel_offset;
+  size_t n = (size_t)hdr->decoded_bytes, b = (size_t)hdr->info.bits_allocated / 8;
+  if (!hdr->big_endian || b == 1) {
+    memcpy(raw, src, n);
+    return;
+  }
+  for (size_t i = 0; i < n; i += b)
+    for (size_t k = 0; k < b; k++) raw[i + k] = src[i + b - 1 - k];
+}
+
+/* One stored sample as a signed or unsigned integer of bits_stored bits. */
+static double sample(const uint8_t *raw, int64_t i, int bytes, int bits_stored, int is_signed) {
+  uint32_t v;
+  const uint8_t *p = raw + i * bytes;
+  if (bytes == 1) v = p[0];
+  else if (bytes == 2) v = (uint32_t)p[0] | (uint32_t)p[1] << 8;
+  else v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  if (bits_stored < 32) v &= (UINT32_C(1) << bits_stored) - 1;
+  if (!is_signed) return (double)v;
+  if (bits_stored < 32 && (v >> (bits_stored - 1)) & 1) return (double)v - (double)(UINT64_C(1) << bits_stored);
+  if (bits_stored == 32) return (double)(int32_t)v;
+  return (double)v;
+}
+
+static void to_float(const lumen_dicom_info *in, const uint8_t *raw, float *out, int64_t count, int invert) {
+  int bytes = in->bits_allocated / 8, sgn = in->pixel_representation == 1;
+  double slope = in->rescale_slope, inter = in->rescale_intercept;
+  double lo = sgn ? -(double)(UINT64_C(1) << (in->bits_stored - 1)) : 0;
+  double hi = sgn ? (double)(UINT64_C(1) << (in->bits_stored - 1)) - 1 : (double)(UINT64_C(1) << in->bits_stored) - 1;
+  double flip = (lo + hi) * slope + 2 * inter;  /* modality(lo) + modality(hi) */
+  for (int64_t i = 0; i < count; i++) {
+    double v = sample(raw, i, bytes, in->bits_stored, sgn) * slope + inter;
+    out[i] = (float)(invert ? flip - v : v);
+  }
+}
+
+lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
+                                       lumen_dicom_isolation isolation, lumen_image **out, lumen_dicom_info *info) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, out);
+  *out = NULL;
+  if (info) memset(info, 0, sizeof *info);
+  LUMEN_REQUIRE_NOT_NULL(ctx, path);
+  int64_t max_bytes = lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0);
+  lumen_dicom_header hdr;
+  uint8_t *data = NULL;
+  size_t size = 0;
+  lumen_status s = load(ctx, path, max_bytes, &hdr, &data, &size);
+  if (s != LUMEN_OK) return s;
+  lumen_dicom_info *in = &hdr.info;
+  uint8_t *raw = malloc((size_t)hdr.decoded_bytes);
+  if (!raw) {
+    free(data);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_read: out of host memory decoding '%s'", path);
+  }
+  if (hdr.encapsulated)
+    s = lumen_dicom_decode_isolated(ctx, path, data, size, &hdr, isolation, raw, &in->isolated);
+  else
+    native_copy(&hdr, data, raw);
+  free(data);
+  if (s != LUMEN_OK) {
+    free(raw);
+    return s;
+  }
+  int64_t dims[3] = {in->columns, in->rows, in->frames};
+  int ndim = in->frames > 1 ? 3 : 2;
+  lumen_image *im = NULL;
+  s = lumen_image_create(ctx, ndim, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im);
+  if (s != LUMEN_OK) {
+    free(raw);
+    return s;
+  }
+  in->inverted = strcmp(in->photometric, "MONOCHROME1") == 0;
+  to_float(in, raw, lumen_image_data(im), lumen_image_count(im), in->inverted);
+  free(raw);
+  double spacing[3] = {in->spacing[0], in->spacing[1], 1};
+  (void)lumen_image_set_spacing(ctx, im, spacing, ndim);
+  if (in->inverted)
+    lumen_log(ctx, LUMEN_LOG_INFO, "lumen_dicom_read: '%s' is MONOCHROME1: values inverted so that larger is brighter",
+              path);
+  lumen_log(ctx, LUMEN_LOG_DEBUG, "lumen_dicom_read: '%s': %lld x %lld x %lld, %s, decoded %s", path,
+            (long long)in->columns, (long long)in->rows, (long long)in->frames, in->transfer_syntax,
+            in->isolated ? "in a child process" : "in-process (after the pre-check)");
+  *out = im;
+  if (info) *info = *in;
+  return LUMEN_OK;
+}
+
+#endif
+
+lumen_status lumen_dicom_read(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts, lumen_image **out,
+                              lumen_dicom_info *info) {
+  return lumen_dicom_read_isolated(ctx, path, opts, LUMEN_DICOM_ISOLATE_AUTO, out, info);
+}

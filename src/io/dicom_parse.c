@@ -1,0 +1,569 @@
+/* The structural pre-check of a DICOM file (PS3.5 data element encoding, PS3.10 file format),
+   in C, before GDCM sees the file: Debian's GDCM is built with assert() on, so a hostile header
+   must be refused here (docs/DICOM.md). Everything is bounds-checked against the bytes in
+   memory; nothing is allocated from a size the file gives. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "io/dicom_internal.h"
+
+#define MAX_DEPTH 16        /* nested sequences */
+#define MAX_FRAMES 1000000  /* NumberOfFrames */
+#define UNDEFINED 0xFFFFFFFFu
+
+typedef struct walker {
+  lumen_ctx *ctx;
+  const char *path;
+  const uint8_t *d;
+  size_t n;
+  int implicit, big;        /* encoding of the data set (the meta group is explicit little endian) */
+  lumen_dicom_header *h;
+  int have_rows, have_cols, have_bits, have_stored, have_pixrep, have_photo, have_pixel, have_high;
+  int have_spacing, have_imager, have_wc, have_ww;
+  double imager[2];
+  int planar;
+} walker;
+
+typedef struct element {
+  uint16_t group, elem;
+  char vr[3];
+  uint32_t length;          /* UNDEFINED for an undefined length */
+  size_t value;             /* offset of the value */
+} element;
+
+static uint16_t rd16(const walker *w, size_t at, int big) {
+  const uint8_t *p = w->d + at;
+  return big ? (uint16_t)(p[0] << 8 | p[1]) : (uint16_t)(p[1] << 8 | p[0]);
+}
+static uint32_t rd32(const walker *w, size_t at, int big) {
+  const uint8_t *p = w->d + at;
+  return big ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+             : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+
+static lumen_status bad(walker *w, size_t at, const char *fmt, const char *detail) {
+  return lumen_fail(w->ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': %s (at byte %zu)%s%s", w->path, fmt, at,
+                    detail ? ": " : "", detail ? detail : "");
+}
+
+/* VRs whose explicit encoding has 2 reserved bytes and a 32-bit length (PS3.5 7.1.2). */
+static int long_vr(const char *vr) {
+  static const char *const l[] = {"OB", "OD", "OF", "OL", "OV", "OW", "SQ", "SV", "UC", "UN", "UR", "UT", "UV", NULL};
+  for (int i = 0; l[i]; i++)
+    if (vr[0] == l[i][0] && vr[1] == l[i][1]) return 1;
+  return 0;
+}
+
+/* Reads the element header at *pos (within [*pos, end)) in the given encoding. */
+static lumen_status read_element(walker *w, size_t *pos, size_t end, int implicit, int big, element *e) {
+  size_t p = *pos;
+  memset(e, 0, sizeof *e);
+  if (end - p < 8) return bad(w, p, "truncated element header", NULL);
+  e->group = rd16(w, p, big);
+  e->elem = rd16(w, p + 2, big);
+  e->vr[0] = e->vr[1] = e->vr[2] = 0;
+  int is_item = e->group == 0xFFFE;  /* items and delimiters have no VR in any encoding */
+  if (implicit || is_item) {
+    e->length = rd32(w, p + 4, big);
+    p += 8;
+  } else {
+    e->vr[0] = (char)w->d[p + 4];
+    e->vr[1] = (char)w->d[p + 5];
+    if (e->vr[0] < 'A' || e->vr[0] > 'Z' || e->vr[1] < 'A' || e->vr[1] > 'Z')
+      return bad(w, p + 4, "invalid value representation", NULL);
+    if (long_vr(e->vr)) {
+      if (end - p < 12) return bad(w, p, "truncated element header", NULL);
+      e->length = rd32(w, p + 8, big);
+      p += 12;
+    } else {
+      e->length = rd16(w, p + 6, big);
+      p += 8;
+    }
+  }
+  e->value = p;
+  if (e->length != UNDEFINED && e->length > end - p) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "element (%04X,%04X) has length %u, only %zu bytes remain", e->group, e->elem,
+             e->length, end - p);
+    return bad(w, *pos, "truncated file or wrong length", detail);
+  }
+  *pos = p;
+  return LUMEN_OK;
+}
+
+static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, int in_item_undefined);
+static lumen_status check_description(walker *w);
+
+/* A sequence's value: items until the end (defined length) or the sequence delimiter. */
+static lumen_status walk_sequence(walker *w, const element *sq, size_t *pos, size_t end, int depth) {
+  if (depth >= MAX_DEPTH) return bad(w, sq->value, "sequences nested too deep", NULL);
+  size_t stop = sq->length == UNDEFINED ? end : sq->value + sq->length;
+  size_t p = sq->value;
+  int implicit = w->implicit || (sq->vr[0] == 'U' && sq->vr[1] == 'N'); /* UN of undefined length: implicit LE */
+  int big = (sq->vr[0] == 'U' && sq->vr[1] == 'N') ? 0 : w->big;
+  while (p < stop) {
+    element it;
+    size_t at = p;
+    lumen_status s = read_element(w, &p, stop, 1, big, &it);
+    if (s != LUMEN_OK) return s;
+    if (it.group == 0xFFFE && it.elem == 0xE0DD) {  /* sequence delimiter */
+      if (sq->length != UNDEFINED) return bad(w, at, "sequence delimiter in a sequence of defined length", NULL);
+      *pos = p;
+      return LUMEN_OK;
+    }
+    if (it.group != 0xFFFE || it.elem != 0xE000) return bad(w, at, "expected an item (FFFE,E000) in a sequence", NULL);
+    if (it.length == UNDEFINED) {
+      int saved_i = w->implicit, saved_b = w->big;
+      w->implicit = implicit;
+      w->big = big;
+      s = walk_dataset(w, &p, stop, depth + 1, 1);
+      w->implicit = saved_i;
+      w->big = saved_b;
+      if (s != LUMEN_OK) return s;
+    } else {
+      size_t q = p;
+      int saved_i = w->implicit, saved_b = w->big;
+      w->implicit = implicit;
+      w->big = big;
+      s = walk_dataset(w, &q, p + it.length, depth + 1, 0);
+      w->implicit = saved_i;
+      w->big = saved_b;
+      if (s != LUMEN_OK) return s;
+      p += it.length;
+    }
+  }
+  if (sq->length == UNDEFINED) return bad(w, sq->value, "sequence without its delimiter (truncated file)", NULL);
+  *pos = p;
+  return LUMEN_OK;
+}
+
+/* ---------------------------------------------------------------- values of the image tags */
+
+static lumen_status us_value(walker *w, const element *e, const char *name, int *out) {
+  if (e->length != 2) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "%s has %u bytes, expected 2 (one US value)", name, e->length);
+    return bad(w, e->value, "bad image header", detail);
+  }
+  *out = rd16(w, e->value, w->big);
+  return LUMEN_OK;
+}
+
+/* The n-th backslash-separated number of a DS/IS value; 0 when absent or not a finite number. */
+static int ds_value(const walker *w, const element *e, int index, double *out) {
+  char buf[72];
+  const char *v = (const char *)w->d + e->value;
+  uint32_t len = e->length;
+  int k = 0;
+  uint32_t start = 0;
+  for (uint32_t i = 0; i <= len; i++) {
+    if (i == len || v[i] == '\\') {
+      if (k == index) {
+        uint32_t m = i - start;
+        if (m == 0 || m >= sizeof buf) return 0;
+        memcpy(buf, v + start, m);
+        buf[m] = 0;
+        char *endp;
+        double x = strtod(buf, &endp);
+        while (*endp == ' ' || *endp == '\0') {
+          if (*endp == '\0') return isfinite(x) ? (*out = x, 1) : 0;
+          endp++;
+        }
+        return 0;
+      }
+      k++;
+      start = i + 1;
+    }
+  }
+  return 0;
+}
+
+/* A short text value (CS/UI), trailing spaces and NULs removed. */
+static void text_value(const walker *w, const element *e, char *out, size_t size) {
+  size_t m = e->length < size - 1 ? e->length : size - 1;
+  memcpy(out, w->d + e->value, m);
+  out[m] = 0;
+  while (m > 0 && (out[m - 1] == ' ' || out[m - 1] == 0)) out[--m] = 0;
+  size_t s = 0;
+  while (out[s] == ' ') s++;
+  if (s) memmove(out, out + s, strlen(out + s) + 1);
+}
+
+static lumen_status number_field(walker *w, const element *e, const char *name, int index, double *out) {
+  if (!ds_value(w, e, index, out)) {
+    char detail[80];
+    snprintf(detail, sizeof detail, "%s value %d is not a finite number", name, index + 1);
+    return bad(w, e->value, "bad image header", detail);
+  }
+  return LUMEN_OK;
+}
+
+/* Encapsulated pixel data: the basic offset table item, then fragments, then the delimiter. */
+static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, size_t end) {
+  size_t p = px->value;
+  int64_t items = 0, bytes = 0;
+  int rle = strcmp(w->h->info.transfer_syntax, "1.2.840.10008.1.2.5") == 0;
+  for (;;) {
+    element it;
+    size_t at = p;
+    lumen_status s = read_element(w, &p, end, 1, w->big, &it);
+    if (s != LUMEN_OK) return s;
+    if (it.group == 0xFFFE && it.elem == 0xE0DD) break;
+    if (it.group != 0xFFFE || it.elem != 0xE000 || it.length == UNDEFINED)
+      return bad(w, at, "malformed encapsulated pixel data", "expected an item of defined length");
+    if (items > 0) {  /* a fragment */
+      if (it.length == 0) return bad(w, at, "malformed encapsulated pixel data", "an empty fragment");
+      if (rle) {  /* one fragment per frame: a 64-byte header of segment count and offsets */
+        if (it.length < 64) return bad(w, at, "malformed RLE pixel data", "fragment shorter than its 64-byte header");
+        uint32_t nseg = rd32(w, p, 0);
+        uint32_t want = (uint32_t)(w->h->info.bits_allocated / 8);
+        if (nseg != want) {
+          char detail[96];
+          snprintf(detail, sizeof detail, "%u segments, expected %u for BitsAllocated %d", nseg, want,
+                   w->h->info.bits_allocated);
+          return bad(w, p, "malformed RLE pixel data", detail);
+        }
+        uint32_t prev = 64;
+        for (uint32_t k = 0; k < nseg; k++) {
+          uint32_t off = rd32(w, p + 4 + 4 * k, 0);
+          if (off < prev || off >= it.length || (k == 0 && off != 64))
+            return bad(w, p, "malformed RLE pixel data", "segment offsets out of order or outside the fragment");
+          prev = off + 1;
+        }
+        for (uint32_t k = nseg; k < 15; k++)
+          if (rd32(w, p + 4 + 4 * k, 0) != 0)
+            return bad(w, p, "malformed RLE pixel data", "offset of an unused segment");
+      }
+      /* the frame header of each frame: one fragment per frame, or every fragment of one frame */
+      int64_t frame = items - 1;
+      if (w->h->info.frames > 1 && frame >= w->h->info.frames) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "more fragments than frames (%lld)", (long long)w->h->info.frames);
+        return bad(w, at, "malformed encapsulated pixel data", detail);
+      }
+      if (!rle && (w->h->info.frames > 1 || frame == 0)) {
+        s = lumen_dicom_check_codestream(w->ctx, w->path, w->h, w->d + p, it.length, frame);
+        if (s != LUMEN_OK) return s;
+      }
+      bytes += it.length;
+    } else if (it.length % 4 != 0) {
+      return bad(w, at, "malformed encapsulated pixel data", "basic offset table length not a multiple of 4");
+    }
+    items++;
+    p += it.length;
+  }
+  int64_t fragments = items - 1;
+  if (fragments < 1) return bad(w, px->value, "malformed encapsulated pixel data", "no fragment");
+  if (rle && fragments != w->h->info.frames) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "%lld fragments, expected one per frame (%lld)", (long long)fragments,
+             (long long)w->h->info.frames);
+    return bad(w, px->value, "malformed RLE pixel data", detail);
+  }
+  if (fragments < w->h->info.frames) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "%lld fragments for %lld frames (a missing frame)", (long long)fragments,
+             (long long)w->h->info.frames);
+    return bad(w, px->value, "malformed encapsulated pixel data", detail);
+  }
+  w->h->pixel_length = bytes;
+  *pos = p;
+  return LUMEN_OK;
+}
+
+/* A DS value that may be empty (then absent); *present set when given. */
+static lumen_status optional_number(walker *w, const element *e, const char *name, double *out, int *present) {
+  if (e->length == 0) return LUMEN_OK;
+  *present = 1;
+  return number_field(w, e, name, 0, out);
+}
+
+/* Encapsulated pixel data that is not the image's (inside a sequence): items up to the delimiter. */
+static lumen_status skip_fragments(walker *w, const element *px, size_t *pos, size_t end) {
+  size_t p = px->value;
+  for (;;) {
+    element it;
+    size_t at = p;
+    lumen_status s = read_element(w, &p, end, 1, w->big, &it);
+    if (s != LUMEN_OK) return s;
+    if (it.group == 0xFFFE && it.elem == 0xE0DD) break;
+    if (it.group != 0xFFFE || it.elem != 0xE000 || it.length == UNDEFINED)
+      return bad(w, at, "malformed encapsulated pixel data in a sequence", "expected an item of defined length");
+    p += it.length;
+  }
+  *pos = p;
+  return LUMEN_OK;
+}
+
+/* A top-level element of the image description: remembers its value. */
+static lumen_status take_value(walker *w, const element *e) {
+  lumen_dicom_info *in = &w->h->info;
+  uint32_t tag = (uint32_t)e->group << 16 | e->elem;
+  int v = 0;
+  lumen_status s = LUMEN_OK;
+  double x = 0;
+  switch (tag) {
+  case 0x00280010u: s = us_value(w, e, "Rows", &v); in->rows = v; w->have_rows = 1; break;
+  case 0x00280011u: s = us_value(w, e, "Columns", &v); in->columns = v; w->have_cols = 1; break;
+  case 0x00280002u: s = us_value(w, e, "SamplesPerPixel", &v); in->samples_per_pixel = v; break;
+  case 0x00280006u: s = us_value(w, e, "PlanarConfiguration", &v); w->planar = v; break;
+  case 0x00280100u: s = us_value(w, e, "BitsAllocated", &v); in->bits_allocated = v; w->have_bits = 1; break;
+  case 0x00280101u: s = us_value(w, e, "BitsStored", &v); in->bits_stored = v; w->have_stored = 1; break;
+  case 0x00280102u: s = us_value(w, e, "HighBit", &v); in->high_bit = v; w->have_high = 1; break;
+  case 0x00280103u:
+    s = us_value(w, e, "PixelRepresentation", &v);
+    in->pixel_representation = v;
+    w->have_pixrep = 1;
+    break;
+  case 0x00280004u: text_value(w, e, in->photometric, sizeof in->photometric); w->have_photo = 1; break;
+  case 0x00080060u: text_value(w, e, in->modality, sizeof in->modality); break;
+  case 0x00280008u:
+    if (e->length == 0) break;
+    s = number_field(w, e, "NumberOfFrames", 0, &x);
+    if (s == LUMEN_OK && (x < 1 || x > MAX_FRAMES || x != floor(x)))
+      return bad(w, e->value, "bad image header", "NumberOfFrames is not an integer in 1..1000000");
+    in->frames = (int64_t)x;
+    break;
+  case 0x00280030u:  /* PixelSpacing: row spacing (between rows, y) \ column spacing (x) */
+    if (e->length == 0) break;
+    if ((s = number_field(w, e, "PixelSpacing", 0, &in->spacing[1])) != LUMEN_OK) break;
+    if ((s = number_field(w, e, "PixelSpacing", 1, &in->spacing[0])) != LUMEN_OK) break;
+    w->have_spacing = 1;
+    break;
+  case 0x00181164u:
+    if (e->length == 0) break;
+    if ((s = number_field(w, e, "ImagerPixelSpacing", 0, &w->imager[1])) != LUMEN_OK) break;
+    if ((s = number_field(w, e, "ImagerPixelSpacing", 1, &w->imager[0])) != LUMEN_OK) break;
+    w->have_imager = 1;
+    break;
+  case 0x00281050u: s = optional_number(w, e, "WindowCenter", &in->window_center, &w->have_wc); break;
+  case 0x00281051u: s = optional_number(w, e, "WindowWidth", &in->window_width, &w->have_ww); break;
+  case 0x00281052u: s = optional_number(w, e, "RescaleIntercept", &in->rescale_intercept, &in->has_rescale); break;
+  case 0x00281053u: s = optional_number(w, e, "RescaleSlope", &in->rescale_slope, &in->has_rescale); break;
+  default: break;
+  }
+  return s;
+}
+
+/* The elements of a data set (top level or an item) in [*pos, end); an item of undefined length
+   ends at its delimiter. Top-level tags must ascend (PS3.5 7.1): each image tag comes once, before
+   PixelData. Inside sequences the order is not checked (nothing there is read). */
+static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, int in_item_undefined) {
+  size_t p = *pos;
+  uint32_t last = 0;
+  int first = 1;
+  while (p < end) {
+    element e;
+    size_t at = p;
+    lumen_status s = read_element(w, &p, end, w->implicit, w->big, &e);
+    if (s != LUMEN_OK) return s;
+    uint32_t tag = (uint32_t)e.group << 16 | e.elem;
+    if (in_item_undefined && tag == 0xFFFEE00Du) {  /* item delimiter */
+      *pos = p;
+      return LUMEN_OK;
+    }
+    if (e.group == 0xFFFE) return bad(w, at, "unexpected item or delimiter tag", NULL);
+    if (depth == 0 && !first && tag <= last) {  /* the image description comes once, before PixelData */
+      char detail[80];
+      snprintf(detail, sizeof detail, "(%04X,%04X) after (%04X,%04X)", e.group, e.elem, last >> 16, last & 0xFFFF);
+      return bad(w, at, "data elements out of order or repeated", detail);
+    }
+    first = 0;
+    last = tag;
+    if (depth == 0 && e.group == 0x0002) return bad(w, at, "a file meta element inside the data set", NULL);
+    int is_sq = (e.vr[0] == 'S' && e.vr[1] == 'Q') || (e.vr[0] == 'U' && e.vr[1] == 'N' && e.length == UNDEFINED);
+    if (depth == 0 && tag == 0x7FE00010u) {
+      if (w->have_pixel) return bad(w, at, "a second PixelData element", NULL);
+      w->have_pixel = 1;
+      w->h->pixel_offset = (int64_t)e.value;
+      s = check_description(w);  /* complete here: it precedes PixelData (tag order) */
+      if (s != LUMEN_OK) return s;
+      if (e.length == UNDEFINED) {
+        if (!w->h->encapsulated) return bad(w, at, "encapsulated pixel data in a native transfer syntax", NULL);
+        s = walk_fragments(w, &e, &p, end);
+        if (s != LUMEN_OK) return s;
+        continue;
+      }
+      if (w->h->encapsulated) return bad(w, at, "native pixel data in an encapsulated transfer syntax", NULL);
+      w->h->pixel_length = e.length;
+      p += e.length;
+      continue;
+    }
+    if (depth == 0 && (tag == 0x7FE00008u || tag == 0x7FE00009u))
+      return lumen_fail(w->ctx, LUMEN_ERR_UNSUPPORTED,
+                        "lumen_dicom_read: '%s': float pixel data (7FE0,%04X) are not supported, expected "
+                        "PixelData (7FE0,0010)", w->path, e.elem);
+    if (depth > 0 && tag == 0x7FE00010u && e.length == UNDEFINED) {  /* e.g. a compressed icon image */
+      s = skip_fragments(w, &e, &p, end);
+      if (s != LUMEN_OK) return s;
+      continue;
+    }
+    if (e.length == UNDEFINED || is_sq) {
+      if (!is_sq && !(w->implicit && e.length == UNDEFINED))
+        return bad(w, at, "undefined length on an element that is not a sequence", NULL);
+      s = walk_sequence(w, &e, &p, end, depth);
+      if (s != LUMEN_OK) return s;
+      continue;
+    }
+    if (depth == 0) {
+      s = take_value(w, &e);
+      if (s != LUMEN_OK) return s;
+    }
+    p += e.length;
+  }
+  if (in_item_undefined) return bad(w, p, "item without its delimiter (truncated file)", NULL);
+  *pos = p;
+  return LUMEN_OK;
+}
+
+/* Transfer syntaxes with a decoder here (GDCM on Debian): 0 unknown, 1 native, 2 encapsulated. */
+static int syntax_kind(const char *uid, int *implicit, int *big) {
+  *implicit = *big = 0;
+  if (strcmp(uid, "1.2.840.10008.1.2") == 0) return *implicit = 1, 1;
+  if (strcmp(uid, "1.2.840.10008.1.2.1") == 0) return 1;
+  if (strcmp(uid, "1.2.840.10008.1.2.2") == 0) return *big = 1, 1;
+  static const char *const enc[] = {
+      "1.2.840.10008.1.2.5",     /* RLE lossless */
+      "1.2.840.10008.1.2.4.50",  /* JPEG baseline */
+      "1.2.840.10008.1.2.4.51",  /* JPEG extended */
+      "1.2.840.10008.1.2.4.57",  /* JPEG lossless */
+      "1.2.840.10008.1.2.4.70",  /* JPEG lossless SV1 */
+      "1.2.840.10008.1.2.4.80",  /* JPEG-LS lossless */
+      "1.2.840.10008.1.2.4.81",  /* JPEG-LS near-lossless */
+      "1.2.840.10008.1.2.4.90",  /* JPEG 2000 lossless */
+      "1.2.840.10008.1.2.4.91",  /* JPEG 2000 */
+      NULL};
+  for (int i = 0; enc[i]; i++)
+    if (strcmp(uid, enc[i]) == 0) return 2;
+  return 0;
+}
+
+/* The image description, complete when PixelData is reached (the tags before it ascend). */
+static lumen_status check_description(walker *w) {
+  lumen_dicom_info *in = &w->h->info;
+  const char *path = w->path;
+  lumen_ctx *ctx = w->ctx;
+  if (!w->have_rows || !w->have_cols || !w->have_bits || !w->have_photo)
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                      "lumen_dicom_read: '%s': %s (%s) missing, expected in every image", path,
+                      !w->have_rows ? "Rows" : !w->have_cols ? "Columns" : !w->have_bits ? "BitsAllocated"
+                                                                                    : "PhotometricInterpretation",
+                      !w->have_rows ? "0028,0010" : !w->have_cols ? "0028,0011" : !w->have_bits ? "0028,0100"
+                                                                                         : "0028,0004");
+  if (in->rows < 1 || in->columns < 1)
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': Rows %lld x Columns %lld, expected at least 1",
+                      path, (long long)in->rows, (long long)in->columns);
+  if (in->samples_per_pixel != 1)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                      "lumen_dicom_read: '%s': SamplesPerPixel is %d (colour), expected 1 (greyscale)", path,
+                      in->samples_per_pixel);
+  if (strcmp(in->photometric, "MONOCHROME1") != 0 && strcmp(in->photometric, "MONOCHROME2") != 0)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                      "lumen_dicom_read: '%s': PhotometricInterpretation is '%s', expected MONOCHROME1 or MONOCHROME2",
+                      path, in->photometric);
+  if (in->bits_allocated != 8 && in->bits_allocated != 16 && in->bits_allocated != 32)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "lumen_dicom_read: '%s': BitsAllocated is %d, expected 8, 16 or 32",
+                      path, in->bits_allocated);
+  if (!w->have_stored) in->bits_stored = in->bits_allocated;
+  if (in->bits_stored < 1 || in->bits_stored > in->bits_allocated)
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': BitsStored is %d, expected 1..%d (BitsAllocated)",
+                      path, in->bits_stored, in->bits_allocated);
+  if (!w->have_high) in->high_bit = in->bits_stored - 1;
+  if (in->high_bit != in->bits_stored - 1)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "lumen_dicom_read: '%s': HighBit is %d, expected %d (BitsStored - 1)",
+                      path, in->high_bit, in->bits_stored - 1);
+  if (in->pixel_representation != 0 && in->pixel_representation != 1)
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': PixelRepresentation is %d, expected 0 or 1", path,
+                      in->pixel_representation);
+  if (w->h->encapsulated && in->bits_allocated == 32 &&
+      strcmp(in->transfer_syntax, "1.2.840.10008.1.2.5") != 0)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                      "lumen_dicom_read: '%s': BitsAllocated 32 in transfer syntax %s, expected 8 or 16", path,
+                      in->transfer_syntax);
+  if (in->frames < 1) in->frames = 1;
+  int64_t bytes = 0;
+  if (lumen_mul_i64(in->rows, in->columns, &bytes) || lumen_mul_i64(bytes, in->frames, &bytes) ||
+      lumen_mul_i64(bytes, in->bits_allocated / 8, &bytes))
+    return lumen_fail(ctx, LUMEN_ERR_OVERFLOW, "lumen_dicom_read: '%s': image size overflows", path);
+  w->h->decoded_bytes = bytes;
+  if (in->has_rescale && !(in->rescale_slope != 0))
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': RescaleSlope is 0, expected a non-zero number",
+                      path);
+  if (w->have_spacing) {
+    in->spacing_source = "PixelSpacing";
+  } else if (w->have_imager) {
+    in->spacing[0] = w->imager[0];
+    in->spacing[1] = w->imager[1];
+    in->spacing_source = "ImagerPixelSpacing";
+  }
+  if (in->spacing_source && !(in->spacing[0] > 0 && in->spacing[1] > 0))
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': %s is %g\\%g, expected positive numbers (mm)",
+                      path, in->spacing_source, in->spacing[1], in->spacing[0]);
+  if (!in->spacing_source) in->spacing[0] = in->spacing[1] = 1;
+  in->has_window = w->have_wc && w->have_ww;
+  return LUMEN_OK;
+}
+
+/* After the walk: the pixel data against the description. */
+static lumen_status check_pixels(walker *w) {
+  lumen_dicom_info *in = &w->h->info;
+  const char *path = w->path;
+  lumen_ctx *ctx = w->ctx;
+  int64_t bytes = w->h->decoded_bytes;
+  if (!w->have_pixel)
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': no PixelData (7FE0,0010): not an image", path);
+  if (!w->h->encapsulated && w->h->pixel_length < bytes)
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                      "lumen_dicom_read: '%s': PixelData has %lld bytes, expected %lld (Rows %lld x Columns %lld x "
+                      "NumberOfFrames %lld x BitsAllocated %d / 8)",
+                      path, (long long)w->h->pixel_length, (long long)bytes, (long long)in->rows,
+                      (long long)in->columns, (long long)in->frames, in->bits_allocated);
+  return LUMEN_OK;
+}
+
+lumen_status lumen_dicom_precheck(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size,
+                                  lumen_dicom_header *hdr) {
+  memset(hdr, 0, sizeof *hdr);
+  walker w;
+  memset(&w, 0, sizeof w);
+  w.ctx = ctx;
+  w.path = path;
+  w.d = data;
+  w.n = size;
+  w.h = hdr;
+  hdr->info.samples_per_pixel = 1;
+  hdr->info.rescale_slope = 1;
+  if (size < 132 || memcmp(data + 128, "DICM", 4) != 0)
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                      "lumen_dicom_read: '%s' is not a DICOM file (no \"DICM\" at byte 128 of the Part 10 format)",
+                      path);
+  /* the file meta group: explicit VR little endian, group 0002 */
+  size_t p = 132;
+  uint32_t last = 0;
+  while (p + 8 <= size && rd16(&w, p, 0) == 0x0002) {
+    element e;
+    size_t at = p;
+    lumen_status s = read_element(&w, &p, size, 0, 0, &e);
+    if (s != LUMEN_OK) return s;
+    uint32_t tag = (uint32_t)e.group << 16 | e.elem;
+    if (e.length == UNDEFINED) return bad(&w, at, "undefined length in the file meta group", NULL);
+    if (tag <= last && last) return bad(&w, at, "file meta elements out of order or repeated", NULL);
+    last = tag;
+    if (tag == 0x00020010u) text_value(&w, &e, hdr->info.transfer_syntax, sizeof hdr->info.transfer_syntax);
+    p += e.length;
+  }
+  if (!hdr->info.transfer_syntax[0])
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                      "lumen_dicom_read: '%s': no TransferSyntaxUID (0002,0010) in the file meta group", path);
+  int kind = syntax_kind(hdr->info.transfer_syntax, &w.implicit, &w.big);
+  if (!kind)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                      "lumen_dicom_read: '%s': TransferSyntaxUID %s is not supported, expected native "
+                      "(1.2.840.10008.1.2, .1.2.1, .1.2.2), RLE, JPEG, JPEG-LS or JPEG 2000 (docs/DICOM.md)",
+                      path, hdr->info.transfer_syntax);
+  hdr->encapsulated = kind == 2;
+  hdr->big_endian = w.big;
+  lumen_status s = walk_dataset(&w, &p, size, 0, 0);
+  if (s != LUMEN_OK) return s;
+  return check_pixels(&w);
+}

@@ -94,7 +94,9 @@ def main():
 
 def dicom_seeds():
     """fuzz_dicom seeds: small test files of pydicom (Debian python3-pydicom), one per transfer
-    syntax lumen decodes; byte 0 picks the decode path (0: a forked child, 1: in-process)."""
+    syntax lumen decodes; byte 0 picks the decode path (0: a forked child, 1: in-process).
+    They are pydicom's files, so they are not committed (.gitignore): fuzz/run.sh writes them
+    with --dicom-only when fuzz/corpus/dicom is missing."""
     try:
         from pydicom.data import get_testdata_file
     except ImportError:
@@ -110,5 +112,6 @@ def dicom_seeds():
 
 
 if __name__ == '__main__':
-    main()
+    if sys.argv[1:] != ['--dicom-only']:
+        main()
     dicom_seeds()

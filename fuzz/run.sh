@@ -26,7 +26,8 @@ for t in "${targets[@]}"; do
       echo "fuzz: $t: a regression input fails again (see $OUT/$t.regressions.log)"; status=1
     fi
   fi
-  mkdir -p "$OUT/corpus/$t"
+  if [ "$t" = dicom ] && [ ! -d fuzz/corpus/dicom ]; then /usr/bin/python3 fuzz/make_corpus.py --dicom-only || true; fi
+  mkdir -p "$OUT/corpus/$t" "fuzz/corpus/$t"
   log="$OUT/$t.log"
   if "$bin" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
        -artifact_prefix="$OUT/artifacts/$t-" "$OUT/corpus/$t" "fuzz/corpus/$t" > "$log" 2>&1; then

@@ -205,6 +205,48 @@ LUMEN_API void lumen_bits_opts_init(lumen_bits_opts *opts);
 LUMEN_API lumen_status lumen_segment_normalize_bits(lumen_ctx *ctx, const lumen_image *in, const lumen_bits_opts *opts,
                                           lumen_image **out, int *bits_used);
 
+/* ------------------------------------------------------------------ GRAIL automatic windowing */
+
+/* GRAIL (Albiol, Corbi & Albiol 2017, Med Phys 44(4)): the window [a, b] whose 8-bit display keeps
+   the most of the image's texture, measured as the sum over a Gabor bank (n_scales x
+   n_orientations real kernels, f = 0.25 / sqrt(2)^m cycles/pixel, sigma = 1 / (2f), size
+   ceil(6 sigma) made odd, NEAREST borders) of the mutual information between |Gabor| of the image
+   and |Gabor| of its windowed display. Coordinate search: b then a over current +- steps * delta,
+   k_max rounds, delta / 10 after each. 2-D images only; CPU only (a CUDA request runs on the CPU
+   and the report says so). docs/SEGMENTATION.md lists where lumen differs from the reference. */
+typedef struct lumen_grail_opts {
+  lumen_filter_exec exec;
+  int n_scales;            /* 3 (1..8) */
+  int n_orientations;      /* 6 (1..32) */
+  double delta;            /* initial search step in intensity units; 0 (default) = 300 on the
+                              12-bit scale scaled to the data's bit depth: 300 * (2^bits - 1) / 4095,
+                              bits inferred as lumen_bits_opts (8 / 12 / 16) */
+  int k_max;               /* 3 rounds (>= 1) */
+  int steps;               /* 5: candidates current + j * delta, j = -steps..steps (>= 1) */
+  int bins;                /* 256: histogram bins of each response for the mutual information (2..4096) */
+  int quantize;            /* 1 (lumen): the metric sees the display rounded to integer levels
+                              0..out_max, as an 8-bit screen does; 0: unrounded (the reference) */
+  double out_max;          /* 255: output scale, and the display levels - 1 when quantize is on */
+} lumen_grail_opts;
+LUMEN_API void lumen_grail_opts_init(lumen_grail_opts *opts);
+
+typedef struct lumen_grail_result {
+  double a, b;             /* the window found: out = clamp((x - a) / (b - a), 0, 1) * out_max */
+  double metric;           /* the GRAIL metric at (a, b): sum of mutual informations, bits */
+  double delta;            /* the initial step used */
+  int bits;                /* the bit depth that scaled delta (0 when delta was given) */
+  int evaluations;         /* metric evaluations of the search */
+} lumen_grail_result;
+
+/* Finds [a, b] and writes the linearly windowed image (float, the run's precision). result may
+   be NULL; the window is also logged at LUMEN_LOG_INFO. */
+LUMEN_API lumen_status lumen_segment_grail(lumen_ctx *ctx, const lumen_image *in, const lumen_grail_opts *opts,
+                                 lumen_image **out, lumen_grail_result *result);
+/* The GRAIL metric of one window [a, b] (a < b, finite) of a 2-D image, with opts' bank, bins and
+   quantisation. */
+LUMEN_API lumen_status lumen_segment_grail_metric(lumen_ctx *ctx, const lumen_image *in, const lumen_grail_opts *opts,
+                                        double a, double b, double *metric);
+
 /* ------------------------------------------------------------------ by name, and batches */
 
 typedef enum lumen_segment_algo {
@@ -217,11 +259,12 @@ typedef enum lumen_segment_algo {
   LUMEN_SEGMENT_BREAST_MASK,   /* lumen_breast_mask_opts */
   LUMEN_SEGMENT_WINDOW,        /* lumen_window_opts */
   LUMEN_SEGMENT_NORMALIZE_BITS,/* lumen_bits_opts */
+  LUMEN_SEGMENT_GRAIL,         /* lumen_grail_opts */
   LUMEN_SEGMENT_ALGO_COUNT
 } lumen_segment_algo;
 
 /* "febds", "tophat", "kmeans", "fcm", "pfcm", "region_grow", "breast_mask", "window",
-   "normalize_bits"; "unknown" otherwise. Parsing also accepts '-' for '_'. */
+   "normalize_bits", "grail"; "unknown" otherwise. Parsing also accepts '-' for '_'. */
 LUMEN_API const char *lumen_segment_algo_name(lumen_segment_algo algo);
 LUMEN_API lumen_status lumen_segment_algo_parse(lumen_ctx *ctx, const char *name, lumen_segment_algo *out);
 

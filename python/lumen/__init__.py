@@ -27,6 +27,8 @@ from ._io import read_image, write_image, image_formats
 from ._image_ops import (gaussian_batch, gaussian_many, gamma, absolute, contrast, convolve, bandpass,
                          sauvola, local_variance, variance_binarize, largest_component, entropy,
                          mutual_information, variance)
+from ._segment import (febds, tophat, kmeans, fcm, pfcm, region_grow, breast_mask, window,
+                       normalize_bits, grail, grail_metric, febds_methods, segment_algorithms)
 from . import _lib as _l
 
 
@@ -48,3 +50,5 @@ __all__ = ["LumenError", "LumenInvalidArgument", "LumenDeviceError", "LumenMemor
 __all__ += ["gaussian_batch", "gaussian_many", "gamma", "absolute", "contrast", "convolve", "bandpass",
             "sauvola", "local_variance", "variance_binarize", "largest_component", "entropy",
             "mutual_information", "variance"]
+__all__ += ["febds", "tophat", "kmeans", "fcm", "pfcm", "region_grow", "breast_mask", "window",
+            "normalize_bits", "grail", "grail_metric", "febds_methods", "segment_algorithms"]

@@ -39,6 +39,9 @@ static void segment_help(FILE *out) {
           "  breast_mask     Otsu + largest component: --otsu-bins (0) --connectivity 1|2 (1) --fill-holes\n"
           "  window          DICOM window: --center C --width W (the data range) --out-max (255)\n"
           "  normalize_bits  --bits B (0 = infer 8/12/16) --target (255)\n"
+          "  grail           automatic window (GRAIL, Gabor mutual information; 2-D, CPU): --n-scales (3)\n"
+          "                  --n-orientations (6) --delta (0 = 300 on the 12-bit scale) --k-max (3)\n"
+          "                  --steps (5) --bins (256) --no-quantize --out-max (255); -v logs a and b\n"
           "\n"
           "common options:\n"
           "  --device D        cpu, cuda or cuda:N; steps without a CUDA kernel, or a failed device, run on\n"
@@ -63,6 +66,7 @@ typedef struct svals {
   lumen_breast_mask_opts breast;
   lumen_window_opts window;
   lumen_bits_opts bits;
+  lumen_grail_opts grail;
   int64_t *seeds;
   int nseeds, seed_dims;
 } svals;
@@ -169,6 +173,14 @@ static const seg_option seg_options[] = {
   {SEG_ALGO(WINDOW), "--out-max", SEG_DOUBLE, SEG_FIELD(window.out_max)},
   {SEG_ALGO(NORMALIZE_BITS), "--bits", SEG_INT, SEG_FIELD(bits.bits)},
   {SEG_ALGO(NORMALIZE_BITS), "--target", SEG_DOUBLE, SEG_FIELD(bits.target)},
+  {SEG_ALGO(GRAIL), "--n-scales", SEG_INT, SEG_FIELD(grail.n_scales)},
+  {SEG_ALGO(GRAIL), "--n-orientations", SEG_INT, SEG_FIELD(grail.n_orientations)},
+  {SEG_ALGO(GRAIL), "--delta", SEG_DOUBLE, SEG_FIELD(grail.delta)},
+  {SEG_ALGO(GRAIL), "--k-max", SEG_INT, SEG_FIELD(grail.k_max)},
+  {SEG_ALGO(GRAIL), "--steps", SEG_INT, SEG_FIELD(grail.steps)},
+  {SEG_ALGO(GRAIL), "--bins", SEG_INT, SEG_FIELD(grail.bins)},
+  {SEG_ALGO(GRAIL), "--no-quantize", SEG_SET_0, SEG_FIELD(grail.quantize)},
+  {SEG_ALGO(GRAIL), "--out-max", SEG_DOUBLE, SEG_FIELD(grail.out_max)},
 };
 
 static const seg_option *seg_option_find(lumen_segment_algo algo, const char *name) {
@@ -311,6 +323,17 @@ static int segment_check_values(lumen_segment_algo algo, const svals *v) {
       REQ(isnan(v->window.center) || isfinite(v->window.center), "--center", "center", v->window.center, "a number");
       REQ(isfinite(v->window.out_max) && v->window.out_max > 0, "--out-max", "out_max", v->window.out_max, "> 0");
       return 1;
+    case LUMEN_SEGMENT_GRAIL:
+      REQ(v->grail.n_scales >= 1 && v->grail.n_scales <= 8, "--n-scales", "n_scales", v->grail.n_scales, "1..8");
+      REQ(v->grail.n_orientations >= 1 && v->grail.n_orientations <= 32, "--n-orientations", "n_orientations",
+          v->grail.n_orientations, "1..32");
+      REQ(isfinite(v->grail.delta) && v->grail.delta >= 0, "--delta", "delta", v->grail.delta,
+          "> 0 (or 0 = 300 on the 12-bit scale)");
+      REQ(v->grail.k_max >= 1 && v->grail.k_max <= 12, "--k-max", "k_max", v->grail.k_max, "1..12");
+      REQ(v->grail.steps >= 1 && v->grail.steps <= 1000, "--steps", "steps", v->grail.steps, "1..1000");
+      REQ(v->grail.bins >= 2 && v->grail.bins <= 4096, "--bins", "bins", v->grail.bins, "2..4096");
+      REQ(isfinite(v->grail.out_max) && v->grail.out_max >= 1, "--out-max", "out_max", v->grail.out_max, ">= 1");
+      return 1;
     default: return 1;
   }
 }
@@ -326,6 +349,7 @@ static void svals_init(svals *v) {
   lumen_breast_mask_opts_init(&v->breast);
   lumen_window_opts_init(&v->window);
   lumen_bits_opts_init(&v->bits);
+  lumen_grail_opts_init(&v->grail);
 }
 
 /* The algorithm and every option, before anything is read: LUMEN_EXIT_OK, or LUMEN_EXIT_USAGE
@@ -351,7 +375,7 @@ static int segment_parse(lumen_imgcli *c, svals *v, lumen_segment_algo *algo, in
       if (lumen_segment_algo_parse(NULL, a, algo) != LUMEN_OK) {
         lumen_cli_error(CMD,
                         "unknown algorithm '%s', expected one of febds, tophat, kmeans, fcm, pfcm, region_grow, "
-                        "breast_mask, window, normalize_bits",
+                        "breast_mask, window, normalize_bits, grail",
                         a);
         return LUMEN_EXIT_USAGE;
       }
@@ -404,6 +428,7 @@ int lumen_cmd_segment(int argc, char **argv) {
     case LUMEN_SEGMENT_REGION_GROW: opts = &v.grow; break;
     case LUMEN_SEGMENT_BREAST_MASK: opts = &v.breast; break;
     case LUMEN_SEGMENT_WINDOW: opts = &v.window; break;
+    case LUMEN_SEGMENT_GRAIL: opts = &v.grail; break;
     default: opts = &v.bits; break;
   }
   if (!lumen_imgbatch_check(&c)) {

@@ -48,6 +48,7 @@ static const op_scratch table[] = {
   {"segment", "breast_mask", 7, 0}, /* 1.6 F */
   {"segment", "window", 0, 0},
   {"segment", "normalize_bits", 0, 0},
+  {"segment", "grail", 31, 0}, /* the cap: its bank holds n_scales x n_orientations responses (18 F) */
   {"segment", "region_grow", 23, 0}, /* 5.6 F: queue and flags */
 };
 

@@ -1,5 +1,5 @@
 /* The segmentation algorithms by id: names, lumen_segment_run (one image) and lumen_segment_many
- * (a batch). Above the algorithms (cluster.c, febds.c, region.c), which use seg_common.c below. */
+ * (a batch). Above the algorithms (cluster.c, febds.c, region.c, grail.c), which use seg_common.c below. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,7 +7,8 @@
 #include "segment/seg_internal.h"
 
 static const char *const algo_names[LUMEN_SEGMENT_ALGO_COUNT] = {
-  "febds", "tophat", "kmeans", "fcm", "pfcm", "region_grow", "breast_mask", "window", "normalize_bits"};
+  "febds", "tophat", "kmeans", "fcm", "pfcm", "region_grow", "breast_mask", "window", "normalize_bits",
+  "grail"};
 
 const char *lumen_segment_algo_name(lumen_segment_algo algo) {
   return (int)algo >= 0 && algo < LUMEN_SEGMENT_ALGO_COUNT ? algo_names[algo] : "unknown";
@@ -27,7 +28,7 @@ lumen_status lumen_segment_algo_parse(lumen_ctx *ctx, const char *name, lumen_se
   }
   return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                     "lumen_segment_algo_parse: unknown algorithm '%s', expected one of febds, tophat, kmeans, fcm, "
-                    "pfcm, region_grow, breast_mask, window, normalize_bits",
+                    "pfcm, region_grow, breast_mask, window, normalize_bits, grail",
                     name ? name : "(null)");
 }
 
@@ -43,6 +44,7 @@ lumen_status lumen_segment_run(lumen_ctx *ctx, lumen_segment_algo algo, const vo
     case LUMEN_SEGMENT_BREAST_MASK: return lumen_segment_breast_mask(ctx, in, opts, out);
     case LUMEN_SEGMENT_WINDOW: return lumen_segment_window(ctx, in, opts, out);
     case LUMEN_SEGMENT_NORMALIZE_BITS: return lumen_segment_normalize_bits(ctx, in, opts, out, NULL);
+    case LUMEN_SEGMENT_GRAIL: return lumen_segment_grail(ctx, in, opts, out, NULL);
     default: break;
   }
   if (out) *out = NULL;
@@ -92,11 +94,12 @@ lumen_status lumen_segment_many(lumen_ctx *ctx, lumen_segment_algo algo, const v
     lumen_breast_mask_opts breast;
     lumen_window_opts window;
     lumen_bits_opts bits;
+    lumen_grail_opts grail;
   } copy;
   static const size_t sizes[LUMEN_SEGMENT_ALGO_COUNT] = {
     sizeof(lumen_febds_opts), sizeof(lumen_tophat_opts), sizeof(lumen_kmeans_opts), sizeof(lumen_fcm_opts),
     sizeof(lumen_fcm_opts), sizeof(lumen_region_grow_opts), sizeof(lumen_breast_mask_opts),
-    sizeof(lumen_window_opts), sizeof(lumen_bits_opts)};
+    sizeof(lumen_window_opts), sizeof(lumen_bits_opts), sizeof(lumen_grail_opts)};
   void *o = NULL;
   if (opts) {
     memcpy(&copy, opts, sizes[algo]);

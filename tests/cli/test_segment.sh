@@ -148,8 +148,16 @@ check "region growing from a seed point finds that calcification only" \
 "$bin" segment region_grow mammo.png rg2.nii --seed-point 1,2,3 2>err.txt; rc=$?
 check "seed with the wrong number of coordinates" "[ $rc -ne 0 ] && grep -q 'expected 2' err.txt"
 
+"$bin" segment grail mammo.png grail.nii --n-scales 1 --n-orientations 2 -v 2>err.txt; rc=$?
+check "grail writes the window and logs a and b (-v)" \
+  "[ $rc -eq 0 ] && [ -s grail.nii ] && grep -qE 'window a = [-0-9.e+]+, b = [-0-9.e+]+' err.txt" || cat err.txt
+"$bin" segment grail mammo.png g0.nii --n-scales 0 2>err.txt; rc=$?
+check "grail --n-scales 0 is a usage error naming the option, nothing written" \
+  "[ $rc -eq 2 ] && grep -q -- '--n-scales' err.txt && [ ! -e g0.nii ]" || cat err.txt
+"$bin" segment grail vol.nii g3.nii 2>err.txt; rc=$?
+check "grail refuses a 3-D image" "[ $rc -ne 0 ] && grep -q '2-D' err.txt && [ ! -e g3.nii ]" || cat err.txt
 "$bin" segment --help > help.txt; rc=$?
 check "--help lists algorithms and defaults" \
-  "[ $rc -eq 0 ] && grep -q 'febds' help.txt && grep -q 'pfcm' help.txt && grep -q -- '--method dog|log|fft (dog)' help.txt && grep -q 'DICOM (.dcm' help.txt"
+  "[ $rc -eq 0 ] && grep -q 'febds' help.txt && grep -q 'pfcm' help.txt && grep -q 'grail' help.txt && grep -q -- '--method dog|log|fft (dog)' help.txt && grep -q 'DICOM (.dcm' help.txt"
 "$bin" --help | grep -q "segment" ; check "listed in lumen --help" "[ $? -eq 0 ]"
 exit $fail

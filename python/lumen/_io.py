@@ -1,4 +1,5 @@
-"""Image files (include/lumen/io.h): lumen.read_image and lumen.write_image for PNG and NIfTI.
+"""Image files (include/lumen/io.h): lumen.read_image for PNG, NIfTI and DICOM, lumen.write_image
+for PNG and NIfTI.
 
 The C library reads and writes; this module only wraps. read_image returns a numpy view of the
 image the C reader allocated (no copy: the lumen_image is freed when the last array using its
@@ -11,8 +12,8 @@ dims (x, y, z). A PNG reads as (height, width), row 0 the top row; a NIfTI volum
 i.e. the transpose of nibabel's array. Per-axis metadata (shape, spacing) follow the numpy axes;
 the affine is NIfTI's voxel (i, j, k) -> world matrix, i indexing the LAST numpy axis.
 
-Formats are chosen from the file name (or format=); a new format (DICOM, once the C library reads
-it) is one more row of _FORMATS.
+Formats are chosen from the file name (or format=; a DICOM file is also known by its signature);
+a new format is one more row of _FORMATS.
 """
 import ctypes
 import os
@@ -64,6 +65,20 @@ class _PngWriteOpts(ctypes.Structure):
                 ("overwrite", c_int)]
 
 
+class _DicomReadOpts(ctypes.Structure):
+    _fields_ = [("max_bytes", c_int64)]
+
+
+class _DicomInfo(ctypes.Structure):
+    _fields_ = [("rows", c_int64), ("columns", c_int64), ("frames", c_int64), ("samples_per_pixel", c_int),
+                ("bits_allocated", c_int), ("bits_stored", c_int), ("high_bit", c_int),
+                ("pixel_representation", c_int), ("photometric", ctypes.c_char * 17), ("inverted", c_int),
+                ("rescale_slope", c_double), ("rescale_intercept", c_double), ("has_rescale", c_int),
+                ("spacing", c_double * 2), ("spacing_source", c_char_p), ("has_window", c_int),
+                ("window_center", c_double), ("window_width", c_double), ("modality", ctypes.c_char * 17),
+                ("transfer_syntax", ctypes.c_char * 65), ("isolated", c_int)]
+
+
 PNG_SCALINGS = ("clip", "minmax", "range")  # lumen_png_scaling order (io.h has no name function)
 
 
@@ -78,6 +93,10 @@ _HAVE_IO = all(f is not None for f in (
     _p("lumen_nifti_write", c_int, c_void_p, c_char_p, c_void_p, P(_NiftiWriteOpts)),
     _p("lumen_png_read", c_int, c_void_p, c_char_p, P(_PngReadOpts), P(c_void_p), P(c_int)),
     _p("lumen_png_write", c_int, c_void_p, c_char_p, c_void_p, P(_PngWriteOpts))))
+# DICOM: in every liblumen.so with the I/O module (a build without GDCM answers "not built")
+_HAVE_DICOM = all(f is not None for f in (
+    _p("lumen_dicom_read", c_int, c_void_p, c_char_p, P(_DicomReadOpts), P(c_void_p), P(_DicomInfo)),
+    _p("lumen_dicom_is_dicom_file", c_int, c_char_p)))
 _lib._proto("lumen_image_set_spacing", c_int, c_void_p, c_void_p, P(c_double), c_int)
 _lib._proto("lumen_image_get_spacing", c_int, c_void_p, P(c_double), c_int)
 _lib._proto("lumen_image_set_affine", c_int, c_void_p, c_void_p, P(c_double))
@@ -264,12 +283,47 @@ def _write_png(path, a, img, meta, ctx):
     check(lib.lumen_png_write(ctx, cstr(path), img, ctypes.byref(o)), "lumen_png_write", ctx)
 
 
+# ---------------------------------------------------------------------------- DICOM
+
+
+def _read_dicom(path, ctx, apply_scaling, max_bytes):
+    if apply_scaling is False:
+        raise ValueError("read_image: a DICOM image is always read through its modality LUT "
+                         "(RescaleSlope/Intercept); apply_scaling=False is for NIfTI")
+    if not _HAVE_DICOM:
+        raise _lib.error_for(_lib.status_code("not_built"), "read_image: %s has no DICOM reader"
+                             % _lib.library_path(), "read_image")
+    opts = _DicomReadOpts(max_bytes=max_bytes)
+    info = _DicomInfo()
+    img = c_void_p()
+    check(lib.lumen_dicom_read(ctx, cstr(path), ctypes.byref(opts), ctypes.byref(img), ctypes.byref(info)),
+          "lumen_dicom_read", ctx)
+    spacing, _ = _geometry(img, lib.lumen_image_ndim(img))
+    arr = _view(img)
+    return arr, {"format": "dicom", "shape": arr.shape, "dtype": str(arr.dtype), "spacing": spacing,
+                 "rows": info.rows, "columns": info.columns, "frames": info.frames,
+                 "bits_allocated": info.bits_allocated, "bits_stored": info.bits_stored,
+                 "high_bit": info.high_bit, "pixel_representation": info.pixel_representation,
+                 "photometric": pystr(info.photometric), "inverted": bool(info.inverted),
+                 "rescale_slope": info.rescale_slope, "rescale_intercept": info.rescale_intercept,
+                 "has_rescale": bool(info.has_rescale), "spacing_source": pystr(info.spacing_source),
+                 "window_center": info.window_center if info.has_window else None,
+                 "window_width": info.window_width if info.has_window else None,
+                 "modality": pystr(info.modality), "transfer_syntax": pystr(info.transfer_syntax),
+                 "decoded_in_child_process": bool(info.isolated)}
+
+
+def _write_dicom(path, a, img, meta, ctx):
+    raise ValueError("write_image: lumen reads DICOM but does not write it: write NIfTI or PNG")
+
+
 # ---------------------------------------------------------------------------- dispatch
 
-# format -> (file name endings, reader, writer, keys the writer takes). DICOM: one more row.
+# format -> (file name endings, reader, writer, keys the writer takes).
 _FORMATS = {
     "png": ((".png",), _read_png, _write_png, _PNG_KEYS),
     "nifti": ((".nii", ".nii.gz"), _read_nifti, _write_nifti, _NIFTI_KEYS),
+    "dicom": ((".dcm",), _read_dicom, _write_dicom, set()),
 }
 # keys read_image returns that describe the file read and are not written (so that
 # write_image(path, array, **meta) accepts read_image's meta)
@@ -291,13 +345,15 @@ def _format_of(path, fmt, fn):
     for name, row in _FORMATS.items():
         if low.endswith(row[0]):
             return name
+    if fn == "read_image" and _HAVE_DICOM and lib.lumen_dicom_is_dicom_file(cstr(path)):
+        return "dicom"  # a DICOM Part 10 file by its signature, whatever its name
     raise ValueError("%s: cannot tell the format of '%s' from its name: expected %s (or format=%s)"
                      % (fn, path, ", ".join(e for r in _FORMATS.values() for e in r[0]),
                         "/".join(repr(k) for k in _FORMATS)))
 
 
 def read_image(path, *, format=None, apply_scaling=None, max_bytes=0):
-    """Reads a PNG or NIfTI file: returns (array, meta).
+    """Reads a PNG, NIfTI or DICOM file: returns (array, meta).
 
     array: numpy, no copy of what the C reader allocated. PNG: (height, width) uint8 or uint16
     (colour becomes Rec. 709 luminance, alpha is dropped). NIfTI: (t, z, y, x) / (z, y, x) / ...
@@ -308,6 +364,11 @@ def read_image(path, *, format=None, apply_scaling=None, max_bytes=0):
     NIfTI: "affine" (4x4 voxel -> world), "affine_source", "version", "datatype", "pixdim",
     "scl_slope", "scl_inter", "scaled", "qform_code", "sform_code", units, "intent_code",
     "intent_name", "description", "cal_min", "cal_max", "toffset", "time_step(_s)".
+    DICOM (.dcm, or any file with the DICOM signature; docs/DICOM.md): float32 (rows, columns) or
+    (frames, rows, columns) after the modality LUT, MONOCHROME1 inverted; meta: "rows", "columns",
+    "frames", "bits_*", "photometric", "inverted", "rescale_slope/intercept", "spacing_source",
+    "window_center"/"window_width" (None when absent), "modality", "transfer_syntax",
+    "decoded_in_child_process".
     max_bytes: the largest image to allocate (0: the library's default, min(16 GiB, memory)).
     Errors: lumen.LumenError with the C library's message naming the file and the field.
     """

@@ -347,7 +347,7 @@ def test_argument_errors_before_c(tmp_path):
     with pytest.raises(lumen.LumenError, match="intent_name"):
         lumen.write_image(tmp_path / "x.nii", a, intent_name="a name longer than fifteen")
     assert os.listdir(tmp_path) == []                            # nothing written on any error
-    assert lumen.image_formats() == {"png": [".png"], "nifti": [".nii", ".nii.gz"]}
+    assert lumen.image_formats() == {"png": [".png"], "nifti": [".nii", ".nii.gz"], "dicom": [".dcm"]}
 
 
 # ---------------------------------------------------------------------------- layouts
@@ -361,15 +361,75 @@ def test_struct_mirrors_match_the_c_compiler(tmp_path):
     src = tmp_path / "sizes.c"
     names = {"lumen_nifti_read_opts": _io._NiftiReadOpts, "lumen_nifti_info": _io._NiftiInfo,
              "lumen_nifti_write_opts": _io._NiftiWriteOpts, "lumen_png_read_opts": _io._PngReadOpts,
-             "lumen_png_write_opts": _io._PngWriteOpts}
+             "lumen_png_write_opts": _io._PngWriteOpts, "lumen_dicom_read_opts": _io._DicomReadOpts,
+             "lumen_dicom_info": _io._DicomInfo}
     body = "".join('printf("%%zu\\n", sizeof(%s));' % n for n in names)
     body += 'printf("%zu %zu %zu\\n", offsetof(lumen_nifti_info, affine), offsetof(lumen_nifti_info, '
     body += 'descrip), offsetof(lumen_nifti_write_opts, compress_level));'
+    body += 'printf("%zu %zu\\n", offsetof(lumen_dicom_info, spacing_source), offsetof(lumen_dicom_info, isolated));'
     src.write_text("#include <stddef.h>\n#include <stdio.h>\n#include \"lumen/io.h\"\nint main(void){%s return 0;}\n"
                    % body)
     exe = tmp_path / "sizes"
     subprocess.run([cc, "-std=c11", "-I", os.path.join(REPO, "include"), "-o", str(exe), str(src)], check=True)
     out = subprocess.run([str(exe)], stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split()
-    assert [int(v) for v in out[:5]] == [ctypes.sizeof(c) for c in names.values()]
-    assert [int(v) for v in out[5:]] == [_io._NiftiInfo.affine.offset, _io._NiftiInfo.descrip.offset,
-                                         _io._NiftiWriteOpts.compress_level.offset]
+    assert [int(v) for v in out[:7]] == [ctypes.sizeof(c) for c in names.values()]
+    assert [int(v) for v in out[7:]] == [_io._NiftiInfo.affine.offset, _io._NiftiInfo.descrip.offset,
+                                         _io._NiftiWriteOpts.compress_level.offset,
+                                         _io._DicomInfo.spacing_source.offset, _io._DicomInfo.isolated.offset]
+
+
+# ---------------------------------------------------------------------------- DICOM (read only)
+# pydicom's own test files (Debian python3-pydicom), decoded by pydicom as the reference
+
+
+def _pydicom():
+    pydicom = pytest.importorskip("pydicom")
+    from pydicom.pixel_data_handlers.util import apply_modality_lut
+    return pydicom, apply_modality_lut
+
+
+@pytest.mark.parametrize("name", ["CT_small.dcm", "MR_small.dcm", "MR_small_implicit.dcm", "MR_small_bigendian.dcm",
+                                  "MR_small_RLE.dcm", "MR_small_jp2klossless.dcm", "rtdose_1frame.dcm"])
+def test_read_dicom_equals_pydicom(name):
+    pydicom, lut = _pydicom()
+    from pydicom.data import get_testdata_file
+    path = get_testdata_file(name)
+    a, meta = lumen.read_image(path)
+    ds = pydicom.dcmread(path)
+    ref = lut(ds.pixel_array, ds).astype(np.float32)
+    assert meta["format"] == "dicom" and a.dtype == np.float32
+    np.testing.assert_array_equal(a, ref.reshape(a.shape))
+    assert meta["rows"] == ds.Rows and meta["columns"] == ds.Columns
+    ps = [float(v) for v in getattr(ds, "PixelSpacing", [1, 1])]
+    assert meta["spacing"][-2:] == pytest.approx((ps[0], ps[1]))  # (row spacing, column spacing)
+    assert meta["transfer_syntax"] == str(ds.file_meta.TransferSyntaxUID)
+
+
+def test_read_dicom_monochrome1_is_inverted_and_found_by_signature(tmp_path):
+    pydicom, lut = _pydicom()
+    from pydicom.data import get_testdata_file
+    ds = pydicom.dcmread(get_testdata_file("MR_small.dcm"))
+    ds.PhotometricInterpretation = "MONOCHROME1"
+    path = tmp_path / "mono1"  # no .dcm: known by the DICM signature
+    ds.save_as(str(path))
+    a, meta = lumen.read_image(path)
+    stored = ds.pixel_array.astype(np.float64)
+    lo, hi = (-(1 << (ds.BitsStored - 1)), (1 << (ds.BitsStored - 1)) - 1) if ds.PixelRepresentation else \
+        (0, (1 << ds.BitsStored) - 1)
+    assert meta["inverted"] and meta["photometric"] == "MONOCHROME1"
+    np.testing.assert_array_equal(a, (lo + hi - stored).astype(np.float32))
+
+
+def test_dicom_errors(tmp_path):
+    bad = tmp_path / "not.dcm"
+    bad.write_bytes(b"\0" * 200)
+    with pytest.raises(lumen.LumenError) as e:
+        lumen.read_image(bad)
+    assert "not.dcm" in str(e.value)
+    with pytest.raises(ValueError):
+        lumen.write_image(tmp_path / "out.dcm", np.zeros((4, 4), np.float32))
+    assert not (tmp_path / "out.dcm").exists()
+    pydicom, _ = _pydicom()
+    from pydicom.data import get_testdata_file
+    with pytest.raises(ValueError):
+        lumen.read_image(get_testdata_file("CT_small.dcm"), apply_scaling=False)

@@ -48,16 +48,16 @@ static const op_scratch table[] = {
   {"segment", "breast_mask", 7, 0}, /* 1.6 F */
   {"segment", "window", 0, 0},
   {"segment", "normalize_bits", 0, 0},
-  {"segment", "grail", 31, 0}, /* the cap: its bank holds n_scales x n_orientations responses (18 F) */
+  {"segment", "grail", 100, 0}, /* 24.7 F (512 x 512, 2 threads): 18 Gabor responses and temporaries */
   {"segment", "region_grow", 23, 0}, /* 5.6 F: queue and flags */
 };
 
 int64_t lumen_dist_op_scratch(const char *cmd, const char *op, int64_t count, int threads) {
   if (count < 0) count = 0;
   if (threads < 1) threads = 1;
-  /* A count from a hostile header (0xFFFFFFFF^2 voxels) saturates: 4 * count, quarters (< 32)
+  /* A count from a hostile header (0xFFFFFFFF^2 voxels) saturates: 4 * count, quarters (< 256)
      times it and the line buffers (<= 2 F) then all fit in int64_t for the counts below. */
-  if (count > INT64_MAX / 256) return INT64_MAX;
+  if (count > INT64_MAX / 1024) return INT64_MAX;
   const int64_t f = 4 * count;
   int quarters = 16, per_thread = 2; /* an op not in the table: 4 F and 2 MiB per thread */
   for (size_t k = 0; cmd && op && k < sizeof table / sizeof table[0]; k++)

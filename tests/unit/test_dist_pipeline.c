@@ -431,6 +431,8 @@ static void scratch_estimate(void **state) {
   assert_int_equal(lumen_dist_op_scratch("segment", "febds", n, 1), 9 * f / 4);
   assert_int_equal(lumen_dist_op_scratch("filter", "no_such_op", n, 1), 4 * f + 2 * 1048576);
   assert_int_equal(lumen_dist_op_scratch("filter", "gaussian", 16, 8), 2 * 64); /* rings <= 2 F */
+  assert_int_equal(lumen_dist_op_scratch("segment", "grail", n, 1), 25 * f); /* its 18 responses count */
+  assert_int_equal(lumen_dist_op_scratch("segment", "grail", INT64_MAX / 1024 + 1, 1), INT64_MAX); /* saturates */
 }
 
 LUMEN_TEST_MAIN(cmocka_unit_test(pipelined_equals_serial),

@@ -31,7 +31,9 @@ PACKAGES=(
 #   chromium: tests/cli/test_report_browser.sh renders report.html in a real browser (issue 17)
 #   libgdcm-dev: DICOM input (issue 18, docs/DICOM.md; lumen builds without it and says so);
 #   python3-pydicom: the DICOM tests' independent reference (tests/cli/test_dicom.sh)
-OPTIONAL=(chromium libgdcm-dev python3-pydicom)
+#   libgdcm-tools: gdcmconv for scripts/bench_mammo_read.sh's compressed files (and the files
+#   GDCM's CMake config names, which CMake otherwise warns about)
+OPTIONAL=(chromium libgdcm-dev libgdcm-tools python3-pydicom)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all setup configure build test test-only hostile sanitize fuzz demo bench install clean help
+.PHONY: all setup configure build test test-only hostile sanitize fuzz demo bench bench-peers install clean help
 
 all: build
 
@@ -20,6 +20,7 @@ help:
 	@echo "make sanitize  build into $(SAN_BUILD)/ with -fsanitize=address,undefined and run the tests"
 	@echo "make fuzz      build the libFuzzer targets (clang) into $(FUZZ_BUILD)/, run each FUZZ_SECONDS (60)"
 	@echo "make bench     run the benchmarks (never part of the tests)"
+	@echo "make bench-peers  venv $(PEERS_VENV) with torch (CPU) + medical-image-std from PyPI, for LUMEN_MIS_PYTHON"
 	@echo "variables: BUILD, JOBS, CMAKE_ARGS (e.g. CMAKE_ARGS=-DLUMEN_CUDA=OFF)"
 
 setup:
@@ -66,6 +67,19 @@ bench:
 	@bash scripts/setup.sh
 	$(MAKE) --no-print-directory build
 	@if [ -x bench/run.sh ]; then bash bench/run.sh $(BUILD); else echo "no benchmarks yet"; fi
+
+# The peer framework (PyPI medical-image-std over torch CPU) in its own venv, for the comparisons of
+# python/tests/test_medical_image_*.py and bench/bench_*_peers.py (LUMEN_MIS_PYTHON). Needs the
+# network; never part of make test.
+PEERS_VENV ?= build-peers/venv
+PEERS_PYTHON ?= python3
+bench-peers:
+	@[ -x $(PEERS_VENV)/bin/python ] || $(PEERS_PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install --upgrade pip
+	$(PEERS_VENV)/bin/pip install --index-url https://download.pytorch.org/whl/cpu torch
+	$(PEERS_VENV)/bin/pip install numpy scipy scikit-image medical-image-std
+	@$(PEERS_VENV)/bin/python -c 'import torch, medical_image; print("torch", torch.__version__, "medical_image ok")'
+	@echo "now: export LUMEN_MIS_PYTHON=$(abspath $(PEERS_VENV))/bin/python   (then make test, or ctest -R python)"
 
 install: build
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX),)

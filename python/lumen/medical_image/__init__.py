@@ -11,9 +11,10 @@ and value ranges follow the original, including where lumen's own defaults diffe
 docs/BINDINGS.md, "lumen.medical_image"); every op honours set_default_precision and runs on
 the image's device (Image.to) with lumen's CPU fallback.
 
-Not here yet: the segmentation algorithm classes (FEBDS, top-hat, k-means, FCM, PFCM, SBRG,
-breast mask, windowing, bit-depth normalisation), MammographyPreprocessing, AsyncGPUPipeline and
-MultiGPUAlgorithm. Out of scope: deep-learning segmentation, datasets and annotations.
+Also here: the algorithm classes (FEBDS, top-hat, k-means, FCM, PFCM, SBRG, breast mask, DICOM and
+GRAIL windows, bit-depth normalisation), MammographyPreprocessing, AsyncGPUPipeline and
+MultiGPUAlgorithm; Image.from_file reads PNG, NIfTI and DICOM. Out of scope: deep-learning
+segmentation, datasets and annotations.
 """
 from ._device import (Device, resolve_device, Precision, set_default_precision, get_default_precision, get_dtype,
                       DeviceContext, gpu_safe, check_gpu_budget, estimate_image_bytes)
@@ -24,3 +25,12 @@ __all__ = ["Image", "InMemoryImage", "PNGImage", "DicomDataNotLoadedError", "req
            "Filters", "Threshold", "MorphologyOperations", "Metrics", "FrequencyOperations",
            "Device", "resolve_device", "Precision", "set_default_precision", "get_default_precision", "get_dtype",
            "DeviceContext", "gpu_safe", "check_gpu_budget", "estimate_image_bytes"]
+# the algorithm classes, MammographyPreprocessing, AsyncGPUPipeline and MultiGPUAlgorithm
+from ._algorithms import (Algorithm, FebdsAlgorithm, TopHatAlgorithm, KMeansAlgorithm, FCMAlgorithm, PFCMAlgorithm,
+                          SbrgAlgorithm, BreastMaskAlgorithm, DicomWindowAlgorithm, BitDepthNormAlgorithm,
+                          GrailWindowAlgorithm, MammographyPreprocessing)
+from ._pipeline import AsyncGPUPipeline, MultiGPUAlgorithm
+
+__all__ += ["Algorithm", "FebdsAlgorithm", "TopHatAlgorithm", "KMeansAlgorithm", "FCMAlgorithm", "PFCMAlgorithm",
+            "SbrgAlgorithm", "BreastMaskAlgorithm", "DicomWindowAlgorithm", "BitDepthNormAlgorithm",
+            "GrailWindowAlgorithm", "MammographyPreprocessing", "AsyncGPUPipeline", "MultiGPUAlgorithm"]

@@ -76,7 +76,8 @@ PEERS_PYTHON ?= python3
 bench-peers:
 	@[ -x $(PEERS_VENV)/bin/python ] || $(PEERS_PYTHON) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/pip install --upgrade pip
-	$(PEERS_VENV)/bin/pip install --index-url https://download.pytorch.org/whl/cpu torch
+	$(PEERS_VENV)/bin/pip install --index-url https://download.pytorch.org/whl/cpu torch || \
+	  $(PEERS_VENV)/bin/pip install torch   # PyPI's torch where PyTorch's own index is not reachable
 	$(PEERS_VENV)/bin/pip install numpy scipy scikit-image medical-image-std
 	@$(PEERS_VENV)/bin/python -c 'import torch, medical_image; print("torch", torch.__version__, "medical_image ok")'
 	@echo "now: export LUMEN_MIS_PYTHON=$(abspath $(PEERS_VENV))/bin/python   (then make test, or ctest -R python)"

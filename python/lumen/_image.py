@@ -114,21 +114,9 @@ _OPTS = {  # op -> (mirror, init function name, filter function name, {field: de
     "label": (_RegionOpts, "lumen_region_opts_init", "lumen_filter_label", {"connectivity": 1}),
 }
 
-_CANARY = 0xA5
-_SLACK = 256
-
-
 def _new_opts(op):
-    """The op's options, as lumen_OP_opts_init() fills them, in a buffer with a checked canary tail."""
-    cls, init = _OPTS[op][0], _OPTS[op][1]
-    n = ctypes.sizeof(cls)
-    buf = bytearray([_CANARY]) * (n + _SLACK)
-    opts = cls.from_buffer(buf)
-    getattr(lib, init)(ctypes.byref(opts))
-    if any(b != _CANARY for b in buf[n:]):
-        raise ImportError("lumen: %s wrote past the binding's %d-byte mirror of its struct: "
-                          "include/lumen/filter.h and python/lumen/_image.py are out of step" % (init, n))
-    return opts
+    """The options as lumen_..._opts_init() fills them (checked against overrunning the mirror)."""
+    return _lib.opts_from_init(_OPTS[op][0], _OPTS[op][1], "include/lumen/filter.h", "python/lumen/_image.py")
 
 
 def _verify_layouts():

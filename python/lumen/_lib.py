@@ -195,6 +195,21 @@ _proto("lumen_check_status_name", c_char_p, c_int)
 # ---------------------------------------------------------------------------- enum reading
 
 
+def opts_from_init(cls, init, header, mirror):
+    """An options struct as the C function init (lumen_X_opts_init) fills it, in a buffer with a
+    canary tail: a C struct grown past the binding's mirror cls is an ImportError naming the
+    header and the mirror module, not a silent overwrite."""
+    canary, slack = 0xA5, 256
+    n = ctypes.sizeof(cls)
+    buf = bytearray([canary]) * (n + slack)
+    opts = cls.from_buffer(buf)
+    getattr(lib, init)(ctypes.byref(opts))
+    if any(b != canary for b in buf[n:]):
+        raise ImportError("lumen: %s wrote past the binding's %d-byte mirror of its struct: "
+                          "%s and %s are out of step" % (init, n, header, mirror))
+    return opts
+
+
 def enum_names(fn, limit=256):
     """Names fn(0), fn(1), ... up to the first "unknown" (or NULL): the C enum, read from C."""
     out = []

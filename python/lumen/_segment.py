@@ -104,21 +104,9 @@ _OPTS = {
                                                      "steps": 5, "bins": 256, "quantize": 1, "out_max": 255.0}),
 }
 
-_CANARY = 0xA5
-_SLACK = 256
-
-
 def _new_opts(algo):
-    """The options as lumen_ALGO_opts_init() fills them, in a buffer with a checked canary tail."""
-    cls, init = _OPTS[algo][0], _OPTS[algo][1]
-    n = ctypes.sizeof(cls)
-    buf = bytearray([_CANARY]) * (n + _SLACK)
-    opts = cls.from_buffer(buf)
-    getattr(lib, init)(ctypes.byref(opts))
-    if any(b != _CANARY for b in buf[n:]):
-        raise ImportError("lumen: %s wrote past the binding's %d-byte mirror of its struct: "
-                          "include/lumen/segment.h and python/lumen/_segment.py are out of step" % (init, n))
-    return opts
+    """The options as lumen_..._opts_init() fills them (checked against overrunning the mirror)."""
+    return _lib.opts_from_init(_OPTS[algo][0], _OPTS[algo][1], "include/lumen/segment.h", "python/lumen/_segment.py")
 
 
 def _verify_layouts():

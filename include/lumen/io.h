@@ -308,6 +308,55 @@ LUMEN_API lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path,
 /* 1 when path is a regular file with "DICM" at byte 128 (the DICOM Part 10 signature). */
 LUMEN_API int lumen_dicom_is_dicom_file(const char *path);
 
+/* A classic DICOM series (docs/DICOM.md, "Series"): single-frame images, one file per slice and
+   time point, as one float32 image {Columns, Rows, slices} or {Columns, Rows, slices, frames}. */
+typedef struct lumen_dicom_series_opts {
+  int64_t max_bytes;        /* per-file and whole-image limit; 0 = default (lumen_io_default_max_bytes) */
+  const char *series_uid;   /* SeriesInstanceUID to take; NULL: the input must hold exactly one series */
+} lumen_dicom_series_opts;
+
+typedef struct lumen_dicom_series_info {
+  char series_uid[65];
+  char series_description[65];
+  int64_t files, slices, frames;
+  double affine[16];        /* voxel -> world (NIfTI RAS, row-major), the one given to the image */
+  double spacing[3];        /* column, row spacing and slice step (mm) */
+  double *frame_times_s;    /* frames start times in s from the first frame (may be non-uniform);
+                               NULL when frames is 1 or the files carry only TemporalPositionIdentifier */
+  const char *frame_order;  /* the tag the frames were ordered by: "TemporalPositionIdentifier",
+                               "TriggerTime", "AcquisitionTime", "ContentTime"; NULL for one frame */
+  const char *frame_time_source; /* "TriggerTime", "AcquisitionTime", "ContentTime" or NULL */
+  double flip_angle_deg;    /* FlipAngle of the first file; NaN when absent */
+  double repetition_time_s; /* RepetitionTime of the first file, converted from ms; NaN when absent */
+} lumen_dicom_series_info;
+
+/* Reads a series from paths[0..n_paths): one folder (every regular file in it with the DICOM
+   Part 10 signature; others are skipped, hidden files too) or a list of files. Slices are sorted
+   by ImagePositionPatient along the slice normal (the cross product of the row and column
+   cosines of ImageOrientationPatient); the files at one position are frames, ordered by
+   TemporalPositionIdentifier, else TriggerTime, else AcquisitionTime, else ContentTime (the first
+   tag every file has). The frame times come from TriggerTime (ms), else AcquisitionTime, else
+   ContentTime, of the first slice, relative to its first frame. The layout and the affine are
+   dcm2niix's, so that results overlay a dcm2niix conversion of the series: the rows are stored
+   bottom-up (y = 0 the last DICOM row), x along the row cosines, slices ascending along the
+   normal, LPS turned into RAS (x and y negated); the slice step is the distance between the
+   first and the last position / (slices - 1), else SpacingBetweenSlices, else SliceThickness.
+   Every file is pre-checked and decoded as lumen_dicom_read does.
+   Errors (one message naming the file and the field): several series without series_uid
+   (LUMEN_ERR_INVALID_ARGUMENT listing each SeriesInstanceUID, SeriesDescription and file count),
+   a series_uid not present, a missing ImagePositionPatient / ImageOrientationPatient /
+   PixelSpacing, orientation, spacing or size that differ between files, unevenly spaced slices
+   (LUMEN_ERR_FORMAT "inconsistent geometry"), slice positions with unequal numbers of files
+   ("missing frame"), several frames and no tag to order them ("no timing"), two files at the
+   same position and time, a multi-frame file, and those of lumen_dicom_read.
+   info (may be NULL) is cleared with lumen_dicom_series_info_clear. */
+LUMEN_API lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, int n_paths,
+                                               const lumen_dicom_series_opts *opts, lumen_image **out,
+                                               lumen_dicom_series_info *info);
+LUMEN_API void lumen_dicom_series_info_clear(lumen_dicom_series_info *info);
+/* 1 when path is a folder holding at least one file with the DICOM Part 10 signature, or such a file. */
+LUMEN_API int lumen_dicom_is_series_input(const char *path);
+
 /* ------------------------------------------------------------------------------ text tables */
 
 /* Numeric text tables for `lumen fit` (curves, frame times, AIFs). Format: one row per line;

@@ -47,7 +47,8 @@ typedef lumen_status (*lumen_pipe_fit_fn)(void *user, lumen_ctx *ctx, const lume
    negative / 0 numbers mean "not given" where noted. */
 typedef struct lumen_pipe_config {
   /* files */
-  char *dce;                       /* 4-D DCE series */
+  char *dce;                       /* 4-D DCE series: NIfTI, or a DICOM folder / file (docs/DICOM.md) */
+  char *series;                    /* SeriesInstanceUID to take from a DICOM folder of several series */
   char *out;                       /* output folder (created when missing) */
   char *t1map;                     /* pre-contrast T1 map (s or ms, detected) */
   char *vfa[LUMEN_PIPE_MAX_FILES]; /* VFA series to compute T1 from (dce), or T1 inputs (t1) */

@@ -52,7 +52,7 @@ void lumen_cli_pipe_log(lumen_ctx *ctx, const char *cmd, int verbose, int quiet)
 /* Value options of dce and t1 that the shared table (cli_vocabulary.c) does not hold: each is
    the lumen_pipe_config key of the same name. */
 static const char *const value_opts[] = {
-  "dce", "out", "t1map", "mask", "b1", "aif", "prefix", "models", "select", "method", "input-type", "dt",
+  "dce", "series", "out", "t1map", "mask", "b1", "aif", "prefix", "models", "select", "method", "input-type", "dt",
   "relaxivity", "blood-t1", "t1", "baseline", "baseline-start", "max-invalid-fraction", "compress-level", "chunk",
   "times", "fxr-fw", NULL};
 

@@ -36,6 +36,12 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   if (info) memset(info, 0, sizeof *info);
   return not_built(ctx, path);
 }
+lumen_status lumen_dicom_read_series_header(lumen_ctx *ctx, const char *path, int64_t max_bytes,
+                                            lumen_dicom_header *hdr) {
+  (void)max_bytes;
+  memset(hdr, 0, sizeof *hdr);
+  return not_built(ctx, path);
+}
 lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
                                      lumen_dicom_info *info) {
   (void)opts;
@@ -62,6 +68,15 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
     free(buf);
     *data = NULL;
   }
+  return s;
+}
+
+lumen_status lumen_dicom_read_series_header(lumen_ctx *ctx, const char *path, int64_t max_bytes,
+                                            lumen_dicom_header *hdr) {
+  uint8_t *data = NULL;
+  size_t size = 0;
+  lumen_status s = load(ctx, path, lumen_io_resolve_max_bytes(max_bytes), hdr, &data, &size);
+  free(data);
   return s;
 }
 

@@ -12,9 +12,34 @@
 extern "C" {
 #endif
 
+/* The top-level tags a series needs (dicom_series_tags.c); has_* say which were present. */
+typedef struct lumen_dicom_series_tags {
+  char series_uid[65];        /* SeriesInstanceUID (0020,000E) */
+  char series_description[65];/* SeriesDescription (0008,103E), cut at 64 characters */
+  int has_position, has_orientation, has_thickness, has_between;
+  double position[3];         /* ImagePositionPatient (0020,0032), mm, LPS */
+  double orientation[6];      /* ImageOrientationPatient (0020,0037): row then column direction cosines */
+  double slice_thickness;     /* SliceThickness (0018,0050), mm */
+  double spacing_between;     /* SpacingBetweenSlices (0018,0088), mm */
+  int has_temporal, has_trigger, has_acquisition_time, has_content_time;
+  double temporal_position;   /* TemporalPositionIdentifier (0020,0100) */
+  double trigger_time_ms;     /* TriggerTime (0018,1060), ms */
+  double acquisition_time_s;  /* AcquisitionTime (0008,0032), seconds of the day */
+  double content_time_s;      /* ContentTime (0008,0033), seconds of the day */
+  int has_flip, has_tr;
+  double flip_angle_deg;      /* FlipAngle (0018,1314) */
+  double repetition_time_ms;  /* RepetitionTime (0018,0080), ms */
+} lumen_dicom_series_tags;
+
+/* Remembers tag (a top-level element whose value is length bytes at value) when it is one of
+   lumen_dicom_series_tags; a malformed number is LUMEN_ERR_FORMAT naming path and the field. */
+lumen_status lumen_dicom_series_tag(lumen_ctx *ctx, const char *path, uint32_t tag, const uint8_t *value,
+                                    uint32_t length, lumen_dicom_series_tags *t);
+
 /* What the pre-check learnt from a whole file in memory. */
 typedef struct lumen_dicom_header {
   lumen_dicom_info info;     /* the public metadata (rows, columns, spacing, window, ...) */
+  lumen_dicom_series_tags series; /* position, orientation, timing, series identity */
   int big_endian;            /* the data set is explicit VR big endian */
   int encapsulated;          /* pixel data are compressed fragments */
   int64_t pixel_offset;      /* the pixel data element's value in the file */
@@ -62,6 +87,10 @@ lumen_status lumen_dicom_decode_isolated(lumen_ctx *ctx, const char *path, const
 
 /* 1 when /proc/self/status says this process has exactly one thread. */
 int lumen_dicom_single_threaded(void);
+
+/* The whole file read and pre-checked (no pixel decoding): the header of one series member. */
+lumen_status lumen_dicom_read_series_header(lumen_ctx *ctx, const char *path, int64_t max_bytes,
+                                            lumen_dicom_header *hdr);
 
 /* lumen_dicom_read with a chosen isolation (the fuzz target forces each path). */
 lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,

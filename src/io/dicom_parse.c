@@ -340,7 +340,7 @@ static lumen_status take_value(walker *w, const element *e) {
   case 0x00281051u: s = optional_number(w, e, "WindowWidth", &in->window_width, &w->have_ww); break;
   case 0x00281052u: s = optional_number(w, e, "RescaleIntercept", &in->rescale_intercept, &in->has_rescale); break;
   case 0x00281053u: s = optional_number(w, e, "RescaleSlope", &in->rescale_slope, &in->has_rescale); break;
-  default: break;
+  default: s = lumen_dicom_series_tag(w->ctx, w->path, tag, w->d + e->value, e->length, &w->h->series); break;
   }
   return s;
 }

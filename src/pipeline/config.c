@@ -49,7 +49,7 @@ void lumen_pipe_config_init(lumen_pipe_config *cfg) {
 
 void lumen_pipe_config_clear(lumen_pipe_config *cfg) {
   if (!cfg) return;
-  char **strs[] = {&cfg->dce, &cfg->out, &cfg->t1map, &cfg->mask, &cfg->b1, &cfg->aif, &cfg->prefix,
+  char **strs[] = {&cfg->dce, &cfg->series, &cfg->out, &cfg->t1map, &cfg->mask, &cfg->b1, &cfg->aif, &cfg->prefix,
                    &cfg->models, &cfg->backend, &cfg->select, &cfg->method, &cfg->config_path,
                    &cfg->command_line};
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; ++i) { free(*strs[i]); *strs[i] = NULL; }
@@ -222,7 +222,7 @@ typedef struct {
 #define INT(name, f, lo, hi) {name, KEY_INTEGER, FIELD(f), lo, hi, NULL}
 #define BOOL(name, f) {name, KEY_BOOLEAN, FIELD(f), 0, 0, NULL}
 static const field_key field_keys[] = {
-    STR("dce", dce), STR("out", out), STR("t1map", t1map), STR("mask", mask), STR("b1", b1), STR("aif", aif),
+    STR("dce", dce), STR("series", series), STR("out", out), STR("t1map", t1map), STR("mask", mask), STR("b1", b1), STR("aif", aif),
     STR("prefix", prefix), STR("models", models), STR("backend", backend), STR("method", method),
     UNUM("flip_angle", flip_angle_deg, pipe_check_flip),
     /* TR: the SPGR range depends on the command (t1 --method ir allows seconds): the upper limit of

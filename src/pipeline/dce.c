@@ -369,6 +369,9 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
   return st;
 }
 
+/* A DICOM series without frame times (pipe_read_dicom_series leaves no frame interval). */
+static int dicom_without_times(const lumen_nifti_info *info) { return info->version == 0 && isnan(info->time_step_s); }
+
 /* Frame times in minutes from the first frame. */
 static lumen_status frame_times(pipe_run *run, const lumen_nifti_info *info, const lumen_acquisition *acq, int64_t nt,
                                 double *t_min, char *how, size_t how_size) {
@@ -390,10 +393,12 @@ static lumen_status frame_times(pipe_run *run, const lumen_nifti_info *info, con
                           cfg->dce, acq->frame_times_key, (long long)i);
     }
     char src[LUMEN_PIPE_PATH_MAX + 64];
-    snprintf(src, sizeof src, "DCE series '%s' sidecar %s (mean frame interval)", cfg->dce, acq->frame_times_key);
+    const int dicom = !strncmp(acq->frame_times_key, "DICOM ", 6);  /* pipe_read_dicom_series' keys */
+    snprintf(src, sizeof src, "DCE series '%s' %s %s (mean frame interval)", cfg->dce, dicom ? "header" : "sidecar",
+             acq->frame_times_key);
     lumen_status st = pipe_check_dt(run->ctx, src, t_min[nt - 1] * 60.0 / (double)(nt - 1));
     if (st != LUMEN_OK) return st;
-    snprintf(how, how_size, "sidecar %s", acq->frame_times_key);
+    snprintf(how, how_size, "%s%s", dicom ? "the headers' " : "sidecar ", dicom ? acq->frame_times_key + 6 : acq->frame_times_key);
     return LUMEN_OK;
   }
   double dt = info->time_step_s;
@@ -405,6 +410,11 @@ static lumen_status frame_times(pipe_run *run, const lumen_nifti_info *info, con
                       "DCE series '%s': the header's frame interval pixdim[4] = %g s equals the RepetitionTime "
                       "(dcm2niix writes the TR there); give the frame interval with --dt SECONDS",
                       cfg->dce, dt);
+  if (dicom_without_times(info))
+    return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "DCE series '%s': no timing: the DICOM files have no TriggerTime (0018,1060), AcquisitionTime "
+                      "(0008,0032) or ContentTime (0008,0033) in every file; give the frame interval with --dt SECONDS",
+                      cfg->dce);
   if (!(dt > 0) || !isfinite(dt))
     return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "DCE series '%s': no frame interval (pixdim[4] is %g, no FrameTimesStart/AcquisitionTime list in "
@@ -448,7 +458,8 @@ static lumen_status finite_or_absent(lumen_ctx *ctx, const char *sc, const char 
 /* Flip angle, TR and relaxivity of the series: the options, else its sidecar; sidecar values
    get the checks the options got (lumen_pipe_config_check), as data errors naming the field. */
 static lumen_status acquisition_values(pipe_run *run, const lumen_acquisition *acq, const lumen_json *side, int found,
-                                       double *fa_deg, double *tr, double *r1) {
+                                       int dicom, double *fa_deg, double *tr, double *r1, char *fa_how, char *tr_how,
+                                       size_t how_size) {
   lumen_ctx *ctx = run->ctx;
   const lumen_pipe_config *cfg = run->cfg;
   const int signal = cfg->input_type == LUMEN_PIPE_INPUT_SIGNAL;
@@ -458,7 +469,15 @@ static lumen_status acquisition_values(pipe_run *run, const lumen_acquisition *a
   *r1 = cfg->relaxivity;
   if (!isfinite(*r1)) sidecar_relaxivity(ctx, side, r1, &rkey);
   char sc[LUMEN_PIPE_PATH_MAX], src[LUMEN_PIPE_PATH_MAX + 64];
-  lumen_sidecar_path(ctx, cfg->dce, sc, sizeof sc);
+  const char *where = dicom ? "DICOM headers" : "sidecar";
+  if (dicom) snprintf(sc, sizeof sc, "%s", cfg->dce);
+  else lumen_sidecar_path(ctx, cfg->dce, sc, sizeof sc);
+  /* the run log says where FA and TR came from */
+  if (isfinite(cfg->flip_angle_deg)) snprintf(fa_how, how_size, "--flip-angle");
+  else snprintf(fa_how, how_size, "%s '%s' FlipAngle", where, sc);
+  if (isfinite(cfg->tr_s)) snprintf(tr_how, how_size, "--tr");
+  else snprintf(tr_how, how_size, "%s '%s' %s", where, sc,
+                acq->repetition_time_key ? acq->repetition_time_key : "RepetitionTime");
   const char *tkey = acq->repetition_time_key ? acq->repetition_time_key : "RepetitionTime";
   lumen_status st = LUMEN_OK;
   if (!signal) {
@@ -471,22 +490,22 @@ static lumen_status acquisition_values(pipe_run *run, const lumen_acquisition *a
     st = finite_or_absent(ctx, sc, rkey, *r1, "a relaxivity in 1/(mM s), e.g. 4.5 for gadoterate at 1.5 T");
   if (st != LUMEN_OK) return st;
   if (!isfinite(*fa_deg))
-    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "flip angle missing for '%s': give --flip-angle DEG or FlipAngle in '%s'%s",
-                      cfg->dce, sc, found ? "" : " (no sidecar found)");
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "flip angle missing for '%s': give --flip-angle DEG or FlipAngle in %s '%s'%s",
+                      cfg->dce, where, sc, found || dicom ? "" : " (no sidecar found)");
   if (!isfinite(*tr))
-    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "repetition time missing for '%s': give --tr SECONDS or RepetitionTime in '%s'%s",
-                      cfg->dce, sc, found ? "" : " (no sidecar found)");
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "repetition time missing for '%s': give --tr SECONDS or RepetitionTime in %s '%s'%s",
+                      cfg->dce, where, sc, found || dicom ? "" : " (no sidecar found)");
   if (!isfinite(*r1))
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "relaxivity missing for '%s': give --relaxivity R (1/(mM s), e.g. 4.5 for gadoterate at 1.5 T), "
                       "'relaxivity = R' in a config file, or ContrastAgentRelaxivity in '%s'",
                       cfg->dce, sc);
   if (!isfinite(cfg->flip_angle_deg)) {
-    snprintf(src, sizeof src, "sidecar '%s' FlipAngle", sc);
+    snprintf(src, sizeof src, "%s '%s' FlipAngle", where, sc);
     st = pipe_check_flip(ctx, src, *fa_deg);
   }
   if (st == LUMEN_OK && !isfinite(cfg->tr_s)) {
-    snprintf(src, sizeof src, "sidecar '%s' %s", sc, tkey);
+    snprintf(src, sizeof src, "%s '%s' %s", where, sc, tkey);
     st = pipe_check_tr(ctx, src, *tr, 1);
   }
   if (st == LUMEN_OK && rkey) {
@@ -509,7 +528,8 @@ typedef struct dce_job {
   int signal;              /* the input is SPGR signal (else concentration) */
   int64_t nt;
   double fa_deg, tr, r1;
-  char how_t[256], t1_how[512], base_how[256];
+  int dicom;               /* the series is a DICOM folder or file */
+  char how_t[256], t1_how[512], base_how[256], fa_how[LUMEN_PIPE_PATH_MAX + 64], tr_how[LUMEN_PIPE_PATH_MAX + 64];
   float *t10, *b1, *conc, *ninv_map;
   int64_t *list;
   int32_t *ninv;
@@ -542,13 +562,19 @@ static lumen_status dce_read_inputs(pipe_run *run, dce_job *j) {
   lumen_pipe_summary *sum = run->sum;
   lumen_status st = LUMEN_OK;
   /* ---------------- inputs */
-  if (st == LUMEN_OK) st = pipe_read_input(run, "DCE series", cfg->dce, &j->dce, &j->info);
+  j->dicom = lumen_dicom_is_series_input(cfg->dce);
+  if (st == LUMEN_OK && j->dicom)
+    st = pipe_read_dicom_series(run, "DCE series", cfg->dce, cfg->series, &j->dce, &j->info, &j->acq);
+  else if (st == LUMEN_OK && cfg->series)
+    st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--series %s: the DCE series '%s' is not a DICOM folder or file",
+                    cfg->series, cfg->dce);
+  else if (st == LUMEN_OK) st = pipe_read_input(run, "DCE series", cfg->dce, &j->dce, &j->info);
   if (st == LUMEN_OK && (lumen_image_ndim(j->dce) != 4 || lumen_image_dim(j->dce, 3) < 3))
     st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                     "DCE series '%s' is %d-D (%lldx%lldx%lldx%lld): expected a 4-D series (x, y, z, time) with at least 3 frames",
                     cfg->dce, lumen_image_ndim(j->dce), (long long)lumen_image_dim(j->dce, 0), (long long)lumen_image_dim(j->dce, 1),
                     (long long)lumen_image_dim(j->dce, 2), (long long)lumen_image_dim(j->dce, 3));
-  if (st == LUMEN_OK) st = lumen_sidecar_read_for(ctx, cfg->dce, &j->acq, &j->side, &j->found);
+  if (st == LUMEN_OK && !j->dicom) st = lumen_sidecar_read_for(ctx, cfg->dce, &j->acq, &j->side, &j->found);
   if (st == LUMEN_OK) {
     pipe_set_geometry(run, j->dce, &j->info);
     j->nt = lumen_image_dim(j->dce, 3);
@@ -563,7 +589,8 @@ static lumen_status dce_read_inputs(pipe_run *run, dce_job *j) {
                         cfg->dce, (long long)i, (long long)j->nt);
     }
   }
-  if (st == LUMEN_OK) st = acquisition_values(run, &j->acq, j->side, j->found, &j->fa_deg, &j->tr, &j->r1);
+  if (st == LUMEN_OK) st = acquisition_values(run, &j->acq, j->side, j->found, j->dicom, &j->fa_deg, &j->tr, &j->r1, j->fa_how,
+                                            j->tr_how, sizeof j->fa_how);
   if (st == LUMEN_OK) {
     j->t_min = malloc(sizeof(double) * (size_t)j->nt);
     j->tissue_mean = calloc((size_t)j->nt, sizeof(double));
@@ -721,8 +748,12 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
     pipe_sb_json_str(b, j->t1_how);
     pipe_sb_printf(b, ", \"flip_angle_deg\": ");
     pipe_sb_json_num(b, j->fa_deg);
+    pipe_sb_printf(b, ", \"flip_angle_source\": ");
+    pipe_sb_json_str(b, j->fa_how);
     pipe_sb_printf(b, ", \"tr_s\": ");
     pipe_sb_json_num(b, j->tr);
+    pipe_sb_printf(b, ", \"tr_source\": ");
+    pipe_sb_json_str(b, j->tr_how);
     pipe_sb_printf(b, ", \"relaxivity\": %g, \"hematocrit\": %g, \"blood_t1_s\": %g, \"b1_map\": %s, "
                       "\"baseline_frames\": [%lld, %lld], \"baseline\": ",
                    j->r1, cfg->hematocrit, cfg->blood_t1_s, j->b1 ? "true" : "false", (long long)j->sp.b0, (long long)j->sp.b1);
@@ -733,10 +764,10 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
                    pipe_conc_log_name(pipe_conc_log_level(lumen_ctx_cpu_simd(ctx))));
     pipe_sb_printf(&run->text,
                    "read: %lld frames, times from %s, %.3f s\n"
-                   "stage A (%s): T1 %s; FA %g deg, TR %g s, r1 %g /mM/s, baseline frames [%lld, %lld) %s; %lld voxels, "
+                   "stage A (%s): T1 %s; FA %g deg (%s), TR %g s (%s), r1 %g /mM/s, baseline frames [%lld, %lld) %s; %lld voxels, "
                    "%lld unusable, %lld with interpolated samples (%lld flagged samples); %.3f s\n",
                    (long long)j->nt, j->how_t, sum->seconds_read, j->signal ? "signal to concentration" : "skipped: concentration input",
-                   j->t1_how, j->fa_deg, j->tr, j->r1, (long long)j->sp.b0, (long long)j->sp.b1, j->base_how, (long long)j->nlist, (long long)j->n_bad,
+                   j->t1_how, j->fa_deg, j->fa_how, j->tr, j->tr_how, j->r1, (long long)j->sp.b0, (long long)j->sp.b1, j->base_how, (long long)j->nlist, (long long)j->n_bad,
                    (long long)j->n_interp, (long long)j->n_flag, sum->seconds_a);
   }
   return st;

@@ -18,6 +18,10 @@ static void add_input(pipe_run *run, const char *role, const char *path, uint64_
   pipe_checksum_hex(hash, in->checksum);
 }
 
+void pipe_record_input_hash(pipe_run *run, const char *role, const char *path, uint64_t hash) {
+  add_input(run, role, path, hash);
+}
+
 lumen_status pipe_record_input(pipe_run *run, const char *role, const char *path) {
   if (run->n_inputs >= PIPE_MAX_INPUTS) return LUMEN_OK;
   uint64_t h = 0;

@@ -52,7 +52,14 @@ static lumen_status t1_read_inputs(pipe_run *run, t1_job *job) {
     lumen_nifti_info info;
     char role[48];
     snprintf(role, sizeof role, "T1 input %d", f + 1);
-    st = pipe_read_input(run, role, job->files[f], &job->ims[f], &info);
+    lumen_acquisition acq;
+    int found = 0;
+    const int dicom = lumen_dicom_is_series_input(job->files[f]);  /* FA and TR from its headers */
+    const char *where = dicom ? "DICOM headers" : "sidecar";
+    if (dicom) st = pipe_read_dicom_series(run, role, job->files[f], cfg->series, &job->ims[f], &info, &acq);
+    else st = pipe_read_input(run, role, job->files[f], &job->ims[f], &info);
+    if (st != LUMEN_OK) break;
+    if (!dicom) st = lumen_sidecar_read_for(ctx, job->files[f], &acq, NULL, &found);
     if (st != LUMEN_OK) break;
     if (run->nvox == 0) pipe_set_geometry(run, job->ims[f], &info);
     int64_t nv = lumen_image_dim(job->ims[f], 0) * lumen_image_dim(job->ims[f], 1) * lumen_image_dim(job->ims[f], 2);
@@ -60,20 +67,18 @@ static lumen_status t1_read_inputs(pipe_run *run, t1_job *job) {
       st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s '%s' is on another grid: %lldx%lldx%lld voxels, expected %lldx%lldx%lld",
                       role, job->files[f], (long long)lumen_image_dim(job->ims[f], 0), (long long)lumen_image_dim(job->ims[f], 1),
                       (long long)lumen_image_dim(job->ims[f], 2), (long long)run->nx, (long long)run->ny, (long long)run->nz);
+      lumen_acquisition_clear(&acq);
       break;
     }
-    st = pipe_check_grid(run, role, job->files[f], job->ims[f], job->files[0]);
-    if (st != LUMEN_OK) break;
+    if (st == LUMEN_OK) st = pipe_check_grid(run, role, job->files[f], job->ims[f], job->files[0]);
+    if (st != LUMEN_OK) { lumen_acquisition_clear(&acq); break; }
     job->frames_per[f] = lumen_image_dim(job->ims[f], 3);
-    lumen_acquisition acq;
-    int found = 0;
-    st = lumen_sidecar_read_for(ctx, job->files[f], &acq, NULL, &found);
-    if (st != LUMEN_OK) break;
     if (!isfinite(cfg->tr_s) && isfinite(acq.repetition_time_s)) {
       /* every input's sidecar TR is checked; the first one is used */
       char sc[LUMEN_PIPE_PATH_MAX], src[LUMEN_PIPE_PATH_MAX + 64];
-      lumen_sidecar_path(ctx, job->files[f], sc, sizeof sc);
-      snprintf(src, sizeof src, "sidecar '%s' %s", sc, acq.repetition_time_key ? acq.repetition_time_key : "RepetitionTime");
+      if (dicom) snprintf(sc, sizeof sc, "%s", job->files[f]);
+      else lumen_sidecar_path(ctx, job->files[f], sc, sizeof sc);
+      snprintf(src, sizeof src, "%s '%s' %s", where, sc, acq.repetition_time_key ? acq.repetition_time_key : "RepetitionTime");
       st = pipe_check_tr(ctx, src, acq.repetition_time_s, job->vfa);
       if (st != LUMEN_OK) { lumen_acquisition_clear(&acq); break; }
       if (!isfinite(job->tr)) job->tr = acq.repetition_time_s;
@@ -87,8 +92,9 @@ static lumen_status t1_read_inputs(pipe_run *run, t1_job *job) {
         v = job->vfa ? acq.flip_angle_deg : job->method == LUMEN_MODEL_IR ? acq.inversion_time_s : NAN;
         if (job->vfa && isfinite(v)) {
           char sc[LUMEN_PIPE_PATH_MAX], src[LUMEN_PIPE_PATH_MAX + 64];
-          lumen_sidecar_path(ctx, job->files[f], sc, sizeof sc);
-          snprintf(src, sizeof src, "sidecar '%s' FlipAngle", sc);
+          if (dicom) snprintf(sc, sizeof sc, "%s", job->files[f]);
+          else lumen_sidecar_path(ctx, job->files[f], sc, sizeof sc);
+          snprintf(src, sizeof src, "%s '%s' FlipAngle", where, sc);
           st = pipe_check_flip(ctx, src, v);
           if (st != LUMEN_OK) break;
         }
@@ -386,8 +392,9 @@ lumen_status lumen_pipeline_t1(lumen_ctx *ctx, const lumen_pipe_config *cfg, lum
     /* geometry from the first input's header, then the mask, then the fit */
     lumen_nifti_info info;
     if (!pipe_file_exists(cfg->vfa[0])) st = lumen_fail(ctx, LUMEN_ERR_IO, "T1 input 1 '%s': file not found", cfg->vfa[0]);
+    else if (lumen_dicom_is_series_input(cfg->vfa[0])) info.ndim = 0;  /* geometry from the series, when read */
     else st = lumen_nifti_read_header(ctx, cfg->vfa[0], NULL, &info);
-    if (st == LUMEN_OK) {
+    if (st == LUMEN_OK && info.ndim > 0) {
       run.nx = info.dims[0]; run.ny = info.dims[1]; run.nz = info.ndim >= 3 ? info.dims[2] : 1;
       run.nvox = run.nx * run.ny * run.nz;
       memcpy(run.affine, info.affine, sizeof run.affine);

@@ -1,0 +1,253 @@
+"""DICOM series for tests/cli/test_dicom_series.sh, written with pydicom (Debian python3-pydicom),
+and the checks of lumen's outputs against references computed here, independently of lumen:
+
+  qiba NII DIR [--uid U] [--desc D] [--fa DEG]
+                                      one DICOM file per frame of a 4-D NIfTI (QIBA v6 Tofts):
+                                      the NIfTI is dcm2niix's conversion (rows flipped), so DICOM row r
+                                      is NIfTI y = ny-1-r; IPP/IOP/PixelSpacing/SliceThickness from its
+                                      sform, TriggerTime = frame x 500 ms, TR 5 ms, FA 30 deg
+  small DIR [--oblique] [--acquisition-time] [--nonuniform]
+                                      2 slices x 20 frames of 5 x 4 pixels (Tofts curves that differ in
+                                      every voxel), and the same data as DIR.nii in dcm2niix's layout
+                                      with a sidecar DIR.json (FlipAngle, TR, FrameTimesStart)
+  retag FILE KEY=VALUE...             changes tags of one file (ImageOrientationPatient=a\\b\\..., ...)
+  affine DIR MAP.nii.gz               the map's sform equals the affine dcm2niix gives for the series'
+                                      tags (computed here from the tags, dcm2niix's rules)
+  same A.nii.gz B.nii.gz              equal voxel values (NaN = NaN) and equal sform
+  sform NII                           prints the sform (one row per line)
+"""
+import gzip, os, struct, sys
+import numpy as np
+import pydicom
+from pydicom.dataset import Dataset, FileMetaDataset
+from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+
+MR_STORAGE = '1.2.840.10008.5.1.4.1.1.4'
+
+
+def nii(path):
+    """(dims, float64 voxels in NIfTI order x fastest, sform 4x4) of a single-file NIfTI-1."""
+    d = (gzip.open if path.endswith('.gz') else open)(path, 'rb').read()
+    dim = struct.unpack_from('<8h', d, 40)
+    dt = struct.unpack_from('<h', d, 70)[0]
+    off = int(struct.unpack_from('<f', d, 108)[0])
+    slope, inter = struct.unpack_from('<ff', d, 112)
+    dims = list(dim[1:1 + dim[0]])
+    n = int(np.prod(dims))
+    v = np.frombuffer(d, dtype={2: '<u1', 4: '<i2', 16: '<f4', 512: '<u2', 64: '<f8'}[dt], count=n,
+                      offset=off).astype(np.float64)
+    if slope not in (0, 1) or inter != 0:
+        v = v * (slope or 1) + inter
+    A = np.eye(4)
+    for r, o in enumerate((280, 296, 312)):
+        A[r] = struct.unpack_from('<4f', d, o)
+    return dims, v.reshape(list(reversed(dims))), A
+
+
+def nii_write(path, vol, A, dt_s):
+    """vol (t, z, y, x) float32 as NIfTI-1 with sform/qform code 1 and sform A."""
+    dims = list(reversed(vol.shape))
+    hdr = bytearray(348)
+    struct.pack_into('<i', hdr, 0, 348)
+    struct.pack_into('<8h', hdr, 40, len(dims), *dims, *([1] * (7 - len(dims))))
+    struct.pack_into('<hh', hdr, 70, 16, 32)
+    sp = [np.linalg.norm(A[:3, k]) for k in range(3)]
+    struct.pack_into('<8f', hdr, 76, 1, sp[0], sp[1], sp[2], dt_s, 1, 1, 1)
+    struct.pack_into('<f', hdr, 108, 352)
+    struct.pack_into('<f', hdr, 112, 1)
+    hdr[123] = 2 | 8  # mm, s
+    struct.pack_into('<hh', hdr, 252, 0, 1)  # qform 0, sform 1
+    for r, o in enumerate((280, 296, 312)):
+        struct.pack_into('<4f', hdr, o, *A[r])
+    hdr[344:348] = b'n+1\x00'
+    open(path, 'wb').write(bytes(hdr) + b'\x00' * 4 + vol.astype('<f4').tobytes())
+
+
+def write_frame(path, pixels, uid, desc, ipp, iop, spacing, thickness, trigger_ms, number, instance, fa=30,
+                acquisition_s=None):
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = MR_STORAGE
+    meta.MediaStorageSOPInstanceUID = generate_uid()
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = Dataset()
+    ds.file_meta = meta
+    ds.SOPClassUID = MR_STORAGE
+    ds.SOPInstanceUID = meta.MediaStorageSOPInstanceUID
+    ds.Modality = 'MR'
+    ds.SeriesInstanceUID = uid
+    ds.SeriesDescription = desc
+    ds.SeriesNumber = number
+    ds.InstanceNumber = instance
+    ds.ImagePositionPatient = [f'{x:.6f}' for x in ipp]
+    ds.ImageOrientationPatient = [f'{x:.6f}' for x in iop]
+    ds.PixelSpacing = [f'{spacing[0]:g}', f'{spacing[1]:g}']  # row spacing \ column spacing
+    ds.SliceThickness = f'{thickness:g}'
+    if acquisition_s is None:
+        ds.TriggerTime = f'{trigger_ms:g}'
+    else:  # AcquisitionTime HHMMSS.FFFFFF instead
+        h, rem = divmod(acquisition_s, 3600)
+        m, sec = divmod(rem, 60)
+        ds.AcquisitionTime = f'{int(h):02d}{int(m):02d}{sec:09.6f}'
+    ds.RepetitionTime = '5'
+    ds.FlipAngle = f'{fa:g}'
+    ds.Rows, ds.Columns = pixels.shape
+    ds.SamplesPerPixel = 1
+    ds.PhotometricInterpretation = 'MONOCHROME2'
+    ds.BitsAllocated = ds.BitsStored = 16
+    ds.HighBit = 15
+    ds.PixelRepresentation = 0
+    ds.PixelData = pixels.astype('<u2').tobytes()
+    ds.is_little_endian, ds.is_implicit_VR = True, False
+    ds.save_as(path, write_like_original=False)
+
+
+def cmd_qiba(args):
+    src, out = args[0], args[1]
+    uid = args[args.index('--uid') + 1] if '--uid' in args else generate_uid()
+    desc = args[args.index('--desc') + 1] if '--desc' in args else 'qiba v6 tofts'
+    fa = float(args[args.index('--fa') + 1]) if '--fa' in args else 30
+    dims, vol, A = nii(src)
+    if len(dims) == 3:  # one volume (a VFA flip angle)
+        dims, vol = dims + [1], vol[np.newaxis]
+    nx, ny, nz, nt = dims
+    os.makedirs(out, exist_ok=True)
+    # dcm2niix's NIfTI (RAS, rows flipped) back to DICOM: LPS, first row = NIfTI y = ny-1
+    lps = np.diag([-1, -1, 1, 1]) @ A
+    ipp = (lps @ np.array([0, ny - 1, 0, 1]))[:3]
+    row_dir = lps[:3, 0] / np.linalg.norm(lps[:3, 0])
+    col_dir = -lps[:3, 1] / np.linalg.norm(lps[:3, 1])
+    spacing = (np.linalg.norm(lps[:3, 1]), np.linalg.norm(lps[:3, 0]))
+    for t in range(nt):
+        px = vol[t, 0][::-1, :]  # DICOM rows top-down
+        write_frame(os.path.join(out, f'IM{t:05d}.dcm'), px, uid, desc, ipp, list(row_dir) + list(col_dir), spacing,
+                    np.linalg.norm(lps[:3, 2]), 500.0 * t, 18, t + 1, fa)
+    print(uid)
+
+
+def tofts(ktrans, ve, t_min):
+    """Tofts tissue curve (mM) for a Parker-like biexponential plasma AIF, closed form enough for a test."""
+    cp = 5.0 * (np.exp(-0.5 * np.clip(t_min - 0.5, 0, None)) - np.exp(-6 * np.clip(t_min - 0.5, 0, None)))
+    dt = t_min[1] - t_min[0]
+    kep = ktrans / ve
+    return ktrans * np.convolve(cp, np.exp(-kep * t_min))[:len(t_min)] * dt
+
+
+def cmd_small(args):
+    """2 slices x 20 frames of 5 x 4: signal of SPGR (FA 30, TR 5 ms, T1 1 s, r1 4.5) from Tofts curves."""
+    out = args[0]
+    oblique = '--oblique' in args
+    by_acquisition = '--acquisition-time' in args  # AcquisitionTime from 09:54:00 instead of TriggerTime
+    # --nonuniform: 10 s frames, then 15 s from frame 10 on (stated in a sidecar for the NIfTI)
+    times = [10.0 * t + (5.0 * (t - 10) if '--nonuniform' in args and t > 10 else 0) for t in range(20)]
+    nx, ny, nz, nt = 5, 4, 2, 20
+    t_min = np.arange(nt) * 10 / 60.0
+    vol = np.zeros((nt, nz, ny, nx))  # dcm2niix layout: y = 0 the last DICOM row
+    fa, tr, r10 = np.deg2rad(30), 0.005, 1.0
+    for z in range(nz):
+        for y in range(ny):
+            for x in range(nx):
+                c = tofts(0.05 + 0.02 * x + 0.01 * y + 0.1 * z, 0.2 + 0.05 * y + 0.1 * z, t_min)
+                r1 = r10 + 4.5 * c
+                e = np.exp(-tr * r1)
+                vol[:, z, y, x] = np.round(1000 * np.sin(fa) * (1 - e) / (1 - np.cos(fa) * e) / 0.0865 * 10)
+    if oblique:  # rotated 30 degrees about the LPS x axis, then 20 about z
+        a, b = np.deg2rad(30), np.deg2rad(20)
+        rx = np.array([[1, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]])
+        rz = np.array([[np.cos(b), -np.sin(b), 0], [np.sin(b), np.cos(b), 0], [0, 0, 1]])
+        R = rz @ rx
+    else:
+        R = np.eye(3)
+    row_dir, col_dir = R[:, 0], R[:, 1]
+    normal = np.cross(row_dir, col_dir)
+    spacing = (1.5, 0.8)  # row spacing (y), column spacing (x)
+    step = 3.0
+    origin = np.array([-10.0, 20.0, 5.0])
+    uid = generate_uid()
+    os.makedirs(out, exist_ok=True)
+    k = 0
+    # written in the reverse slice order, so that lumen has to sort them
+    for z in reversed(range(nz)):
+        for t in range(nt):
+            ipp = origin + z * step * normal
+            px = vol[t, z][::-1, :]
+            write_frame(os.path.join(out, f'f{k:03d}.dcm'), px, uid, 'small', ipp, list(row_dir) + list(col_dir),
+                        spacing, 2.0, 1000.0 * times[t], 7, k + 1,
+                        acquisition_s=35640.0 + times[t] if by_acquisition else None)
+            k += 1
+    nii_write(out + '.nii', vol, tags_affine(out), 10.0)
+    with open(out + '.json', 'w') as f:
+        f.write('{"FlipAngle": 30, "RepetitionTime": 0.005, "FrameTimesStart": [%s]}\n' % ', '.join(map(str, times)))
+
+
+def cmd_retag(args):
+    ds = pydicom.dcmread(args[0])
+    for kv in args[1:]:
+        key, value = kv.split('=', 1)
+        setattr(ds, key, value.split('\\') if '\\' in value else value)
+    ds.save_as(args[0], write_like_original=False)
+
+
+def tags_affine(folder):
+    """dcm2niix's NIfTI affine of a single-frame series, from the tags alone: LPS voxel->world with
+    x along the row cosines (column spacing), y along the column cosines (row spacing), slices
+    sorted along the normal with the step from the first and last positions (one slice: the normal
+    x SliceThickness); then rows flipped (dcm2niix's default) and LPS -> RAS (x, y negated)."""
+    dss = [pydicom.dcmread(os.path.join(folder, f), stop_before_pixels=True)
+           for f in sorted(os.listdir(folder)) if not f.startswith('.')]
+    iop = np.array([float(v) for v in dss[0].ImageOrientationPatient])
+    r, c = iop[:3], iop[3:]
+    n = np.cross(r, c)
+    pos = sorted({tuple(round(float(v), 6) for v in d.ImagePositionPatient) for d in dss},
+                 key=lambda p: np.dot(p, n))
+    p0 = np.array(pos[0])
+    dr, dc = (float(v) for v in dss[0].PixelSpacing)
+    colk = (np.array(pos[-1]) - p0) / (len(pos) - 1) if len(pos) > 1 else n * float(dss[0].SliceThickness)
+    M = np.eye(4)
+    M[:3, 0], M[:3, 1], M[:3, 2], M[:3, 3] = r * dc, c * dr, colk, p0
+    rows = int(dss[0].Rows)
+    flip = np.eye(4)
+    flip[1, 1], flip[1, 3] = -1, rows - 1
+    return np.diag([-1, -1, 1, 1]) @ M @ flip
+
+
+def cmd_affine(args):
+    want = tags_affine(args[0])
+    _, _, got = nii(args[1])
+    if not np.allclose(got, want, atol=1e-3):
+        print(f'sform of {args[1]}:\n{got}\nexpected (dcm2niix from the tags):\n{want}')
+        return 1
+    return 0
+
+
+def cmd_same(args):
+    da, va, aa = nii(args[0])
+    db, vb, ab = nii(args[1])
+    if da != db:
+        print(f'dims {da} != {db}')
+        return 1
+    bad = ~((va == vb) | (np.isnan(va) & np.isnan(vb)))
+    if bad.any():
+        i = np.argwhere(bad)[0]
+        print(f'{bad.sum()} voxels differ, first {tuple(i)}: {va[tuple(i)]} vs {vb[tuple(i)]}')
+        return 1
+    if not np.allclose(aa, ab, atol=1e-4):
+        print(f'sform differs:\n{aa}\n{ab}')
+        return 1
+    finite = np.isfinite(va).sum()
+    if finite == 0:
+        print('no finite value in the maps')
+        return 1
+    return 0
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == 'sform':
+        print(nii(args[0])[2])
+        return 0
+    return {'qiba': cmd_qiba, 'small': cmd_small, 'retag': cmd_retag, 'affine': cmd_affine,
+            'same': cmd_same}[cmd](args) or 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# DICOM series as the DCE input (docs/DICOM.md "Series"): the QIBA v6 Tofts phantom written with
+# pydicom as one DICOM file per frame (TriggerTime per frame, RepetitionTime in ms, FlipAngle,
+# 50 x 80) gives with `lumen dce --dce FOLDER` and no --dt/--tr/--flip-angle the same maps, voxel
+# for voxel, as the NIfTI run of the same data (dcm2niix's conversion, --dt 0.5), and maps whose
+# affine is the one dcm2niix gives for the tags (computed in dicom_series.py from the tags alone;
+# it also equals the sform of the qiba NIfTI, which dcm2niix wrote); an oblique 2-slice series
+# written in reverse slice order gives the maps of the same data as NIfTI in dcm2niix's layout;
+# the run log names the header fields used and an explicit --tr/--flip-angle/--dt wins; a folder
+# of two series is refused listing both; `lumen t1 --in` with six DICOM folders of the QIBA v4 VFA
+# set equals the NIfTI run, --series picks one; a missing frame, a file with another
+# orientation, no timing: one message naming the file and the field, nothing written.
+# Skips (77) only when Debian's pydicom/numpy are missing, lumen was built without DICOM (GDCM),
+# or the reference data (LUMEN_REFDATA qiba/) are not there.
+set -u
+bin=${LUMEN_BIN:?LUMEN_BIN not set}
+py=/usr/bin/python3
+"$py" -c 'import pydicom, numpy' 2>/dev/null ||
+  { echo "Debian python3-pydicom or python3-numpy missing (scripts/setup.sh): skipped"; exit 77; }
+q6=${LUMEN_REFDATA:-/work/shared/data}/qiba/v6_tofts/q6_dce.nii.gz
+[ -f "$q6" ] || { echo "reference data qiba/v6_tofts not found (LUMEN_REFDATA): skipped"; exit 77; }
+. "$(dirname "$0")/lib.sh"
+ds="$py $LUMEN_CLI_TESTS/dicom_series.py"
+common="--t1 1.0 --relaxivity 4.5 -q --no-report"
+
+$ds small small --oblique || { echo "FAIL: writing the small series"; exit 1; }
+if ! "$bin" dce --dce small --out probe $common --aif parker 2> probe_err.txt; then
+  if grep -q "built without DICOM support" probe_err.txt; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
+fi
+
+# ---------------------------------------------------------------- QIBA v6 Tofts, one file per frame
+uid1=$($ds qiba "$q6" s1 --uid 1.2.826.0.1.3680043.2.1125.1 --desc "dyn one") ||
+  { echo "FAIL: writing the QIBA DICOM series"; exit 1; }
+check "1321 DICOM files written" "[ \$(ls s1 | wc -l) -eq 1321 ]"
+"$bin" dce --dce "$q6" --out nii --dt 0.5 $common 2> nii.err || { cat nii.err; echo "FAIL: the NIfTI run"; exit 1; }
+"$bin" dce --dce s1 --out dcm $common 2> dcm.err
+check "lumen dce --dce FOLDER without --dt/--tr/--flip-angle runs" "[ \$? -eq 0 ]" || cat dcm.err
+for m in Ktrans ve kep sse r2 state; do
+  check "map $m equals the NIfTI run's (values and affine)" \
+    "$ds same nii/lumen_model-tofts_param-$m.nii.gz dcm/lumen_model-tofts_param-$m.nii.gz"
+done
+check "the maps' affine is dcm2niix's for the DICOM tags" "$ds affine s1 dcm/lumen_model-tofts_param-Ktrans.nii.gz"
+check "... and the qiba NIfTI's sform (dcm2niix's own)" \
+  "[ \"\$($ds sform '$q6')\" = \"\$($ds sform nii/lumen_model-tofts_param-Ktrans.nii.gz)\" ]"
+check "the run log names the header fields used" \
+  "grep -q \"times from the headers' TriggerTime\" dcm/lumen_runlog.txt &&
+   grep -q \"FA 30 deg (DICOM headers 's1' FlipAngle), TR 0.005 s (DICOM headers 's1' RepetitionTime)\" dcm/lumen_runlog.txt" ||
+  grep "read:\|stage A" dcm/lumen_runlog.txt
+
+# explicit values win, and the run log says so
+"$bin" dce --dce s1 --out over $common --tr 0.006 --flip-angle 25 --dt 0.4 2> over.err
+check "--tr/--flip-angle/--dt win over the headers (run log)" \
+  "grep -q 'times from --dt 0.4 s' over/lumen_runlog.txt && grep -q 'FA 25 deg (--flip-angle), TR 0.006 s (--tr)' over/lumen_runlog.txt" ||
+  { cat over.err; grep "read:\|stage A" over/lumen_runlog.txt; }
+
+# ---------------------------------------------------------------- lumen t1 --in DICOM folders (QIBA v4 VFA)
+v4=$(dirname "$q6")/../v4_etm_vfa
+for a in 3 6 9 15 24 35; do $ds qiba "$v4/q4_vfa_fa$a.nii.gz" vfa$a --fa $a > /dev/null || echo "FAIL: writing vfa$a"; done
+"$bin" t1 --in "$v4"/q4_vfa_fa{3,6,9,15,24,35}.nii.gz --out t1n -q --no-report 2> t1n.err || cat t1n.err
+"$bin" t1 --in vfa3 vfa6 vfa9 vfa15 vfa24 vfa35 --out t1d -q --no-report 2> t1d.err || cat t1d.err
+for m in T1map M0map model-vfa_param-r2; do
+  check "t1 --in 6 DICOM folders (FlipAngle, TR from the headers): $m equals the NIfTI run's" \
+    "$ds same t1n/lumen_$m.nii.gz t1d/lumen_$m.nii.gz"
+done
+
+# ---------------------------------------------------------------- an oblique 2-slice series
+"$bin" dce --dce small --out smd $common --aif parker 2> smd.err || cat smd.err
+"$bin" dce --dce small.nii --out smn $common --aif parker --dt 10 --tr 0.005 --flip-angle 30 2> smn.err || cat smn.err
+check "oblique 2 slices (files in reverse slice order): Ktrans equals the NIfTI run's in dcm2niix's layout" \
+  "$ds same smn/lumen_model-tofts_param-Ktrans.nii.gz smd/lumen_model-tofts_param-Ktrans.nii.gz"
+check "oblique 2 slices: affine is dcm2niix's for the tags" "$ds affine small smd/lumen_model-tofts_param-Ktrans.nii.gz"
+
+# frame times from AcquisitionTime, non-uniform: the same maps as the NIfTI with those times in its sidecar
+$ds small nonu --oblique --acquisition-time --nonuniform || echo "FAIL: writing nonu"
+"$bin" dce --dce nonu --out nud $common --aif parker 2> nud.err || cat nud.err
+"$bin" dce --dce nonu.nii --out nun $common --aif parker 2> nun.err || cat nun.err
+check "non-uniform AcquisitionTime frames: Ktrans equals the NIfTI run with FrameTimesStart" \
+  "$ds same nun/lumen_model-tofts_param-Ktrans.nii.gz nud/lumen_model-tofts_param-Ktrans.nii.gz &&
+   grep -q \"times from the headers' AcquisitionTime\" nud/lumen_runlog.txt"
+check "... and differs from the uniform run (the times matter)" \
+  "! $ds same smd/lumen_model-tofts_param-Ktrans.nii.gz nud/lumen_model-tofts_param-Ktrans.nii.gz > /dev/null"
+
+# ---------------------------------------------------------------- errors
+refused() {  # ID WORDS... : the last run (rc, $1.err, out_$1) refused with a message holding each WORD
+  local id=$1 rc=$2; shift 2
+  local ok="[ $rc -ne 0 ] && [ ! -e out_$id/lumen_model-tofts_param-Ktrans.nii.gz ]"
+  for w in "$@"; do ok="$ok && grep -qF -- '$w' $id.err"; done
+  check "$id: refused (exit $rc) naming $*; no map written" "$ok" || cat "$id.err"
+}
+# two series in one folder: both listed; --series picks one
+mkdir two && cp s1/* two/ && $ds small other >/dev/null && cp other/f00[0-4].dcm two/
+uid2=$("$py" -c "import pydicom; print(pydicom.dcmread('other/f000.dcm').SeriesInstanceUID)")
+"$bin" dce --dce two --out out_two $common 2> two.err
+refused two $? "holds several series" "$uid1" '"dyn one"  1321 files' "$uid2" '"small"  5 files'
+"$bin" dce --dce two --series "$uid1" --out pick $common 2> pick.err || cat pick.err
+check "--series UID picks one series: the same maps as its own folder" \
+  "$ds same dcm/lumen_model-tofts_param-Ktrans.nii.gz pick/lumen_model-tofts_param-Ktrans.nii.gz"
+"$bin" dce --dce two --series 1.2.3.999 --out out_nouid $common 2> nouid.err
+refused nouid $? "no file of series 1.2.3.999"
+# a missing frame: one file of the second slice gone
+cp -r small missing && rm missing/f030.dcm
+"$bin" dce --dce missing --out out_missing $common --aif parker 2> missing.err
+refused missing $? "missing/f0" "missing frame" "has 19 files, other slices 20"
+# a file with another orientation
+cp -r small orient && $ds retag orient/f005.dcm 'ImageOrientationPatient=1\0\0\0\0\1'
+"$bin" dce --dce orient --out out_orient $common --aif parker 2> orient.err
+refused orient $? "orient/f005.dcm" "inconsistent geometry: ImageOrientationPatient (0020,0037)"
+# another pixel spacing
+cp -r small spacing && $ds retag spacing/f011.dcm 'PixelSpacing=1.5\0.9'
+"$bin" dce --dce spacing --out out_spacing $common --aif parker 2> spacing.err
+refused spacing $? "spacing/f011.dcm" "inconsistent geometry: PixelSpacing (0028,0030)"
+# no timing: every TriggerTime removed, frames cannot be ordered
+cp -r small notime && "$py" - <<'PYEOF'
+import os, pydicom
+for f in os.listdir('notime'):
+    d = pydicom.dcmread('notime/' + f)
+    del d.TriggerTime
+    d.save_as('notime/' + f, write_like_original=False)
+PYEOF
+"$bin" dce --dce notime --out out_notime $common --aif parker 2> notime.err
+refused notime $? "no timing" "TriggerTime (0018,1060)"
+# --series with a NIfTI series
+"$bin" dce --dce "$q6" --series 1.2.3 --dt 0.5 --out out_niiseries $common 2> niiseries.err
+refused niiseries $? "--series 1.2.3" "is not a DICOM folder or file"
+
+exit $fail

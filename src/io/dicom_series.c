@@ -268,6 +268,23 @@ static lumen_status arrange(lumen_ctx *ctx, member *m, int64_t n, int64_t *nz, i
                         "lumen_dicom_series_read: '%s' and '%s': the same slice position and the same %s (%g): "
                         "a duplicate frame",
                         m[i - 1].path, m[i].path, tag_names[order], m[i].key);
+  /* frame t of every slice is the same time point: TemporalPositionIdentifier and TriggerTime
+     must agree exactly; acquisition/content times (slices are acquired one after another) within
+     half the shortest frame interval of the first slice */
+  if (per > 1) {
+    double half = INFINITY;
+    for (int64_t t = 1; t < per; t++)
+      if (m[t].key - m[t - 1].key < 2 * half) half = (m[t].key - m[t - 1].key) / 2;
+    double tol = order <= 2 ? 1e-6 * (fabs(m[per - 1].key) + 1) : half;
+    for (int64_t k = 1; k < slices; k++)
+      for (int64_t t = 0; t < per; t++)
+        if (!(fabs(m[k * per + t].key - m[t].key) < tol || (order <= 2 && m[k * per + t].key == m[t].key)))
+          return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                            "lumen_dicom_series_read: '%s': frame %lld of its slice has %s %g, but frame %lld of the "
+                            "first slice ('%s') has %g: the slices' frames do not line up (expected %s)",
+                            m[k * per + t].path, (long long)t, tag_names[order], m[k * per + t].key, (long long)t,
+                            m[t].path, m[t].key, order <= 2 ? "the same value" : "within half a frame interval");
+  }
   /* the slices: uniformly spaced */
   if (slices > 2) {
     double step = (m[(slices - 1) * per].along - m[0].along) / (double)(slices - 1);
@@ -414,6 +431,21 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
     inf.frames = nt;
     inf.flip_angle_deg = t->has_flip ? t->flip_angle_deg : NAN;
     inf.repetition_time_s = t->has_tr ? t->repetition_time_ms / 1000.0 : NAN;
+    /* one FlipAngle and one RepetitionTime for the series: a file that disagrees is refused, not averaged */
+    for (int64_t i = 1; i < n && s == LUMEN_OK; i++) {
+      const lumen_dicom_series_tags *u = &m[i].h.series;
+      if (u->has_flip != t->has_flip || (t->has_flip && fabs(u->flip_angle_deg - t->flip_angle_deg) > 1e-6 * fabs(t->flip_angle_deg)))
+        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s': FlipAngle (0018,1314) is %s%g deg, '%s' has "
+                       "%s%g deg: one series has one flip angle", m[i].path, u->has_flip ? "" : "absent/", u->flip_angle_deg,
+                       m[0].path, t->has_flip ? "" : "absent/", t->flip_angle_deg);
+      else if (u->has_tr != t->has_tr ||
+               (t->has_tr && fabs(u->repetition_time_ms - t->repetition_time_ms) > 1e-6 * fabs(t->repetition_time_ms)))
+        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s': RepetitionTime (0018,0080) is %s%g ms, '%s' "
+                       "has %s%g ms: one series has one TR", m[i].path, u->has_tr ? "" : "absent/", u->repetition_time_ms,
+                       m[0].path, t->has_tr ? "" : "absent/", t->repetition_time_ms);
+    }
+  }
+  if (s == LUMEN_OK) {
     lumen_log(ctx, LUMEN_LOG_INFO, "lumen_dicom_series_read: '%s': series %s \"%s\": %lld files, %lld x %lld x %lld x %lld%s%s",
               paths[0], inf.series_uid, inf.series_description, (long long)n, (long long)m[0].h.info.columns,
               (long long)m[0].h.info.rows, (long long)nz, (long long)nt, inf.frame_order ? ", frames by " : "",

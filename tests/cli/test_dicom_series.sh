@@ -119,6 +119,14 @@ for f in os.listdir('notime'):
 PYEOF
 "$bin" dce --dce notime --out out_notime $common --aif parker 2> notime.err
 refused notime $? "no timing" "TriggerTime (0018,1060)"
+# frames that do not line up across slices: the first slice's frame 5 shifted by 2 s
+cp -r small shifted && $ds retag shifted/f025.dcm 'TriggerTime=52000'
+"$bin" dce --dce shifted --out out_shifted $common --aif parker 2> shifted.err
+refused shifted $? "shifted/f005.dcm" "frame 5" "shifted/f025.dcm" "do not line up"
+# one file with another flip angle: refused, never averaged
+cp -r small fa && $ds retag fa/f010.dcm 'FlipAngle=25'
+"$bin" dce --dce fa --out out_fa $common --aif parker 2> fa.err
+refused fa $? "fa/f010.dcm" "FlipAngle (0018,1314)" "one series has one flip angle"
 # --series with a NIfTI series
 "$bin" dce --dce "$q6" --series 1.2.3 --dt 0.5 --out out_niiseries $common 2> niiseries.err
 refused niiseries $? "--series 1.2.3" "is not a DICOM folder or file"

@@ -80,8 +80,9 @@ typedef struct filter_job {
   int precision;
 } filter_job;
 
-static lumen_status filter_one(void *user, lumen_ctx *ctx, const char *device, lumen_filter_report *rep,
+static lumen_status filter_one(void *user, lumen_ctx *ctx, int64_t item, const char *device, lumen_filter_report *rep,
                                const lumen_image *in, lumen_image **out, int *is_mask, int *png_bits, double *scalar) {
+  (void)item;
   const filter_job *fj = user;
   lumen_filter_exec ex;
   lumen_filter_exec_init(&ex);

@@ -37,7 +37,7 @@ static void segment_help(FILE *out) {
           "                  --threshold T (mean of the seeds) --max-gradient G (0 = off)\n"
           "                  --connectivity 0|1 (0 = 8/26) --smooth-radius R (2)\n"
           "  breast_mask     Otsu + largest component: --otsu-bins (0) --connectivity 1|2 (1) --fill-holes\n"
-          "  window          DICOM window: --center C --width W (the data range) --out-max (255)\n"
+          "  window          DICOM window: --center C --width W (a DICOM input's own, else the data range) --out-max (255)\n"
           "  normalize_bits  --bits B (0 = infer 8/12/16) --target (255)\n"
           "  grail           automatic window (GRAIL, Gabor mutual information; 2-D, CPU): --n-scales (3)\n"
           "                  --n-orientations (6) --delta (0 = 300 on the 12-bit scale) --k-max (3)\n"
@@ -221,15 +221,20 @@ typedef struct seg_job {
   const void *opts;
   const svals *v;
   int precision;
+  const double *window_from_file; /* window: per input, the DICOM WindowCenter/Width or NaN (NULL: none) */
 } seg_job;
 
-static lumen_status segment_one(void *user, lumen_ctx *ctx, const char *device, lumen_filter_report *rep,
-                                const lumen_image *in, lumen_image **out, int *is_mask, int *png_bits,
-                                double *scalar) {
+static lumen_status segment_one(void *user, lumen_ctx *ctx, int64_t item, const char *device,
+                                lumen_filter_report *rep, const lumen_image *in, lumen_image **out, int *is_mask,
+                                int *png_bits, double *scalar) {
   const seg_job *sj = user;
   svals local = *sj->v; /* every options struct starts with its lumen_filter_exec */
   void *opts = (char *)&local + ((const char *)sj->opts - (const char *)sj->v);
   lumen_filter_exec *ex = opts;
+  if (sj->window_from_file && isfinite(sj->window_from_file[2 * item])) { /* the DICOM file's window */
+    local.window.center = sj->window_from_file[2 * item];
+    local.window.width = sj->window_from_file[2 * item + 1];
+  }
   ex->device = device;
   ex->precision = sj->precision;
   ex->report = rep;
@@ -445,8 +450,26 @@ int lumen_cmd_segment(int argc, char **argv) {
     snprintf(what, sizeof what, "febds (%s)", lumen_febds_method_name(v.febds.method));
   else
     snprintf(what, sizeof what, "%s", lumen_segment_algo_name(algo));
-  seg_job sj = {algo, opts, &v, c.precision};
+  seg_job sj = {algo, opts, &v, c.precision, NULL};
+  double *win = NULL;
+  if (algo == LUMEN_SEGMENT_WINDOW && isnan(v.window.center) && isnan(v.window.width)) {
+    /* no --center/--width: a DICOM input's own WindowCenter/WindowWidth (its first values) */
+    win = malloc(sizeof(double) * 2 * (size_t)c.njobs);
+    if (!win) {
+      lumen_cli_error(CMD, "out of memory");
+      rc = LUMEN_EXIT_FAILURE;
+      goto out;
+    }
+    for (int k = 0; k < c.njobs; k++) {
+      win[2 * k] = win[2 * k + 1] = NAN;
+      if (lumen_imgcli_dicom_window(&c, c.in[k], &win[2 * k], &win[2 * k + 1]) && c.verbose)
+        fprintf(stderr, "lumen segment: %s: window from the DICOM header: WindowCenter %g, WindowWidth %g\n", c.in[k],
+                win[2 * k], win[2 * k + 1]);
+    }
+    sj.window_from_file = win;
+  }
   rc = lumen_imgbatch_run(&c, segment_one, &sj, what, "value");
+  free(win);
 out:
   free(v.seeds);
   lumen_imgcli_free(&c);

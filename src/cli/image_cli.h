@@ -82,6 +82,9 @@ int lumen_imgcli_write_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, c
    holding exactly one DICOM image; docs/DICOM.md) */
 int lumen_imgcli_is_dicom(const char *path);
 /* Reads one DICOM input (the preloaded image when there is one); 0 with a message. */
+/* The window (WindowCenter, WindowWidth; their first values) of a DICOM input path (a file or a
+   folder of one image): 1 and the values when the file has both, else 0 (not DICOM, no window). */
+int lumen_imgcli_dicom_window(lumen_imgcli *c, const char *path, double *center, double *width);
 int lumen_imgcli_read_dicom(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lumen_image **out);
 /* The shape from the header (no pixel decoding); 0 with a message. */
 int lumen_imgcli_dicom_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4]);
@@ -97,9 +100,9 @@ void lumen_imgcli_dicom_free(lumen_imgcli *c);
 
 /* Runs the op on one image on device (NULL = the default) with the context of the worker; sets
    whether the result is a mask, the PNG bit depth for it and an optional scalar (NaN = none). */
-typedef lumen_status (*lumen_imgbatch_fn)(void *user, lumen_ctx *ctx, const char *device, lumen_filter_report *rep,
-                                          const lumen_image *in, lumen_image **out, int *is_mask, int *png_bits,
-                                          double *scalar);
+typedef lumen_status (*lumen_imgbatch_fn)(void *user, lumen_ctx *ctx, int64_t item, const char *device,
+                                          lumen_filter_report *rep, const lumen_image *in, lumen_image **out,
+                                          int *is_mask, int *png_bits, double *scalar);
 /* Before any work: reads every input's header (PNG IHDR, NIfTI header; never a FIFO or device)
    for the shape checks (one shape per batch, 2-D or 3-D, a PNG at most
    LUMEN_PNG_MAX_SIDE per side, a 3-D result not to PNG) and checks the outputs; sets

@@ -3,6 +3,7 @@
  * a run are decoded before the batch starts its threads (lumen_imgcli_dicom_preload), so that
  * the library can isolate GDCM in a child process (it only forks a single-threaded process). */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,20 @@ static int dicom_file(lumen_imgcli *c, const char *path, char *file, size_t size
     return 0;
   }
   snprintf(file, size, "%s", first);
+  return 1;
+}
+
+int lumen_imgcli_dicom_window(lumen_imgcli *c, const char *path, double *center, double *width) {
+  char file[4096];
+  lumen_dicom_info info;
+  if (!lumen_imgcli_is_dicom(path) || !dicom_file(c, path, file, sizeof file, 1)) return 0;
+  if (lumen_dicom_read_header(c->ctx, file, NULL, &info) != LUMEN_OK) { /* the read reports it */
+    lumen_ctx_clear_error(c->ctx);
+    return 0;
+  }
+  if (!info.has_window || !(info.window_width > 0) || !isfinite(info.window_center)) return 0;
+  *center = info.window_center;
+  *width = info.window_width;
   return 1;
 }
 

@@ -268,11 +268,12 @@ int64_t lumen_dist_image_charge(const char *cmd, const char *op, int elem, int64
    charged too. The front end (the command line, a binding) gives the reading, computing and
    writing of one item and prints the messages; the callbacks may run on several threads. */
 
-/* Runs the op on one image on device (NULL = the default) with the worker's context; sets
-   whether the result is a mask, the PNG bit depth for it and an optional scalar (NaN = none). */
-typedef lumen_status (*lumen_dist_image_fn)(void *user, lumen_ctx *ctx, const char *device, lumen_filter_report *rep,
-                                            const lumen_image *in, lumen_image **out, int *is_mask, int *png_bits,
-                                            double *scalar);
+/* Runs the op on image item (0-based, in the batch's order) on device (NULL = the default) with
+   the worker's context; sets whether the result is a mask, the PNG bit depth for it and an
+   optional scalar (NaN = none). */
+typedef lumen_status (*lumen_dist_image_fn)(void *user, lumen_ctx *ctx, int64_t item, const char *device,
+                                            lumen_filter_report *rep, const lumen_image *in, lumen_image **out,
+                                            int *is_mask, int *png_bits, double *scalar);
 
 typedef struct lumen_dist_imgbatch {
   int64_t n;                      /* images */

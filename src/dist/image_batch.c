@@ -66,8 +66,8 @@ static lumen_status st_compute(void *user, int worker, const char *device, int64
   memset(rep, 0, sizeof *rep);
   lumen_status s = j->dev_in ? lumen_dist_xfer_ready(ctx, j->x, j->in_slot) : LUMEN_OK;
   if (s == LUMEN_OK)
-    s = t->b->compute(t->b->compute_user, ctx, t->b->device_given ? device : NULL, rep, j->in, &j->res, &j->is_mask,
-                      &j->png_bits, &j->scalar);
+    s = t->b->compute(t->b->compute_user, ctx, i, t->b->device_given ? device : NULL, rep, j->in, &j->res,
+                      &j->is_mask, &j->png_bits, &j->scalar);
   t->ran[i] = 1;
   lumen_image_free(j->in);
   j->in = NULL;

@@ -54,6 +54,24 @@ check "lumen batch --bids finds a .dcm and writes NIfTI" \
 "$bin" filter --help | grep -q '\.dcm' && "$bin" segment --help | grep -q '\.dcm'
 check "filter and segment --help name .dcm" "[ \$? -eq 0 ]"
 
+# lumen segment window on a DICOM input without --center/--width uses the file's WindowCenter /
+# WindowWidth: the same output as giving them, unlike the data-range default of a file without them
+"$py" - <<'PYEOF'
+import pydicom
+ds = pydicom.dcmread('CT_small.dcm')
+ds.WindowCenter, ds.WindowWidth = [40, 400], [350, 1500]  # two windows: the first is used
+ds.save_as('ct_win.dcm')
+for name in ('WindowCenter', 'WindowWidth'):
+    delattr(ds, name)
+ds.save_as('ct_nowin.dcm')
+PYEOF
+"$bin" segment window ct_win.dcm w_file.nii -v 2> w.err &&
+  "$bin" segment window ct_win.dcm w_given.nii --center 40 --width 350 2>/dev/null &&
+  "$bin" segment window ct_nowin.dcm w_range.nii 2>/dev/null
+check "segment window takes a DICOM file's own window (= --center 40 --width 350), logged with -v" \
+  "cmp -s w_file.nii w_given.nii && ! cmp -s w_file.nii w_range.nii && grep -q 'WindowCenter 40, WindowWidth 350' w.err" ||
+  cat w.err
+
 # errors: one message naming the file, exit non-zero, nothing written
 refused() {  # ID INPUT WORDS: lumen filter refuses INPUT with a message holding WORDS
   local out="out_$1.nii"

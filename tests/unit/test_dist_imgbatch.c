@@ -44,9 +44,10 @@ static lumen_status src_read(void *user, lumen_ctx *ctx, int64_t i, lumen_image 
 }
 
 /* the op: doubles the voxels; its scalar is the image's number */
-static lumen_status src_compute(void *user, lumen_ctx *ctx, const char *device, lumen_filter_report *rep,
-                                const lumen_image *in, lumen_image **out, int *is_mask, int *png_bits,
-                                double *scalar) {
+static lumen_status src_compute(void *user, lumen_ctx *ctx, int64_t item, const char *device,
+                                lumen_filter_report *rep, const lumen_image *in, lumen_image **out, int *is_mask,
+                                int *png_bits, double *scalar) {
+  (void)item;
   const source *src = user;
   (void)device;
   (void)is_mask;

@@ -225,6 +225,15 @@ def _prepare(image):
     return np.ascontiguousarray(a)
 
 
+def _wrap_host(a, ctx):
+    """A lumen_image over the prepared (C-contiguous) array a, no copy; the caller frees it."""
+    dims = (c_int64 * a.ndim)(*reversed(a.shape))
+    img = c_void_p()
+    check(lib.lumen_image_wrap(ctx, c_void_p(a.ctypes.data), a.ndim, dims, _IN_DTYPES[a.dtype],
+                               _Device(0, 0), ctypes.byref(img)), "lumen_image_wrap", ctx)
+    return img
+
+
 def _to_numpy(img, shape, raw_bits):
     dt = lib.lumen_image_dtype(img)
     nd = lib.lumen_image_ndim(img)
@@ -269,10 +278,7 @@ def _run(op, image, opts, device, precision, outputs, raw_bits=False):
     a = _prepare(image)
     ctxobj = _lib.context_obj()
     ctx = ctxobj.handle
-    dims = (c_int64 * a.ndim)(*reversed(a.shape))
-    img = c_void_p()
-    check(lib.lumen_image_wrap(ctx, c_void_p(a.ctypes.data), a.ndim, dims, _IN_DTYPES[a.dtype],
-                               _Device(0, 0), ctypes.byref(img)), "lumen_image_wrap", ctx)
+    img = _wrap_host(a, ctx)
     report = _Report()
     dev = cstr(device) if device is not None else None
     opts.exec.device = dev

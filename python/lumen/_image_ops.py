@@ -15,7 +15,6 @@ import numpy as np
 from . import _lib
 from . import _image as _im
 from ._lib import lib, check, cstr, P, c_int, c_int64, c_double, c_void_p
-from ._device import _Device
 from ._image import _Exec, _RegionOpts, _new_opts, _prepare, _to_numpy, _report_dict, _precision, _mode
 
 __all__ = ["gaussian_batch", "gaussian_many", "gamma", "absolute", "contrast", "convolve", "bandpass",
@@ -117,12 +116,7 @@ class _Wrapped(object):
     def __enter__(self):
         try:
             for a in self.arrays:
-                dims = (c_int64 * a.ndim)(*reversed(a.shape))
-                img = c_void_p()
-                check(lib.lumen_image_wrap(self.ctx, c_void_p(a.ctypes.data), a.ndim, dims,
-                                           _im._IN_DTYPES[a.dtype], _Device(0, 0), ctypes.byref(img)),
-                      "lumen_image_wrap", self.ctx)
-                self.images.append(img)
+                self.images.append(_im._wrap_host(a, self.ctx))
         except BaseException:
             self.__exit__()
             raise

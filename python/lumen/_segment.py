@@ -17,8 +17,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib, check, cstr, P, c_int, c_int64, c_double, c_void_p
-from ._device import _Device
-from ._image import (_Exec, _Report, _prepare, _to_numpy, _report_dict, _precision, _IN_DTYPES,
+from ._image import (_Exec, _Report, _prepare, _wrap_host, _to_numpy, _report_dict, _precision,
                      _PRECISION_DEFAULT)
 
 __all__ = ["febds", "tophat", "kmeans", "fcm", "pfcm", "region_grow", "breast_mask", "window",
@@ -175,10 +174,7 @@ def _call(fn_name, image, opts, device, precision, extra=()):
     """Wraps image, calls fn(ctx, in, opts, &out, *extra) and returns (array, report dict)."""
     a = _prepare(image)
     ctx = _lib.context_obj().handle
-    dims = (c_int64 * a.ndim)(*reversed(a.shape))
-    img = c_void_p()
-    check(lib.lumen_image_wrap(ctx, c_void_p(a.ctypes.data), a.ndim, dims, _IN_DTYPES[a.dtype],
-                               _Device(0, 0), ctypes.byref(img)), "lumen_image_wrap", ctx)
+    img = _wrap_host(a, ctx)
     report = _Report()
     opts.exec.device = cstr(device) if device is not None else None
     opts.exec.precision = _precision(precision)
@@ -377,10 +373,7 @@ def grail_metric(image, a, b, n_scales=None, n_orientations=None, bins=None, qua
     o = _grail_opts(n_scales, n_orientations, None, None, None, bins, quantize, out_max)
     arr = _prepare(image)
     ctx = _lib.context_obj().handle
-    dims = (c_int64 * arr.ndim)(*reversed(arr.shape))
-    img = c_void_p()
-    check(lib.lumen_image_wrap(ctx, c_void_p(arr.ctypes.data), arr.ndim, dims, _IN_DTYPES[arr.dtype],
-                               _Device(0, 0), ctypes.byref(img)), "lumen_image_wrap", ctx)
+    img = _wrap_host(arr, ctx)
     m = c_double()
     try:
         check(lib.lumen_segment_grail_metric(ctx, img, ctypes.byref(o), float(a), float(b), ctypes.byref(m)),

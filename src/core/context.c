@@ -147,6 +147,17 @@ lumen_status lumen_ctx_set_cpu_simd(lumen_ctx *ctx, lumen_cpu_simd limit) {
 
 lumen_cpu_simd lumen_ctx_cpu_simd(const lumen_ctx *ctx) { return ctx ? ctx->cpu_simd : LUMEN_CPU_SIMD_AUTO; }
 
+int lumen_cpu_vector_level(lumen_cpu_simd limit) {
+  if (limit == LUMEN_CPU_SIMD_OFF) return 0;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __builtin_cpu_init();
+  int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+  int cpu = 0;
+#endif
+  return limit == LUMEN_CPU_SIMD_AVX2 && cpu > 1 ? 1 : cpu;
+}
+
 lumen_status lumen_ctx_set_cuda_fused_gaussian_3d(lumen_ctx *ctx, int enabled) {
   if (!ctx) return LUMEN_ERR_INVALID_ARGUMENT;
   ctx->cuda_no_fused_gaussian_3d = !enabled;

@@ -39,6 +39,9 @@ int64_t lumen_memory_allocated(lumen_device device);
 
 /* Seconds on the monotonic clock (clock.c): differences time stages and runs. */
 double lumen_now_seconds(void);
+/* The vector instructions the CPU-side loops may use within limit (lumen_ctx_cpu_simd): 2 AVX-512F,
+   1 AVX2, 0 none (also for LUMEN_CPU_SIMD_OFF). Kernels that need more (FMA, AVX-512DQ) test it. */
+int lumen_cpu_vector_level(lumen_cpu_simd limit);
 
 /* 1 when s ends with suffix (suffix.c): exactly, or ignoring the case of s's ASCII letters
    (lower_suffix is written in lower case). */

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/internal.h"
 #include "filter/filter_internal.h"
 
 void lf_gaussian_kernel(double sigma, int order, int radius, float *w) {
@@ -208,12 +209,7 @@ __attribute__((target("avx512f"))) static void col_avx512(const float *const *ro
   col_body(rows, out, n, w, r);
 }
 /* 2: AVX-512, 1: AVX2, 0: generic, within the context's limit (lumen_ctx_cpu_simd). */
-static int simd_level(const lumen_ctx *ctx) {
-  __builtin_cpu_init();
-  const lumen_cpu_simd limit = lumen_ctx_cpu_simd(ctx);
-  const int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-  return limit == LUMEN_CPU_SIMD_OFF ? 0 : limit == LUMEN_CPU_SIMD_AVX2 && cpu > 1 ? 1 : cpu;
-}
+static int simd_level(const lumen_ctx *ctx) { return lumen_cpu_vector_level(lumen_ctx_cpu_simd(ctx)); }
 __attribute__((target("avx2"))) static void col2_avx2(const float *const *rows, float *out0, float *out1, int64_t n,
                                                       const float *w, int r) {
   col2_body(rows, out0, out1, n, w, r);

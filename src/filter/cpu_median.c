@@ -9,6 +9,7 @@
  * so every window read is a contiguous load. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/internal.h"
 #include "filter/filter_internal.h"
 
 #define MED_BLOCK 64
@@ -98,11 +99,9 @@ typedef int64_t (*med_kernel_fn)(const float *, const int64_t *, float *, int64_
 /* The fastest straight-line kernel for this window (NULL: use the generic network). */
 /* The CPU's widest (2 AVX-512, 1 AVX2, 0 SSE) within the context's limit; OFF: the generic network. */
 static med_kernel_fn pick_kernel(const lumen_ctx *ctx, int count, int spatial) {
-  __builtin_cpu_init();
-  int lvl = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
   const lumen_cpu_simd limit = lumen_ctx_cpu_simd(ctx);
-  if (limit == LUMEN_CPU_SIMD_AVX2 && lvl > 1) lvl = 1;
   if (limit == LUMEN_CPU_SIMD_OFF) return NULL;
+  const int lvl = lumen_cpu_vector_level(limit);
   if (count == 9 && spatial == 2) return lvl == 2 ? med9_avx512 : lvl == 1 ? med9_avx2 : med9_sse;
   if (count == 25 && spatial == 2) return lvl == 2 ? med25_avx512 : lvl == 1 ? med25_avx2 : med25_sse;
   if (count == 27 && spatial == 3) return lvl == 2 ? med27_avx512 : lvl == 1 ? med27_avx2 : med27_sse;

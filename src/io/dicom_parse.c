@@ -198,6 +198,19 @@ static lumen_status number_field(walker *w, const element *e, const char *name, 
   return LUMEN_OK;
 }
 
+/* The next item of encapsulated pixel data at *p (what names the data in a message): an item of
+   defined length (*done 0), or the sequence delimiter (*done 1); *at is where it starts. */
+static lumen_status next_fragment_item(walker *w, size_t *p, size_t end, const char *what, element *it, size_t *at,
+                                       int *done) {
+  *at = *p;
+  lumen_status s = read_element(w, p, end, 1, w->big, it);
+  if (s != LUMEN_OK) return s;
+  *done = it->group == 0xFFFE && it->elem == 0xE0DD;
+  if (!*done && (it->group != 0xFFFE || it->elem != 0xE000 || it->length == UNDEFINED))
+    return bad(w, *at, what, "expected an item of defined length");
+  return LUMEN_OK;
+}
+
 /* Encapsulated pixel data: the basic offset table item, then fragments, then the delimiter. */
 static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, size_t end) {
   size_t p = px->value;
@@ -205,12 +218,11 @@ static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, si
   int rle = strcmp(w->h->info.transfer_syntax, "1.2.840.10008.1.2.5") == 0;
   for (;;) {
     element it;
-    size_t at = p;
-    lumen_status s = read_element(w, &p, end, 1, w->big, &it);
+    size_t at;
+    int done;
+    lumen_status s = next_fragment_item(w, &p, end, "malformed encapsulated pixel data", &it, &at, &done);
     if (s != LUMEN_OK) return s;
-    if (it.group == 0xFFFE && it.elem == 0xE0DD) break;
-    if (it.group != 0xFFFE || it.elem != 0xE000 || it.length == UNDEFINED)
-      return bad(w, at, "malformed encapsulated pixel data", "expected an item of defined length");
+    if (done) break;
     if (items > 0) {  /* a fragment */
       if (it.length == 0) return bad(w, at, "malformed encapsulated pixel data", "an empty fragment");
       if (rle) {  /* one fragment per frame: a 64-byte header of segment count and offsets */
@@ -283,12 +295,11 @@ static lumen_status skip_fragments(walker *w, const element *px, size_t *pos, si
   size_t p = px->value;
   for (;;) {
     element it;
-    size_t at = p;
-    lumen_status s = read_element(w, &p, end, 1, w->big, &it);
+    size_t at;
+    int done;
+    lumen_status s = next_fragment_item(w, &p, end, "malformed encapsulated pixel data in a sequence", &it, &at, &done);
     if (s != LUMEN_OK) return s;
-    if (it.group == 0xFFFE && it.elem == 0xE0DD) break;
-    if (it.group != 0xFFFE || it.elem != 0xE000 || it.length == UNDEFINED)
-      return bad(w, at, "malformed encapsulated pixel data in a sequence", "expected an item of defined length");
+    if (done) break;
     p += it.length;
   }
   *pos = p;

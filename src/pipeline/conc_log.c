@@ -3,6 +3,7 @@
    CMake defines LUMEN_HAVE_LIBMVEC when it links. A tail shorter than a vector is padded, so that
    every value goes through the same routine whatever its position. */
 #include "pipeline/conc_log.h"
+#include "core/internal.h"
 #include <math.h>
 #include <string.h>
 
@@ -56,13 +57,7 @@ __attribute__((target("avx512f"))) static void log_avx512(double *w, int64_t n) 
   }
 }
 
-int pipe_conc_log_level(lumen_cpu_simd limit) {
-  __builtin_cpu_init();
-  int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-  if (limit == LUMEN_CPU_SIMD_OFF) return 0;
-  if (limit == LUMEN_CPU_SIMD_AVX2 && cpu > 1) return 1;
-  return cpu;
-}
+int pipe_conc_log_level(lumen_cpu_simd limit) { return lumen_cpu_vector_level(limit); }
 
 void pipe_conc_log(double *w, int64_t n, int level) {
   if (level >= 2) log_avx512(w, n);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "solver/lm.h"
 #include "cpu/lm_simd.h"
+#include "cpu/patlak_rows.h"
 #include "fit/curve_fit.h"
 #include "solver/curve_out.h"
 #include "fit/fit_cuda.h"
@@ -97,6 +98,7 @@ typedef struct exec_in {
   lumen_fit_results *res;
   int want; /* 1: confidence intervals, 2: R^2 */
   int lanes32, lanes64; /* vector solver widths within the context's SIMD limit (0: none) */
+  const struct patlak_design *patlak; /* Patlak in closed form on tiers cpu/cpu_single, or NULL */
 } exec_in;
 
 #define LOAD_ROW(T, dst, in, c)                                                                  \
@@ -125,7 +127,99 @@ typedef struct exec_in {
     }                                                                                            \
   } while (0)
 
-enum { KIND_ACC32, KIND_ACC64, KIND_STD64 };
+enum { KIND_ACC32, KIND_ACC64, KIND_STD64, KIND_PATLAK };
+
+/* ------------------------------------------------------------------ Patlak in closed form */
+/* Patlak (Ct = Ktrans icp + vp cp) is linear in its parameters: every curve shares the normal
+   matrix A = J^T W J, so the least-squares fit within the box is a right-hand side, a 2 x 2 solve
+   (lumen_patlak_box_f64: interior, else the best edge) and a residual pass; no iterations. The
+   tiers cpu/cpu_single use it when no parameter is fixed and A is well conditioned; the standard
+   tier keeps its solver (the independent reference). States, R^2, intervals and bounds are the
+   driver's (check_input, stats with A, mark_bounds), in double. */
+typedef struct patlak_design {
+  int level;          /* lumen_cpu_vector_level */
+  double A[LUMEN_FIT_MAX_PARAMS * LUMEN_FIT_MAX_PARAMS]; /* row stride LUMEN_FIT_MAX_PARAMS */
+  double inv[2];      /* the diagonal of A^-1 */
+  double t975;        /* Student's t quantile of the intervals (n - 2 degrees of freedom) */
+  double *mem;        /* w (ones when unweighted), w icp, w cp: n each */
+} patlak_design;
+
+/* 1 when the plan's fit can take the closed form (then d is set up; free d->mem). */
+static int patlak_design_init(lumen_ctx *ctx, const lumen_fit_plan *pl, patlak_design *d) {
+  memset(d, 0, sizeof *d);
+  if (pl->model != LUMEN_MODEL_PATLAK || pl->np != 2 || pl->opts.fit_delay || pl->fixed[0] || pl->fixed[1])
+    return 0;
+  const int n = pl->n;
+  const double *w = pl->opts.weights ? pl->w64 : NULL, *u = pl->g64.icp, *c = pl->g64.cp;
+  double a00 = 0, a01 = 0, a11 = 0;
+  for (int i = 0; i < n; ++i) {
+    double wi = w ? w[i] : 1.0;
+    a00 += wi * u[i] * u[i];
+    a01 += wi * u[i] * c[i];
+    a11 += wi * c[i] * c[i];
+  }
+  const double det = a00 * a11 - a01 * a01;
+  if (!(a00 > 0) || !(a11 > 0) || !(det > 1e-13 * a00 * a11) || !isfinite(a00 * a11)) return 0;
+  if (!(d->mem = malloc(sizeof(double) * 3 * (size_t)n))) return 0; /* the iterative path then */
+  for (int i = 0; i < n; ++i) {
+    double wi = w ? w[i] : 1.0;
+    d->mem[i] = wi;
+    d->mem[n + i] = wi * u[i];
+    d->mem[2 * n + i] = wi * c[i];
+  }
+  d->A[0] = a00;
+  d->A[1] = d->A[LUMEN_FIT_MAX_PARAMS] = a01;
+  d->A[LUMEN_FIT_MAX_PARAMS + 1] = a11;
+  d->inv[0] = a11 / det;
+  d->inv[1] = a00 / det;
+  d->t975 = n > 2 ? lumen_plan_t975(pl, n - 2) : NAN;
+  d->level = lumen_cpu_vector_level(lumen_ctx_cpu_simd(ctx));
+  return 1;
+}
+
+/* Curve c fitted in closed form, completed as DF(drive) completes a fit: the input checks (in full,
+   on the curve loaded into w, only when the screen of the sums or the constants find it suspect),
+   R^2, the intervals of DF(stats) from A (whose inverse is the plan's), DF(mark_bounds). */
+static void patlak_closed(const exec_in *in, ws_acc64 *w, int64_t c, lumen_fit_curve_out *o) {
+  const lumen_fit_plan *pl = in->pl;
+  const patlak_design *d = in->patlak;
+  const int n = pl->n;
+  lumen_fit_curve_out_clear(o);
+  w->g = &pl->g64;
+  const double *ones = d->mem, *wa = d->mem + n, *wb = d->mem + 2 * n;
+  const void *y = in->data_f64 ? (const void *)((const double *)in->data + c * (int64_t)n)
+                               : (const void *)((const float *)in->data + c * (int64_t)n);
+  double rhs[4], r[2], p[LUMEN_FIT_MAX_PARAMS] = {0};
+  lumen_patlak_row_rhs(d->level, n, y, in->data_f64, ones, wa, wb, rhs);
+  int suspect = !(rhs[3] > 0 && rhs[3] < INFINITY);
+  if (in->consts)
+    for (int j = 0; j < LUMEN_FIT_NCONSTS; ++j)
+      suspect |= in->consts_f64 ? !isfinite(((const double *)in->consts)[c * LUMEN_FIT_NCONSTS + j])
+                                : !isfinite(((const float *)in->consts)[c * LUMEN_FIT_NCONSTS + j]);
+  if (suspect) {
+    LOAD_ROW(double, w, in, c);
+    if (check_input_acc64(pl, w, o)) return;
+  }
+  const double sums[5] = {d->A[0], d->A[1], d->A[LUMEN_FIT_MAX_PARAMS + 1], rhs[1], rhs[2]};
+  lumen_patlak_box__f64(sums, pl->lo, pl->hi, p);
+  lumen_patlak_row_resid(d->level, n, y, in->data_f64, ones, pl->g64.icp, pl->g64.cp, p[0], p[1], rhs[0] / pl->sum_w, r);
+  o->iterations = 0;
+  o->chi2 = r[0];
+  o->state = isfinite(r[0]) && isfinite(p[0]) && isfinite(p[1]) ? LUMEN_FIT_CONVERGED : LUMEN_FIT_NOT_FINITE;
+  if (o->state != LUMEN_FIT_CONVERGED) return;
+  o->p[0] = p[0];
+  o->p[1] = p[1];
+  if (in->want & 2) o->r2 = r[1] > 0 ? 1.0 - r[0] / r[1] : NAN;
+  if ((in->want & 1) && n > 2)
+    for (int k = 0; k < 2; ++k) {
+      const double var = r[0] / (n - 2) * d->inv[k];
+      if (!(var >= 0) || !isfinite(var)) continue;
+      const double h = d->t975 * sqrt(var);
+      o->ci_lo[k] = p[k] - h;
+      o->ci_hi[k] = p[k] + h;
+    }
+  mark_bounds_acc64(pl, p, o);
+}
 
 static void fit_one(const exec_in *in, int kind, void *ws, int64_t c, unsigned char *fail, int64_t pos) {
   lumen_fit_curve_out o;
@@ -140,6 +234,10 @@ static void fit_one(const exec_in *in, int kind, void *ws, int64_t c, unsigned c
       ws_acc64 *w = ws;
       LOAD_ROW(double, w, in, c);
       drive_acc64(in->pl, in->ctx, w, in->want, &o);
+      break;
+    }
+    case KIND_PATLAK: {
+      patlak_closed(in, ws, c, &o);
       break;
     }
     default: {
@@ -336,7 +434,8 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   if (tier == LUMEN_FIT_TIER_CUDA) return run_tier_cuda(in, list, count, fail, base, span);
   const lumen_fit_plan *pl = in->pl;
   int kind = tier == LUMEN_FIT_TIER_STANDARD ? KIND_STD64
-                                             : (lumen_fit_solves_f64(pl) ? KIND_ACC64 : KIND_ACC32);
+             : in->patlak                        ? KIND_PATLAK
+                                                 : (lumen_fit_solves_f64(pl) ? KIND_ACC64 : KIND_ACC32);
   int nth = tier == LUMEN_FIT_TIER_CPU_SINGLE ? 1 : lumen_ctx_threads(in->ctx);
   if (nth < 1) nth = 1;
 #if !LUMEN_HAVE_OPENMP
@@ -345,14 +444,19 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   if (count < (int64_t)nth * 4) nth = count > 0 ? (int)((count + 3) / 4) : 1;
   if (nth < 1) nth = 1;
   size_t elem = kind == KIND_ACC32 ? sizeof(float) : sizeof(double);
+  const int ws_kind = kind == KIND_PATLAK ? KIND_ACC64 : kind; /* the closed form loads curves in double */
   const int lanes = lane_use_simd(in, pl, kind);
   size_t lbytes = !lanes ? 0
                   : ((kind == KIND_ACC32 ? lumen_lmv_work_bytes(in->lanes32, pl->n, pl->np)
                                          : lumen_lmvd_work_bytes(in->lanes64, pl->n, pl->np)) +
                      63) / 64 * 64;
   void *lmem = lanes ? calloc((size_t)nth, lbytes) : NULL;
-  long per = kind == KIND_ACC32 ? ws_elems_acc32(pl) : kind == KIND_ACC64 ? ws_elems_acc64(pl) : ws_elems_std64(pl);
-  size_t ws_size = kind == KIND_ACC32 ? sizeof(ws_acc32) : kind == KIND_ACC64 ? sizeof(ws_acc64) : sizeof(ws_std64);
+  long per = ws_kind == KIND_ACC32   ? ws_elems_acc32(pl)
+             : ws_kind == KIND_ACC64 ? ws_elems_acc64(pl)
+                                     : ws_elems_std64(pl);
+  size_t ws_size = ws_kind == KIND_ACC32   ? sizeof(ws_acc32)
+                   : ws_kind == KIND_ACC64 ? sizeof(ws_acc64)
+                                           : sizeof(ws_std64);
   void *mem = calloc((size_t)nth, (size_t)per * elem);
   unsigned char *wss = calloc((size_t)nth, ws_size);
   if (!mem || !wss || (lanes && !lmem)) {
@@ -364,8 +468,8 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   for (int t = 0; t < nth; ++t) {
     void *tm = (char *)mem + (size_t)t * (size_t)per * elem;
     void *tw = wss + (size_t)t * ws_size;
-    if (kind == KIND_ACC32) ws_bind_acc32(tw, tm, pl);
-    else if (kind == KIND_ACC64) ws_bind_acc64(tw, tm, pl);
+    if (ws_kind == KIND_ACC32) ws_bind_acc32(tw, tm, pl);
+    else if (ws_kind == KIND_ACC64) ws_bind_acc64(tw, tm, pl);
     else ws_bind_std64(tw, tm, pl);
   }
   /* progress and cancellation every chunk curves */
@@ -452,7 +556,9 @@ static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int6
   exec_in in = {pl, ctx, data, data_f64, consts, data_f64, res,
                 (pl->opts.confidence && (res->ci_lo != NULL || res->ci_hi != NULL) ? 1 : 0) |
                     (res->r2 != NULL ? 2 : 0),
-                lumen_lmv_width(lumen_ctx_cpu_simd(ctx)), lumen_lmvd_width(lumen_ctx_cpu_simd(ctx))};
+                lumen_lmv_width(lumen_ctx_cpu_simd(ctx)), lumen_lmvd_width(lumen_ctx_cpu_simd(ctx)), NULL};
+  patlak_design patlak;
+  if (patlak_design_init(ctx, pl, &patlak)) in.patlak = &patlak;
   int64_t count = n_curves;
   lumen_status st = LUMEN_OK;
   void *host_copy = NULL;
@@ -499,6 +605,7 @@ static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int6
   free(list);
   free(fail);
   free(host_copy);
+  free(patlak.mem);
   for (int64_t c = 0; c < n_curves; ++c) {
     int s = res->state[c];
     if (s >= 0 && s < LUMEN_FIT_STATE_COUNT) res->state_counts[s]++;

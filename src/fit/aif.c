@@ -216,6 +216,9 @@ static lumen_status spgr_convert(lumen_ctx *ctx, const char *fn, const lumen_spg
     m0sa = s0 * (1 - ca * e10) / (1 - e10);
     baseline_ok = isfinite(m0sa) && m0sa > 0;
   }
+  /* one division per sample: x = s (1 / M0sa); C = log(E1) (-1 / (TR r1)) - (1 / T10) / r1, the
+     operations of stage A (src/pipeline/conc.c), which gives the same bits */
+  const double inv_m0sa = 1.0 / m0sa, k = to_conc ? -1.0 / (tr * opts->r1) : 0, c0 = to_conc ? -(1.0 / t10) / opts->r1 : 0;
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
     uint8_t s = LUMEN_CONC_OK;
@@ -225,11 +228,10 @@ static lumen_status spgr_convert(lumen_ctx *ctx, const char *fn, const lumen_spg
     } else if (!isfinite(signal[i])) {
       s = LUMEN_CONC_NOT_FINITE;
     } else {
-      double x = signal[i] / m0sa;
+      double x = signal[i] * inv_m0sa;
       double e1 = (1 - x) / (1 - x * ca);
       if (e1 > 0 && e1 < 1) {
-        v = -log(e1) / tr;
-        if (to_conc) v = (v - 1.0 / t10) / opts->r1;
+        v = to_conc ? log(e1) * k + c0 : -log(e1) / tr;
       } else {
         s = LUMEN_CONC_OUT_OF_RANGE;
       }

@@ -38,16 +38,18 @@ static int voxel_valid(double t10, double b1, const pipe_spgr *sp) {
 enum { BLK = 256 }; /* voxels per block */
 
 /* Per-thread scratch of one block of nb voxels: their samples frame by frame (sig[i * nb + j]),
-   the work rows (w, same layout) and the per-voxel constants. */
+   the work rows (w, same layout) and the per-voxel constants: 1 / (M0 sin a), cos a and
+   -(1 / T10) / r1 (lumen_spgr_signal_to_conc's). */
 typedef struct conc_block {
   float *sig;
   double *w;
-  double m0sa[BLK], ca[BLK], r10[BLK];
+  double inv_m0sa[BLK], ca[BLK], c0[BLK];
   int valid[BLK];
 } conc_block;
 
-/* The voxel constants of block voxels [0, nb): the baseline signal and M0 sin(a) exactly as
-   lumen_spgr_signal_to_conc computes them; valid[j] = 0 for a bad T10, B1 or baseline. */
+/* The voxel constants of block voxels [0, nb): the baseline signal, M0 sin(a) and the constants
+   derived from it exactly as lumen_spgr_signal_to_conc computes them; valid[j] = 0 for a bad T10,
+   B1 or baseline. */
 static void spgr_constants(conc_block *cb, int64_t nb, const double *t10, const double *b1, const pipe_spgr *sp,
                            int run_ok) {
   double s0[BLK];
@@ -57,9 +59,9 @@ static void spgr_constants(conc_block *cb, int64_t nb, const double *t10, const 
       for (int64_t j = 0; j < nb; ++j) s0[j] += (double)cb->sig[i * nb + j];
   for (int64_t j = 0; j < nb; ++j) {
     cb->valid[j] = 0;
-    cb->m0sa[j] = NAN;
+    cb->inv_m0sa[j] = NAN;
     cb->ca[j] = 0;
-    cb->r10[j] = 0;
+    cb->c0[j] = 0;
     if (!run_ok || !voxel_valid(t10[j], b1[j], sp)) continue;
     double s = s0[j] / (double)(sp->b1 - sp->b0);
     if (!(isfinite(s) && s > 0)) continue;
@@ -67,47 +69,50 @@ static void spgr_constants(conc_block *cb, int64_t nb, const double *t10, const 
     double m0sa = s * (1 - ca * e10) / (1 - e10);
     if (!(isfinite(m0sa) && m0sa > 0)) continue;
     cb->valid[j] = 1;
-    cb->m0sa[j] = m0sa;
+    cb->inv_m0sa[j] = 1.0 / m0sa;
     cb->ca[j] = ca;
-    cb->r10[j] = 1.0 / t10[j];
+    cb->c0[j] = -(1.0 / t10[j]) / sp->r1;
   }
 }
 
 /* Signal -> concentration of the whole block into w, frame by frame so that the arithmetic
    around the logarithm runs across voxels in vector registers; a flagged sample (not finite,
    out of range) becomes NaN, which no valid sample can be. Per sample the operations are those
-   of lumen_spgr_signal_to_conc: x = s / M0sa, E1 = (1 - x) / (1 - x cos a), R1 = -log(E1) / TR,
-   C = (R1 - 1 / T10) / r1 (a non-finite s gives a NaN E1, which fails the range test). */
+   of lumen_spgr_signal_to_conc: x = s (1 / M0sa), E1 = (1 - x) / (1 - x cos a),
+   C = log(E1) (-1 / (TR r1)) - (1 / T10) / r1, i.e. (R1 - R10) / r1 with R1 = -log(E1) / TR, with
+   one division per sample (a non-finite s gives a NaN E1, which fails the range test). */
 static void spgr_block(conc_block *cb, int64_t nb, int64_t nt, const pipe_spgr *sp, int log_level) {
-  const double tr = sp->tr, r1 = sp->r1;
+  const double k = -1.0 / (sp->tr * sp->r1);
   for (int64_t i = 0; i < nt; ++i) {
     const float *s = cb->sig + i * nb;
     double *w = cb->w + i * nb;
     for (int64_t j = 0; j < nb; ++j) {
-      double x = (double)s[j] / cb->m0sa[j];
+      double x = (double)s[j] * cb->inv_m0sa[j];
       w[j] = (1 - x) / (1 - x * cb->ca[j]);
     }
   }
   pipe_conc_log(cb->w, nt * nb, log_level);
   for (int64_t i = 0; i < nt; ++i) {
     double *w = cb->w + i * nb;
-    for (int64_t j = 0; j < nb; ++j) w[j] = (-w[j] / tr - cb->r10[j]) / r1;
+    for (int64_t j = 0; j < nb; ++j) w[j] = w[j] * k + cb->c0[j];
   }
 }
 
-/* The block's curves from w into dst (curve-major, nt floats each), eight voxels (a cache line
-   of w) at a time, and nflag[j]: the flagged (NaN) samples of voxel j. A voxel with flagged
+/* The block's curves from w into dst (curve-major, nt floats each), voxel by voxel (contiguous
+   writes; the reads walk one column of w, whose lines the next voxels reuse from L1), and
+   nflag[j]: the flagged (NaN) samples of voxel j, counted in a register. A voxel with flagged
    samples is rewritten afterwards (interpolation or NaN). */
 static void store_curves(const conc_block *cb, int64_t nb, int64_t nt, float *dst, int64_t *nflag) {
-  for (int64_t j0 = 0; j0 < nb; j0 += 8) {
-    int64_t j1 = j0 + 8 < nb ? j0 + 8 : nb;
-    for (int64_t j = j0; j < j1; ++j) nflag[j] = 0;
-    for (int64_t i = 0; i < nt; ++i)
-      for (int64_t j = j0; j < j1; ++j) {
-        double v = cb->w[i * nb + j];
-        nflag[j] += isnan(v) != 0;
-        dst[j * nt + i] = (float)v;
-      }
+  for (int64_t j = 0; j < nb; ++j) {
+    const double *src = cb->w + j;
+    float *d = dst + j * nt;
+    int64_t nf = 0;
+    for (int64_t i = 0; i < nt; ++i) {
+      const double v = src[i * nb];
+      nf += v != v;
+      d[i] = (float)v;
+    }
+    nflag[j] = nf;
   }
 }
 

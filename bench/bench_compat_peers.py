@@ -71,7 +71,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="512x416,1024x832")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--skip-slow-above", type=int, default=300000)
+    ap.add_argument("--skip-slow-above", type=int, default=60000)
     args = ap.parse_args()
     import lumen
     import lumen.medical_image as lm

@@ -7,6 +7,7 @@ a CUDA GPU, through ctypes over the lumen shared library (liblumen.so) and numpy
     lumen.cuda_available(); lumen.backends()
     with lumen.DeviceContext("cuda:0") as dev: dev.memory_stats()
     smooth = lumen.gaussian(img, 2.0, device="cuda:0", precision="half")  # numpy in, numpy out
+    masks = lumen.process_images(paths, "febds", devices="cuda:0,cuda:1")  # a batch over devices
     arr, meta = lumen.read_image("t1.nii.gz"); lumen.write_image("out.png", arr[0], bit_depth=16)
 
 The library is $LUMEN_LIBRARY when that is set (a developer's build; only it is tried), else the
@@ -29,6 +30,7 @@ from ._image_ops import (gaussian_batch, gaussian_many, gamma, absolute, contras
                          mutual_information, variance)
 from ._segment import (febds, tophat, kmeans, fcm, pfcm, region_grow, breast_mask, window,
                        normalize_bits, grail, grail_metric, febds_methods, segment_algorithms)
+from ._batch import process_images, batch_ops
 from . import _lib as _l
 
 
@@ -52,3 +54,4 @@ __all__ += ["gaussian_batch", "gaussian_many", "gamma", "absolute", "contrast", 
             "mutual_information", "variance"]
 __all__ += ["febds", "tophat", "kmeans", "fcm", "pfcm", "region_grow", "breast_mask", "window",
             "normalize_bits", "grail", "grail_metric", "febds_methods", "segment_algorithms"]
+__all__ += ["process_images", "batch_ops"]

@@ -1,7 +1,15 @@
 """medical_image.utils.device's AsyncGPUPipeline and MultiGPUAlgorithm over lumen.
 
-What overlaps: AsyncGPUPipeline reads/loads image i+1 (files through lumen.read_image, or the
-copy of a loaded image) on a reader thread while image i is computed; lumen's ctypes calls
+The C engine: when the algorithm is one lumen C op (FebdsAlgorithm and TopHatAlgorithm with
+convention="lumen", DicomWindowAlgorithm with window_center and window_width given,
+BitDepthNormAlgorithm with bits_stored given; _lumen_op says which), both classes run it through
+lumen.process_images (lumen_batch_run, include/lumen/batch.h): a reader thread loads image i+1
+while C workers compute, one worker per device, CUDA workers pipelining their transfers through
+pinned double buffers, results in input order and equal to the algorithm called per image. Any
+other algorithm (or a subclass overriding apply) takes the Python-thread path described below.
+
+Python-thread path. What overlaps: AsyncGPUPipeline reads/loads image i+1 (files through
+lumen.read_image, or the copy of a loaded image) on a reader thread while image i is computed; lumen's ctypes calls
 release the GIL, so reading and compute really run at the same time. What does not: lumen
 copies each op's data to and from the device synchronously inside the op (there are no CUDA
 streams in the Python API), so host-device transfers do not overlap compute, and on a CPU-only
@@ -12,9 +20,13 @@ import concurrent.futures
 import logging
 import warnings
 
+import numpy as np
+
+from .. import _batch
 from .. import _device as _ldev
-from ._device import Device
-from ._image import Image
+from ._device import Device, _precision
+from ._image import Image, DicomDataNotLoadedError
+from ._process import _plane
 
 _log = logging.getLogger("lumen.medical_image")
 
@@ -27,6 +39,38 @@ def _say_cpu(what, why):
     msg = "%s: %s; running on the CPU" % (what, why)
     _log.warning(msg)
     warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
+
+def _pixels(image):
+    """The algorithm classes' input (their _data): the pixels as float32, loaded or an error."""
+    if getattr(image, "pixel_data", None) is None:
+        raise DicomDataNotLoadedError("Image pixel_data is None. Call .load() first.")
+    return np.asarray(image.pixel_data, np.float32)
+
+
+def _lumen_op(algorithm):
+    """(op, op kwargs, input function) when algorithm's apply is exactly one lumen C op with
+    options that do not depend on the image, the same call its apply makes; else None."""
+    from . import _algorithms as A
+    kind = type(algorithm)
+    plane = lambda img: _plane(_pixels(img))  # noqa: E731
+    if kind is A.FebdsAlgorithm and algorithm.convention == "lumen":
+        return "febds", {"method": algorithm.method, "fft_pad": 0, "precision": algorithm._precision()}, plane
+    if kind is A.TopHatAlgorithm and algorithm.convention == "lumen":
+        return "tophat", {"radius": algorithm.radius, "precision": algorithm._precision()}, plane
+    if kind is A.DicomWindowAlgorithm and algorithm.window_center is not None and algorithm.window_width is not None:
+        return "window", {"center": float(algorithm.window_center), "width": float(algorithm.window_width),
+                          "out_max": 255.0, "precision": _precision()}, _pixels
+    if kind is A.BitDepthNormAlgorithm and algorithm.bits_stored is not None:
+        return "normalize_bits", {"bits": algorithm.bits_stored, "target": algorithm.target_max,
+                                  "precision": _precision()}, _pixels
+    return None
+
+
+def _run_c(mapped, images, devices):
+    """The results of the mapped op on images (zero-argument loaders, run on the engine's reader)."""
+    op, kwargs, _ = mapped
+    return _batch.process_images(images, op, devices=devices, **kwargs)
 
 
 class AsyncGPUPipeline(object):
@@ -57,6 +101,9 @@ class AsyncGPUPipeline(object):
         results = []
         if not items:
             return results
+        mapped = _lumen_op(algorithm)
+        if mapped is not None:
+            return self._process_c(items, algorithm, mapped)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="lumen-reader") as pool:
             pending = pool.submit(self._read, items[0])
             for i in range(len(items)):
@@ -67,6 +114,25 @@ class AsyncGPUPipeline(object):
                 out = img.clone()
                 algorithm(img, out)
                 results.append(out)
+        return results
+
+    def _process_c(self, items, algorithm, mapped):
+        """The C engine: the reader thread loads each item (as _read) and hands its pixels to C."""
+        loaded = [None] * len(items)
+
+        def loader(i):
+            def load():
+                loaded[i] = self._read(items[i])
+                return mapped[2](loaded[i])
+            return load
+
+        arrays = _run_c(mapped, [loader(i) for i in range(len(items))], str(algorithm._dev(None)))
+        results = []
+        for img, arr in zip(loaded, arrays):
+            img.to(self.device)
+            out = img.clone()
+            out.pixel_data = arr
+            results.append(out)
         return results
 
 
@@ -97,6 +163,16 @@ class MultiGPUAlgorithm(object):
         """Image i runs on device i mod n (the original's round robin); returns outputs in order."""
         pairs = list(zip(images, outputs))
         n = len(self.devices)
+        mapped = _lumen_op(self.algorithms[str(self.devices[0])])
+        if mapped is not None and pairs:  # the C engine: one worker per device
+            for k, (img, out) in enumerate(pairs):
+                img.to(self.devices[k % n])  # the devices the round robin names, as below
+                out.to(self.devices[k % n])
+            loaders = [(lambda img=img: mapped[2](img)) for img, _ in pairs]
+            arrays = _run_c(mapped, loaders, ",".join(str(d) for d in self.devices))
+            for (_, out), arr in zip(pairs, arrays):
+                out.pixel_data = arr
+            return [out for _, out in pairs]
 
         def run_device(k):
             dev = self.devices[k]

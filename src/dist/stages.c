@@ -28,6 +28,7 @@ typedef struct run {
   int64_t inflight, peak, stop_at, next; /* stop_at: the lowest failed item (n when none) */
   int64_t items;          /* items charged (read, not yet written or dropped) */
   int64_t reserved, item_max, est; /* est: the charge expected of the next item (the last one's) */
+  int est_known;          /* an item has been read: est is a real charge */
   int over_limit, pipelined;
   int opening;            /* workers that have not charged their reserve yet (the reader waits) */
   lumen_status status;
@@ -83,6 +84,17 @@ static void charge(run *r, int64_t i, int64_t bytes) {
   r->inflight += bytes;
   if (r->inflight > r->peak) r->peak = r->inflight;
   if (r->limit > 0 && r->inflight > r->limit) r->over_limit = 1;
+}
+
+/* under mu: item i, charged beforehand (charge(r, i, 0)), now holds bytes. */
+static void recharge(run *r, int64_t i, int64_t bytes) {
+  if (bytes < 0) bytes = 0;
+  r->inflight += bytes - r->charge[i];
+  r->charge[i] = bytes;
+  if (bytes > r->item_max) r->item_max = bytes;
+  if (r->inflight > r->peak) r->peak = r->inflight;
+  if (r->limit > 0 && r->inflight > r->limit) r->over_limit = 1;
+  pthread_cond_broadcast(&r->cv);
 }
 
 /* under mu: waits until the next item (charge est) fits, or no item is in flight (one item
@@ -326,9 +338,13 @@ static void *serial_worker(void *arg) {
   worker *w = arg;
   run *r = w->r;
   for (;;) {
+    /* the item counts as in flight from its admission (its bytes once read), so that another
+       worker is not admitted past the limit while this one reads; before the first read the
+       charge is unknown and taken as not fitting beside another item */
     pthread_mutex_lock(&r->mu);
     int64_t i = r->next++;
-    int go = i < r->n && admit(r, i, r->est);
+    int go = i < r->n && admit(r, i, r->est_known ? r->est : r->limit + 1);
+    if (go) charge(r, i, 0);
     pthread_mutex_unlock(&r->mu);
     if (!go) break;
     void *data = NULL;
@@ -338,8 +354,9 @@ static void *serial_worker(void *arg) {
     double t1 = now_s();
     if (s == LUMEN_OK) {
       pthread_mutex_lock(&r->mu);
-      charge(r, i, bytes);
+      recharge(r, i, bytes);
       r->est = bytes > 0 ? bytes : 0;
+      r->est_known = 1;
       pthread_mutex_unlock(&r->mu);
       s = compute(r, w, i, &data);
     }

@@ -98,9 +98,9 @@ static void check_named(const char *op, const void *op_opts, single_fn single) {
           assert_string_equal(rep.used, "cpu");
         }
         if (l == 0) assert_string_equal(rep.devices, "default");
-        /* never two in flight (not held with no_overlap and several workers: each worker is
-           admitted before the other's item is charged, src/dist/stages.c serial_worker) */
-        if (tight && (!no_overlap || rep.workers == 1)) {
+        /* never two in flight, also with no_overlap and several workers (each item counts as
+           in flight from its admission, src/dist/stages.c serial_worker) */
+        if (tight) {
           if (rep.peak_bytes > rep.item_bytes + rep.pinned_bytes)
             fail_msg("%s on %s: peak %lld bytes, one item %lld", op, lists[l] ? lists[l] : "default",
                      (long long)rep.peak_bytes, (long long)rep.item_bytes);

@@ -109,6 +109,51 @@ def dicom_seeds():
             put('dicom', name, b'\1' + f.read())
     with open(get_testdata_file('MR_small.dcm'), 'rb') as f:
         put('dicom', 'MR_small_fork.dcm', b'\0' + f.read())
+    put('dicom', 'enhanced_mr.dcm', b'\1' + enhanced_mr())
+
+
+def enhanced_mr():
+    """A small Enhanced MR Image Storage file written with pydicom: 2 frames of 3 x 2, shared and
+    per-frame functional groups (position, orientation, pixel measures, frame content with
+    TemporalPositionIndex and FrameAcquisitionDateTime, trigger delay, MR timing, rescale)."""
+    import io
+    from pydicom.dataset import Dataset, FileMetaDataset
+    from pydicom.uid import ExplicitVRLittleEndian
+
+    def item(**kw):
+        d = Dataset()
+        for k, v in kw.items():
+            setattr(d, k, v)
+        return d
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = '1.2.840.10008.5.1.4.1.1.4.1'
+    meta.MediaStorageSOPInstanceUID = '1.2.3.4.5'
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = Dataset()
+    ds.file_meta = meta
+    ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
+    ds.Modality, ds.SeriesInstanceUID = 'MR', '1.2.3.4.6'
+    ds.NumberOfFrames, ds.Rows, ds.Columns = 2, 2, 3
+    ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, 'MONOCHROME2'
+    ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 12, 11, 0
+    shared = item(PlaneOrientationSequence=[item(ImageOrientationPatient=[1, 0, 0, 0, 1, 0])],
+                  PixelMeasuresSequence=[item(PixelSpacing=[0.5, 0.75], SliceThickness=2)],
+                  MRTimingAndRelatedParametersSequence=[item(RepetitionTime=5, FlipAngle=30)],
+                  PixelValueTransformationSequence=[item(RescaleSlope=2, RescaleIntercept=-3, RescaleType='US')])
+    ds.SharedFunctionalGroupsSequence = [shared]
+    ds.PerFrameFunctionalGroupsSequence = [
+        item(PlanePositionSequence=[item(ImagePositionPatient=[0, 0, 0])],
+             FrameContentSequence=[item(TemporalPositionIndex=k + 1,
+                                        FrameAcquisitionDateTime='2026010112000%d.500000+0100' % k)],
+             CardiacSynchronizationSequence=[item(NominalCardiacTriggerDelayTime=250.0 * k)])
+        for k in range(2)]
+    ds.PerFrameFunctionalGroupsSequence[1].PixelValueTransformationSequence = [
+        item(RescaleSlope=0.5, RescaleIntercept=1, RescaleType='US')]
+    ds.PixelData = bytes(range(24))
+    ds.is_little_endian, ds.is_implicit_VR = True, False
+    out = io.BytesIO()
+    ds.save_as(out, write_like_original=False)
+    return out.getvalue()
 
 
 if __name__ == '__main__':

@@ -289,7 +289,9 @@ typedef struct lumen_dicom_info {
    row, as in the file. Pixel data in explicit/implicit little endian, explicit big endian, RLE,
    JPEG (baseline, extended, lossless), JPEG-LS and JPEG 2000 are decoded with GDCM. The stored
    values are masked to BitsStored (sign-extended when PixelRepresentation is 1), then the
-   modality LUT is applied: value * RescaleSlope + RescaleIntercept. MONOCHROME1 images are
+   modality LUT is applied: value * RescaleSlope + RescaleIntercept (an enhanced multi-frame file
+   without top-level rescale tags: each frame's own, from its functional groups, docs/DICOM.md;
+   info then reports frame 1's). MONOCHROME1 images are
    inverted so that larger means brighter, as in MONOCHROME2: v -> lo + hi - v, with [lo, hi] the
    modality LUT of the stored range (e.g. 0..2^BitsStored-1), and an INFO log line says so.
    The spacing is {column spacing, row spacing} from PixelSpacing, else ImagerPixelSpacing
@@ -308,8 +310,9 @@ LUMEN_API lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path,
 /* 1 when path is a regular file with "DICM" at byte 128 (the DICOM Part 10 signature). */
 LUMEN_API int lumen_dicom_is_dicom_file(const char *path);
 
-/* A classic DICOM series (docs/DICOM.md, "Series"): single-frame images, one file per slice and
-   time point, as one float32 image {Columns, Rows, slices} or {Columns, Rows, slices, frames}. */
+/* A DICOM series (docs/DICOM.md, "Series"): single-frame images, one file per slice and time
+   point, or enhanced multi-frame files whose frames are slices x time points, as one float32
+   image {Columns, Rows, slices} or {Columns, Rows, slices, frames}. */
 typedef struct lumen_dicom_series_opts {
   int64_t max_bytes;        /* per-file and whole-image limit; 0 = default (lumen_io_default_max_bytes) */
   const char *series_uid;   /* SeriesInstanceUID to take; NULL: the input must hold exactly one series */
@@ -324,8 +327,12 @@ typedef struct lumen_dicom_series_info {
   double *frame_times_s;    /* frames start times in s from the first frame (may be non-uniform);
                                NULL when frames is 1 or the files carry only TemporalPositionIdentifier */
   const char *frame_order;  /* the tag the frames were ordered by: "TemporalPositionIdentifier",
-                               "TriggerTime", "AcquisitionTime", "ContentTime"; NULL for one frame */
-  const char *frame_time_source; /* "TriggerTime", "AcquisitionTime", "ContentTime" or NULL */
+                               "TriggerTime", "AcquisitionTime", "ContentTime" (enhanced files:
+                               "TemporalPositionIndex", "NominalCardiacTriggerDelayTime",
+                               "FrameAcquisitionDateTime", "FrameReferenceDateTime"); NULL for one frame */
+  const char *frame_time_source; /* "TriggerTime", "AcquisitionTime", "ContentTime" (enhanced:
+                               "NominalCardiacTriggerDelayTime", "FrameAcquisitionDateTime",
+                               "FrameReferenceDateTime") or NULL */
   double flip_angle_deg;    /* FlipAngle of the first file; NaN when absent */
   double repetition_time_s; /* RepetitionTime of the first file, converted from ms; NaN when absent */
 } lumen_dicom_series_info;
@@ -348,7 +355,11 @@ typedef struct lumen_dicom_series_info {
    PixelSpacing, orientation, spacing or size that differ between files, unevenly spaced slices
    (LUMEN_ERR_FORMAT "inconsistent geometry"), slice positions with unequal numbers of files
    ("missing frame"), several frames and no tag to order them ("no timing"), two files at the
-   same position and time, a multi-frame file, and those of lumen_dicom_read.
+   same position and time, a multi-frame file without functional groups, an enhanced file whose
+   PerFrameFunctionalGroupsSequence items do not match NumberOfFrames, and those of lumen_dicom_read.
+   An enhanced file (PerFrameFunctionalGroupsSequence) is one member per frame, with the frame's
+   position, orientation, spacing and timing from its functional groups (per-frame, else shared,
+   else top level) and the enhanced analogues of the ordering/time tags above.
    info (may be NULL) is cleared with lumen_dicom_series_info_clear. */
 LUMEN_API lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, int n_paths,
                                                const lumen_dicom_series_opts *opts, lumen_image **out,

@@ -55,6 +55,7 @@ lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lum
 static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lumen_dicom_header *hdr,
                          uint8_t **data, size_t *size) {
   char *buf = NULL;
+  memset(hdr, 0, sizeof *hdr);  /* freed with lumen_dicom_header_free on every path */
   lumen_status s = lumen_io_slurp(ctx, "lumen_dicom_read", path, max_bytes, &buf, size);
   if (s != LUMEN_OK) return s;
   *data = (uint8_t *)buf;
@@ -65,6 +66,7 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
                    path, (long long)hdr->info.columns, (long long)hdr->info.rows, (long long)hdr->info.frames,
                    (long long)max_bytes);
   if (s != LUMEN_OK) {
+    lumen_dicom_header_free(hdr);
     free(buf);
     *data = NULL;
   }
@@ -90,6 +92,7 @@ lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lum
   lumen_status s = load(ctx, path, lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0), &hdr, &data, &size);
   free(data);
   if (s == LUMEN_OK && info) *info = hdr.info;
+  lumen_dicom_header_free(&hdr);
   return s;
 }
 
@@ -119,9 +122,9 @@ static double sample(const uint8_t *raw, int64_t i, int bytes, int bits_stored, 
   return (double)v;
 }
 
-static void to_float(const lumen_dicom_info *in, const uint8_t *raw, float *out, int64_t count, int invert) {
+static void to_float(const lumen_dicom_info *in, double slope, double inter, const uint8_t *raw, float *out,
+                     int64_t count, int invert) {
   int bytes = in->bits_allocated / 8, sgn = in->pixel_representation == 1;
-  double slope = in->rescale_slope, inter = in->rescale_intercept;
   double lo = sgn ? -(double)(UINT64_C(1) << (in->bits_stored - 1)) : 0;
   double hi = sgn ? (double)(UINT64_C(1) << (in->bits_stored - 1)) - 1 : (double)(UINT64_C(1) << in->bits_stored) - 1;
   double flip = (lo + hi) * slope + 2 * inter;  /* modality(lo) + modality(hi) */
@@ -147,6 +150,7 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   uint8_t *raw = malloc((size_t)hdr.decoded_bytes);
   if (!raw) {
     free(data);
+    lumen_dicom_header_free(&hdr);
     return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_read: out of host memory decoding '%s'", path);
   }
   if (hdr.encapsulated)
@@ -156,6 +160,7 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   free(data);
   if (s != LUMEN_OK) {
     free(raw);
+    lumen_dicom_header_free(&hdr);
     return s;
   }
   int64_t dims[3] = {in->columns, in->rows, in->frames};
@@ -164,11 +169,19 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   s = lumen_image_create(ctx, ndim, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im);
   if (s != LUMEN_OK) {
     free(raw);
+    lumen_dicom_header_free(&hdr);
     return s;
   }
   in->inverted = strcmp(in->photometric, "MONOCHROME1") == 0;
-  to_float(in, raw, lumen_image_data(im), lumen_image_count(im), in->inverted);
+  /* frame by frame: an enhanced file's modality LUT may differ between frames (functional groups) */
+  int64_t per = in->rows * in->columns, step = per * (in->bits_allocated / 8);
+  for (int64_t k = 0; k < in->frames; k++) {
+    double slope, inter;
+    lumen_dicom_frame_rescale(&hdr, k, &slope, &inter);
+    to_float(in, slope, inter, raw + k * step, (float *)lumen_image_data(im) + k * per, per, in->inverted);
+  }
   free(raw);
+  lumen_dicom_header_free(&hdr);
   double spacing[3] = {in->spacing[0], in->spacing[1], 1};
   (void)lumen_image_set_spacing(ctx, im, spacing, ndim);
   if (in->inverted)

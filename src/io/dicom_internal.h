@@ -36,6 +36,24 @@ typedef struct lumen_dicom_series_tags {
 lumen_status lumen_dicom_series_tag(lumen_ctx *ctx, const char *path, uint32_t tag, const uint8_t *value,
                                     uint32_t length, lumen_dicom_series_tags *t);
 
+/* The values of one frame of an enhanced (multi-frame) file, from the functional group
+   sequences of its item of PerFrameFunctionalGroupsSequence (5200,9230) or of the one item of
+   SharedFunctionalGroupsSequence (5200,9229) (dicom_frames.c). The series-like fields go into
+   t (TemporalPositionIndex -> temporal_position, NominalCardiacTriggerDelayTime -> trigger_time_ms,
+   FrameAcquisitionDateTime -> acquisition_time_s, FrameReferenceDateTime -> content_time_s, the
+   date-times as seconds from 2000-01-01); series_uid/description stay empty. */
+typedef struct lumen_dicom_frame {
+  lumen_dicom_series_tags t;
+  int has_spacing, has_slope, has_intercept;
+  double spacing[2];         /* PixelMeasuresSequence > PixelSpacing: {column (x), row (y)} spacing, mm */
+  double slope, intercept;   /* PixelValueTransformationSequence > RescaleSlope, RescaleIntercept */
+} lumen_dicom_frame;
+
+/* Up to want backslash-separated numbers of a DS/IS value; the count read, -1 when one is not a
+   finite number. A TM value as seconds of the day, -1 when malformed (dicom_series_tags.c). */
+int lumen_dicom_numbers(const uint8_t *v, uint32_t len, double *out, int want);
+double lumen_dicom_tm_seconds(const uint8_t *v, uint32_t len);
+
 /* What the pre-check learnt from a whole file in memory. */
 typedef struct lumen_dicom_header {
   lumen_dicom_info info;     /* the public metadata (rows, columns, spacing, window, ...) */
@@ -45,7 +63,50 @@ typedef struct lumen_dicom_header {
   int64_t pixel_offset;      /* the pixel data element's value in the file */
   int64_t pixel_length;      /* its length (native), or the bytes of its fragments (encapsulated) */
   int64_t decoded_bytes;     /* rows x columns x frames x bits_allocated / 8: what the decoder returns */
+  /* enhanced multi-frame: one entry per item of PerFrameFunctionalGroupsSequence (as many as
+     NumberOfFrames), shared values filled in where a frame has none (owned: lumen_dicom_header_free) */
+  int enhanced;              /* PerFrameFunctionalGroupsSequence present */
+  lumen_dicom_frame *frames;
+  int64_t n_frames, cap_frames;
+  int has_shared;
+  int top_rescale;           /* top-level RescaleSlope/Intercept present: they win over the groups */
+  lumen_dicom_frame shared;  /* SharedFunctionalGroupsSequence's values */
 } lumen_dicom_header;
+
+/* Frees what lumen_dicom_precheck allocated in hdr (the frame table); hdr stays valid, empty. */
+void lumen_dicom_header_free(lumen_dicom_header *hdr);
+
+/* Functional groups (dicom_frames.c). Which top-level sequence an item belongs to: */
+#define LUMEN_DICOM_SHARED_GROUPS 0x52009229u    /* SharedFunctionalGroupsSequence */
+#define LUMEN_DICOM_PER_FRAME_GROUPS 0x52009230u /* PerFrameFunctionalGroupsSequence */
+
+/* A new item of the sequence top (one of the two above) starts: the frame its values go to, the
+   per-frame table grown by one (never beyond NumberOfFrames, known before by tag order). */
+lumen_status lumen_dicom_frame_item(lumen_ctx *ctx, const char *path, lumen_dicom_header *hdr, uint32_t top,
+                                    int64_t item, lumen_dicom_frame **frame);
+
+/* 1 when seq is a functional group sequence whose values are read (PlanePosition, ...). */
+int lumen_dicom_is_frame_group(uint32_t seq);
+
+/* Remembers tag (an element of an item of functional group sequence group, value of length bytes,
+   binary values in big-endian order when big) in f; a malformed value is LUMEN_ERR_FORMAT naming
+   path and the field. */
+lumen_status lumen_dicom_frame_tag(lumen_ctx *ctx, const char *path, uint32_t group, uint32_t tag,
+                                   const uint8_t *value, uint32_t length, int big, lumen_dicom_frame *f);
+
+/* After the walk: the per-frame item count against NumberOfFrames, the shared values filled in,
+   every frame's rescale slope non-zero. */
+lumen_status lumen_dicom_frames_finish(lumen_ctx *ctx, const char *path, lumen_dicom_header *hdr);
+
+/* Frame k (0-based) of an enhanced file as a single-frame header: its position, orientation,
+   timing, spacing (per-frame groups, else shared, else the file's top level), modality LUT;
+   info->frames 1, series identity of the file. */
+void lumen_dicom_frame_view(const lumen_dicom_header *file, int64_t k, lumen_dicom_info *info,
+                            lumen_dicom_series_tags *series);
+
+/* The modality LUT of frame k (0-based): top-level RescaleSlope/Intercept when present, else the
+   frame's PixelValueTransformation (per-frame, else shared), else 1 and 0. */
+void lumen_dicom_frame_rescale(const lumen_dicom_header *hdr, int64_t k, double *slope, double *intercept);
 
 /* Walks the element stream of a DICOM Part 10 file held in data (preamble and "DICM", file meta
    group, explicit or implicit VR, byte order, lengths within the file, nested sequences and
@@ -54,7 +115,8 @@ typedef struct lumen_dicom_header {
    PixelRepresentation, SamplesPerPixel, PhotometricInterpretation, NumberOfFrames) against the
    pixel data, before any pixel buffer is allocated. Errors (LUMEN_ERR_FORMAT for a malformed
    file, LUMEN_ERR_UNSUPPORTED for a valid one lumen cannot read) name path, the field and the
-   expected value. */
+   expected value. An enhanced file's functional groups are read into hdr->frames (owned: free with
+   lumen_dicom_header_free; freed by the pre-check itself when it fails). */
 lumen_status lumen_dicom_precheck(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size,
                                   lumen_dicom_header *hdr);
 
@@ -88,7 +150,8 @@ lumen_status lumen_dicom_decode_isolated(lumen_ctx *ctx, const char *path, const
 /* 1 when /proc/self/status says this process has exactly one thread. */
 int lumen_dicom_single_threaded(void);
 
-/* The whole file read and pre-checked (no pixel decoding): the header of one series member. */
+/* The whole file read and pre-checked (no pixel decoding): the header of one series file (its
+   frame table owned by the caller: lumen_dicom_header_free). */
 lumen_status lumen_dicom_read_series_header(lumen_ctx *ctx, const char *path, int64_t max_bytes,
                                             lumen_dicom_header *hdr);
 

@@ -22,6 +22,10 @@ typedef struct walker {
   int have_spacing, have_imager, have_wc, have_ww;
   double imager[2];
   int planar;
+  /* functional groups (dicom_frames.c): the top-level sequence being walked (5200,9229 or
+     5200,9230), the frame its current item fills, the functional group sequence inside it */
+  uint32_t top_seq, group_seq;
+  lumen_dicom_frame *frame;
 } walker;
 
 typedef struct element {
@@ -101,6 +105,7 @@ static lumen_status walk_sequence(walker *w, const element *sq, size_t *pos, siz
   size_t p = sq->value;
   int implicit = w->implicit || (sq->vr[0] == 'U' && sq->vr[1] == 'N'); /* UN of undefined length: implicit LE */
   int big = (sq->vr[0] == 'U' && sq->vr[1] == 'N') ? 0 : w->big;
+  int64_t items = 0;
   while (p < stop) {
     element it;
     size_t at = p;
@@ -112,6 +117,10 @@ static lumen_status walk_sequence(walker *w, const element *sq, size_t *pos, siz
       return LUMEN_OK;
     }
     if (it.group != 0xFFFE || it.elem != 0xE000) return bad(w, at, "expected an item (FFFE,E000) in a sequence", NULL);
+    if (depth == 0 && w->top_seq) {  /* an item of a functional groups sequence: one frame (or the shared values) */
+      s = lumen_dicom_frame_item(w->ctx, w->path, w->h, w->top_seq, items++, &w->frame);
+      if (s != LUMEN_OK) return s;
+    }
     if (it.length == UNDEFINED) {
       int saved_i = w->implicit, saved_b = w->big;
       w->implicit = implicit;
@@ -356,9 +365,26 @@ static lumen_status take_value(walker *w, const element *e) {
   return s;
 }
 
+/* A sequence, noting when it is one of the functional groups sequences (top level) or a
+   functional group sequence inside one of their items (depth 1), whose values are read. */
+static lumen_status walk_group_sequence(walker *w, const element *e, uint32_t tag, size_t *pos, size_t end, int depth) {
+  int top = depth == 0 && (tag == LUMEN_DICOM_SHARED_GROUPS || tag == LUMEN_DICOM_PER_FRAME_GROUPS);
+  int group = depth == 1 && w->top_seq && w->frame && lumen_dicom_is_frame_group(tag);
+  if (top) {
+    w->top_seq = tag;
+    if (tag == LUMEN_DICOM_PER_FRAME_GROUPS) w->h->enhanced = 1;
+  }
+  if (group) w->group_seq = tag;
+  lumen_status s = walk_sequence(w, e, pos, end, depth);
+  if (top) w->top_seq = 0, w->frame = NULL;
+  if (group) w->group_seq = 0;
+  return s;
+}
+
 /* The elements of a data set (top level or an item) in [*pos, end); an item of undefined length
    ends at its delimiter. Top-level tags must ascend (PS3.5 7.1): each image tag comes once, before
-   PixelData. Inside sequences the order is not checked (nothing there is read). */
+   PixelData. Inside sequences the order is not checked; the only values read there are those of
+   an enhanced file's functional groups (depth 2: top-level sequence > item > group sequence > item). */
 static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, int in_item_undefined) {
   size_t p = *pos;
   uint32_t last = 0;
@@ -412,12 +438,15 @@ static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, 
     if (e.length == UNDEFINED || is_sq) {
       if (!is_sq && !(w->implicit && e.length == UNDEFINED))
         return bad(w, at, "undefined length on an element that is not a sequence", NULL);
-      s = walk_sequence(w, &e, &p, end, depth);
+      s = walk_group_sequence(w, &e, tag, &p, end, depth);
       if (s != LUMEN_OK) return s;
       continue;
     }
     if (depth == 0) {
       s = take_value(w, &e);
+      if (s != LUMEN_OK) return s;
+    } else if (depth == 2 && w->group_seq && w->frame) {  /* a value of a functional group */
+      s = lumen_dicom_frame_tag(w->ctx, w->path, w->group_seq, tag, w->d + e.value, e.length, w->big, w->frame);
       if (s != LUMEN_OK) return s;
     }
     p += e.length;
@@ -575,6 +604,8 @@ lumen_status lumen_dicom_precheck(lumen_ctx *ctx, const char *path, const uint8_
   hdr->encapsulated = kind == 2;
   hdr->big_endian = w.big;
   lumen_status s = walk_dataset(&w, &p, size, 0, 0);
-  if (s != LUMEN_OK) return s;
-  return check_pixels(&w);
+  if (s == LUMEN_OK) s = check_pixels(&w);
+  if (s == LUMEN_OK) s = lumen_dicom_frames_finish(ctx, path, hdr);
+  if (s != LUMEN_OK) lumen_dicom_header_free(hdr);
+  return s;
 }

@@ -1,7 +1,8 @@
-/* A classic DICOM series (one single-frame file per slice and time point) as one 3-D/4-D float
-   image with dcm2niix's layout and affine (include/lumen/io.h, docs/DICOM.md "Series"). The
-   headers come from the C pre-check (dicom_parse.c + dicom_series_tags.c); the pixels from
-   lumen_dicom_read. */
+/* A DICOM series (one single-frame file per slice and time point, or enhanced multi-frame files
+   whose frames are slices x time points) as one 3-D/4-D float image with dcm2niix's layout and
+   affine (include/lumen/io.h, docs/DICOM.md "Series"). The headers come from the C pre-check
+   (dicom_parse.c + dicom_series_tags.c + dicom_frames.c); an enhanced file becomes one member
+   per frame; the pixels come from lumen_dicom_read, once per file. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -100,13 +101,44 @@ static lumen_status list_inputs(lumen_ctx *ctx, const char *const *paths, int n_
   return LUMEN_OK;
 }
 
-/* One member of the series: its file, its header, and its sort keys. */
+/* What a member needs of a header: the image description and the series tags (of its frame). */
+typedef struct member_header {
+  lumen_dicom_info info;
+  lumen_dicom_series_tags series;
+} member_header;
+
+/* One member of the series (a single-frame file, or one frame of an enhanced file): its file,
+   its header, and its sort keys. */
 typedef struct member {
-  const char *path;
-  lumen_dicom_header h;
+  const char *path;   /* the file, or "FILE frame N" (label) for a frame of an enhanced file */
+  const char *file;
+  char *label;        /* owned */
+  int64_t file_index, frame, file_frames; /* which file, which frame in it (0-based), its frame count */
+  int enhanced;
+  member_header h;
   double along;  /* ImagePositionPatient . normal */
   double key;    /* the frame order key */
 } member;
+
+static void members_free(member *m, int64_t n) {
+  for (int64_t i = 0; m && i < n; i++) free(m[i].label);
+  free(m);
+}
+
+/* The tags a frame order / time comes from, by the index used below (1..4). */
+typedef struct order_tag {
+  const char *name, *tag;
+} order_tag;
+static const order_tag classic_tags[5] = {{NULL, NULL},
+                                          {"TemporalPositionIdentifier", "0020,0100"},
+                                          {"TriggerTime", "0018,1060"},
+                                          {"AcquisitionTime", "0008,0032"},
+                                          {"ContentTime", "0008,0033"}};
+static const order_tag enhanced_tags[5] = {{NULL, NULL},
+                                           {"TemporalPositionIndex", "0020,9128"},
+                                           {"NominalCardiacTriggerDelayTime", "0020,9153"},
+                                           {"FrameAcquisitionDateTime", "0018,9074"},
+                                           {"FrameReferenceDateTime", "0018,9151"}};
 
 static int cmp_member(const void *a, const void *b) {
   const member *x = a, *y = b;
@@ -116,19 +148,19 @@ static int cmp_member(const void *a, const void *b) {
 }
 
 /* Several series: refuse, listing each (UID, description, file count). */
-static lumen_status refuse_several(lumen_ctx *ctx, const char *where, const member *m, int64_t n) {
+static lumen_status refuse_several(lumen_ctx *ctx, const char *where, const lumen_dicom_header *m, int64_t n) {
   char msg[2048];
   int len = snprintf(msg, sizeof msg, "lumen_dicom_series_read: '%s' holds several series; choose one by its "
                                       "SeriesInstanceUID (--series UID):", where);
   for (int64_t i = 0; i < n && len < (int)sizeof msg; i++) {
     int seen = 0;
-    for (int64_t k = 0; k < i && !seen; k++) seen = strcmp(m[k].h.series.series_uid, m[i].h.series.series_uid) == 0;
+    for (int64_t k = 0; k < i && !seen; k++) seen = strcmp(m[k].series.series_uid, m[i].series.series_uid) == 0;
     if (seen) continue;
     int64_t count = 0;
-    for (int64_t k = i; k < n; k++) count += strcmp(m[k].h.series.series_uid, m[i].h.series.series_uid) == 0;
+    for (int64_t k = i; k < n; k++) count += strcmp(m[k].series.series_uid, m[i].series.series_uid) == 0;
     len += snprintf(msg + len, sizeof msg - (size_t)len, "\n  %s  \"%s\"  %lld files",
-                    m[i].h.series.series_uid[0] ? m[i].h.series.series_uid : "(no SeriesInstanceUID)",
-                    m[i].h.series.series_description, (long long)count);
+                    m[i].series.series_uid[0] ? m[i].series.series_uid : "(no SeriesInstanceUID)",
+                    m[i].series.series_description, (long long)count);
   }
   return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s", msg);
 }
@@ -140,9 +172,9 @@ static lumen_status geometry_error(lumen_ctx *ctx, const char *path, const char 
 
 /* Every file against the first: size, orientation, spacing present and equal. */
 static lumen_status check_geometry(lumen_ctx *ctx, member *m, int64_t n) {
-  const lumen_dicom_header *f = &m[0].h;
+  const member_header *f = &m[0].h;
   for (int64_t i = 0; i < n; i++) {
-    const lumen_dicom_header *h = &m[i].h;
+    const member_header *h = &m[i].h;
     char d[192];
     if (!h->series.has_orientation)
       return lumen_fail(ctx, LUMEN_ERR_FORMAT,
@@ -156,10 +188,6 @@ static lumen_status check_geometry(lumen_ctx *ctx, member *m, int64_t n) {
       return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                         "lumen_dicom_series_read: '%s': PixelSpacing (0028,0030) missing, expected in every file of a "
                         "series", m[i].path);
-    if (h->info.frames != 1)
-      return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
-                        "lumen_dicom_series_read: '%s': NumberOfFrames is %lld: multi-frame (enhanced) files in a series "
-                        "are not supported yet, expected single-frame images", m[i].path, (long long)h->info.frames);
     if (h->info.rows != f->info.rows || h->info.columns != f->info.columns) {
       snprintf(d, sizeof d, "is %lld x %lld, expected %lld x %lld as in '%s'", (long long)h->info.rows,
                (long long)h->info.columns, (long long)f->info.rows, (long long)f->info.columns, m[0].path);
@@ -207,8 +235,6 @@ static int tag_present(const lumen_dicom_series_tags *t, int which) {
   default: return t->has_content_time;
   }
 }
-static const char *const tag_names[] = {NULL, "TemporalPositionIdentifier", "TriggerTime", "AcquisitionTime",
-                                        "ContentTime"};
 
 static int first_common_tag(const member *m, int64_t n, int from) {
   for (int which = from; which <= 4; which++) {
@@ -225,6 +251,8 @@ static lumen_status arrange(lumen_ctx *ctx, member *m, int64_t n, int64_t *nz, i
   const double *o = m[0].h.series.orientation;
   double nrm[3] = {o[1] * o[5] - o[2] * o[4], o[2] * o[3] - o[0] * o[5], o[0] * o[4] - o[1] * o[3]};
   int order = first_common_tag(m, n, 1), timing = first_common_tag(m, n, 2);
+  const order_tag *names = m[0].enhanced ? enhanced_tags : classic_tags;
+  const char *unit = m[0].enhanced ? "frames" : "files";
   for (int64_t i = 0; i < n; i++) {
     const double *p = m[i].h.series.position;
     m[i].along = p[0] * nrm[0] + p[1] * nrm[1] + p[2] * nrm[2];
@@ -250,24 +278,24 @@ static lumen_status arrange(lumen_ctx *ctx, member *m, int64_t n, int64_t *nz, i
     if (run != per)
       return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                         "lumen_dicom_series_read: '%s': missing frame: its slice (ImagePositionPatient %.4g mm along "
-                        "the normal) has %lld files, other slices %lld",
-                        m[i - 1].path, m[i - 1].along, (long long)run, (long long)per);
+                        "the normal) has %lld %s, other slices %lld",
+                        m[i - 1].path, m[i - 1].along, (long long)run, unit, (long long)per);
     run = 1;
   }
   *nz = slices;
   *nt = per;
   if (per > 1 && !order)
     return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                      "lumen_dicom_series_read: '%s': no timing: %lld files at one slice position and none of "
-                      "TemporalPositionIdentifier (0020,0100), TriggerTime (0018,1060), AcquisitionTime (0008,0032), "
-                      "ContentTime (0008,0033) in every file to order them",
-                      m[0].path, (long long)per);
+                      "lumen_dicom_series_read: '%s': no timing: %lld %s at one slice position and none of "
+                      "%s (%s), %s (%s), %s (%s), %s (%s) in every one to order them",
+                      m[0].path, (long long)per, unit, names[1].name, names[1].tag, names[2].name, names[2].tag,
+                      names[3].name, names[3].tag, names[4].name, names[4].tag);
   for (int64_t i = 1; i < n; i++)
     if ((i % per) != 0 && m[i].key == m[i - 1].key)
       return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                         "lumen_dicom_series_read: '%s' and '%s': the same slice position and the same %s (%g): "
                         "a duplicate frame",
-                        m[i - 1].path, m[i].path, tag_names[order], m[i].key);
+                        m[i - 1].path, m[i].path, names[order].name, m[i].key);
   /* frame t of every slice is the same time point: TemporalPositionIdentifier and TriggerTime
      must agree exactly; acquisition/content times (slices are acquired one after another) within
      half the shortest frame interval of the first slice */
@@ -282,7 +310,7 @@ static lumen_status arrange(lumen_ctx *ctx, member *m, int64_t n, int64_t *nz, i
           return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                             "lumen_dicom_series_read: '%s': frame %lld of its slice has %s %g, but frame %lld of the "
                             "first slice ('%s') has %g: the slices' frames do not line up (expected %s)",
-                            m[k * per + t].path, (long long)t, tag_names[order], m[k * per + t].key, (long long)t,
+                            m[k * per + t].path, (long long)t, names[order].name, m[k * per + t].key, (long long)t,
                             m[t].path, m[t].key, order <= 2 ? "the same value" : "within half a frame interval");
   }
   /* the slices: uniformly spaced */
@@ -297,7 +325,7 @@ static lumen_status arrange(lumen_ctx *ctx, member *m, int64_t n, int64_t *nz, i
                           m[k * per].path, gap, step);
     }
   }
-  info->frame_order = per > 1 ? tag_names[order] : NULL;
+  info->frame_order = per > 1 ? names[order].name : NULL;
   if (per > 1 && timing) {
     info->frame_times_s = malloc(sizeof(double) * (size_t)per);
     if (!info->frame_times_s) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
@@ -308,17 +336,17 @@ static lumen_status arrange(lumen_ctx *ctx, member *m, int64_t n, int64_t *nz, i
         return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                           "lumen_dicom_series_read: '%s': %s (%s) does not increase with the frame order (%s) at "
                           "frame %lld",
-                          m[t].path, tag_names[timing], timing == 2 ? "0018,1060" : timing == 3 ? "0008,0032" : "0008,0033",
-                          tag_names[order], (long long)t);
+                          m[t].path, names[timing].name, names[timing].tag,
+                          names[order].name, (long long)t);
     }
-    info->frame_time_source = tag_names[timing];
+    info->frame_time_source = names[timing].name;
   }
   return LUMEN_OK;
 }
 
 /* dcm2niix's affine: LPS voxel->world from the tags, rows flipped (y = 0 the last DICOM row), then RAS. */
 static void series_affine(const member *m, int64_t nz, int64_t per, lumen_dicom_series_info *info) {
-  const lumen_dicom_header *f = &m[0].h;
+  const member_header *f = &m[0].h;
   const double *o = f->series.orientation, *p0 = f->series.position;
   double dc = f->info.spacing[0], dr = f->info.spacing[1];  /* column spacing (x), row spacing (y) */
   double nrm[3] = {o[1] * o[5] - o[2] * o[4], o[2] * o[3] - o[0] * o[5], o[0] * o[4] - o[1] * o[3]};
@@ -349,24 +377,144 @@ static void series_affine(const member *m, int64_t nz, int64_t per, lumen_dicom_
   info->spacing[2] = step;
 }
 
-/* The pixels of every member into the image, rows flipped. */
+/* Members from the files' headers: a single-frame file is one, an enhanced file one per frame
+   (its own position, orientation, timing: per-frame groups, else shared, else top level). A
+   multi-frame file without functional groups is refused: nothing says where its frames lie. */
+static lumen_status expand(lumen_ctx *ctx, const lumen_dicom_header *fh, char *const *fpath, int64_t nf,
+                           int64_t max_bytes, member **out, int64_t *nout) {
+  int64_t total = 0, bytes = 0;
+  *out = NULL;
+  *nout = 0;
+  for (int64_t f = 0; f < nf; f++) {
+    if (fh[f].info.frames != 1 && !fh[f].enhanced)
+      return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                        "lumen_dicom_series_read: '%s': NumberOfFrames is %lld and there is no "
+                        "PerFrameFunctionalGroupsSequence (5200,9230): a multi-frame file without functional groups "
+                        "(e.g. a secondary capture) has no position or time per frame, expected single-frame images "
+                        "or an enhanced multi-frame file", fpath[f], (long long)fh[f].info.frames);
+    total += fh[f].enhanced ? fh[f].n_frames : 1;
+  }
+  if (lumen_mul_i64(total, (int64_t)sizeof(member), &bytes) || bytes > max_bytes)
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY,
+                      "lumen_dicom_series_read: '%s': %lld frames need more than the memory limit (%lld bytes)", fpath[0],
+                      (long long)total, (long long)max_bytes);
+  member *m = calloc((size_t)total, sizeof *m);
+  if (!m) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
+  int64_t n = 0;
+  for (int64_t f = 0; f < nf; f++) {
+    int64_t frames = fh[f].enhanced ? fh[f].n_frames : 1;
+    for (int64_t k = 0; k < frames; k++, n++) {
+      member *x = &m[n];
+      x->path = x->file = fpath[f];
+      x->file_index = f;
+      x->frame = k;
+      x->file_frames = fh[f].info.frames;
+      x->enhanced = fh[f].enhanced;
+      if (!x->enhanced) {
+        x->h.info = fh[f].info;
+        x->h.series = fh[f].series;
+        continue;
+      }
+      lumen_dicom_frame_view(&fh[f], k, &x->h.info, &x->h.series);
+      size_t len = strlen(fpath[f]) + 32;
+      x->label = malloc(len);
+      if (!x->label) {
+        members_free(m, n);
+        return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
+      }
+      snprintf(x->label, len, "%s frame %lld", fpath[f], (long long)k + 1);
+      x->path = x->label;
+    }
+  }
+  *out = m;
+  *nout = n;
+  return LUMEN_OK;
+}
+
+/* Where a member goes (its index after arrange: slice i / per, frame i % per), listed by file and
+   frame so that each file is read once. */
+typedef struct placed {
+  int64_t file_index, frame, index;
+} placed;
+
+static int cmp_placed(const void *a, const void *b) {
+  const placed *x = a, *y = b;
+  if (x->file_index != y->file_index) return x->file_index < y->file_index ? -1 : 1;
+  return x->frame < y->frame ? -1 : x->frame > y->frame;
+}
+
+/* The pixels of every member into the image, rows flipped; each file read once (lumen_dicom_read,
+   which applies an enhanced file's per-frame modality LUT). */
 static lumen_status read_pixels(lumen_ctx *ctx, const member *m, int64_t n, int64_t nz, int64_t per, int64_t max_bytes,
                                 float *dst) {
   int64_t nx = m[0].h.info.columns, ny = m[0].h.info.rows;
   lumen_dicom_read_opts o = {.max_bytes = max_bytes};
-  for (int64_t i = 0; i < n; i++) {
-    int64_t k = i / per, t = i % per;
-    lumen_image *im = NULL;
-    lumen_status s = lumen_dicom_read(ctx, m[i].path, &o, &im, NULL);
-    if (s != LUMEN_OK) return s;
-    if (lumen_image_dim(im, 0) != nx || lumen_image_dim(im, 1) != ny || lumen_image_ndim(im) != 2) {
+  placed *p = malloc(sizeof *p * (size_t)n);
+  if (!p) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
+  for (int64_t i = 0; i < n; i++) p[i] = (placed){m[i].file_index, m[i].frame, i};
+  qsort(p, (size_t)n, sizeof *p, cmp_placed);
+  lumen_image *im = NULL;
+  lumen_status s = LUMEN_OK;
+  for (int64_t j = 0, file = -1; j < n && s == LUMEN_OK; j++) {
+    const member *x = &m[p[j].index];
+    if (x->file_index != file) {
       lumen_image_free(im);
-      return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s' changed while it was read", m[i].path);
+      im = NULL;
+      file = x->file_index;
+      s = lumen_dicom_read(ctx, x->file, &o, &im, NULL);
+      if (s == LUMEN_OK && (lumen_image_dim(im, 0) != nx || lumen_image_dim(im, 1) != ny ||
+                            lumen_image_count(im) != nx * ny * x->file_frames))
+        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s' changed while it was read", x->file);
+      if (s != LUMEN_OK) break;
     }
-    const float *src = lumen_image_const_data(im);
+    int64_t k = p[j].index / per, t = p[j].index % per;
+    const float *src = (const float *)lumen_image_const_data(im) + x->frame * nx * ny;
     float *slice = dst + (t * nz + k) * nx * ny;
     for (int64_t y = 0; y < ny; y++) memcpy(slice + (ny - 1 - y) * nx, src + y * nx, sizeof(float) * (size_t)nx);
-    lumen_image_free(im);
+  }
+  lumen_image_free(im);
+  free(p);
+  return s;
+}
+
+/* Every file's header (those of series want, or all); *fh owned (lumen_dicom_header_free each),
+   fpath[i] the file of fh[i]. Several series without want are refused. */
+static lumen_status read_headers(lumen_ctx *ctx, const char *where, const file_list *l, const char *want,
+                                 int64_t max_bytes, lumen_dicom_header **fh, char **fpath, int64_t *nf) {
+  int64_t n = 0;
+  *fh = calloc((size_t)l->n, sizeof **fh);
+  if (!*fh) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
+  lumen_status s = LUMEN_OK;
+  for (int64_t i = 0; s == LUMEN_OK && i < l->n; i++) {
+    lumen_dicom_header *h = &(*fh)[n];
+    s = lumen_dicom_read_series_header(ctx, l->names[i], max_bytes, h);
+    if (s == LUMEN_OK && (!want || strcmp(h->series.series_uid, want) == 0)) fpath[n++] = l->names[i];
+    else lumen_dicom_header_free(h);
+  }
+  *nf = n;
+  if (s == LUMEN_OK && !want) {
+    for (int64_t i = 1; i < n && s == LUMEN_OK; i++)
+      if (strcmp((*fh)[i].series.series_uid, (*fh)[0].series.series_uid) != 0) s = refuse_several(ctx, where, *fh, n);
+  }
+  if (s == LUMEN_OK && n == 0)
+    s = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "lumen_dicom_series_read: '%s': no file of series %s", where, want);
+  return s;
+}
+
+/* One FlipAngle and one RepetitionTime for the series: a member that disagrees is refused, not averaged. */
+static lumen_status check_constants(lumen_ctx *ctx, const member *m, int64_t n) {
+  const lumen_dicom_series_tags *t = &m[0].h.series;
+  for (int64_t i = 1; i < n; i++) {
+    const lumen_dicom_series_tags *u = &m[i].h.series;
+    if (u->has_flip != t->has_flip || (t->has_flip && fabs(u->flip_angle_deg - t->flip_angle_deg) > 1e-6 * fabs(t->flip_angle_deg)))
+      return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s': FlipAngle (0018,1314) is %s%g deg, '%s' has "
+                        "%s%g deg: one series has one flip angle", m[i].path, u->has_flip ? "" : "absent/", u->flip_angle_deg,
+                        m[0].path, t->has_flip ? "" : "absent/", t->flip_angle_deg);
+    if (u->has_tr != t->has_tr ||
+        (t->has_tr && fabs(u->repetition_time_ms - t->repetition_time_ms) > 1e-6 * fabs(t->repetition_time_ms)))
+      return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s': RepetitionTime (0018,0080) is %s%g ms, '%s' "
+                        "has %s%g ms: one series has one TR", m[i].path, u->has_tr ? "" : "absent/", u->repetition_time_ms,
+                        m[0].path, t->has_tr ? "" : "absent/", t->repetition_time_ms);
   }
   return LUMEN_OK;
 }
@@ -384,26 +532,20 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
   int64_t max_bytes = lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0);
   const char *want = opts && opts->series_uid && opts->series_uid[0] ? opts->series_uid : NULL;
   file_list l = {0};
+  lumen_dicom_header *fh = NULL;
+  char **fpath = NULL;
   member *m = NULL;
-  int64_t n = 0, nz = 0, nt = 0;
+  int64_t nf = 0, n = 0, nz = 0, nt = 0;
   lumen_image *im = NULL;
   lumen_status s = list_inputs(ctx, paths, n_paths, &l);
   if (s == LUMEN_OK) {
-    m = calloc((size_t)l.n, sizeof *m);
-    if (!m) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
+    fpath = calloc((size_t)l.n, sizeof *fpath);
+    if (!fpath) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
   }
-  for (int64_t i = 0; s == LUMEN_OK && i < l.n; i++) {
-    s = lumen_dicom_read_series_header(ctx, l.names[i], max_bytes, &m[n].h);
-    m[n].path = l.names[i];
-    if (s == LUMEN_OK && (!want || strcmp(m[n].h.series.series_uid, want) == 0)) n++;
-  }
-  if (s == LUMEN_OK && !want) {
-    for (int64_t i = 1; i < n && s == LUMEN_OK; i++)
-      if (strcmp(m[i].h.series.series_uid, m[0].h.series.series_uid) != 0) s = refuse_several(ctx, paths[0], m, n);
-  }
-  if (s == LUMEN_OK && n == 0)
-    s = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "lumen_dicom_series_read: '%s': no file of series %s", paths[0],
-                   want);
+  if (s == LUMEN_OK) s = read_headers(ctx, paths[0], &l, want, max_bytes, &fh, fpath, &nf);
+  if (s == LUMEN_OK) s = expand(ctx, fh, fpath, nf, max_bytes, &m, &n);
+  for (int64_t i = 0; i < nf; i++) lumen_dicom_header_free(&fh[i]);  /* the members hold what they need */
+  free(fh);
   if (s == LUMEN_OK) s = check_geometry(ctx, m, n);
   if (s == LUMEN_OK) s = arrange(ctx, m, n, &nz, &nt, &inf);
   if (s == LUMEN_OK) {
@@ -414,6 +556,7 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
                      "(%lld bytes)", paths[0], (long long)n, (long long)dims[0], (long long)dims[1], (long long)max_bytes);
     if (s == LUMEN_OK) s = lumen_image_create(ctx, nt > 1 ? 4 : 3, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im);
   }
+  if (s == LUMEN_OK) s = check_constants(ctx, m, n);
   if (s == LUMEN_OK) s = read_pixels(ctx, m, n, nz, nt, max_bytes, lumen_image_data(im));
   if (s == LUMEN_OK) {
     series_affine(m, nz, nt, &inf);
@@ -426,32 +569,18 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
     const lumen_dicom_series_tags *t = &m[0].h.series;
     snprintf(inf.series_uid, sizeof inf.series_uid, "%s", t->series_uid);
     snprintf(inf.series_description, sizeof inf.series_description, "%s", t->series_description);
-    inf.files = n;
+    inf.files = nf;
     inf.slices = nz;
     inf.frames = nt;
     inf.flip_angle_deg = t->has_flip ? t->flip_angle_deg : NAN;
     inf.repetition_time_s = t->has_tr ? t->repetition_time_ms / 1000.0 : NAN;
-    /* one FlipAngle and one RepetitionTime for the series: a file that disagrees is refused, not averaged */
-    for (int64_t i = 1; i < n && s == LUMEN_OK; i++) {
-      const lumen_dicom_series_tags *u = &m[i].h.series;
-      if (u->has_flip != t->has_flip || (t->has_flip && fabs(u->flip_angle_deg - t->flip_angle_deg) > 1e-6 * fabs(t->flip_angle_deg)))
-        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s': FlipAngle (0018,1314) is %s%g deg, '%s' has "
-                       "%s%g deg: one series has one flip angle", m[i].path, u->has_flip ? "" : "absent/", u->flip_angle_deg,
-                       m[0].path, t->has_flip ? "" : "absent/", t->flip_angle_deg);
-      else if (u->has_tr != t->has_tr ||
-               (t->has_tr && fabs(u->repetition_time_ms - t->repetition_time_ms) > 1e-6 * fabs(t->repetition_time_ms)))
-        s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s': RepetitionTime (0018,0080) is %s%g ms, '%s' "
-                       "has %s%g ms: one series has one TR", m[i].path, u->has_tr ? "" : "absent/", u->repetition_time_ms,
-                       m[0].path, t->has_tr ? "" : "absent/", t->repetition_time_ms);
-    }
+    lumen_log(ctx, LUMEN_LOG_INFO, "lumen_dicom_series_read: '%s': series %s \"%s\": %lld files (%lld images), %lld x "
+              "%lld x %lld x %lld%s%s", paths[0], inf.series_uid, inf.series_description, (long long)nf, (long long)n,
+              (long long)m[0].h.info.columns, (long long)m[0].h.info.rows, (long long)nz, (long long)nt,
+              inf.frame_order ? ", frames by " : "", inf.frame_order ? inf.frame_order : "");
   }
-  if (s == LUMEN_OK) {
-    lumen_log(ctx, LUMEN_LOG_INFO, "lumen_dicom_series_read: '%s': series %s \"%s\": %lld files, %lld x %lld x %lld x %lld%s%s",
-              paths[0], inf.series_uid, inf.series_description, (long long)n, (long long)m[0].h.info.columns,
-              (long long)m[0].h.info.rows, (long long)nz, (long long)nt, inf.frame_order ? ", frames by " : "",
-              inf.frame_order ? inf.frame_order : "");
-  }
-  free(m);
+  members_free(m, n);
+  free(fpath);
   list_free(&l);
   if (s != LUMEN_OK) {
     lumen_image_free(im);

@@ -9,7 +9,7 @@
 
 /* Up to want backslash-separated numbers of a DS/IS value into out; the count read, or -1 when a
    value is not a finite number. */
-static int numbers(const uint8_t *v, uint32_t len, double *out, int want) {
+int lumen_dicom_numbers(const uint8_t *v, uint32_t len, double *out, int want) {
   int k = 0;
   uint32_t start = 0;
   for (uint32_t i = 0; i <= len && k < want; i++) {
@@ -31,7 +31,7 @@ static int numbers(const uint8_t *v, uint32_t len, double *out, int want) {
 }
 
 /* A TM value HHMMSS.FFFFFF (or the old HH:MM:SS.FFFFFF) as seconds of the day; -1 when malformed. */
-static double tm_seconds(const uint8_t *v, uint32_t len) {
+double lumen_dicom_tm_seconds(const uint8_t *v, uint32_t len) {
   char buf[32];
   uint32_t m = 0;
   for (uint32_t i = 0; i < len && m + 1 < sizeof buf; i++)
@@ -76,40 +76,40 @@ lumen_status lumen_dicom_series_tag(lumen_ctx *ctx, const char *path, uint32_t t
   case 0x0020000Eu: text(value, length, t->series_uid, sizeof t->series_uid); break;
   case 0x0008103Eu: text(value, length, t->series_description, sizeof t->series_description); break;
   case 0x00200032u:
-    if (numbers(value, length, t->position, 3) != 3)
+    if (lumen_dicom_numbers(value, length, t->position, 3) != 3)
       return bad_value(ctx, path, "ImagePositionPatient", "0020,0032", "3 numbers (mm)");
     t->has_position = 1;
     break;
   case 0x00200037u:
-    if (numbers(value, length, t->orientation, 6) != 6)
+    if (lumen_dicom_numbers(value, length, t->orientation, 6) != 6)
       return bad_value(ctx, path, "ImageOrientationPatient", "0020,0037", "6 numbers (direction cosines)");
     t->has_orientation = 1;
     break;
   case 0x00180050u:
-    if (numbers(value, length, x, 1) != 1) return bad_value(ctx, path, "SliceThickness", "0018,0050", "a number (mm)");
+    if (lumen_dicom_numbers(value, length, x, 1) != 1) return bad_value(ctx, path, "SliceThickness", "0018,0050", "a number (mm)");
     t->slice_thickness = x[0];
     t->has_thickness = 1;
     break;
   case 0x00180088u:
-    if (numbers(value, length, x, 1) != 1)
+    if (lumen_dicom_numbers(value, length, x, 1) != 1)
       return bad_value(ctx, path, "SpacingBetweenSlices", "0018,0088", "a number (mm)");
     t->spacing_between = x[0];
     t->has_between = 1;
     break;
   case 0x00200100u:
-    if (numbers(value, length, x, 1) != 1)
+    if (lumen_dicom_numbers(value, length, x, 1) != 1)
       return bad_value(ctx, path, "TemporalPositionIdentifier", "0020,0100", "an integer");
     t->temporal_position = x[0];
     t->has_temporal = 1;
     break;
   case 0x00181060u:
-    if (numbers(value, length, x, 1) != 1) return bad_value(ctx, path, "TriggerTime", "0018,1060", "a number (ms)");
+    if (lumen_dicom_numbers(value, length, x, 1) != 1) return bad_value(ctx, path, "TriggerTime", "0018,1060", "a number (ms)");
     t->trigger_time_ms = x[0];
     t->has_trigger = 1;
     break;
   case 0x00080032u:
   case 0x00080033u: {
-    double s = tm_seconds(value, length);
+    double s = lumen_dicom_tm_seconds(value, length);
     int acq = tag == 0x00080032u;
     if (s < 0)
       return bad_value(ctx, path, acq ? "AcquisitionTime" : "ContentTime", acq ? "0008,0032" : "0008,0033",
@@ -119,12 +119,12 @@ lumen_status lumen_dicom_series_tag(lumen_ctx *ctx, const char *path, uint32_t t
     break;
   }
   case 0x00181314u:
-    if (numbers(value, length, x, 1) != 1) return bad_value(ctx, path, "FlipAngle", "0018,1314", "a number (degrees)");
+    if (lumen_dicom_numbers(value, length, x, 1) != 1) return bad_value(ctx, path, "FlipAngle", "0018,1314", "a number (degrees)");
     t->flip_angle_deg = x[0];
     t->has_flip = 1;
     break;
   case 0x00180080u:
-    if (numbers(value, length, x, 1) != 1)
+    if (lumen_dicom_numbers(value, length, x, 1) != 1)
       return bad_value(ctx, path, "RepetitionTime", "0018,0080", "a number (ms)");
     t->repetition_time_ms = x[0];
     t->has_tr = 1;

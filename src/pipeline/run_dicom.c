@@ -82,9 +82,13 @@ lumen_status pipe_read_dicom_series(pipe_run *run, const char *role, const char 
     acq->frame_times_s = si.frame_times_s;  /* handed over: lumen_acquisition_clear frees it */
     si.frame_times_s = NULL;
     acq->n_frame_times = si.frames;
-    acq->frame_times_key = !strcmp(si.frame_time_source, "TriggerTime")       ? "DICOM TriggerTime"
-                           : !strcmp(si.frame_time_source, "AcquisitionTime") ? "DICOM AcquisitionTime"
-                                                                              : "DICOM ContentTime";
+    /* static keys ("DICOM " + the tag lumen_dicom_series_read names, classic or enhanced) */
+    static const char *const keys[] = {"DICOM TriggerTime", "DICOM AcquisitionTime", "DICOM ContentTime",
+                                       "DICOM NominalCardiacTriggerDelayTime", "DICOM FrameAcquisitionDateTime",
+                                       "DICOM FrameReferenceDateTime"};
+    acq->frame_times_key = keys[2];
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+      if (!strcmp(si.frame_time_source, keys[k] + 6)) acq->frame_times_key = keys[k];
   }
   lumen_log(run->ctx, LUMEN_LOG_INFO, "%s '%s': DICOM series %s \"%s\", %lld files, %lld slices x %lld frames%s%s",
             role, path, si.series_uid, si.series_description, (long long)si.files, (long long)si.slices,

@@ -11,6 +11,18 @@ and the checks of lumen's outputs against references computed here, independentl
                                       every voxel), and the same data as DIR.nii in dcm2niix's layout
                                       with a sidecar DIR.json (FlipAngle, TR, FrameTimesStart)
   retag FILE KEY=VALUE...             changes tags of one file (ImageOrientationPatient=a\\b\\..., ...)
+  enhanced SRC OUT.dcm [--uid U] [--slice Z] [--items N] [--drop K] [--no-groups]
+                                      ONE Enhanced MR Image Storage file (all slices x frames) of SRC:
+                                      a qiba NIfTI (per-frame PlanePosition, TemporalPositionIndex,
+                                      FrameAcquisitionDateTime; shared orientation, pixel measures, MR
+                                      timing, rescale 0.5/-100), or DIR.nii written by `small` (per-frame
+                                      NominalCardiacTriggerDelayTime and a rescale that differs between
+                                      frames, slices in reverse order); frames written out of order.
+                                      --slice Z: only slice Z; --items N: N more (or fewer) per-frame items than NumberOfFrames;
+                                      --drop K: frame K left out (a missing frame); --no-groups: a plain
+                                      multi-frame MR file without functional groups
+  pixels DCM NII                      NII (lumen's read of DCM) equals pydicom's pixel_array x each
+                                      frame's RescaleSlope + RescaleIntercept from its functional groups
   affine DIR MAP.nii.gz               the map's sform equals the affine dcm2niix gives for the series'
                                       tags (computed here from the tags, dcm2niix's rules)
   same A.nii.gz B.nii.gz              equal voxel values (NaN = NaN) and equal sform
@@ -179,6 +191,150 @@ def cmd_small(args):
         f.write('{"FlipAngle": 30, "RepetitionTime": 0.005, "FrameTimesStart": [%s]}\n' % ', '.join(map(str, times)))
 
 
+ENHANCED_MR = '1.2.840.10008.5.1.4.1.1.4.1'
+
+
+def item(**kw):
+    d = Dataset()
+    for k, v in kw.items():
+        setattr(d, k, v)
+    return d
+
+
+def frame_rescale(ds, k):
+    """(slope, intercept) of frame k: per-frame PixelValueTransformation, else shared, else (1, 0)."""
+    for groups in (ds.PerFrameFunctionalGroupsSequence[k], ds.SharedFunctionalGroupsSequence[0]):
+        if 'PixelValueTransformationSequence' in groups:
+            p = groups.PixelValueTransformationSequence[0]
+            return float(p.RescaleSlope), float(p.RescaleIntercept)
+    return 1.0, 0.0
+
+
+def write_enhanced(path, frames, uid, desc, iop, spacing, thickness, shared_rescale, n_items=0, groups=True):
+    """frames: dicts with px (DICOM rows top-down, values after the modality LUT), ipp and any of
+    tpi, acq (DT string), trigger_ms, rescale (slope, intercept). Stored = (value - intercept) / slope,
+    exact in uint16 (checked)."""
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = ENHANCED_MR if groups else MR_STORAGE
+    meta.MediaStorageSOPInstanceUID = generate_uid()
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = Dataset()
+    ds.file_meta = meta
+    ds.SOPClassUID = meta.MediaStorageSOPClassUID
+    ds.SOPInstanceUID = meta.MediaStorageSOPInstanceUID
+    ds.Modality = 'MR'
+    ds.SeriesInstanceUID = uid
+    ds.SeriesDescription = desc
+    ds.SeriesNumber = 21
+    ds.InstanceNumber = 1
+    ds.NumberOfFrames = len(frames)
+    ds.Rows, ds.Columns = frames[0]['px'].shape
+    ds.SamplesPerPixel = 1
+    ds.PhotometricInterpretation = 'MONOCHROME2'
+    ds.BitsAllocated = ds.BitsStored = 16
+    ds.HighBit = 15
+    ds.PixelRepresentation = 0
+    stored = []
+    for f in frames:
+        slope, inter = f.get('rescale', shared_rescale)
+        s = (f['px'] - inter) / slope
+        if not (np.all(s == np.round(s)) and s.min() >= 0 and s.max() <= 65535):
+            raise SystemExit(f'rescale {slope}/{inter} does not store the values exactly in uint16')
+        stored.append(s.astype('<u2'))
+    ds.PixelData = np.stack(stored).tobytes()
+    if groups:
+        shared = Dataset()
+        shared.PlaneOrientationSequence = [item(ImageOrientationPatient=[f'{x:.6f}' for x in iop])]
+        shared.PixelMeasuresSequence = [item(PixelSpacing=[f'{spacing[0]:g}', f'{spacing[1]:g}'],
+                                             SliceThickness=f'{thickness:g}')]
+        shared.MRTimingAndRelatedParametersSequence = [item(RepetitionTime='5', FlipAngle='30')]
+        if shared_rescale != (1, 0):
+            shared.PixelValueTransformationSequence = [item(RescaleSlope=f'{shared_rescale[0]:g}',
+                                                            RescaleIntercept=f'{shared_rescale[1]:g}',
+                                                            RescaleType='US')]
+        ds.SharedFunctionalGroupsSequence = [shared]
+        per = []
+        for f in frames:
+            it = Dataset()
+            it.PlanePositionSequence = [item(ImagePositionPatient=[f'{x:.6f}' for x in f['ipp']])]
+            fc = Dataset()
+            if 'tpi' in f:
+                fc.TemporalPositionIndex = f['tpi']
+            if 'acq' in f:
+                fc.FrameAcquisitionDateTime = f['acq']
+            it.FrameContentSequence = [fc]
+            if 'trigger_ms' in f:
+                it.CardiacSynchronizationSequence = [item(NominalCardiacTriggerDelayTime=f['trigger_ms'])]
+            if 'rescale' in f:
+                it.PixelValueTransformationSequence = [item(RescaleSlope=f'{f["rescale"][0]:g}',
+                                                            RescaleIntercept=f'{f["rescale"][1]:g}',
+                                                            RescaleType='US')]
+            per.append(it)
+        if n_items < 0:
+            per = per[:n_items]
+        per += [per[-1]] * max(n_items, 0)
+        ds.PerFrameFunctionalGroupsSequence = per
+    ds.is_little_endian, ds.is_implicit_VR = True, False
+    ds.save_as(path, write_like_original=False)
+
+
+def cmd_enhanced(args):
+    import datetime
+    src, out = args[0], args[1]
+    uid = args[args.index('--uid') + 1] if '--uid' in args else generate_uid()
+    n_items = int(args[args.index('--items') + 1]) if '--items' in args else 0
+    drop = int(args[args.index('--drop') + 1]) if '--drop' in args else -1
+    only = int(args[args.index('--slice') + 1]) if '--slice' in args else None
+    dims, vol, A = nii(src)
+    if len(dims) == 3:
+        dims, vol = dims + [1], vol[np.newaxis]
+    nx, ny, nz, nt = dims
+    lps = np.diag([-1, -1, 1, 1]) @ A  # dcm2niix's layout back to DICOM, as cmd_qiba does
+    row_dir = lps[:3, 0] / np.linalg.norm(lps[:3, 0])
+    col_dir = -lps[:3, 1] / np.linalg.norm(lps[:3, 1])
+    spacing = (np.linalg.norm(lps[:3, 1]), np.linalg.norm(lps[:3, 0]))
+    qiba = src.endswith('.nii.gz')
+    if not qiba:  # the small series' frame times, from its sidecar
+        import json
+        times = json.load(open(src[:-4] + '.json'))['FrameTimesStart']
+    start = datetime.datetime(2026, 1, 1, 11, 59, 30)
+    frames = []
+    for z in reversed(range(nz)):  # slices in reverse order, frames interleaved: lumen has to sort
+        if only is not None and z != only:
+            continue
+        for t in list(range(0, nt, 2)) + list(range(1, nt, 2)):
+            f = {'px': vol[t, z][::-1, :], 'ipp': (lps @ np.array([0, ny - 1, z, 1]))[:3]}
+            if qiba:  # frames 0.5 s apart (--dt 0.5 of the NIfTI run), crossing minutes
+                f['tpi'] = t + 1
+                f['acq'] = (start + datetime.timedelta(seconds=0.5 * t)).strftime('%Y%m%d%H%M%S.%f')
+            else:  # the sidecar's frame times, as trigger delays; each frame its own rescale
+                f['trigger_ms'] = 1000.0 * times[t]
+                f['rescale'] = ((1.0, 0.0), (0.5, -10.0), (0.25, 5.0))[(t + z) % 3]
+            if len(frames) != drop:
+                frames.append(f)
+            else:
+                drop = -2
+    if os.path.dirname(out):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+    write_enhanced(out, frames, uid, 'enhanced', list(row_dir) + list(col_dir), spacing, np.linalg.norm(lps[:3, 2]),
+                   (0.5, -100.0), n_items, '--no-groups' not in args)
+    print(uid)
+
+
+def cmd_pixels(args):
+    ds = pydicom.dcmread(args[0])
+    px = ds.pixel_array.astype(np.float64)
+    want = np.stack([px[k] * s + i for k, (s, i) in enumerate(frame_rescale(ds, k) for k in range(px.shape[0]))])
+    dims, got, _ = nii(args[1])
+    if list(got.shape) != list(want.shape) or not np.array_equal(got, want.astype(np.float32)):
+        print(f'lumen read {dims}, pydicom {want.shape}; first values {got.ravel()[:4]} vs {want.ravel()[:4]}')
+        return 1
+    if len({frame_rescale(ds, k) for k in range(px.shape[0])}) < 2:
+        print('the frames do not have different rescale values')
+        return 1
+    return 0
+
+
 def cmd_retag(args):
     ds = pydicom.dcmread(args[0])
     for kv in args[1:]:
@@ -246,7 +402,7 @@ def main():
         print(nii(args[0])[2])
         return 0
     return {'qiba': cmd_qiba, 'small': cmd_small, 'retag': cmd_retag, 'affine': cmd_affine,
-            'same': cmd_same}[cmd](args) or 0
+            'same': cmd_same, 'enhanced': cmd_enhanced, 'pixels': cmd_pixels}[cmd](args) or 0
 
 
 if __name__ == '__main__':

@@ -10,6 +10,14 @@
 # of two series is refused listing both; `lumen t1 --in` with six DICOM folders of the QIBA v4 VFA
 # set equals the NIfTI run, --series picks one; a missing frame, a file with another
 # orientation, no timing: one message naming the file and the field, nothing written.
+# Enhanced MR (multi-frame, functional groups): the QIBA v6 data as ONE Enhanced MR Image Storage
+# file (per-frame position, TemporalPositionIndex, FrameAcquisitionDateTime; shared orientation,
+# pixel measures, MR timing, rescale 0.5/-100), alone and in a folder, gives the NIfTI run's maps;
+# the oblique 2-slice data as one enhanced file (slices reversed, frames interleaved, trigger
+# delays, a rescale that differs between frames) and as two files of one series (one per slice)
+# give the classic series' maps; lumen_dicom_read (`lumen filter`) of it applies each frame's
+# rescale (pydicom's pixel_array x slope + intercept); per-frame items != NumberOfFrames, a
+# missing frame and a multi-frame file without functional groups are refused.
 # Skips (77) only when Debian's pydicom/numpy are missing, lumen was built without DICOM (GDCM),
 # or the reference data (LUMEN_REFDATA qiba/) are not there.
 set -u
@@ -53,6 +61,25 @@ check "--tr/--flip-angle/--dt win over the headers (run log)" \
   "grep -q 'times from --dt 0.4 s' over/lumen_runlog.txt && grep -q 'FA 25 deg (--flip-angle), TR 0.006 s (--tr)' over/lumen_runlog.txt" ||
   { cat over.err; grep "read:\|stage A" over/lumen_runlog.txt; }
 
+# ---------------------------------------------------------------- QIBA v6 Tofts as ONE enhanced MR file
+$ds enhanced "$q6" q6enh.dcm --uid 1.2.826.0.1.3680043.2.1125.7 > /dev/null || { echo "FAIL: writing the enhanced file"; exit 1; }
+"$bin" dce --dce q6enh.dcm --out enh $common 2> enh.err
+check "lumen dce --dce ENHANCED.dcm (one file, 1321 frames) without --dt/--tr/--flip-angle runs" "[ \$? -eq 0 ]" || cat enh.err
+for m in Ktrans ve kep sse r2 state; do
+  check "enhanced file: map $m equals the NIfTI run's (values and affine)" \
+    "$ds same nii/lumen_model-tofts_param-$m.nii.gz enh/lumen_model-tofts_param-$m.nii.gz"
+done
+check "enhanced file: Ktrans equals the classic series run's (values and affine)" \
+  "$ds same dcm/lumen_model-tofts_param-Ktrans.nii.gz enh/lumen_model-tofts_param-Ktrans.nii.gz"
+check "enhanced file: the run log names FrameAcquisitionDateTime, FlipAngle and RepetitionTime" \
+  "grep -q \"times from the headers' FrameAcquisitionDateTime\" enh/lumen_runlog.txt &&
+   grep -q \"FA 30 deg (DICOM headers 'q6enh.dcm' FlipAngle), TR 0.005 s (DICOM headers 'q6enh.dcm' RepetitionTime)\" enh/lumen_runlog.txt" ||
+  grep "read:\|stage A" enh/lumen_runlog.txt
+mkdir enhdir && cp q6enh.dcm enhdir/
+"$bin" dce --dce enhdir --out enhd $common 2> enhd.err || cat enhd.err
+check "a folder holding the enhanced file: the same maps" \
+  "$ds same enh/lumen_model-tofts_param-Ktrans.nii.gz enhd/lumen_model-tofts_param-Ktrans.nii.gz"
+
 # ---------------------------------------------------------------- lumen t1 --in DICOM folders (QIBA v4 VFA)
 v4=$(dirname "$q6")/../v4_etm_vfa
 for a in 3 6 9 15 24 35; do $ds qiba "$v4/q4_vfa_fa$a.nii.gz" vfa$a --fa $a > /dev/null || echo "FAIL: writing vfa$a"; done
@@ -69,6 +96,22 @@ done
 check "oblique 2 slices (files in reverse slice order): Ktrans equals the NIfTI run's in dcm2niix's layout" \
   "$ds same smn/lumen_model-tofts_param-Ktrans.nii.gz smd/lumen_model-tofts_param-Ktrans.nii.gz"
 check "oblique 2 slices: affine is dcm2niix's for the tags" "$ds affine small smd/lumen_model-tofts_param-Ktrans.nii.gz"
+
+# the same as enhanced MR: one file (slices reversed, frames interleaved, NominalCardiacTriggerDelayTime,
+# each frame its own PixelValueTransformation), and two files of one series (one slice each) in a folder
+$ds enhanced small.nii senh.dcm > /dev/null || echo "FAIL: writing senh.dcm"
+"$bin" dce --dce senh.dcm --out sme $common --aif parker 2> sme.err || cat sme.err
+check "oblique 2 slices as one enhanced file: Ktrans equals the classic series' (values and affine)" \
+  "$ds same smd/lumen_model-tofts_param-Ktrans.nii.gz sme/lumen_model-tofts_param-Ktrans.nii.gz &&
+   grep -q \"times from the headers' NominalCardiacTriggerDelayTime\" sme/lumen_runlog.txt"
+$ds enhanced small.nii senh2/z1.dcm --slice 1 --uid 1.2.826.0.1.3680043.2.1125.8 > /dev/null &&
+  $ds enhanced small.nii senh2/z0.dcm --slice 0 --uid 1.2.826.0.1.3680043.2.1125.8 > /dev/null || echo "FAIL: writing senh2"
+"$bin" dce --dce senh2 --out sm2 $common --aif parker 2> sm2.err || cat sm2.err
+check "two enhanced files of one series (a slice each): the same Ktrans" \
+  "$ds same smd/lumen_model-tofts_param-Ktrans.nii.gz sm2/lumen_model-tofts_param-Ktrans.nii.gz"
+"$bin" filter convolve senh.dcm senh_read.nii --kernel 1 -q 2> senh_read.err || cat senh_read.err
+check "lumen_dicom_read of the enhanced file applies each frame's rescale (pydicom pixel_array x slope + intercept)" \
+  "$ds pixels senh.dcm senh_read.nii"
 
 # frame times from AcquisitionTime, non-uniform: the same maps as the NIfTI with those times in its sidecar
 $ds small nonu --oblique --acquisition-time --nonuniform || echo "FAIL: writing nonu"
@@ -127,6 +170,17 @@ refused shifted $? "shifted/f005.dcm" "frame 5" "shifted/f025.dcm" "do not line 
 cp -r small fa && $ds retag fa/f010.dcm 'FlipAngle=25'
 "$bin" dce --dce fa --out out_fa $common --aif parker 2> fa.err
 refused fa $? "fa/f010.dcm" "FlipAngle (0018,1314)" "one series has one flip angle"
+# enhanced: per-frame items one fewer than NumberOfFrames; a frame missing at one slice; a
+# multi-frame file without functional groups
+$ds enhanced small.nii enh_items.dcm --items -1 > /dev/null
+"$bin" dce --dce enh_items.dcm --out out_enh_items $common --aif parker 2> enh_items.err
+refused enh_items $? "enh_items.dcm" "PerFrameFunctionalGroupsSequence (5200,9230) has 39 items, expected NumberOfFrames (0028,0008) = 40"
+$ds enhanced small.nii enh_missing.dcm --drop 25 > /dev/null
+"$bin" dce --dce enh_missing.dcm --out out_enh_missing $common --aif parker 2> enh_missing.err
+refused enh_missing $? "enh_missing.dcm frame" "missing frame" "has 19 frames, other slices 20"
+$ds enhanced small.nii enh_plain.dcm --no-groups > /dev/null
+"$bin" dce --dce enh_plain.dcm --out out_enh_plain $common --aif parker 2> enh_plain.err
+refused enh_plain $? "enh_plain.dcm" "NumberOfFrames is 40" "no PerFrameFunctionalGroupsSequence (5200,9230)"
 # --series with a NIfTI series
 "$bin" dce --dce "$q6" --series 1.2.3 --dt 0.5 --out out_niiseries $common 2> niiseries.err
 refused niiseries $? "--series 1.2.3" "is not a DICOM folder or file"

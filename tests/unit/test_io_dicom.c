@@ -1,7 +1,8 @@
 /* DICOM (docs/DICOM.md): metadata of pydicom's CT_small against pydicom's own reading; the fork
    and the in-process decode give the same pixels; small files written here with known values
    (masking, sign, modality LUT, MONOCHROME1 inversion, analytic); hostile headers refused
-   before allocation; the memory limit. Skips (77) only when lumen_io was built without GDCM
+   before allocation; the memory limit; an enhanced multi-frame file written here (functional
+   groups per frame and shared, per-frame modality LUT, as a series, hostile variants). Skips (77) only when lumen_io was built without GDCM
    or Debian's python3-pydicom is missing. The pixel comparison with pydicom of every transfer
    syntax is tests/cli/test_dicom.sh. */
 #include <math.h>
@@ -269,10 +270,176 @@ static void hostile_headers(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
+/* ---------------------------------------------------------------- an enhanced (multi-frame) file */
+
+static void sq_begin(buf *b, uint16_t g, uint16_t e) {  /* a sequence of undefined length */
+  unsigned char h[12] = {(unsigned char)g, (unsigned char)(g >> 8), (unsigned char)e, (unsigned char)(e >> 8),
+                         'S', 'Q', 0, 0, 0xFF, 0xFF, 0xFF, 0xFF};
+  put(b, h, 12);
+}
+static void delim(buf *b, uint16_t e, uint32_t len) {  /* item (E000), item / sequence delimiter (E00D, E0DD) */
+  unsigned char h[8] = {0xFE, 0xFF, (unsigned char)e, (unsigned char)(e >> 8),
+                        (unsigned char)len, (unsigned char)(len >> 8), (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
+  put(b, h, 8);
+}
+/* One functional group sequence holding one item with one or two text values. */
+static void group(buf *b, uint16_t g, uint16_t e, uint16_t g1, uint16_t e1, const char *vr1, const char *v1,
+                  uint16_t g2, uint16_t e2, const char *v2) {
+  sq_begin(b, g, e);
+  delim(b, 0xE000, 0xFFFFFFFFu);
+  el(b, g1, e1, vr1, v1, (uint32_t)strlen(v1));
+  if (v2) el(b, g2, e2, "DS", v2, (uint32_t)strlen(v2));
+  delim(b, 0xE00D, 0);
+  delim(b, 0xE0DD, 0);
+}
+
+enum { ENH_GOOD, ENH_FEWER_ITEMS, ENH_MORE_ITEMS, ENH_BAD_TPI, ENH_BAD_DT, ENH_ZERO_SLOPE, ENH_TWO_SHARED, ENH_TOP_RESCALE };
+
+/* 2 frames of 2 x 2 (stored {1,2,3,4}, {10,20,30,40}); shared: PixelSpacing 0.5\0.25, orientation;
+   per frame: TemporalPositionIndex k+1, FrameAcquisitionDateTime, NominalCardiacTriggerDelayTime,
+   one position, rescale 2/-1 and 0.5/100. variant breaks one thing. */
+static char *write_enhanced(const char *name, int variant) {
+  static const char *const dt[2] = {"20000101000001.5+0100 ", "20000102"};
+  static const char *const slope[2] = {"2 ", "0.5 "}, *const inter[2] = {"-1", "100 "};
+  const double trigger[2] = {100.25, 350.25};
+  const uint16_t px[8] = {1, 2, 3, 4, 10, 20, 30, 40};
+  buf b = {.n = 0};
+  memset(b.d, 0, 128);
+  b.n = 128;
+  put(&b, "DICM", 4);
+  el(&b, 0x0002, 0x0010, "UI", "1.2.840.10008.1.2.1\0", 20);
+  el(&b, 0x0028, 0x0004, "CS", "MONOCHROME2 ", 12);
+  el(&b, 0x0028, 0x0008, "IS", "2 ", 2);
+  us(&b, 0x0010, 2);
+  us(&b, 0x0011, 2);
+  us(&b, 0x0100, 16);
+  us(&b, 0x0101, 16);
+  us(&b, 0x0102, 15);
+  us(&b, 0x0103, 0);
+  if (variant == ENH_TOP_RESCALE) {
+    el(&b, 0x0028, 0x1052, "DS", "7 ", 2);
+    el(&b, 0x0028, 0x1053, "DS", "3 ", 2);
+  }
+  sq_begin(&b, 0x5200, 0x9229);
+  for (int i = 0; i < (variant == ENH_TWO_SHARED ? 2 : 1); i++) {
+    delim(&b, 0xE000, 0xFFFFFFFFu);
+    group(&b, 0x0028, 0x9110, 0x0028, 0x0030, "DS", "0.5\\0.25", 0x0018, 0x0050, "3 ");
+    group(&b, 0x0020, 0x9116, 0x0020, 0x0037, "DS", "1\\0\\0\\0\\1\\0 ", 0, 0, NULL);
+    delim(&b, 0xE00D, 0);
+  }
+  delim(&b, 0xE0DD, 0);
+  sq_begin(&b, 0x5200, 0x9230);
+  int items = variant == ENH_FEWER_ITEMS ? 1 : variant == ENH_MORE_ITEMS ? 3 : 2;
+  for (int k = 0; k < items; k++) {
+    int f = k % 2;
+    delim(&b, 0xE000, 0xFFFFFFFFu);
+    sq_begin(&b, 0x0020, 0x9111);  /* FrameContentSequence: TemporalPositionIndex (UL), FrameAcquisitionDateTime */
+    delim(&b, 0xE000, 0xFFFFFFFFu);
+    uint32_t tpi = (uint32_t)f + 1;
+    unsigned char u[4] = {(unsigned char)tpi, 0, 0, 0};
+    el(&b, 0x0018, 0x9074, "DT", variant == ENH_BAD_DT && f == 1 ? "2000-1-2" : dt[f],
+       (uint32_t)strlen(variant == ENH_BAD_DT && f == 1 ? "2000-1-2" : dt[f]));
+    el(&b, 0x0020, 0x9128, "UL", u, variant == ENH_BAD_TPI && f == 1 ? 2 : 4);
+    delim(&b, 0xE00D, 0);
+    delim(&b, 0xE0DD, 0);
+    sq_begin(&b, 0x0018, 0x9118);  /* CardiacSynchronizationSequence: NominalCardiacTriggerDelayTime (FD) */
+    delim(&b, 0xE000, 0xFFFFFFFFu);
+    unsigned char d8[8];
+    memcpy(d8, &trigger[f], 8);  /* little-endian host (x86-64, aarch64) */
+    el(&b, 0x0020, 0x9153, "FD", d8, 8);
+    delim(&b, 0xE00D, 0);
+    delim(&b, 0xE0DD, 0);
+    group(&b, 0x0020, 0x9113, 0x0020, 0x0032, "DS", "-5\\7\\2.5 ", 0, 0, NULL);
+    group(&b, 0x0028, 0x9145, 0x0028, 0x1052, "DS", inter[f], 0x0028, 0x1053,
+          variant == ENH_ZERO_SLOPE && f == 1 ? "0 " : slope[f]);
+    delim(&b, 0xE00D, 0);
+  }
+  delim(&b, 0xE0DD, 0);
+  el(&b, 0x7FE0, 0x0010, "OW", NULL, 16);
+  for (int i = 0; i < 8; i++) {
+    unsigned char x[2] = {(unsigned char)px[i], (unsigned char)(px[i] >> 8)};
+    put(&b, x, 2);
+  }
+  char *path = lumen_test_join(g_dir, name);
+  FILE *fp = fopen(path, "wb");
+  assert_non_null(fp);
+  assert_int_equal(fwrite(b.d, 1, b.n, fp), b.n);
+  fclose(fp);
+  return path;
+}
+
+/* The functional groups: per-frame values, shared ones filled in, each frame's own modality LUT in
+   lumen_dicom_read, the file as a 1-slice x 2-frame series; hostile variants refused. */
+static void enhanced_frames(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  char *p = write_enhanced("enh.dcm", ENH_GOOD);
+  lumen_dicom_header h;
+  assert_int_equal(lumen_dicom_read_series_header(ctx, p, 0, &h), LUMEN_OK);
+  assert_int_equal(h.enhanced, 1);
+  assert_int_equal(h.n_frames, 2);
+  for (int k = 0; k < 2; k++) {
+    const lumen_dicom_frame *f = &h.frames[k];
+    assert_true(f->t.has_temporal && f->t.temporal_position == k + 1);
+    assert_true(f->t.has_trigger && f->t.trigger_time_ms == (k ? 350.25 : 100.25));
+    assert_true(f->t.has_position && f->t.position[0] == -5 && f->t.position[2] == 2.5);
+    assert_true(f->t.has_orientation && f->t.orientation[4] == 1);  /* shared */
+    assert_true(f->has_spacing && f->spacing[0] == 0.25 && f->spacing[1] == 0.5);  /* {x, y} */
+    assert_true(f->t.has_thickness && f->t.slice_thickness == 3);
+  }
+  assert_true(h.frames[0].t.acquisition_time_s == 1.5 - 3600);  /* 00:00:01.5 at UTC+01:00 */
+  assert_true(h.frames[1].t.acquisition_time_s == 86400);
+  lumen_dicom_header_free(&h);
+  lumen_image *im = NULL;
+  lumen_dicom_info info;
+  assert_int_equal(lumen_dicom_read(ctx, p, NULL, &im, &info), LUMEN_OK);
+  assert_int_equal(lumen_image_dim(im, 2), 2);
+  const float *v = lumen_image_const_data(im);
+  const float want[8] = {1, 3, 5, 7, 105, 110, 115, 120};  /* 2 x - 1, then 0.5 x + 100 */
+  for (int i = 0; i < 8; i++) assert_true(v[i] == want[i]);
+  assert_true(info.has_rescale && info.rescale_slope == 2 && info.rescale_intercept == -1);  /* frame 1's */
+  lumen_image_free(im);
+  /* the file as a series: 1 slice x 2 frames ordered by TemporalPositionIndex, times from the trigger delays */
+  const char *paths[1] = {p};
+  lumen_dicom_series_info si;
+  assert_int_equal(lumen_dicom_series_read(ctx, paths, 1, NULL, &im, &si), LUMEN_OK);
+  assert_int_equal(lumen_image_ndim(im), 4);
+  assert_int_equal(si.slices, 1);
+  assert_int_equal(si.frames, 2);
+  assert_string_equal(si.frame_order, "TemporalPositionIndex");
+  assert_string_equal(si.frame_time_source, "NominalCardiacTriggerDelayTime");
+  assert_true(si.frame_times_s[0] == 0 && si.frame_times_s[1] == 0.25);
+  assert_true(si.spacing[0] == 0.25 && si.spacing[1] == 0.5 && si.spacing[2] == 3);
+  v = lumen_image_const_data(im);
+  const float flipped[8] = {5, 7, 1, 3, 115, 120, 105, 110};  /* rows bottom-up */
+  for (int i = 0; i < 8; i++) assert_true(v[i] == flipped[i]);
+  lumen_image_free(im);
+  lumen_dicom_series_info_clear(&si);
+  /* top-level RescaleSlope/Intercept win over the functional groups */
+  p = write_enhanced("enh_top.dcm", ENH_TOP_RESCALE);
+  assert_int_equal(lumen_dicom_read(ctx, p, NULL, &im, &info), LUMEN_OK);
+  v = lumen_image_const_data(im);
+  for (int i = 0; i < 8; i++) assert_true(v[i] == (float)(3 * (i < 4 ? i + 1 : 10 * (i - 3)) + 7));
+  lumen_image_free(im);
+  /* hostile */
+  expect_refused(ctx, write_enhanced("enh_fewer.dcm", ENH_FEWER_ITEMS), LUMEN_ERR_FORMAT,
+                 "PerFrameFunctionalGroupsSequence (5200,9230) has 1 items, expected NumberOfFrames (0028,0008) = 2");
+  expect_refused(ctx, write_enhanced("enh_more.dcm", ENH_MORE_ITEMS), LUMEN_ERR_FORMAT,
+                 "PerFrameFunctionalGroupsSequence (5200,9230) has more than 2 items");
+  expect_refused(ctx, write_enhanced("enh_tpi.dcm", ENH_BAD_TPI), LUMEN_ERR_FORMAT, "TemporalPositionIndex (0020,9128)");
+  expect_refused(ctx, write_enhanced("enh_dt.dcm", ENH_BAD_DT), LUMEN_ERR_FORMAT, "FrameAcquisitionDateTime (0018,9074)");
+  expect_refused(ctx, write_enhanced("enh_slope.dcm", ENH_ZERO_SLOPE), LUMEN_ERR_FORMAT,
+                 "PixelValueTransformationSequence (0028,9145) > RescaleSlope (0028,1053)");
+  expect_refused(ctx, write_enhanced("enh_shared.dcm", ENH_TWO_SHARED), LUMEN_ERR_FORMAT,
+                 "SharedFunctionalGroupsSequence (5200,9229) has more than one item");
+  lumen_ctx_destroy(ctx);
+}
+
 static int cleanup(void **state) {
   (void)state;
   const char *names[] = {"signed.dcm", "mono1.dcm", "huge.dcm", "longer.dcm", "order.dcm", "bits.dcm", "rgb.dcm",
-                         "zero.dcm"};
+                         "zero.dcm", "enh.dcm", "enh_top.dcm", "enh_fewer.dcm", "enh_more.dcm", "enh_tpi.dcm",
+                         "enh_dt.dcm", "enh_slope.dcm", "enh_shared.dcm"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     char *p = lumen_test_join(g_dir, names[i]);
     unlink(p);
@@ -294,6 +461,7 @@ int main(void) {
     return LUMEN_TEST_SKIP;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(metadata_like_pydicom), cmocka_unit_test(fork_equals_in_process),
-                                     cmocka_unit_test(known_values), cmocka_unit_test(hostile_headers)};
+                                     cmocka_unit_test(known_values), cmocka_unit_test(hostile_headers),
+                                     cmocka_unit_test(enhanced_frames)};
   return lumen_test_run_in_dir(g_dir, sizeof g_dir, "dicom", tests, LUMEN_TEST_COUNT(tests), NULL, cleanup);
 }

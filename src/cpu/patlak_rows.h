@@ -7,9 +7,10 @@
 
 /* level: lumen_cpu_vector_level (0 generic, 1 AVX2, 2 AVX-512); y: the curve's n samples, float
    (y_f64 0) or double (y_f64 1); the other arrays hold n doubles.
-   out = (sum w y, sum y wa, sum y wb, sum y^2): the weighted mean's numerator, the right-hand side
-   (wa = w icp, wb = w cp; w all ones when unweighted) and a screen of the input (not finite and
-   positive: a NaN/Inf or an all-zero curve, or an underflow, for the exact input checks). */
+   out = (sum w y, sum y wa, sum y wb, sum w y^2): the weighted mean's numerator, the right-hand
+   side (wa = w icp, wb = w cp; w all ones when unweighted) and y'Wy, which also screens the input
+   (not finite and positive: a NaN/Inf or an all-zero curve, or an underflow, for the exact input
+   checks; the weights are positive). */
 void lumen_patlak_row_rhs(int level, int n, const void *y, int y_f64, const double *w, const double *wa,
                           const double *wb, double out[4]);
 

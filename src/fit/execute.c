@@ -139,8 +139,8 @@ enum { KIND_ACC32, KIND_ACC64, KIND_STD64, KIND_PATLAK };
 typedef struct patlak_design {
   int level;          /* lumen_cpu_vector_level */
   double A[LUMEN_FIT_MAX_PARAMS * LUMEN_FIT_MAX_PARAMS]; /* row stride LUMEN_FIT_MAX_PARAMS */
-  double inv[2];      /* the diagonal of A^-1 */
-  double t975;        /* Student's t quantile of the intervals (n - 2 degrees of freedom) */
+  double inv_det;     /* 1 / det A */
+  double ci_scale[2]; /* t975(n - 2) sqrt((A^-1)_kk / (n - 2)): the half-width is this x sqrt(chi2) */
   double *mem;        /* w (ones when unweighted), w icp, w cp: n each */
 } patlak_design;
 
@@ -170,9 +170,9 @@ static int patlak_design_init(lumen_ctx *ctx, const lumen_fit_plan *pl, patlak_d
   d->A[0] = a00;
   d->A[1] = d->A[LUMEN_FIT_MAX_PARAMS] = a01;
   d->A[LUMEN_FIT_MAX_PARAMS + 1] = a11;
-  d->inv[0] = a11 / det;
-  d->inv[1] = a00 / det;
-  d->t975 = n > 2 ? lumen_plan_t975(pl, n - 2) : NAN;
+  d->inv_det = 1.0 / det;
+  for (int k = 0; k < 2; ++k)
+    d->ci_scale[k] = n > 2 ? lumen_plan_t975(pl, n - 2) * sqrt((k ? a00 : a11) / det / (n - 2)) : NAN;
   d->level = lumen_cpu_vector_level(lumen_ctx_cpu_simd(ctx));
   return 1;
 }
@@ -201,8 +201,21 @@ static void patlak_closed(const exec_in *in, ws_acc64 *w, int64_t c, lumen_fit_c
     if (check_input_acc64(pl, w, o)) return;
   }
   const double sums[5] = {d->A[0], d->A[1], d->A[LUMEN_FIT_MAX_PARAMS + 1], rhs[1], rhs[2]};
-  lumen_patlak_box__f64(sums, pl->lo, pl->hi, p);
-  lumen_patlak_row_resid(d->level, n, y, in->data_f64, ones, pl->g64.icp, pl->g64.cp, p[0], p[1], rhs[0] / pl->sum_w, r);
+  /* the interior solution with the plan's 1 / det; on the box's edges lumen_patlak_box_ */
+  p[0] = (rhs[1] * sums[2] - rhs[2] * sums[1]) * d->inv_det;
+  p[1] = (rhs[2] * sums[0] - rhs[1] * sums[1]) * d->inv_det;
+  if (!(p[0] >= pl->lo[0] && p[0] <= pl->hi[0] && p[1] >= pl->lo[1] && p[1] <= pl->hi[1]))
+    lumen_patlak_box__f64(sums, pl->lo, pl->hi, p);
+  /* chi2 and the total sum of squares from the sums: y'Wy - 2 p'b + p'Ap and y'Wy - (sum w y)^2 /
+     sum w; each term is at most ~y'Wy, so their rounding is ~1e-16 y'Wy: kept when the result is
+     above 1e-5 y'Wy (relative error < 1e-10), else (a near-perfect fit, a flat curve) one exact
+     pass over the residuals */
+  const double yy = rhs[3], a00 = sums[0], a01 = sums[1], a11 = sums[2];
+  r[0] = yy - 2 * (p[0] * rhs[1] + p[1] * rhs[2]) + (a00 * p[0] * p[0] + 2 * a01 * p[0] * p[1] + a11 * p[1] * p[1]);
+  r[1] = yy - rhs[0] * rhs[0] / pl->sum_w;
+  if (!(r[0] > 1e-5 * yy) || !(r[1] > 1e-5 * yy))
+    lumen_patlak_row_resid(d->level, n, y, in->data_f64, ones, pl->g64.icp, pl->g64.cp, p[0], p[1], rhs[0] / pl->sum_w,
+                           r);
   o->iterations = 0;
   o->chi2 = r[0];
   o->state = isfinite(r[0]) && isfinite(p[0]) && isfinite(p[1]) ? LUMEN_FIT_CONVERGED : LUMEN_FIT_NOT_FINITE;
@@ -210,14 +223,15 @@ static void patlak_closed(const exec_in *in, ws_acc64 *w, int64_t c, lumen_fit_c
   o->p[0] = p[0];
   o->p[1] = p[1];
   if (in->want & 2) o->r2 = r[1] > 0 ? 1.0 - r[0] / r[1] : NAN;
-  if ((in->want & 1) && n > 2)
+  if ((in->want & 1) && n > 2 && r[0] >= 0) {
+    const double sc = sqrt(r[0]);
     for (int k = 0; k < 2; ++k) {
-      const double var = r[0] / (n - 2) * d->inv[k];
-      if (!(var >= 0) || !isfinite(var)) continue;
-      const double h = d->t975 * sqrt(var);
+      const double h = d->ci_scale[k] * sc;
+      if (!isfinite(h)) continue;
       o->ci_lo[k] = p[k] - h;
       o->ci_hi[k] = p[k] + h;
     }
+  }
   mark_bounds_acc64(pl, p, o);
 }
 
@@ -375,9 +389,12 @@ static lumen_status run_tier_cuda(const exec_in *in, const int64_t *list, int64_
    multiple of chunk; a cancelling callback stops further blocks. Every claimed block is finished,
    so the fitted curves are list[0..*fitted-1]. */
 #define SCALAR_BLOCK 8
+#define CLOSED_BLOCK 256 /* Patlak in closed form: ~100 ns a curve, so a block of 8 would put two
+                            threads' result writes in one cache line and their counter in a tight loop */
 typedef struct scalar_pass {
   const exec_in *in;
   int kind;
+  int64_t block; /* curves a thread takes at once */
   unsigned char *wss;
   size_t ws_size;
   const int64_t *list;
@@ -393,9 +410,9 @@ static void scalar_blocks(const scalar_pass *p, void *tw, int64_t *next, int64_t
                           int *stop, lumen_status *st) {
   for (;;) {
     if (__atomic_load_n(stop, __ATOMIC_ACQUIRE)) return;
-    const int64_t a = __atomic_fetch_add(next, SCALAR_BLOCK, __ATOMIC_ACQ_REL);
+    const int64_t a = __atomic_fetch_add(next, p->block, __ATOMIC_ACQ_REL);
     if (a >= p->count) return;
-    const int64_t b = a + SCALAR_BLOCK < p->count ? a + SCALAR_BLOCK : p->count;
+    const int64_t b = a + p->block < p->count ? a + p->block : p->count;
     for (int64_t i = a; i < b; ++i) fit_one(p->in, p->kind, tw, p->list[i], p->fail, i);
     const int64_t d = __atomic_add_fetch(done, b - a, __ATOMIC_ACQ_REL);
     if (d / p->chunk == (d - (b - a)) / p->chunk && d < p->count) continue;
@@ -478,7 +495,8 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   lumen_status st = LUMEN_OK;
   int64_t fitted = count;
   if (!lanes) {
-    scalar_pass pass = {in, kind, wss, ws_size, list, count, fail, chunk, base, span};
+    scalar_pass pass = {in, kind, kind == KIND_PATLAK ? CLOSED_BLOCK : SCALAR_BLOCK, wss, ws_size, list, count, fail,
+                        chunk, base, span};
     st = scalar_run(&pass, nth, &fitted);
   }
   for (int64_t c0 = 0; lanes && c0 < count && st == LUMEN_OK; c0 += chunk) {

@@ -303,13 +303,17 @@ static lumen_status host_finite_range(lumen_ctx *ctx, const lumen_image *in, dou
   const float *x;
   lumen_status s = seg_host_f32(ctx, in, &tmp, &x);
   if (s != LUMEN_OK) return s;
-  double a = INFINITY, b = -INFINITY;
-  int64_t n = lumen_image_count(in);
-  for (int64_t i = 0; i < n; i++)
-    if (isfinite(x[i])) {
-      if (x[i] < a) a = x[i];
-      if (x[i] > b) b = x[i];
-    }
+  float a = INFINITY, b = -INFINITY;
+  const int64_t n = lumen_image_count(in);
+  const int threads = lumen_ctx_threads(ctx);
+  (void)threads;
+  /* a min/max reduction on the threads' vectors (a non-finite voxel, v - v != 0, leaves it alone) */
+#pragma omp parallel for simd schedule(static) reduction(min : a) reduction(max : b) num_threads(threads)
+  for (int64_t i = 0; i < n; i++) {
+    const float v = x[i], f = v - v == 0.0f;
+    a = f && v < a ? v : a;
+    b = f && v > b ? v : b;
+  }
   if (a > b) a = b = 0;
   *lo = a;
   *hi = b;

@@ -104,12 +104,35 @@ static void ckpt_path(pipe_run *run, lumen_model model, char *buf, size_t size) 
   pipe_join(buf, size, run->out, name);
 }
 
+/* XXH3 of n bytes at p in blocks of FP_BLOCK hashed on the threads, then the block hashes in
+   order (a serial XXH3 of the 670 MB of curves of a 2.1 M-voxel run took 0.11 s). */
+enum { FP_BLOCK = 4 << 20 };
+static uint64_t chain_parallel(uint64_t h, const void *p, size_t n, int threads) {
+  const size_t nb = (n + FP_BLOCK - 1) / FP_BLOCK;
+  if (nb < 2) return chain(h, p, n);
+  uint64_t *bh = malloc(nb * sizeof *bh);
+  if (!bh) return chain(h, p, n);
+  int nth = threads > 0 ? threads : 1;
+  (void)nth;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel for schedule(static) num_threads(nth)
+#endif
+  for (size_t b = 0; b < nb; ++b) {
+    size_t len = b + 1 < nb ? (size_t)FP_BLOCK : n - b * (size_t)FP_BLOCK;
+    bh[b] = chain(0, (const unsigned char *)p + b * (size_t)FP_BLOCK, len);
+  }
+  h = chain(h, bh, nb * sizeof *bh);
+  free(bh);
+  return h;
+}
+
 static uint64_t fingerprint(const lumen_fit_options *o, int64_t nlist, int64_t nt, int64_t chunk, const float *data,
-                            const float *consts, const double *t_min, const double *cp, const lumen_fit_results *r) {
+                            const float *consts, const double *t_min, const double *cp, const lumen_fit_results *r,
+                            int threads) {
   uint64_t h = 0;
   int64_t head[6] = {o->model, nlist, nt, chunk, r->ci_lo != NULL, r->delay != NULL};
   h = chain(h, head, sizeof head);
-  h = chain(h, data, sizeof(float) * (size_t)(nlist * nt));
+  h = chain_parallel(h, data, sizeof(float) * (size_t)(nlist * nt), threads);
   if (consts) h = chain(h, consts, sizeof(float) * (size_t)nlist * LUMEN_FIT_NCONSTS);
   h = chain(h, t_min, sizeof(double) * (size_t)nt);
   h = chain(h, cp, sizeof(double) * (size_t)nt);
@@ -275,7 +298,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   if (nlist <= 0) return lumen_fit_execute(ctx, plan, nlist, data, consts, res);
   char path[LUMEN_PIPE_PATH_MAX];
   ckpt_path(run, model, path, sizeof path);
-  uint64_t fp = fingerprint(o, nlist, nt, chunk, data, consts, t_min, cp, res);
+  uint64_t fp = fingerprint(o, nlist, nt, chunk, data, consts, t_min, cp, res, lumen_ctx_threads(ctx));
   size_t max_payload = pack(NULL, res, res, model, 0, chunk < nlist ? chunk : nlist);
   unsigned char *buf = malloc(max_payload);
   if (!buf)
@@ -312,6 +335,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   /* a torn or foreign tail is left behind with the previous file */
   if (st == LUMEN_OK) st = replace_checkpoint(ctx, path, prev, good, &fd);
   if (prev >= 0) close(prev);
+  double synced = lumen_now_seconds();
   while (st == LUMEN_OK && done < nlist) {
     int64_t count = nlist - done < chunk ? nlist - done : chunk;
     lumen_fit_results c = *res;
@@ -338,9 +362,15 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     h.count = count;
     h.payload_bytes = pack(buf, res, &c, model, done, count);
     h.payload_xxh3 = pipe_checksum_bytes(0, buf, (size_t)h.payload_bytes);
-    if (write_all(fd, &h, sizeof h) || write_all(fd, buf, (size_t)h.payload_bytes) || fsync(fd))
-      st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
+    /* written at once (a killed process loses nothing written); fsynced at most once a second
+       and after the last chunk, so that a machine crash costs at most a second of fitting while
+       a fast fit does not wait on the disk after every chunk */
     done += count;
+    const double now = lumen_now_seconds();
+    const int sync = done >= nlist || now - synced >= 1.0;
+    if (write_all(fd, &h, sizeof h) || write_all(fd, buf, (size_t)h.payload_bytes) || (sync && fsync(fd)))
+      st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));
+    if (sync) synced = now;
     if (st == LUMEN_OK) test_abort_hook();
   }
   free(buf);

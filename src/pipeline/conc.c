@@ -240,3 +240,43 @@ void pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *lis
     free(flag);
   }
 }
+
+enum { MEAN_BLK = 4096 }; /* curves per partial sum of pipe_mean_curve */
+
+int pipe_mean_curve(const float *conc, const uint8_t *bad, int64_t nlist, int64_t nt, int threads, double *mean,
+                    int64_t *used) {
+  const int64_t nblk = (nlist + MEAN_BLK - 1) / MEAN_BLK;
+  double *part = calloc((size_t)(nblk > 0 ? nblk : 1) * (size_t)nt, sizeof(double));
+  int64_t *cnt = calloc((size_t)(nblk > 0 ? nblk : 1), sizeof(int64_t));
+  if (!part || !cnt) {
+    free(part);
+    free(cnt);
+    return -1;
+  }
+  int nth = threads > 0 ? threads : 1;
+  (void)nth;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 4) num_threads(nth) if (nth > 1 && nblk > 1)
+#endif
+  for (int64_t bi = 0; bi < nblk; ++bi) {
+    double *p = part + bi * nt;
+    const int64_t k1 = (bi + 1) * MEAN_BLK < nlist ? (bi + 1) * MEAN_BLK : nlist;
+    for (int64_t k = bi * MEAN_BLK; k < k1; ++k) {
+      if (bad[k]) continue;
+      ++cnt[bi];
+      const float *c = conc + k * nt;
+      for (int64_t i = 0; i < nt; ++i) p[i] += c[i];
+    }
+  }
+  int64_t u = 0;
+  for (int64_t i = 0; i < nt; ++i) mean[i] = 0;
+  for (int64_t bi = 0; bi < nblk; ++bi) {
+    u += cnt[bi];
+    for (int64_t i = 0; i < nt; ++i) mean[i] += part[bi * nt + i];
+  }
+  for (int64_t i = 0; i < nt; ++i) mean[i] = u ? mean[i] / (double)u : 0;
+  *used = u;
+  free(part);
+  free(cnt);
+  return 0;
+}

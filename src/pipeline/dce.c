@@ -579,12 +579,12 @@ static lumen_status dce_read_inputs(pipe_run *run, dce_job *j) {
     pipe_set_geometry(run, j->dce, &j->info);
     j->nt = lumen_image_dim(j->dce, 3);
     sum->voxels = run->nvox;
-    /* frames that are entirely NaN/Inf */
+    /* frames that are entirely NaN/Inf (a frame's scan stops at its first finite value) */
     const float *d = lumen_image_const_data(j->dce);
     for (int64_t i = 0; i < j->nt && st == LUMEN_OK; ++i) {
-      int64_t finite = 0;
-      for (int64_t v = 0; v < run->nvox; ++v) finite += isfinite(d[i * run->nvox + v]) != 0;
-      if (finite == 0)
+      int64_t v = 0;
+      while (v < run->nvox && !isfinite(d[i * run->nvox + v])) ++v;
+      if (v == run->nvox)
         st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "DCE series '%s': frame %lld of %lld has no finite value (all NaN/Inf)",
                         cfg->dce, (long long)i, (long long)j->nt);
     }
@@ -725,12 +725,10 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
       j->n_bad += j->bad[k];
       j->n_flag += j->ninv[k];
       j->n_interp += !j->bad[k] && j->ninv[k] > 0;
-      if (j->bad[k]) continue;
-      ++used;
-      for (int64_t i = 0; i < j->nt; ++i) j->tissue_mean[i] += j->conc[k * j->nt + i];
     }
-    for (int64_t i = 0; i < j->nt; ++i) j->tissue_mean[i] = used ? j->tissue_mean[i] / (double)used : 0;
-    if (used == 0)
+    if (pipe_mean_curve(j->conc, j->bad, j->nlist, j->nt, lumen_ctx_threads(ctx), j->tissue_mean, &used) != 0)
+      st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for the mean tissue curve");
+    else if (used == 0)
       st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "stage A: no voxel of '%s' gives a usable concentration curve (check T1, flip angle, TR, baseline)", cfg->dce);
   }

@@ -238,6 +238,12 @@ void pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *lis
                   const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
                   int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad);
 
+/* The mean of the usable curves (bad[k] == 0) of conc (nlist x nt) into mean (nt), *used = their
+   count (mean 0 when none). Threads sum fixed blocks of curves, the partial sums are added in
+   block order: the same bits for any thread count. 0, or -1 when out of memory. */
+int pipe_mean_curve(const float *conc, const uint8_t *bad, int64_t nlist, int64_t nt, int threads, double *mean,
+                    int64_t *used);
+
 /* T1 fitting core shared by `lumen t1` and `lumen dce --vfa` */
 lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *files, int nfiles,
                          int write_maps, float **t1_out);

@@ -95,6 +95,16 @@ def test_unloaded_image_is_refused():
 # ---------------------------------------------------------------------------- Filters
 
 
+def test_gaussian_filter_equals_scipy_nearest(mammo):
+    """Issue 19's acceptance: Filters.gaussian_filter(img, out, sigma=2.0) equals scipy with the
+    original's nearest borders to 1e-5 relative (of the image's largest value)."""
+    ndimage = pytest.importorskip("scipy.ndimage")
+    a = mammo.pixel_data.astype(np.float64)
+    want = ndimage.gaussian_filter(a, 2.0, mode="nearest")
+    got = run(Filters.gaussian_filter, mammo, 2.0)
+    assert np.max(np.abs(got - want)) <= 1e-5 * np.max(np.abs(want))
+
+
 def test_filters_equal_lumen_with_the_originals_conventions(mammo):
     a = mammo.pixel_data
     np.testing.assert_array_equal(run(Filters.gaussian_filter, mammo, 2.0), lumen.gaussian(a, 2.0, mode="nearest"))

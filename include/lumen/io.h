@@ -316,6 +316,9 @@ LUMEN_API int lumen_dicom_is_dicom_file(const char *path);
 typedef struct lumen_dicom_series_opts {
   int64_t max_bytes;        /* per-file and whole-image limit; 0 = default (lumen_io_default_max_bytes) */
   const char *series_uid;   /* SeriesInstanceUID to take; NULL: the input must hold exactly one series */
+  int headers_only;         /* 1: every check of the headers (series, geometry, frames, the memory
+                               limit against the whole image) and info, but no pixel is read and
+                               *out stays NULL: front ends check --memory-limit this way */
 } lumen_dicom_series_opts;
 
 typedef struct lumen_dicom_series_info {

@@ -67,6 +67,31 @@ static int nifti_within(lumen_ctx *ctx, const char *cmd, const char *role, const
   return 0;
 }
 
+/* One DICOM series input (a folder or file; docs/DICOM.md) against the limit: the series reader's
+   headers-only pass (every file's header, the whole image's size against max_bytes, no pixel).
+   Other problems are left to the pipeline, which names its role. */
+static int dicom_within(lumen_ctx *ctx, const char *cmd, const char *role, const char *path, const char *series,
+                        int64_t limit) {
+  lumen_dicom_series_opts o = {.max_bytes = limit, .series_uid = series, .headers_only = 1};
+  lumen_image *im = NULL;
+  lumen_status s = lumen_dicom_series_read(ctx, &path, 1, &o, &im, NULL);
+  lumen_image_free(im);
+  if (s != LUMEN_ERR_OUT_OF_MEMORY) {
+    lumen_ctx_clear_error(ctx);
+    return 1;
+  }
+  lumen_cli_error(cmd, "--memory-limit: %s refused: %s", role, lumen_ctx_last_error(ctx));
+  return 0;
+}
+
+/* A NIfTI file or a DICOM series input against the limit. */
+static int input_within(lumen_ctx *ctx, const char *cmd, const char *role, const char *path, const char *series,
+                        int64_t limit) {
+  if (!path || !*path) return 1;
+  if (lumen_dicom_is_series_input(path)) return dicom_within(ctx, cmd, role, path, series, limit);
+  return nifti_within(ctx, cmd, role, path, limit);
+}
+
 /* A text table (AIF file) against the limit: its size on disk. */
 static int table_within(const char *cmd, const char *role, const char *path, int64_t limit) {
   struct stat st;
@@ -78,11 +103,11 @@ static int table_within(const char *cmd, const char *role, const char *path, int
 
 int lumen_cli_pipe_check_memory(lumen_ctx *ctx, const char *cmd, const lumen_pipe_config *cfg, int64_t limit) {
   if (limit <= 0) return -1;
-  int ok = nifti_within(ctx, cmd, "DCE series", cfg->dce, limit) &&
+  int ok = input_within(ctx, cmd, "DCE series", cfg->dce, cfg->series, limit) &&
            nifti_within(ctx, cmd, "T1 map", cfg->t1map, limit) && nifti_within(ctx, cmd, "mask", cfg->mask, limit) &&
            nifti_within(ctx, cmd, "B1 map", cfg->b1, limit);
   for (int i = 0; ok && i < cfg->n_vfa; ++i)
-    ok = nifti_within(ctx, cmd, cfg->dce ? "VFA series" : "input", cfg->vfa[i], limit);
+    ok = input_within(ctx, cmd, cfg->dce ? "VFA series" : "input", cfg->vfa[i], NULL, limit);
   const char *aif = cfg->aif ? cfg->aif : "";
   if (ok && !strncmp(aif, "roi:", 4)) ok = nifti_within(ctx, cmd, "AIF ROI", aif + 4, limit);
   if (ok && !strncmp(aif, "fitted:", 7)) ok = nifti_within(ctx, cmd, "AIF ROI", aif + 7, limit);

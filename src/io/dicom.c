@@ -56,6 +56,10 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
                          uint8_t **data, size_t *size) {
   char *buf = NULL;
   memset(hdr, 0, sizeof *hdr);  /* freed with lumen_dicom_header_free on every path */
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (int64_t)st.st_size > max_bytes)  /* the memory limit */
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_read: '%s' has %lld bytes, over the memory limit (%lld bytes)",
+                      path, (long long)st.st_size, (long long)max_bytes);
   lumen_status s = lumen_io_slurp(ctx, "lumen_dicom_read", path, max_bytes, &buf, size);
   if (s != LUMEN_OK) return s;
   *data = (uint8_t *)buf;

@@ -531,6 +531,7 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
   if (info) memset(info, 0, sizeof *info);
   int64_t max_bytes = lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0);
   const char *want = opts && opts->series_uid && opts->series_uid[0] ? opts->series_uid : NULL;
+  const int probe = opts && opts->headers_only; /* everything but the pixels: *out stays NULL */
   file_list l = {0};
   lumen_dicom_header *fh = NULL;
   char **fpath = NULL;
@@ -554,12 +555,13 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
       s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY,
                      "lumen_dicom_series_read: '%s': %lld images of %lld x %lld need more than the memory limit "
                      "(%lld bytes)", paths[0], (long long)n, (long long)dims[0], (long long)dims[1], (long long)max_bytes);
-    if (s == LUMEN_OK) s = lumen_image_create(ctx, nt > 1 ? 4 : 3, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im);
+    if (s == LUMEN_OK && !probe)
+      s = lumen_image_create(ctx, nt > 1 ? 4 : 3, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im);
   }
   if (s == LUMEN_OK) s = check_constants(ctx, m, n);
-  if (s == LUMEN_OK) s = read_pixels(ctx, m, n, nz, nt, max_bytes, lumen_image_data(im));
-  if (s == LUMEN_OK) {
-    series_affine(m, nz, nt, &inf);
+  if (s == LUMEN_OK && !probe) s = read_pixels(ctx, m, n, nz, nt, max_bytes, lumen_image_data(im));
+  if (s == LUMEN_OK) series_affine(m, nz, nt, &inf);
+  if (s == LUMEN_OK && !probe) {
     double sp[4] = {inf.spacing[0], inf.spacing[1], inf.spacing[2], 1};
     if (inf.frame_times_s && nt > 1) sp[3] = inf.frame_times_s[nt - 1] / (double)(nt - 1);
     s = lumen_image_set_affine(ctx, im, inf.affine);

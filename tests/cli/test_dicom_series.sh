@@ -85,6 +85,10 @@ v4=$(dirname "$q6")/../v4_etm_vfa
 for a in 3 6 9 15 24 35; do $ds qiba "$v4/q4_vfa_fa$a.nii.gz" vfa$a --fa $a > /dev/null || echo "FAIL: writing vfa$a"; done
 "$bin" t1 --in "$v4"/q4_vfa_fa{3,6,9,15,24,35}.nii.gz --out t1n -q --no-report 2> t1n.err || cat t1n.err
 "$bin" t1 --in vfa3 vfa6 vfa9 vfa15 vfa24 vfa35 --out t1d -q --no-report 2> t1d.err || cat t1d.err
+"$bin" t1 --in vfa3 vfa6 vfa9 vfa15 vfa24 vfa35 --out t1mem -q --no-report --memory-limit 1K 2> t1mem.err
+rc=$?
+check "t1 --in DICOM folders: --memory-limit refused from the headers (exit $rc), nothing written" \
+  "[ $rc -ne 0 ] && grep -qF -- '--memory-limit: input refused' t1mem.err && [ ! -e t1mem ]" || cat t1mem.err
 for m in T1map M0map model-vfa_param-r2; do
   check "t1 --in 6 DICOM folders (FlipAngle, TR from the headers): $m equals the NIfTI run's" \
     "$ds same t1n/lumen_$m.nii.gz t1d/lumen_$m.nii.gz"
@@ -140,6 +144,16 @@ check "--series UID picks one series: the same maps as its own folder" \
   "$ds same dcm/lumen_model-tofts_param-Ktrans.nii.gz pick/lumen_model-tofts_param-Ktrans.nii.gz"
 "$bin" dce --dce two --series 1.2.3.999 --out out_nouid $common 2> nouid.err
 refused nouid $? "no file of series 1.2.3.999"
+# --memory-limit holds for DICOM inputs: the series' size from its headers (1321 images of 50 x 80
+# float32 = 21 MB) is refused before any pixel is read and before the output folder is made
+"$bin" dce --dce s1 --out out_memlim $common --memory-limit 10M 2> memlim.err
+refused memlim $? "--memory-limit: DCE series refused" "'s1'" "1321 images of 50 x 80 need more than the memory limit"
+check "memlim: no output folder" "[ ! -e out_memlim ]"
+"$bin" dce --dce two --series "$uid1" --out out_memlim2 $common --memory-limit 10M 2> memlim2.err
+refused memlim2 $? "--memory-limit: DCE series refused" "1321 images"
+"$bin" dce --dce s1 --out out_memok $common --memory-limit 2G 2> memok.err || cat memok.err
+check "--memory-limit above the series' size: the same maps" \
+  "$ds same dcm/lumen_model-tofts_param-Ktrans.nii.gz out_memok/lumen_model-tofts_param-Ktrans.nii.gz"
 # a missing frame: one file of the second slice gone
 cp -r small missing && rm missing/f030.dcm
 "$bin" dce --dce missing --out out_missing $common --aif parker 2> missing.err

@@ -234,7 +234,28 @@ def _wrap_host(a, ctx):
     return img
 
 
-def _to_numpy(img, shape, raw_bits):
+class _AdoptedImage(object):
+    """A host lumen_image whose buffer a numpy array views (a zero-copy result): the array holds
+    this object as its base, and the image is freed when the array goes."""
+
+    def __init__(self, handle, shape, dtype, data):
+        self._handle = handle
+        self.__array_interface__ = {"shape": tuple(int(d) for d in shape), "typestr": np.dtype(dtype).str,
+                                    "data": (data, False), "version": 3}
+
+    def __del__(self):
+        h, self._handle = self._handle, None
+        if h:
+            try:
+                lib.lumen_image_free(c_void_p(h))
+            except Exception:  # interpreter shutdown: the library may be gone already
+                pass
+
+
+def _to_numpy(img, shape, raw_bits, adopt=False):
+    """The result image img as a numpy array of shape (when the sizes agree). adopt=True: a plain
+    host result is not copied: the array views its buffer and owns it (img.value is set to None,
+    so the caller's cleanup leaves it alone); otherwise the data are copied."""
     dt = lib.lumen_image_dtype(img)
     nd = lib.lumen_image_ndim(img)
     dims = [lib.lumen_image_dim(img, i) for i in range(nd)]
@@ -260,6 +281,10 @@ def _to_numpy(img, shape, raw_bits):
     if dt not in _OUT_DTYPES:
         raise _lib.LumenError(_lib.status_code("invalid_argument"),
                               "result dtype %s is not supported by the binding" % pystr(lib.lumen_dtype_name(dt)))
+    if adopt and n and src:
+        owner = _AdoptedImage(img.value, out_shape, _OUT_DTYPES[dt], src)
+        img.value = None
+        return np.asarray(owner)
     out = np.empty(out_shape, _OUT_DTYPES[dt])
     if n:
         ctypes.memmove(out.ctypes.data, src, out.nbytes)
@@ -300,7 +325,7 @@ def _run(op, image, opts, device, precision, outputs, raw_bits=False):
             args = [ctypes.byref(outs[0])]
         st = fn(ctx, img, ctypes.byref(opts), *args)
         check(st, _OPTS[op][2], ctx)
-        results = [_to_numpy(o, a.shape, raw_bits) for o in outs]
+        results = [_to_numpy(o, a.shape, raw_bits, adopt=True) for o in outs]
         return results, [e.value for e in extra], _report_dict(report)
     finally:
         for o in outs:

@@ -144,7 +144,7 @@ def _image_op(op, image, opts, device, precision, raw_bits, return_report):
         out = c_void_p()
         try:
             check(getattr(lib, fn_name)(w.ctx, w.images[0], ctypes.byref(opts), ctypes.byref(out)), fn_name, w.ctx)
-            res = _to_numpy(out, w.arrays[0].shape, raw_bits)
+            res = _to_numpy(out, w.arrays[0].shape, raw_bits, adopt=True)
         finally:
             if out.value:
                 lib.lumen_image_free(out)

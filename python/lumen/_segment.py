@@ -183,7 +183,7 @@ def _call(fn_name, image, opts, device, precision, extra=()):
     try:
         st = getattr(lib, fn_name)(ctx, img, ctypes.byref(opts), ctypes.byref(out), *extra)
         check(st, fn_name, ctx)
-        return _to_numpy(out, a.shape, False), _report_dict(report)
+        return _to_numpy(out, a.shape, False, adopt=True), _report_dict(report)
     finally:
         if out.value:
             lib.lumen_image_free(out)

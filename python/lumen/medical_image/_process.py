@@ -75,13 +75,27 @@ class Filters(object):
         """The band-pass transfer function itself (height x width, float32, centred at (W/2, H/2)),
         as the original returns it. lumen.bandpass applies the same H to an image."""
         h, w = image.height, image.width
-        vv, uu = np.meshgrid(np.arange(h, dtype=np.float32), np.arange(w, dtype=np.float32), indexing="ij")
-        d = np.sqrt((uu - np.float32(w / 2)) ** 2 + (vv - np.float32(h / 2)) ** 2)
-        band = d ** 2 - np.float32(D_0) ** 2
-        cutoff = np.float32(8 * W) * d
-        cutoff = np.where(cutoff == 0, np.float32(1e-6), cutoff)
+        # float32 throughout, broadcast rows and columns, in-place where possible (no meshgrid)
+        dv2 = ((np.arange(h, dtype=np.float32) - np.float32(h / 2)) ** 2)[:, None]
+        du2 = ((np.arange(w, dtype=np.float32) - np.float32(w / 2)) ** 2)[None, :]
+        d2 = dv2 + du2
+        cutoff = np.sqrt(d2)
+        cutoff *= np.float32(8 * W)
+        cutoff[cutoff == 0] = np.float32(1e-6)
+        r = d2
+        r -= np.float32(D_0) ** 2
+        r /= cutoff
         with np.errstate(over="ignore"):  # D = 0: (band / 1e-6)^(2n) overflows to inf, H = 0 as the original's
-            return _set(output, (1.0 / (1 + (band / cutoff) ** (2 * n))).astype(np.float32))
+            if float(n).is_integer() and 1 <= n <= 16:  # r^(2n) by products, not pow
+                r *= r
+                p = r.copy()
+                for _ in range(int(n) - 1):
+                    p *= r
+            else:
+                p = r ** np.float32(2 * n)
+            p += np.float32(1)
+            np.reciprocal(p, out=p)
+            return _set(output, p)
 
     @staticmethod
     @requires_loaded

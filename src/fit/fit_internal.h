@@ -36,6 +36,7 @@ struct lumen_fit_plan {
   void *block;
   double step;               /* delay search: the integer shift step, minutes */
   double sum_w;              /* sum of weights (n when unweighted) */
+  double t975_m[LUMEN_FIT_MAX_PARAMS + 1]; /* lumen_fit_t975(n - m): the intervals' quantile with m free parameters */
   /* backend */
   int order[LUMEN_FIT_TIER_COUNT];  /* runnable tiers in the order they are tried */
   int norder;
@@ -64,8 +65,8 @@ static inline const lumen_grid_f64 *lumen_plan_grid_f64(const lumen_fit_plan *pl
 static inline const float *lumen_plan_w_f32(const lumen_fit_plan *pl) { return pl->w32; }
 static inline const double *lumen_plan_w_f64(const lumen_fit_plan *pl) { return pl->w64; }
 static inline double lumen_plan_t975(const lumen_fit_plan *pl, int dof) {
-  (void)pl;
-  return lumen_fit_t975(dof);
+  const int m = pl->n - dof; /* the plan's own table: the quantile cost ~2 % of a Tofts fit per curve */
+  return m >= 0 && m <= LUMEN_FIT_MAX_PARAMS ? pl->t975_m[m] : lumen_fit_t975(dof);
 }
 
 #endif

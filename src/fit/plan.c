@@ -330,6 +330,7 @@ static lumen_status set_grids(lumen_ctx *ctx, lumen_fit_plan *pl, const lumen_fi
   pl->opts.weights = opts->weights ? pl->w64 : NULL;
   pl->opts.backend = NULL; /* the canonical request lives in pl->requested */
   pl->step = (x[n - 1] - x[0]) / (double)(n - 1);
+  for (int m = 0; m <= LUMEN_FIT_MAX_PARAMS; ++m) pl->t975_m[m] = lumen_fit_t975(n - m);
   return LUMEN_OK;
 }
 

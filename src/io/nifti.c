@@ -12,6 +12,7 @@
 #include <zlib.h>
 #include <nifti2_io.h>
 #include "io/io_internal.h"
+#include "lumen_build_config.h"
 
 #define READ_CHUNK ((size_t)4 << 20)
 /* voxel data of more than one block report progress ("read <basename>") after every block */
@@ -515,6 +516,19 @@ static lumen_status check_gzip_end(reader *r) {
   return LUMEN_OK;
 }
 
+/* The first touch of a large fresh buffer on the context's threads, before the read copies into
+   it: the kernel zeroes each new page at its first touch (~0.23 s for 670 MB on one thread here),
+   which the serial copy would otherwise pay alone. Small buffers are left to the copy. */
+static void prefault(unsigned char *dst, int64_t bytes, int threads) {
+  if (bytes < ((int64_t)64 << 20) || threads < 2) return;
+  const int64_t page = 4096, pages = (bytes + page - 1) / page;
+  (void)threads;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel for schedule(static) num_threads(threads)
+#endif
+  for (int64_t k = 0; k < pages; ++k) dst[k * page] = 0;
+}
+
 lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts, lumen_image **out,
                               lumen_nifti_info *info) {
   static const char fn[] = "lumen_nifti_read";
@@ -569,6 +583,7 @@ lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nift
   }
   unsigned char *dst = lumen_image_data(im);
   int64_t done = 0;
+  if (s == LUMEN_OK && direct) prefault(dst, r.data_bytes, lumen_ctx_threads(ctx));
   /* progress: 0 before the data, after every PROGRESS_BLOCK bytes read (decompressed), 1 once
      the data (and the gzip trailer) are read; the callback may cancel at any of these */
   int report = r.data_bytes > PROGRESS_BLOCK;

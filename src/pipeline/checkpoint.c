@@ -315,7 +315,11 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   if (nlist <= 0) return lumen_fit_execute(ctx, plan, nlist, data, consts, res);
   char path[LUMEN_PIPE_PATH_MAX];
   ckpt_path(run, model, path, sizeof path);
-  uint64_t fp = fingerprint(o, nlist, nt, chunk, data, consts, t_min, cp, res, lumen_ctx_threads(ctx));
+  /* the fingerprint hashes the 4 bytes x nlist x nt curves: computed only when a previous
+     checkpoint is read or the first record is written (a fit that ends within a second needs
+     neither) */
+  uint64_t fp = 0;
+  int have_fp = 0;
   size_t max_payload = pack(NULL, res, res, model, 0, chunk < nlist ? chunk : nlist);
   unsigned char *buf = malloc(max_payload);
   if (!buf)
@@ -327,6 +331,8 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   lumen_status st = pipe_before_write(run);
   if (st == LUMEN_OK && cfg->resume) st = open_previous(ctx, path, &prev);
   if (st == LUMEN_OK && prev >= 0) {
+    fp = fingerprint(o, nlist, nt, chunk, data, consts, t_min, cp, res, lumen_ctx_threads(ctx));
+    have_fp = 1;
     ck_head h;
     while (done < nlist && read_all(prev, &h, sizeof h) == 0) {
       if (done == 0 && !memcmp(h.magic, CK_MAGIC_FNV, 8))
@@ -375,6 +381,10 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     ++npend;
     const double now = lumen_now_seconds();
     if (!eager && now - t_fit < 1.0) continue;
+    if (!have_fp) {
+      fp = fingerprint(o, nlist, nt, chunk, data, consts, t_min, cp, res, lumen_ctx_threads(ctx));
+      have_fp = 1;
+    }
     for (int64_t j = 0, at = first_pend; st == LUMEN_OK && j < npend; ++j, at += chunk) {
       int64_t k = done - at < chunk ? done - at : chunk;
       ck_head h;

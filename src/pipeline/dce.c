@@ -682,11 +682,13 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
     } else {
       /* mean signal over (up to 20000) masked voxels */
       const float *d = lumen_image_const_data(j->dce);
-      int64_t step = run->n_mask > 20000 ? run->n_mask / 20000 : 1, seen = 0, used = 0;
+      int64_t step = run->n_mask > 20000 ? run->n_mask / 20000 : 1, used = 0;
       double *y = calloc((size_t)j->nt, sizeof(double));
       if (!y) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
-      for (int64_t v = 0; y && v < run->nvox; ++v) {
-        if (!run->mask[v] || (seen++ % step)) continue;
+      for (int64_t v = 0, left = 0; y && v < run->nvox; ++v) { /* every step-th masked voxel (no division) */
+        if (!run->mask[v]) continue;
+        if (left-- > 0) continue;
+        left = step - 1;
         int ok = 1;
         for (int64_t i = 0; i < j->nt; ++i) ok &= isfinite(d[i * run->nvox + v]) != 0;
         if (!ok) continue;

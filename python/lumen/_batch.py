@@ -126,20 +126,6 @@ def _set_field(o, k, v):
     setattr(o, k, float(v) if kind is c_double else int(v))
 
 
-def _morph_fields(o, v):
-    """lumen.morphology's own rules for op, element, size and radius."""
-    o.op = _im._index(v["op"], _im.MORPH_OPS, "op")
-    o.element = _im._index(v["element"], _im.ELEMENTS, "element")
-    if v["radius"] is not None:
-        o.radius = int(v["radius"])
-    if v["size"] is not None:
-        if o.element in (0, 2) and v["radius"] is None:
-            o.radius = int(v["size"])
-        else:
-            o.size = int(v["size"])
-    o.binary = int(bool(v["binary"]))
-
-
 def _filter_opts(name, kwargs, ndim):
     fn, cname = _FILTERS[name]
     sig = _check_kwargs(name, fn, kwargs)
@@ -147,7 +133,7 @@ def _filter_opts(name, kwargs, ndim):
     vals.update({k: v for k, v in kwargs.items() if k in vals})
     o = _im._new_opts(cname)
     if name == "morphology":
-        _morph_fields(o, vals)
+        _im._morphology_fields(o, vals["op"], vals["element"], vals["size"], vals["radius"], vals["binary"])
         return o
     for k, v in vals.items():
         if k == "sigma" and name == "gaussian":

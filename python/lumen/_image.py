@@ -414,23 +414,28 @@ def median(image, size=3, mode="reflect", cval=0.0, spatial_dims=0, device=None,
     return _finish(res, rep, return_report)
 
 
+def _morphology_fields(o, op, element, size, radius, binary):
+    """lumen.morphology's rules for op, element, size and radius into its options o (also used by
+    process_images): size=N with a round element (disk, ball) is its radius."""
+    o.op = _index(op, MORPH_OPS, "op")
+    o.element = _index(element, ELEMENTS, "element")
+    if radius is not None:
+        o.radius = int(radius)
+    if size is not None:
+        if o.element in (0, 2) and radius is None:
+            o.radius = int(size)
+        else:
+            o.size = int(size)
+    o.binary = int(bool(binary))
+
+
 def morphology(image, op="erode", element="disk", size=None, radius=None, binary=False, device=None,
                precision=None, raw_bits=False, return_report=False):
     """Grey (float output) or binary (uint8 0/1) morphology: op in erode, dilate, open, close,
     tophat; element in disk, ball (radius; default 4) or square, cube (odd size; default 7).
     size=N with a disk/ball element is taken as its radius."""
     o = _new_opts("morphology")
-    o.op = _index(op, MORPH_OPS, "op")
-    o.element = _index(element, ELEMENTS, "element")
-    round_el = o.element in (0, 2)
-    if radius is not None:
-        o.radius = int(radius)
-    if size is not None:
-        if round_el and radius is None:
-            o.radius = int(size)
-        else:
-            o.size = int(size)
-    o.binary = int(bool(binary))
+    _morphology_fields(o, op, element, size, radius, binary)
     (res,), _, rep = _run("morphology", image, o, device, precision, 1, raw_bits)
     return _finish(res, rep, return_report)
 

@@ -71,22 +71,8 @@ static void release(run *r, int64_t i) { /* under mu */
   pthread_cond_broadcast(&r->cv);
 }
 
-/* under mu: adds bytes held by an item (i >= 0) or a worker's reserve (i < 0) */
-static void charge(run *r, int64_t i, int64_t bytes) {
-  if (bytes < 0) bytes = 0;
-  if (i >= 0) {
-    r->charge[i] = bytes;
-    r->items++;
-    if (bytes > r->item_max) r->item_max = bytes;
-  } else {
-    r->reserved += bytes;
-  }
-  r->inflight += bytes;
-  if (r->inflight > r->peak) r->peak = r->inflight;
-  if (r->limit > 0 && r->inflight > r->limit) r->over_limit = 1;
-}
 
-/* under mu: item i, charged beforehand (charge(r, i, 0)), now holds bytes. */
+/* under mu: item i (already charged: charge(r, i, 0)) now holds bytes. */
 static void recharge(run *r, int64_t i, int64_t bytes) {
   if (bytes < 0) bytes = 0;
   r->inflight += bytes - r->charge[i];
@@ -95,6 +81,21 @@ static void recharge(run *r, int64_t i, int64_t bytes) {
   if (r->inflight > r->peak) r->peak = r->inflight;
   if (r->limit > 0 && r->inflight > r->limit) r->over_limit = 1;
   pthread_cond_broadcast(&r->cv);
+}
+
+/* under mu: adds bytes held by an item (i >= 0) or a worker's reserve (i < 0) */
+static void charge(run *r, int64_t i, int64_t bytes) {
+  if (bytes < 0) bytes = 0;
+  if (i >= 0) {
+    r->charge[i] = 0;
+    r->items++;
+    recharge(r, i, bytes);
+    return;
+  }
+  r->reserved += bytes;
+  r->inflight += bytes;
+  if (r->inflight > r->peak) r->peak = r->inflight;
+  if (r->limit > 0 && r->inflight > r->limit) r->over_limit = 1;
 }
 
 /* under mu: waits until the next item (charge est) fits, or no item is in flight (one item

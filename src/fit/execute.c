@@ -132,13 +132,13 @@ enum { KIND_ACC32, KIND_ACC64, KIND_STD64, KIND_PATLAK };
 /* ------------------------------------------------------------------ Patlak in closed form */
 /* Patlak (Ct = Ktrans icp + vp cp) is linear in its parameters: every curve shares the normal
    matrix A = J^T W J, so the least-squares fit within the box is a right-hand side, a 2 x 2 solve
-   (lumen_patlak_box_f64: interior, else the best edge) and a residual pass; no iterations. The
-   tiers cpu/cpu_single use it when no parameter is fixed and A is well conditioned; the standard
-   tier keeps its solver (the independent reference). States, R^2, intervals and bounds are the
-   driver's (check_input, stats with A, mark_bounds), in double. */
+   (interior with the plan's 1 / det A, else lumen_patlak_box_f64's best edge) and chi2 from the
+   same sums; no iterations. The tiers cpu/cpu_single use it when no parameter is fixed and A is
+   well conditioned; the standard tier keeps its solver (the independent reference). States, R^2,
+   intervals and bounds follow the driver (check_input, the formula of stats, mark_bounds). */
 typedef struct patlak_design {
   int level;          /* lumen_cpu_vector_level */
-  double A[LUMEN_FIT_MAX_PARAMS * LUMEN_FIT_MAX_PARAMS]; /* row stride LUMEN_FIT_MAX_PARAMS */
+  double a[3];        /* A = [a0 a1; a1 a2] */
   double inv_det;     /* 1 / det A */
   double ci_scale[2]; /* t975(n - 2) sqrt((A^-1)_kk / (n - 2)): the half-width is this x sqrt(chi2) */
   double *mem;        /* w (ones when unweighted), w icp, w cp: n each */
@@ -167,9 +167,9 @@ static int patlak_design_init(lumen_ctx *ctx, const lumen_fit_plan *pl, patlak_d
     d->mem[n + i] = wi * u[i];
     d->mem[2 * n + i] = wi * c[i];
   }
-  d->A[0] = a00;
-  d->A[1] = d->A[LUMEN_FIT_MAX_PARAMS] = a01;
-  d->A[LUMEN_FIT_MAX_PARAMS + 1] = a11;
+  d->a[0] = a00;
+  d->a[1] = a01;
+  d->a[2] = a11;
   d->inv_det = 1.0 / det;
   for (int k = 0; k < 2; ++k)
     d->ci_scale[k] = n > 2 ? lumen_plan_t975(pl, n - 2) * sqrt((k ? a00 : a11) / det / (n - 2)) : NAN;
@@ -179,7 +179,7 @@ static int patlak_design_init(lumen_ctx *ctx, const lumen_fit_plan *pl, patlak_d
 
 /* Curve c fitted in closed form, completed as DF(drive) completes a fit: the input checks (in full,
    on the curve loaded into w, only when the screen of the sums or the constants find it suspect),
-   R^2, the intervals of DF(stats) from A (whose inverse is the plan's), DF(mark_bounds). */
+   R^2, the intervals of DF(stats) from the plan's A^-1, DF(mark_bounds). */
 static void patlak_closed(const exec_in *in, ws_acc64 *w, int64_t c, lumen_fit_curve_out *o) {
   const lumen_fit_plan *pl = in->pl;
   const patlak_design *d = in->patlak;
@@ -200,17 +200,17 @@ static void patlak_closed(const exec_in *in, ws_acc64 *w, int64_t c, lumen_fit_c
     LOAD_ROW(double, w, in, c);
     if (check_input_acc64(pl, w, o)) return;
   }
-  const double sums[5] = {d->A[0], d->A[1], d->A[LUMEN_FIT_MAX_PARAMS + 1], rhs[1], rhs[2]};
+  const double a00 = d->a[0], a01 = d->a[1], a11 = d->a[2], sums[5] = {a00, a01, a11, rhs[1], rhs[2]};
   /* the interior solution with the plan's 1 / det; on the box's edges lumen_patlak_box_ */
-  p[0] = (rhs[1] * sums[2] - rhs[2] * sums[1]) * d->inv_det;
-  p[1] = (rhs[2] * sums[0] - rhs[1] * sums[1]) * d->inv_det;
+  p[0] = (rhs[1] * a11 - rhs[2] * a01) * d->inv_det;
+  p[1] = (rhs[2] * a00 - rhs[1] * a01) * d->inv_det;
   if (!(p[0] >= pl->lo[0] && p[0] <= pl->hi[0] && p[1] >= pl->lo[1] && p[1] <= pl->hi[1]))
     lumen_patlak_box__f64(sums, pl->lo, pl->hi, p);
   /* chi2 and the total sum of squares from the sums: y'Wy - 2 p'b + p'Ap and y'Wy - (sum w y)^2 /
      sum w; each term is at most ~y'Wy, so their rounding is ~1e-16 y'Wy: kept when the result is
      above 1e-5 y'Wy (relative error < 1e-10), else (a near-perfect fit, a flat curve) one exact
      pass over the residuals */
-  const double yy = rhs[3], a00 = sums[0], a01 = sums[1], a11 = sums[2];
+  const double yy = rhs[3];
   r[0] = yy - 2 * (p[0] * rhs[1] + p[1] * rhs[2]) + (a00 * p[0] * p[0] + 2 * a01 * p[0] * p[1] + a11 * p[1] * p[1]);
   r[1] = yy - rhs[0] * rhs[0] / pl->sum_w;
   if (!(r[0] > 1e-5 * yy) || !(r[1] > 1e-5 * yy))

@@ -34,7 +34,9 @@
      (y still holds the curve), and A: J^T W J at p over all np parameters (row stride
      LUMEN_FIT_MAX_PARAMS, summed in double by the solver's last evaluation at p), from which the
      confidence intervals come without another evaluation; NULL when the curve never had a finite
-     evaluation. */
+     evaluation; and sst: the curve's total sum of squares about its mean, R^2's denominator, summed
+     exactly as the driver's DF(r2) sums it (four interleaved partial sums, then the squares about
+     the mean), or NaN when not asked for (problem.sst 0) or weighted (the driver sums it). */
 #define LUMEN_LMV_DECLARE(T, G, P)                                                                 \
   typedef struct P##_problem {                                                                     \
     lumen_model model;                                                                             \
@@ -46,13 +48,14 @@
     int max_iterations;                                                                            \
     int linear_start;             /* 1: compute the linear starts on vectors (see start()) */      \
     int geodesic;                 /* 1: geodesic acceleration (as lumen_lm_problem.geodesic) */    \
+    int sst;                      /* 1: hand R^2's denominator to done() (else NaN) */             \
   } P##_problem;                                                                                   \
   typedef struct P##_io {                                                                          \
     void *user;                                                                                    \
     int (*next)(void *user, int ticket, T *y, T *consts);                                          \
     int (*start)(void *user, int ticket, const T *y, const T *ls, int ls_ret, T *p);              \
     void (*done)(void *user, int ticket, const T *y, lumen_fit_state state, const T *p,           \
-                 double chi2, int iterations, const double *A);                                    \
+                 double chi2, int iterations, const double *A, double sst);                        \
   } P##_io;
 
 LUMEN_LMV_DECLARE(float, lumen_grid_f32, lumen_lmv)

@@ -108,6 +108,7 @@ typedef struct io_state {
   double chi2[NCURVES];
   int it[NCURVES], seen[NCURVES];
   int a_checked, a_mismatch;   /* done()'s J^T W J against one at p computed here */
+  int sst_checked, sst_mismatch; /* done()'s R^2 denominator against a long double two-pass sum */
 } io_state;
 
 static int io_next(void *user, int tk, float *y, float *consts) {
@@ -158,11 +159,31 @@ static void check_jtwj(io_state *u, int c, const float *p, const double *A) {
   u->a_mismatch += bad;
 }
 
+/* done()'s sst: without weights sum (y - mean)^2 (here in long double, two passes), within
+   rounding (NaN for a curve with a NaN sample); with weights NaN (the driver sums it). */
+static void check_sst(io_state *u, const float *y, double sst) {
+  const int n = u->s->n;
+  u->sst_checked++;
+  if (u->s->use_w) {
+    u->sst_mismatch += !isnan(sst);
+    return;
+  }
+  long double m = 0, ss = 0;
+  for (int i = 0; i < n; ++i) m += y[i];
+  m /= n;
+  for (int i = 0; i < n; ++i) ss += ((long double)y[i] - m) * ((long double)y[i] - m);
+  if (isnan(ss)) /* a hostile curve with a NaN sample: NaN too */
+    u->sst_mismatch += !isnan(sst);
+  else
+    u->sst_mismatch += !(fabsl((long double)sst - ss) <= 1e-12L * ss + 1e-300L);
+}
+
 static void io_done(void *user, int tk, const float *y, lumen_fit_state st, const float *p, double chi2, int it,
-                    const double *A) {
+                    const double *A, double sst) {
   io_state *u = user;
   int c = u->ticket_curve[tk];
   if (A && isfinite(chi2)) check_jtwj(u, c, p, A);
+  check_sst(u, y, sst);
   assert_memory_equal(y, u->s->y[c], sizeof(float) * (size_t)u->s->n);
   u->seen[c]++;
   u->state[c] = st;
@@ -178,7 +199,7 @@ static int compare(const setup *s, int width) {
   static io_state u;
   memset(&u, 0, sizeof u);
   u.s = s;
-  lumen_lmv_problem pr = {s->model, &s->g, s->use_w ? s->w : NULL, s->lo, s->hi, s->fixed, 1e-6, s->max_it, 1, 0};
+  lumen_lmv_problem pr = {s->model, &s->g, s->use_w ? s->w : NULL, s->lo, s->hi, s->fixed, 1e-6, s->max_it, 1, 0, 1};
   lumen_lmv_io io = {&u, io_next, io_start, io_done};
   if (width == 16) lumen_lmv_run_v16(&pr, &io, work);
   else lumen_lmv_run_v8(&pr, &io, work);
@@ -211,7 +232,9 @@ static int compare(const setup *s, int width) {
          states[LUMEN_FIT_NOT_FINITE], states[LUMEN_FIT_SINGULAR], mismatch, u.ls_checked, u.ls_mismatch);
   printf("  J^T W J handed to done(): %d checked, %d differing\n", u.a_checked, u.a_mismatch);
   assert_true(u.a_checked > NCURVES / 2); /* most curves iterate */
-  mismatch += u.ls_mismatch + u.a_mismatch;
+  printf("  R^2 denominator handed to done(): %d checked, %d differing\n", u.sst_checked, u.sst_mismatch);
+  assert_int_equal(u.sst_checked, NCURVES);
+  mismatch += u.ls_mismatch + u.a_mismatch + u.sst_mismatch;
   return mismatch;
 }
 
@@ -276,8 +299,9 @@ static int dio_start(void *user, int tk, const double *y, const double *ls, int 
   return 0;
 }
 static void dio_done(void *user, int tk, const double *y, lumen_fit_state st, const double *p, double chi2, int it,
-                     const double *A) {
+                     const double *A, double sst) {
   (void)A;
+  (void)sst;
   dio_state *u = user;
   int c = u->ticket_curve[tk];
   assert_memory_equal(y, u->y[c], sizeof(double) * (size_t)u->n);
@@ -326,7 +350,7 @@ static void test_double_lanes_2cxm(void **state) {
       u.n = n;
       u.y = (const double (*)[NMAX])y;
       u.start = (const double (*)[4])start;
-      lumen_lmvd_problem pr = {LUMEN_MODEL_2CXM, &g, use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, 0, geo};
+      lumen_lmvd_problem pr = {LUMEN_MODEL_2CXM, &g, use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, 0, geo, 0};
       lumen_lmvd_io io = {&u, dio_next, dio_start, dio_done};
       size_t bytes = w[j] == 16 ? lumen_lmvd_work_bytes_d8(n, 4) : lumen_lmvd_work_bytes_d4(n, 4);
       void *work = malloc(bytes);

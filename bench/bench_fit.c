@@ -66,14 +66,14 @@ typedef struct bench_opts {
   int64_t volume[4];         /* --volume NXxNYxNZxNT (0: none; default 256x256x32x80 when a tier is cuda) */
   int volume_set;            /* --volume given */
   int probe;                 /* the scalar probe's row beside every Tofts row (default on; --no-probe) */
-  int ci;                    /* ask for the 95 % confidence intervals, as lumen dce does (default on; --no-ci) */
+  int ci;                    /* ask for the 95 % confidence intervals and R^2, as lumen dce does (default on; --no-ci) */
 } bench_opts;
 
 static void usage(FILE *f) {
   fprintf(f,
           "bench_fit: fits per second per model and tier on synthetic curves (see docs/BENCHMARKS.md)\n"
           "  --quick               a few-second run (small sizes)\n"
-          "  --no-ci               do not ask for confidence intervals (lumen dce asks for them)\n"
+          "  --no-ci               do not ask for confidence intervals and R^2 (lumen dce asks for both)\n"
           "  --no-probe            leave out the scalar probe row (bench/probe_tofts.c) beside Tofts rows\n"
           "  --models LIST         models of the per-model table (default: all fitted models)\n"
           "  --tiers LIST          tiers to time (default: cpu,cpu_single,standard)\n"
@@ -434,11 +434,13 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   double *err = malloc((size_t)curves * sizeof *err);
   double *ci_lo = ci ? malloc((size_t)curves * (size_t)np * sizeof *ci_lo) : NULL;
   double *ci_hi = ci ? malloc((size_t)curves * (size_t)np * sizeof *ci_hi) : NULL;
+  double *r2 = ci ? malloc((size_t)curves * sizeof *r2) : NULL;
   me.param0 = malloc((size_t)curves * sizeof *me.param0);
-  if (!params || !state || !err || !me.param0 || (ci && (!ci_lo || !ci_hi))) {
+  if (!params || !state || !err || !me.param0 || (ci && (!ci_lo || !ci_hi || !r2))) {
     snprintf(me.why, sizeof me.why, "out of memory");
     free(ci_lo);
     free(ci_hi);
+    free(r2);
     free(params);
     free(state);
     free(err);
@@ -454,6 +456,7 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   memset(state, 0, (size_t)curves * sizeof *state);
   if (ci) {
     memset(ci_lo, 0, (size_t)curves * (size_t)np * sizeof *ci_lo);
+    memset(r2, 0, (size_t)curves * sizeof *r2);
     memset(ci_hi, 0, (size_t)curves * (size_t)np * sizeof *ci_hi);
   }
   /* in chunks, so that a slow tier stops after about `budget` seconds; tier cuda in one call after
@@ -471,7 +474,8 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   while (done < curves && s == LUMEN_OK && (done == 0 || secs < budget)) {
     int64_t nc = curves - done < chunk ? curves - done : chunk;
     lumen_fit_results res = {.params = params + done * np, .state = state + done,
-                             .ci_lo = ci_lo ? ci_lo + done * np : NULL, .ci_hi = ci_hi ? ci_hi + done * np : NULL};
+                             .ci_lo = ci_lo ? ci_lo + done * np : NULL, .ci_hi = ci_hi ? ci_hi + done * np : NULL,
+                             .r2 = r2 ? r2 + done : NULL};
     double t0 = lumen_now_seconds(), u0 = cpu_s();
     s = lumen_fit_execute(ctx, plan, nc, d->data + done * d->n, d->consts ? d->consts + done * LUMEN_FIT_NCONSTS : NULL,
                           &res);
@@ -502,6 +506,7 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   free(params);
   free(state);
   free(err);
+  free(r2);
   free(ci_lo);
   free(ci_hi);
   lumen_fit_plan_destroy(plan);
@@ -682,7 +687,7 @@ int main(int argc, char **argv) {
   if (load1 >= 0) printf("# load average at start: %.2f (other work on the machine slows every tier)\n", load1);
   printf("# Parker AIF (Hct %.2f, delay %.0f min), %.0f s frames, Ktrans U[0.01,0.5]/min, ve U[0.05,0.6], noise SD %.3f mM,"
          " tol 1e-6, float32 data, %s;\n# standard tier timed on at most %lld curves per row; every row stops after about %.3g s\n",
-         HCT, AIF_DELAY_MIN, FRAME_S, NOISE_MM, bo.ci ? "with 95 % confidence intervals" : "no confidence intervals (--no-ci)",
+         HCT, AIF_DELAY_MIN, FRAME_S, NOISE_MM, bo.ci ? "with 95 % confidence intervals and R^2" : "no confidence intervals or R^2 (--no-ci)",
          (long long)bo.standard_max, bo.budget);
   printf("# median rel. err: |Ktrans - truth| / truth (T1 for vfa/ir/sr) over curves with a finite result;\n"
          "# vs standard: speed ratio to the standard tier and median relative difference of that parameter\n\n");

@@ -28,6 +28,24 @@ void lumen_atomic_abort(lumen_atomic_file *f);           /* frees f; NULL allowe
 /* The temporary path (for messages and tests). */
 const char *lumen_atomic_tmp_path(const lumen_atomic_file *f);
 
+/* A block of an uncompressed file read by several threads (src/io/io_pread.c): bytes at offset
+   of fd into dst, each thread preading 16 MiB slices (and taking the first-touch page faults of
+   the pages it fills), swap (may be NULL) applied to each slice of elem-byte elements,
+   lumen_progress(stage) between rounds when stage is not NULL. Errors name fn, path and what
+   ("voxel data") as the serial readers do: "is truncated: the WHAT ends after N of M bytes" or
+   "cannot read ... (WHAT): strerror". */
+typedef struct lumen_io_pread_job {
+  lumen_ctx *ctx;
+  int fd;
+  int64_t offset, bytes;
+  unsigned char *dst;
+  int elem;
+  void (*swap)(int64_t n, int elem, void *buf);
+  int threads;
+  const char *fn, *path, *what, *stage;
+} lumen_io_pread_job;
+lumen_status lumen_io_pread_parallel(const lumen_io_pread_job *job);
+
 /* Caller's max_bytes resolved: 0 -> default, capped at physical memory. */
 int64_t lumen_io_resolve_max_bytes(int64_t requested);
 

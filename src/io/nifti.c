@@ -17,6 +17,7 @@
 #define READ_CHUNK ((size_t)4 << 20)
 /* voxel data of more than one block report progress ("read <basename>") after every block */
 #define PROGRESS_BLOCK ((int64_t)16 << 20)
+#define PARALLEL_READ_MIN ((int64_t)64 << 20) /* smaller voxel data: one thread reads it */
 /* deflate cannot compress more than about 1032:1; a .nii.gz claiming more data is truncated */
 #define GZIP_MAX_RATIO 1032
 /* decompressed bytes read after the voxel data of a .nii.gz to reach the gzip trailer; beyond this
@@ -105,6 +106,7 @@ typedef struct reader {
   const char *fn;
   const char *path;
   gzFile gz;
+  int fd;         /* gz's file (lumen_io_pread_parallel reads it directly) */
   int compressed;
   int64_t file_size;
   int64_t max_bytes;
@@ -409,6 +411,7 @@ static lumen_status open_reader(lumen_ctx *ctx, const char *fn, const char *path
   unsigned char magic[2] = {0, 0};
   ssize_t k = pread(fd, magic, 2, 0);
   r->compressed = k == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  r->fd = fd;
   r->gz = gzdopen(fd, "rb");
   if (!r->gz) {
     close(fd);
@@ -583,7 +586,10 @@ lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nift
   }
   unsigned char *dst = lumen_image_data(im);
   int64_t done = 0;
-  if (s == LUMEN_OK && direct) prefault(dst, r.data_bytes, lumen_ctx_threads(ctx));
+  const int threads = lumen_ctx_threads(ctx);
+  /* a large uncompressed file stored as returned: read by the threads (io_pread.c) */
+  const int parallel = direct && !r.compressed && threads > 1 && r.data_bytes >= PARALLEL_READ_MIN;
+  if (s == LUMEN_OK && direct && !parallel) prefault(dst, r.data_bytes, threads);
   /* progress: 0 before the data, after every PROGRESS_BLOCK bytes read (decompressed), 1 once
      the data (and the gzip trailer) are read; the callback may cancel at any of these */
   int report = r.data_bytes > PROGRESS_BLOCK;
@@ -594,6 +600,12 @@ lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nift
     snprintf(stage, sizeof stage, "read %s", base && base[1] ? base + 1 : path);
   }
   if (s == LUMEN_OK && report) s = lumen_progress(ctx, 0.0, stage);
+  if (s == LUMEN_OK && parallel) {
+    lumen_io_pread_job job = {ctx, r.fd, p->vox_offset, r.data_bytes, dst, r.elem, need_swap ? nifti_swap_Nbytes : NULL,
+                              threads, fn, path, "voxel data", report ? stage : NULL};
+    s = lumen_io_pread_parallel(&job);
+    if (s == LUMEN_OK) done = r.data_bytes;
+  }
   while (s == LUMEN_OK && done < r.data_bytes) {
     int64_t left = r.data_bytes - done;
     size_t chunk = left > (int64_t)READ_CHUNK ? READ_CHUNK : (size_t)left;

@@ -29,8 +29,8 @@ void lumen_atomic_abort(lumen_atomic_file *f);           /* frees f; NULL allowe
 const char *lumen_atomic_tmp_path(const lumen_atomic_file *f);
 
 /* A block of an uncompressed file read by several threads (src/io/io_pread.c): bytes at offset
-   of fd into dst, each thread preading 16 MiB slices (and taking the first-touch page faults of
-   the pages it fills), swap (may be NULL) applied to each slice of elem-byte elements,
+   of fd into dst (or through convert), each thread preading 16 MiB slices (and taking the
+   first-touch page faults of the pages it fills), swap (may be NULL) applied to each slice of elem-byte elements,
    lumen_progress(stage) between rounds when stage is not NULL. Errors name fn, path and what
    ("voxel data") as the serial readers do: "is truncated: the WHAT ends after N of M bytes" or
    "cannot read ... (WHAT): strerror". */
@@ -41,6 +41,10 @@ typedef struct lumen_io_pread_job {
   unsigned char *dst;
   int elem;
   void (*swap)(int64_t n, int elem, void *buf);
+  /* NULL: the bytes land in dst as they are; else each slice (n elements from element first,
+     swapped) is handed to convert, which writes them into the caller's destination */
+  void (*convert)(void *user, const unsigned char *src, int64_t first, int64_t n);
+  void *user;
   int threads;
   const char *fn, *path, *what, *stage;
 } lumen_io_pread_job;

@@ -519,6 +519,20 @@ static lumen_status check_gzip_end(reader *r) {
   return LUMEN_OK;
 }
 
+/* A converting read's destination (lumen_io_pread_parallel's convert): float32 values of the
+   stored type with the file's scaling. */
+typedef struct float_target {
+  float *out;
+  lumen_dtype stored;
+  int scale;
+  double slope, inter;
+} float_target;
+
+static void slice_to_float(void *user, const unsigned char *src, int64_t first, int64_t n) {
+  const float_target *t = user;
+  to_float(src, t->out + first, (size_t)n, t->stored, t->scale, t->slope, t->inter);
+}
+
 /* The first touch of a large fresh buffer on the context's threads, before the read copies into
    it: the kernel zeroes each new page at its first touch (~0.23 s for 670 MB on one thread here),
    which the serial copy would otherwise pay alone. Small buffers are left to the copy. */
@@ -587,8 +601,8 @@ lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nift
   unsigned char *dst = lumen_image_data(im);
   int64_t done = 0;
   const int threads = lumen_ctx_threads(ctx);
-  /* a large uncompressed file stored as returned: read by the threads (io_pread.c) */
-  const int parallel = direct && !r.compressed && threads > 1 && r.data_bytes >= PARALLEL_READ_MIN;
+  /* large uncompressed voxel data: read (and converted to float32) by the threads (io_pread.c) */
+  const int parallel = !r.compressed && threads > 1 && r.data_bytes >= PARALLEL_READ_MIN;
   if (s == LUMEN_OK && direct && !parallel) prefault(dst, r.data_bytes, threads);
   /* progress: 0 before the data, after every PROGRESS_BLOCK bytes read (decompressed), 1 once
      the data (and the gzip trailer) are read; the callback may cancel at any of these */
@@ -601,8 +615,10 @@ lumen_status lumen_nifti_read(lumen_ctx *ctx, const char *path, const lumen_nift
   }
   if (s == LUMEN_OK && report) s = lumen_progress(ctx, 0.0, stage);
   if (s == LUMEN_OK && parallel) {
-    lumen_io_pread_job job = {ctx, r.fd, p->vox_offset, r.data_bytes, dst, r.elem, need_swap ? nifti_swap_Nbytes : NULL,
-                              threads, fn, path, "voxel data", report ? stage : NULL};
+    float_target ft = {(float *)dst, r.stored, scale, slope, inter};
+    lumen_io_pread_job job = {ctx,     r.fd,    p->vox_offset, r.data_bytes, dst,          r.elem,
+                              need_swap ? nifti_swap_Nbytes : NULL,  direct ? NULL : slice_to_float,
+                              &ft,     threads, fn,            path,         "voxel data", report ? stage : NULL};
     s = lumen_io_pread_parallel(&job);
     if (s == LUMEN_OK) done = r.data_bytes;
   }

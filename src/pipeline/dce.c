@@ -231,87 +231,142 @@ static void record_model_fit(pipe_run *run, const model_fit *f, lumen_pipe_model
     pipe_curve_figure(run, &ci);
 }
 
-/* The maps of one model: parameters (and their CIs), derived values, sse, r2, AIC, delay, state. */
+/* What a map of a model holds at each fitted voxel (write_model_maps). */
+typedef enum {
+  MAP_PARAM, MAP_CI_LO, MAP_CI_HI, MAP_DERIVED, MAP_SSE, MAP_R2, MAP_AIC, MAP_DELAY, MAP_STATE
+} model_map_kind;
+enum { MODEL_MAPS_MAX = 3 * LUMEN_FIT_MAX_PARAMS + LUMEN_FIT_MAX_DERIVED + 5 };
+
+/* The maps of one model: what each holds (kind, parameter or derived index) and the fit's results. */
+typedef struct model_maps {
+  lumen_model model;
+  const lumen_fit_results *res;
+  const int64_t *list;
+  int64_t nlist, nt, nvox;
+  int np, nd, npar_aic;
+  model_out *mo;
+  int n;
+  model_map_kind kind[MODEL_MAPS_MAX];
+  int index[MODEL_MAPS_MAX];
+} model_maps;
+
+/* A map of the list: the kind and index in mm, the name, intent and sidecar fields in maps[mm->n]. */
+static void add_model_map(model_maps *mm, pipe_map_out *maps, const pipe_run *run, model_map_kind kind, int index,
+                          const char *param, const char *unit, const char *bu, int figure, const char *desc) {
+  const char *mname = lumen_model_name(mm->model);
+  pipe_map_out *m = &maps[mm->n];
+  mm->kind[mm->n] = kind;
+  mm->index[mm->n++] = index;
+  map_name(m->name, sizeof m->name, run->prefix, mname, param);
+  snprintf(m->param, sizeof m->param, "%s", param);
+  snprintf(m->description, sizeof m->description, "%s", desc);
+  m->data = NULL;
+  m->unit = unit;
+  m->model = mname;
+  m->backend_used = bu;
+  m->figure = figure;
+}
+
+/* The list, in the order the maps are written and recorded: parameters (each with its CIs), derived
+   values, sse, r2, AIC, delay, state. */
+static void model_map_list(model_maps *mm, pipe_map_out *maps, const pipe_run *run, const char *bu) {
+  const lumen_model model = mm->model;
+  const char *mname = lumen_model_name(model);
+  char pname[48], desc[200];
+  for (int p = 0; p < mm->np; ++p) {
+    const char *pn = lumen_model_param_name(model, p), *unit = lumen_model_param_unit(model, p);
+    snprintf(desc, sizeof desc, "lumen %s %s (%s)", mname, pn, unit);
+    add_model_map(mm, maps, run, MAP_PARAM, p, pn, unit, bu, 1, desc);
+    if (!mm->res->ci_lo) continue;
+    snprintf(pname, sizeof pname, "%s_cilo", pn);
+    snprintf(desc, sizeof desc, "lumen %s %s lower 95%% confidence bound", mname, pn);
+    add_model_map(mm, maps, run, MAP_CI_LO, p, pname, unit, bu, 0, desc);
+    snprintf(pname, sizeof pname, "%s_cihi", pn);
+    snprintf(desc, sizeof desc, "lumen %s %s upper 95%% confidence bound", mname, pn);
+    add_model_map(mm, maps, run, MAP_CI_HI, p, pname, unit, bu, 0, desc);
+  }
+  for (int d = 0; d < mm->nd; ++d) {
+    const char *dn = lumen_fit_derived_name(model, d);
+    snprintf(desc, sizeof desc, "lumen %s %s (derived)", mname, dn);
+    add_model_map(mm, maps, run, MAP_DERIVED, d, dn, lumen_fit_derived_unit(model, d), bu, 1, desc);
+  }
+  if (mm->np > 0) {
+    add_model_map(mm, maps, run, MAP_SSE, 0, "sse", "mM^2", bu, 0, "sum of squared residuals");
+    add_model_map(mm, maps, run, MAP_R2, 0, "r2", "", bu, 1, "coefficient of determination");
+    add_model_map(mm, maps, run, MAP_AIC, 0, "aic", "", bu, 0, "AIC = n ln(sse/n) + 2k");
+    if (mm->res->delay) add_model_map(mm, maps, run, MAP_DELAY, 0, "delay", "s", bu, 1, "fitted arterial delay");
+  }
+  char legend[256];
+  pipe_state_legend(legend, sizeof legend);
+  add_model_map(mm, maps, run, MAP_STATE, 0, "state", "", bu, 1, legend);
+}
+
+/* Map i of the list: the background (NaN; "not fitted" for the state map), then each fitted voxel's
+   value. Thread-safe for different maps. */
+static void fill_model_map(void *user, int i, float *map) {
+  const model_maps *mm = user;
+  const lumen_fit_results *r = mm->res;
+  const int64_t *list = mm->list, n = mm->nlist;
+  const int j = mm->index[i], np = mm->np, nd = mm->nd;
+  const float background = mm->kind[i] == MAP_STATE ? (float)LUMEN_FIT_NOT_FITTED : NAN;
+  for (int64_t v = 0; v < mm->nvox; ++v) map[v] = background;
+  switch (mm->kind[i]) {
+    case MAP_PARAM: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->params[k * np + j]; break;
+    case MAP_CI_LO: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->ci_lo[k * np + j]; break;
+    case MAP_CI_HI: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->ci_hi[k * np + j]; break;
+    case MAP_DERIVED: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->derived[k * nd + j]; break;
+    case MAP_SSE: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->chi2[k]; break;
+    case MAP_R2: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->r2[k]; break;
+    case MAP_AIC: {
+      const double nt = (double)mm->nt;
+      for (int64_t k = 0; k < n; ++k)
+        map[list[k]] = (float)(isfinite(r->chi2[k]) ? nt * log(fmax(r->chi2[k], 1e-300) / nt) + 2.0 * mm->npar_aic : NAN);
+      break;
+    }
+    case MAP_DELAY: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)(r->delay[k] * 60.0); break;
+    case MAP_STATE: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->state[k]; break;
+  }
+}
+
+/* The maps the run keeps for the model selection (best-model maps): copies, in the list's order. */
+static void keep_model_map(void *user, int i, const float *map) {
+  const model_maps *mm = user;
+  model_out *mo = mm->mo;
+  const size_t bytes = sizeof(float) * (size_t)mm->nvox;
+  const char *name = mm->kind[i] == MAP_PARAM ? lumen_model_param_name(mm->model, mm->index[i])
+                     : mm->kind[i] == MAP_DERIVED ? lumen_fit_derived_name(mm->model, mm->index[i]) : "";
+  if (mm->kind[i] == MAP_PARAM && !strcmp(name, "Ktrans") && mo->ktrans) memcpy(mo->ktrans, map, bytes);
+  if (mm->kind[i] == MAP_PARAM && !strcmp(name, "ve") && mo->ve) memcpy(mo->ve, map, bytes);
+  if ((mm->kind[i] == MAP_PARAM || mm->kind[i] == MAP_DERIVED) && !strcmp(name, "vp") && mo->vp) memcpy(mo->vp, map, bytes);
+  if (mm->kind[i] == MAP_AIC && mo->aic) memcpy(mo->aic, map, bytes);
+  if (mm->kind[i] == MAP_STATE && mo->state)
+    for (int64_t v = 0; v < mm->nvox; ++v) mo->state[v] = (int32_t)map[v];
+}
+
+/* The maps of one model: parameters (and their CIs), derived values, sse, r2, AIC, delay, state.
+   They are filled and written together (pipe_write_map_list): memory for all of them at once,
+   np x 3 + nd + 5 maps of nvox floats at most (Tofts with CIs: 11 maps, 92 MB for 256x256x32
+   voxels; the series being fitted is ~40 times that); where memory runs short they go in smaller
+   batches, down to one at a time through map. The pipeline has no memory limit of its own
+   (--memory-limit checks the inputs before the run). */
 static lumen_status write_model_maps(pipe_run *run, lumen_model model, const int64_t *list, int64_t nlist, int64_t nt,
                                      const lumen_fit_results *resp, model_out *mo, float *map) {
-  const lumen_pipe_config *cfg = run->cfg;
-  const char *mname = lumen_model_name(model);
-  const int np = lumen_model_param_count(model), nd = lumen_fit_derived_count(model);
-  const int npar_aic = np + (cfg->fit_delay ? 1 : 0);
-  const lumen_fit_results res = *resp;
+  model_maps *mm = calloc(1, sizeof *mm);
+  pipe_map_out *maps = calloc(MODEL_MAPS_MAX, sizeof *maps);
   lumen_status st = LUMEN_OK;
-  char name[400], desc[200];
-  const char *bu = res.backend_used;
-#define SCATTER(expr)                                                       \
-  do {                                                                      \
-    for (int64_t v = 0; v < run->nvox; ++v) map[v] = NAN;                   \
-    for (int64_t k = 0; k < nlist; ++k) map[list[k]] = (float)(expr);      \
-  } while (0)
-  for (int p = 0; p < np && st == LUMEN_OK; ++p) {
-    const char *pn = lumen_model_param_name(model, p);
-    SCATTER(res.params[k * np + p]);
-    map_name(name, sizeof name, run->prefix, mname, pn);
-    snprintf(desc, sizeof desc, "lumen %s %s (%s)", mname, pn, lumen_model_param_unit(model, p));
-    st = pipe_write_map(run, name, map, pn, lumen_model_param_unit(model, p), mname, bu, desc, 1);
-    if (st == LUMEN_OK && !strcmp(pn, "Ktrans") && mo->ktrans) memcpy(mo->ktrans, map, sizeof(float) * (size_t)run->nvox);
-    if (st == LUMEN_OK && !strcmp(pn, "ve") && mo->ve) memcpy(mo->ve, map, sizeof(float) * (size_t)run->nvox);
-    if (st == LUMEN_OK && !strcmp(pn, "vp") && mo->vp) memcpy(mo->vp, map, sizeof(float) * (size_t)run->nvox);
-    if (st == LUMEN_OK && res.ci_lo) {
-      char pname[48];
-      SCATTER(res.ci_lo[k * np + p]);
-      snprintf(pname, sizeof pname, "%s_cilo", pn);
-      map_name(name, sizeof name, run->prefix, mname, pname);
-      snprintf(desc, sizeof desc, "lumen %s %s lower 95%% confidence bound", mname, pn);
-      st = pipe_write_map(run, name, map, pname, lumen_model_param_unit(model, p), mname, bu, desc, 0);
-      if (st == LUMEN_OK) {
-        SCATTER(res.ci_hi[k * np + p]);
-        snprintf(pname, sizeof pname, "%s_cihi", pn);
-        map_name(name, sizeof name, run->prefix, mname, pname);
-        snprintf(desc, sizeof desc, "lumen %s %s upper 95%% confidence bound", mname, pn);
-        st = pipe_write_map(run, name, map, pname, lumen_model_param_unit(model, p), mname, bu, desc, 0);
-      }
-    }
+  if (!mm || !maps) {
+    st = lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D (%s): out of memory for the map list",
+                    lumen_model_name(model));
+  } else {
+    const int np = lumen_model_param_count(model);
+    *mm = (model_maps){model, resp, list, nlist, nt, run->nvox, np, lumen_fit_derived_count(model),
+                       np + (run->cfg->fit_delay ? 1 : 0), mo, 0, {0}, {0}};
+    model_map_list(mm, maps, run, resp->backend_used);
+    pipe_map_fill f = {fill_model_map, keep_model_map, mm};
+    st = pipe_write_map_list(run, maps, mm->n, map, &f);
   }
-  for (int d = 0; d < nd && st == LUMEN_OK; ++d) {
-    const char *dn = lumen_fit_derived_name(model, d);
-    SCATTER(res.derived[k * nd + d]);
-    map_name(name, sizeof name, run->prefix, mname, dn);
-    snprintf(desc, sizeof desc, "lumen %s %s (derived)", mname, dn);
-    st = pipe_write_map(run, name, map, dn, lumen_fit_derived_unit(model, d), mname, bu, desc, 1);
-    if (st == LUMEN_OK && !strcmp(dn, "vp") && mo->vp) memcpy(mo->vp, map, sizeof(float) * (size_t)run->nvox);
-  }
-  if (st == LUMEN_OK && np > 0) {
-    SCATTER(res.chi2[k]);
-    map_name(name, sizeof name, run->prefix, mname, "sse");
-    st = pipe_write_map(run, name, map, "sse", "mM^2", mname, bu, "sum of squared residuals", 0);
-    if (st == LUMEN_OK) {
-      SCATTER(res.r2[k]);
-      map_name(name, sizeof name, run->prefix, mname, "r2");
-      st = pipe_write_map(run, name, map, "r2", "", mname, bu, "coefficient of determination", 1);
-    }
-    if (st == LUMEN_OK) {
-      SCATTER(isfinite(res.chi2[k]) ? (double)nt * log(fmax(res.chi2[k], 1e-300) / (double)nt) + 2.0 * npar_aic : NAN);
-      if (mo->aic) memcpy(mo->aic, map, sizeof(float) * (size_t)run->nvox);
-      map_name(name, sizeof name, run->prefix, mname, "aic");
-      st = pipe_write_map(run, name, map, "aic", "", mname, bu, "AIC = n ln(sse/n) + 2k", 0);
-    }
-    if (st == LUMEN_OK && res.delay) {
-      SCATTER(res.delay[k] * 60.0);
-      map_name(name, sizeof name, run->prefix, mname, "delay");
-      st = pipe_write_map(run, name, map, "delay", "s", mname, bu, "fitted arterial delay", 1);
-    }
-  }
-  if (st == LUMEN_OK) {
-    for (int64_t v = 0; v < run->nvox; ++v) map[v] = LUMEN_FIT_NOT_FITTED;
-    for (int64_t k = 0; k < nlist; ++k) map[list[k]] = (float)res.state[k];
-    if (mo->state)
-      for (int64_t v = 0; v < run->nvox; ++v) mo->state[v] = (int32_t)map[v];
-    map_name(name, sizeof name, run->prefix, mname, "state");
-    char legend[256];
-    pipe_state_legend(legend, sizeof legend);
-    st = pipe_write_map(run, name, map, "state", "", mname, bu, legend, 1);
-  }
-#undef SCATTER
+  free(maps);
+  free(mm);
   return st;
 }
 

@@ -127,6 +127,37 @@ lumen_status pipe_load_mask(pipe_run *run, const char *ref_path);
 lumen_status pipe_write_map(pipe_run *run, const char *name, const float *data, const char *param,
                             const char *unit, const char *model, const char *backend_used, const char *description,
                             int figure);
+/* One map of pipe_write_maps: what pipe_write_map takes. */
+typedef struct pipe_map_out {
+  char name[400];
+  const float *data;       /* nvox values */
+  char param[48];
+  const char *unit, *model, *backend_used;
+  char description[256];
+  int figure;
+} pipe_map_out;
+/* Writes maps[0..n) as pipe_write_map one after the other would, with the same files, outputs,
+   report rows, figures, log messages and error (that of the first map in the list that failed),
+   but the NIfTI files and sidecars on up to the context's threads at once (each file's compression
+   on the threads left over): their compression and fsyncs overlap. The bookkeeping (outputs,
+   statistics, figures) follows in the list's order. Maps after a failed one may have been written
+   (whole files: every write is atomic). One thread, or no memory for the threads' contexts: one at
+   a time, as pipe_write_map. */
+lumen_status pipe_write_maps(pipe_run *run, const pipe_map_out *maps, int n);
+/* A list of maps filled on demand, for pipe_write_map_list: fill(user, i, map) writes map i's nvox
+   values (called on several threads at once, for different i); keep(user, i, map), when not NULL,
+   runs after it on the calling thread, in the list's order (copies the caller keeps). */
+typedef struct pipe_map_fill {
+  void (*fill)(void *user, int i, float *map);
+  void (*keep)(void *user, int i, const float *map);
+  void *user;
+} pipe_map_fill;
+/* Fills and writes maps[0..n) (data NULL: filled by f; else written as it is) in batches that
+   pipe_write_maps writes: the maps of a batch are in memory together (n x nvox floats for the whole
+   list). scratch (nvox floats, required) is the first buffer; the others are allocated here, and as
+   many as memory allows: with none, the maps go one at a time through scratch. Stops at the first
+   error. */
+lumen_status pipe_write_map_list(pipe_run *run, pipe_map_out *maps, int n, float *scratch, const pipe_map_fill *f);
 /* Records a non-map output (TSV, PNG, JSON ...) written elsewhere. */
 void pipe_record_output(pipe_run *run, const char *name);
 /* Refuses when NAME exists in out without overwrite. */

@@ -289,45 +289,71 @@ static lumen_status t1_record(pipe_run *run, t1_job *job) {
   return st;
 }
 
-/* The maps: T1, M0, R1, r2, sse, state. */
-static lumen_status t1_write_maps(pipe_run *run, t1_job *job) {
-  lumen_status st = LUMEN_OK;
-  {
-    char name[300];
-    const char *bu = job->res.backend_used;
-    snprintf(name, sizeof name, "%s_T1map.nii.gz", run->prefix);
-    st = pipe_write_map(run, name, job->t1, "T1", "s", job->mname, bu, "T1 in seconds", 1);
-#define SCAT(expr) do { for (int64_t v = 0; v < run->nvox; ++v) job->map[v] = NAN; for (int64_t k = 0; k < job->nl; ++k) job->map[job->list[k]] = (float)(expr); } while (0)
-    if (st == LUMEN_OK) {
-      SCAT(job->res.params[k * job->np + 1]);
-      snprintf(name, sizeof name, "%s_M0map.nii.gz", run->prefix);
-      st = pipe_write_map(run, name, job->map, "M0", "a.u.", job->mname, bu, "equilibrium signal M0", 1);
-    }
-    if (st == LUMEN_OK) {
-      SCAT(job->res.params[k * job->np + 0] > 0 ? 1.0 / job->res.params[k * job->np + 0] : NAN);
-      snprintf(name, sizeof name, "%s_R1map.nii.gz", run->prefix);
-      st = pipe_write_map(run, name, job->map, "R1", "1/s", job->mname, bu, "R1 = 1/T1 in 1/s", 1);
-    }
-    if (st == LUMEN_OK) {
-      SCAT(job->res.r2[k]);
-      snprintf(name, sizeof name, "%s_model-%s_param-r2.nii.gz", run->prefix, job->mname);
-      st = pipe_write_map(run, name, job->map, "r2", "", job->mname, bu, "coefficient of determination", 1);
-    }
-    if (st == LUMEN_OK) {
-      SCAT(job->res.chi2[k]);
-      snprintf(name, sizeof name, "%s_model-%s_param-sse.nii.gz", run->prefix, job->mname);
-      st = pipe_write_map(run, name, job->map, "sse", "a.u.^2", job->mname, bu, "sum of squared residuals", 0);
-    }
-    if (st == LUMEN_OK) {
-      for (int64_t v = 0; v < run->nvox; ++v) job->map[v] = LUMEN_FIT_NOT_FITTED;
-      for (int64_t k = 0; k < job->nl; ++k) job->map[job->list[k]] = (float)job->res.state[k];
-      snprintf(name, sizeof name, "%s_model-%s_param-state.nii.gz", run->prefix, job->mname);
-      char legend[256];
-      pipe_state_legend(legend, sizeof legend);
-      st = pipe_write_map(run, name, job->map, "state", "", job->mname, bu, legend, 1);
-    }
-#undef SCAT
+/* What each T1 map after the first (T1 itself, job->t1) holds at a fitted voxel. */
+enum { T1_MAP_T1, T1_MAP_M0, T1_MAP_R1, T1_MAP_R2, T1_MAP_SSE, T1_MAP_STATE, T1_MAPS };
+
+/* Map i (not T1_MAP_T1): NaN ("not fitted" for the state map), then each fitted voxel's value. */
+typedef struct t1_maps {
+  const t1_job *job;
+  int64_t nvox;
+} t1_maps;
+
+static void t1_fill_map(void *user, int i, float *map) {
+  const t1_job *job = ((const t1_maps *)user)->job;
+  const int64_t nvox = ((const t1_maps *)user)->nvox;
+  const lumen_fit_results *r = &job->res;
+  const int64_t *list = job->list, n = job->nl;
+  const int np = job->np;
+  for (int64_t v = 0; v < nvox; ++v) map[v] = i == T1_MAP_STATE ? (float)LUMEN_FIT_NOT_FITTED : NAN;
+  switch (i) {
+    case T1_MAP_M0: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->params[k * np + 1]; break;
+    case T1_MAP_R1:
+      for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)(r->params[k * np + 0] > 0 ? 1.0 / r->params[k * np + 0] : NAN);
+      break;
+    case T1_MAP_R2: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->r2[k]; break;
+    case T1_MAP_SSE: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->chi2[k]; break;
+    case T1_MAP_STATE: for (int64_t k = 0; k < n; ++k) map[list[k]] = (float)r->state[k]; break;
+    default: break;
   }
+}
+
+static void t1_map(pipe_map_out *m, const t1_job *job, const char *name, const char *param, const char *unit,
+                   const char *desc) {
+  snprintf(m->name, sizeof m->name, "%s", name);
+  snprintf(m->param, sizeof m->param, "%s", param);
+  snprintf(m->description, sizeof m->description, "%s", desc);
+  m->data = NULL;
+  m->unit = unit;
+  m->model = job->mname;
+  m->backend_used = job->res.backend_used;
+  m->figure = strcmp(param, "sse") != 0;
+}
+
+/* The maps: T1, M0, R1, r2, sse, state, filled and written together (pipe_write_map_list; six
+   maps of nvox floats at most, fewer where memory runs short). */
+static lumen_status t1_write_maps(pipe_run *run, t1_job *job) {
+  pipe_map_out *maps = calloc(T1_MAPS, sizeof *maps);
+  if (!maps) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "T1: out of memory for the map list");
+  const char *p = run->prefix, *mn = job->mname;
+  char name[300], legend[256];
+  snprintf(name, sizeof name, "%s_T1map.nii.gz", p);
+  t1_map(&maps[T1_MAP_T1], job, name, "T1", "s", "T1 in seconds");
+  maps[T1_MAP_T1].data = job->t1;
+  snprintf(name, sizeof name, "%s_M0map.nii.gz", p);
+  t1_map(&maps[T1_MAP_M0], job, name, "M0", "a.u.", "equilibrium signal M0");
+  snprintf(name, sizeof name, "%s_R1map.nii.gz", p);
+  t1_map(&maps[T1_MAP_R1], job, name, "R1", "1/s", "R1 = 1/T1 in 1/s");
+  snprintf(name, sizeof name, "%s_model-%s_param-r2.nii.gz", p, mn);
+  t1_map(&maps[T1_MAP_R2], job, name, "r2", "", "coefficient of determination");
+  snprintf(name, sizeof name, "%s_model-%s_param-sse.nii.gz", p, mn);
+  t1_map(&maps[T1_MAP_SSE], job, name, "sse", "a.u.^2", "sum of squared residuals");
+  snprintf(name, sizeof name, "%s_model-%s_param-state.nii.gz", p, mn);
+  pipe_state_legend(legend, sizeof legend);
+  t1_map(&maps[T1_MAP_STATE], job, name, "state", "", legend);
+  t1_maps tm = {job, run->nvox};
+  pipe_map_fill f = {t1_fill_map, NULL, &tm};
+  lumen_status st = pipe_write_map_list(run, maps, T1_MAPS, job->map, &f);
+  free(maps);
   return st;
 }
 

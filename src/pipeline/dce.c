@@ -344,11 +344,12 @@ static void keep_model_map(void *user, int i, const float *map) {
 }
 
 /* The maps of one model: parameters (and their CIs), derived values, sse, r2, AIC, delay, state.
-   They are filled and written together (pipe_write_map_list): memory for all of them at once,
-   np x 3 + nd + 5 maps of nvox floats at most (Tofts with CIs: 11 maps, 92 MB for 256x256x32
-   voxels; the series being fitted is ~40 times that); where memory runs short they go in smaller
-   batches, down to one at a time through map. The pipeline has no memory limit of its own
-   (--memory-limit checks the inputs before the run). */
+   They are filled and written together (pipe_write_map_list): memory for np x 3 + nd + 5 maps of
+   nvox floats at most, or 2 per thread where that is fewer (Tofts with CIs: 11 maps, 92 MB for
+   256x256x32 voxels; 4 maps with 2 threads; the series being fitted is 80 frames of the same size);
+   where memory runs short they go in smaller batches, down to one at a time through map. The
+   pipeline has no memory limit of its own to charge them to (--memory-limit checks the inputs
+   before the run). */
 static lumen_status write_model_maps(pipe_run *run, lumen_model model, const int64_t *list, int64_t nlist, int64_t nt,
                                      const lumen_fit_results *resp, model_out *mo, float *map) {
   model_maps *mm = calloc(1, sizeof *mm);

@@ -206,9 +206,14 @@ static int fill_batch(pipe_run *run, pipe_map_out *maps, int first, int n, float
 }
 
 lumen_status pipe_write_map_list(pipe_run *run, pipe_map_out *maps, int n, float *scratch, const pipe_map_fill *f) {
-  if (n > PIPE_MAX_OUTPUTS) n = PIPE_MAX_OUTPUTS; /* more would not be recorded anyway */
-  int want = -1; /* buffers beyond scratch: one per map to fill */
+  if (n > PIPE_MAX_OUTPUTS) /* more would not be recorded anyway */
+    return lumen_fail(run->ctx, LUMEN_ERR_INTERNAL, "pipe_write_map_list: %d maps, at most %d", n, PIPE_MAX_OUTPUTS);
+  /* buffers beyond scratch: one per map to fill, but no more than two per thread: more would not
+     add threads, only memory (a batch waits for its slowest map, so a little more than one each) */
+  int want = -1;
   for (int i = 0; i < n; ++i) want += !maps[i].data;
+  const int most = 2 * lumen_ctx_threads(run->ctx) - 1;
+  if (want > most) want = most;
   float *bufs[PIPE_MAX_OUTPUTS];
   const int nb = map_buffers(bufs, scratch, want, run->nvox);
   lumen_status st = LUMEN_OK;

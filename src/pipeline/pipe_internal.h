@@ -152,11 +152,11 @@ typedef struct pipe_map_fill {
   void (*keep)(void *user, int i, const float *map);
   void *user;
 } pipe_map_fill;
-/* Fills and writes maps[0..n) (data NULL: filled by f; else written as it is) in batches that
-   pipe_write_maps writes: the maps of a batch are in memory together (n x nvox floats for the whole
-   list). scratch (nvox floats, required) is the first buffer; the others are allocated here, and as
-   many as memory allows: with none, the maps go one at a time through scratch. Stops at the first
-   error. */
+/* Fills and writes maps[0..n) (data NULL: filled by f; else written as it is; n at most
+   PIPE_MAX_OUTPUTS) in batches that pipe_write_maps writes: the maps of a batch are in memory
+   together, up to 2 x the context's threads of them (nvox floats each). scratch (nvox floats,
+   required) is the first buffer; the others are allocated here, as many as memory allows: with
+   none, the maps go one at a time through scratch. Stops at the first error. */
 lumen_status pipe_write_map_list(pipe_run *run, pipe_map_out *maps, int n, float *scratch, const pipe_map_fill *f);
 /* Records a non-map output (TSV, PNG, JSON ...) written elsewhere. */
 void pipe_record_output(pipe_run *run, const char *name);

@@ -289,15 +289,16 @@ static lumen_status t1_record(pipe_run *run, t1_job *job) {
   return st;
 }
 
-/* What each T1 map after the first (T1 itself, job->t1) holds at a fitted voxel. */
+/* The T1 maps in the order they are written; the first is job->t1 (t1_record fills it). */
 enum { T1_MAP_T1, T1_MAP_M0, T1_MAP_R1, T1_MAP_R2, T1_MAP_SSE, T1_MAP_STATE, T1_MAPS };
 
-/* Map i (not T1_MAP_T1): NaN ("not fitted" for the state map), then each fitted voxel's value. */
 typedef struct t1_maps {
   const t1_job *job;
   int64_t nvox;
 } t1_maps;
 
+/* Map i (not T1_MAP_T1): NaN ("not fitted" for the state map), then each fitted voxel's value.
+   Thread-safe for different maps. */
 static void t1_fill_map(void *user, int i, float *map) {
   const t1_job *job = ((const t1_maps *)user)->job;
   const int64_t nvox = ((const t1_maps *)user)->nvox;

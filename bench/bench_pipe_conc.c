@@ -1,4 +1,5 @@
-/* Stage A's signal -> concentration (pipe_convert, src/pipeline/conc.c), the input checksum
+/* Stage A's signal -> concentration and mean tissue curve (pipe_convert, src/pipeline/conc.c, as
+   `lumen dce` calls it), the input checksum
    (lumen_pipe_checksum_file) and the writing of one 256x256x32 float map as .nii.gz
    (lumen_nifti_write, level 1) on synthetic data, with a reference row for each: a plain loop of
    one libm log per sample (the floor of a bit-identical conversion), FNV-1a byte by byte (the
@@ -36,13 +37,17 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
   pipe_spgr sp = {15 * 3.14159265358979323846 / 180, 0.005, 4.5, 1, 4, 0.3};
   for (int64_t k = 0; k < nvox * nt; ++k) conc[k] = 0; /* first touch outside the timing */
   double samples = (double)nvox * (double)nt;
-  pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, threads, LUMEN_CPU_SIMD_OFF, conc, ninv, bad); /* warm */
+  double *mean = malloc(sizeof(double) * (size_t)nt);
+  int64_t used = 0;
+  if (!mean) { fprintf(stderr, "out of memory\n"); exit(1); }
+  pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, threads, LUMEN_CPU_SIMD_OFF, conc, ninv, bad, mean,
+               &used); /* warm */
   const lumen_cpu_simd limits[] = {LUMEN_CPU_SIMD_OFF, LUMEN_CPU_SIMD_AUTO};
   const char *names[] = {"scalar log", "vector log (auto)"};
   for (int li = 0; li < 2; ++li)
     for (int th = 1; th <= threads; th *= 2) {
       double t0 = now();
-      pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, th, limits[li], conc, ninv, bad);
+      pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, th, limits[li], conc, ninv, bad, mean, &used);
       double t = now() - t0;
       printf("| pipe_convert, %s, %d thread(s) | %.3f s | %.2f ns/sample |\n", names[li], th, t, 1e9 * t / samples);
     }
@@ -51,7 +56,7 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
   for (int64_t k = 0; k < nvox * nt; ++k) acc += log(0.5 + 1e-9 * (double)(k & 1023));
   double t = now() - t0;
   printf("| reference: libm log per sample, 1 thread | %.3f s | %.2f ns/sample | (%g)\n", t, 1e9 * t / samples, acc);
-  free(sig); free(conc); free(list); free(ninv); free(bad);
+  free(sig); free(conc); free(list); free(ninv); free(bad); free(mean);
 }
 
 static void bench_checksum(int64_t mb) {

@@ -775,18 +775,18 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
   }
   if (st == LUMEN_OK) {
     for (int64_t v = 0; v < run->nvox; ++v) if (run->mask[v]) j->list[j->nlist++] = v;
-    pipe_convert(lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist, j->t10,
-                 isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, j->b1, &j->sp, !j->signal,
-                 lumen_ctx_threads(ctx), lumen_ctx_cpu_simd(ctx), j->conc, j->ninv, j->bad);
     int64_t used = 0;
-    for (int64_t k = 0; k < j->nlist; ++k) {
+    if (pipe_convert(lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist, j->t10,
+                     isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, j->b1, &j->sp, !j->signal,
+                     lumen_ctx_threads(ctx), lumen_ctx_cpu_simd(ctx), j->conc, j->ninv, j->bad, j->tissue_mean,
+                     &used) != 0)
+      st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for the mean tissue curve");
+    for (int64_t k = 0; st == LUMEN_OK && k < j->nlist; ++k) {
       j->n_bad += j->bad[k];
       j->n_flag += j->ninv[k];
       j->n_interp += !j->bad[k] && j->ninv[k] > 0;
     }
-    if (pipe_mean_curve(j->conc, j->bad, j->nlist, j->nt, lumen_ctx_threads(ctx), j->tissue_mean, &used) != 0)
-      st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for the mean tissue curve");
-    else if (used == 0)
+    if (st == LUMEN_OK && used == 0)
       st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "stage A: no voxel of '%s' gives a usable concentration curve (check T1, flip angle, TR, baseline)", cfg->dce);
   }

@@ -264,16 +264,15 @@ typedef struct pipe_spgr {
    input_conc: the signal is concentration already (only flags non-finite samples).
    ninvalid[k]: flagged samples of list[k]; bad[k] = 1 when the curve is unusable. threads: how
    many (the context's); the curves do not depend on it. simd: the context's limit of the vector
-   instructions (the logarithm's, conc_log.h). */
-void pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
-                  const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
-                  int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad);
-
-/* The mean of the usable curves (bad[k] == 0) of conc (nlist x nt) into mean (nt), *used = their
-   count (mean 0 when none). Threads sum fixed blocks of curves, the partial sums are added in
-   block order: the same bits for any thread count. 0, or -1 when out of memory. */
-int pipe_mean_curve(const float *conc, const uint8_t *bad, int64_t nlist, int64_t nt, int threads, double *mean,
-                    int64_t *used);
+   instructions (the logarithm's, conc_log.h).
+   mean (nt, or NULL): the mean of the usable curves (bad[k] == 0), *used = their count (mean 0
+   when none), summed while the curves are written: each group of 4096 curves in list order, the
+   groups' sums added in group order, so the same bits for any thread count.
+   0, or -1 when out of memory for the mean's partial sums (nothing converted). */
+int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
+                 const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
+                 int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad, double *mean,
+                 int64_t *used);
 
 /* T1 fitting core shared by `lumen t1` and `lumen dce --vfa` */
 lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *files, int nfiles,

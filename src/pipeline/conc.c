@@ -49,6 +49,7 @@ typedef struct conc_block {
   double row[BLK];
   double inv_m0sa[BLK], ca[BLK], c0[BLK];
   int valid[BLK];
+  uint8_t flagged[BLK]; /* the voxel has a NaN (flagged) sample */
 } conc_block;
 
 /* The voxel constants of block voxels [0, nb), whose frame i starts at rows + i * rs: the
@@ -86,34 +87,131 @@ static inline double spgr_e1(float s, double inv_m0sa, double ca) {
   return (1 - x) / (1 - x * ca);
 }
 
-/* Signal -> concentration of one frame of the block (s: nb samples) into out (nb floats): the
-   arithmetic around the logarithm runs across voxels in vector registers, in a row that stays
-   in L1; a flagged sample (not finite, out of range) becomes NaN, which no valid sample can be.
-   Per sample the operations are those of lumen_spgr_signal_to_conc:
+#if PIPE_CONC_LOG_VEC
+/* spgr_frame's operations on voxels [0, nb - nb % 8) in AVX-512 registers, the logarithm
+   included (pipe_conc_log8, the function pipe_conc_log calls at level 2); returns where it
+   stopped. */
+__attribute__((target("avx512f"))) static int64_t spgr_frame_avx512(const conc_block *cb, int64_t nb, const float *s,
+                                                                     double k, float *out) {
+  const __m512d one = _mm512_set1_pd(1.0), kv = _mm512_set1_pd(k);
+  int64_t j = 0;
+  for (; j + 8 <= nb; j += 8) {
+    __m512d x = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(s + j)), _mm512_loadu_pd(cb->inv_m0sa + j));
+    __m512d e1 = _mm512_div_pd(_mm512_sub_pd(one, x), _mm512_sub_pd(one, _mm512_mul_pd(x, _mm512_loadu_pd(cb->ca + j))));
+    __m512d c = _mm512_add_pd(_mm512_mul_pd(pipe_conc_log8(e1), kv), _mm512_loadu_pd(cb->c0 + j));
+    _mm256_storeu_ps(out + j, _mm512_cvtpd_ps(c));
+  }
+  return j;
+}
+
+/* The same in AVX2 registers (level 1: pipe_conc_log4), voxels [0, nb - nb % 4). */
+__attribute__((target("avx2"))) static int64_t spgr_frame_avx2(const conc_block *cb, int64_t nb, const float *s, double k,
+                                                                float *out) {
+  const __m256d one = _mm256_set1_pd(1.0), kv = _mm256_set1_pd(k);
+  int64_t j = 0;
+  for (; j + 4 <= nb; j += 4) {
+    __m256d x = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(s + j)), _mm256_loadu_pd(cb->inv_m0sa + j));
+    __m256d e1 = _mm256_div_pd(_mm256_sub_pd(one, x), _mm256_sub_pd(one, _mm256_mul_pd(x, _mm256_loadu_pd(cb->ca + j))));
+    __m256d c = _mm256_add_pd(_mm256_mul_pd(pipe_conc_log4(e1), kv), _mm256_loadu_pd(cb->c0 + j));
+    _mm_storeu_ps(out + j, _mm256_cvtpd_ps(c));
+  }
+  return j;
+}
+#endif
+
+/* Signal -> concentration of one frame of the block (s: nb samples) into out (nb floats), across
+   voxels: in vector registers, logarithm included, at levels 1 and 2; otherwise (and for the last
+   voxels short of a vector) through a row that stays in L1. A flagged sample (not finite, out of
+   range) becomes NaN, which no valid sample can be. Per sample the operations are those of
+   lumen_spgr_signal_to_conc, in its order and without fused multiply-adds, at every level:
    C = log(E1) (-1 / (TR r1)) - (1 / T10) / r1, i.e. (R1 - R10) / r1 with R1 = -log(E1) / TR, with
    one division per sample (a non-finite s gives a NaN E1, which fails the range test). */
 static void spgr_frame(conc_block *cb, int64_t nb, const float *s, double k, int log_level, float *out) {
-  for (int64_t j = 0; j < nb; ++j) cb->row[j] = spgr_e1(s[j], cb->inv_m0sa[j], cb->ca[j]);
-  pipe_conc_log(cb->row, nb, log_level);
-  for (int64_t j = 0; j < nb; ++j) out[j] = (float)(cb->row[j] * k + cb->c0[j]);
+  int64_t j0 = 0;
+#if PIPE_CONC_LOG_VEC
+  if (log_level >= 2) j0 = spgr_frame_avx512(cb, nb, s, k, out);
+  else if (log_level == 1) j0 = spgr_frame_avx2(cb, nb, s, k, out);
+#endif
+  if (j0 == nb) return;
+  for (int64_t j = j0; j < nb; ++j) cb->row[j] = spgr_e1(s[j], cb->inv_m0sa[j], cb->ca[j]);
+  pipe_conc_log(cb->row + j0, nb - j0, log_level);
+  for (int64_t j = j0; j < nb; ++j) out[j] = (float)(cb->row[j] * k + cb->c0[j]);
 }
 
-/* The block's curves from the tile into dst (curve-major, nt floats each), voxel by voxel
-   (contiguous writes; the reads walk one column of the tile, whose lines the next voxels reuse
-   from L1), and nflag[j]: the flagged (NaN) samples of voxel j, counted in a register. A voxel
-   with flagged samples is rewritten afterwards (interpolation or NaN). */
-static void store_curves(const float *tile, int64_t nb, int64_t nt, float *dst, int64_t *nflag) {
-  for (int64_t j = 0; j < nb; ++j) {
-    const float *src = tile + j;
-    float *d = dst + j * nt;
-    int64_t nf = 0;
-    for (int64_t i = 0; i < nt; ++i) {
-      const float v = src[i * nb];
-      nf += v != v;
-      d[i] = v;
+/* Voxels [j0, j1) of the tile (frame-major, nb per frame) into dst (curve-major, nt floats each),
+   frames [i0, nt): contiguous writes; the reads walk one column of the tile, whose lines the next
+   voxels reuse from L1. flagged[j] |= whether one of them is NaN. */
+static void store_curves_plain(const float *tile, int64_t nb, int64_t j0, int64_t j1, int64_t i0, int64_t nt,
+                               float *dst, uint8_t *flagged) {
+  for (int64_t j = j0; j < j1; ++j) {
+    int nan = 0;
+    for (int64_t i = i0; i < nt; ++i) {
+      const float v = tile[i * nb + j];
+      nan |= v != v;
+      dst[j * nt + i] = v;
     }
-    nflag[j] = nf;
+    flagged[j] |= (uint8_t)nan;
   }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define CONC_X86 1
+
+/* Tile rows t[r * nb], r < 8, 8 floats each, into the 8 curves d[c * nt], c < 8 (a transposition
+   in registers: moves only, the bits are kept); nan[c] gets the curve's NaN lanes. */
+__attribute__((target("avx"))) static inline void transpose8(const float *t, int64_t nb, float *d, int64_t nt,
+                                                             __m256 nan[8]) {
+  __m256 r[8], u[8];
+  for (int q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(t + q * nb);
+  for (int q = 0; q < 8; q += 2) { /* pairs of rows interleaved */
+    u[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
+    u[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
+  }
+  for (int q = 0; q < 8; q += 4) { /* columns (c, c + 4) of rows q..q+3, c = 0..3 */
+    r[q] = _mm256_shuffle_ps(u[q], u[q + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[q + 1] = _mm256_shuffle_ps(u[q], u[q + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[q + 2] = _mm256_shuffle_ps(u[q + 1], u[q + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[q + 3] = _mm256_shuffle_ps(u[q + 1], u[q + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; ++c) {
+    u[c] = _mm256_permute2f128_ps(r[c], r[c + 4], 0x20);
+    u[c + 4] = _mm256_permute2f128_ps(r[c], r[c + 4], 0x31);
+  }
+  for (int c = 0; c < 8; ++c) {
+    _mm256_storeu_ps(d + c * nt, u[c]);
+    nan[c] = _mm256_or_ps(nan[c], _mm256_cmp_ps(u[c], u[c], _CMP_UNORD_Q));
+  }
+}
+
+/* store_curves_plain by 8 x 8 transpositions; the edges (nb or nt not a multiple of 8) plainly. */
+__attribute__((target("avx"))) static void store_curves_avx(const float *tile, int64_t nb, int64_t nt, float *dst,
+                                                              uint8_t *flagged) {
+  const int64_t nb8 = nb & ~(int64_t)7, nt8 = nt & ~(int64_t)7;
+  for (int64_t j = 0; j < nb8; j += 8) {
+    __m256 nan[8];
+    for (int c = 0; c < 8; ++c) nan[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nt8; i += 8) transpose8(tile + i * nb + j, nb, dst + j * nt + i, nt, nan);
+    for (int c = 0; c < 8; ++c) flagged[j + c] = _mm256_movemask_ps(nan[c]) != 0;
+    store_curves_plain(tile, nb, j, j + 8, nt8, nt, dst, flagged);
+  }
+  store_curves_plain(tile, nb, nb8, nb, 0, nt, dst, flagged);
+}
+#else
+#define CONC_X86 0
+#endif
+
+/* The block's curves into dst; level: the vector level allowed (that of the logarithm). */
+static void store_curves(const float *tile, int64_t nb, int64_t nt, float *dst, int level, uint8_t *flagged) {
+  for (int64_t j = 0; j < nb; ++j) flagged[j] = 0;
+#if CONC_X86
+  if (level >= 1) {
+    store_curves_avx(tile, nb, nt, dst, flagged);
+    return;
+  }
+#endif
+  (void)level;
+  store_curves_plain(tile, nb, 0, nb, 0, nt, dst, flagged);
 }
 
 /* Voxel j of the block (frame i at s[i * rs]), valid: its curve in double into c (0 where
@@ -176,6 +274,7 @@ typedef struct conc_job {
   const float *sig; /* nvox x nt, voxel fastest */
   int64_t nvox, nt;
   const int64_t *list;
+  int64_t nlist;
   const float *t10, *b1;
   double t10_const;
   const pipe_spgr *sp;
@@ -211,13 +310,17 @@ static void convert_signal(const conc_job *jb, int64_t k0, int64_t nb, const flo
     b1v[j] = jb->b1 ? (double)jb->b1[jb->list[k0 + j]] : 1.0;
   }
   spgr_constants(cb, nb, rows, rs, t10v, b1v, sp, jb->run_ok);
-  for (int64_t i = 0; i < nt; ++i) spgr_frame(cb, nb, rows + i * rs, k, jb->log_level, cb->tile + i * nb);
-  int64_t nflag[BLK];
-  store_curves(cb->tile, nb, nt, jb->conc + k0 * nt, nflag);
+  const int pf = rs == jb->nvox && k0 + 2 * nb <= jb->nlist && jb->list[k0 + 2 * nb - 1] - jb->list[k0] == 2 * nb - 1;
+  for (int64_t i = 0; i < nt; ++i) {
+    if (pf)
+      for (int64_t q = 0; q < nb; q += 16) __builtin_prefetch(rows + i * rs + nb + q);
+    spgr_frame(cb, nb, rows + i * rs, k, jb->log_level, cb->tile + i * nb);
+  }
+  store_curves(cb->tile, nb, nt, jb->conc + k0 * nt, jb->log_level, cb->flagged);
   for (int64_t j = 0; j < nb; ++j) {
     int32_t *ninv = &jb->ninvalid[k0 + j];
     uint8_t *bad = &jb->bad[k0 + j];
-    if (cb->valid[j] && nflag[j] == 0) { *ninv = 0; *bad = 0; continue; } /* stored */
+    if (cb->valid[j] && !cb->flagged[j]) { *ninv = 0; *bad = 0; continue; } /* stored */
     int64_t nbad = cb->valid[j] ? spgr_curve(cb, j, rows + j, rs, nt, k, jb->log_level, cb->c, cb->flag) : -1;
     finish_voxel(nbad, nt, sp, cb->c, cb->flag, jb->conc + (k0 + j) * nt, ninv, bad);
   }
@@ -238,14 +341,70 @@ static void convert_block(const conc_job *jb, int64_t k0, int64_t k1, conc_block
   }
 }
 
+/* part[i] += c[i] over the usable curves (bad[k] == 0) among conc's n, frames [i0, nt), in curve
+   order for each frame. */
+static void add_curves_plain(const float *conc, const uint8_t *bad, int64_t n, int64_t i0, int64_t nt, double *part) {
+  for (int64_t k = 0; k < n; ++k) {
+    if (bad[k]) continue;
+    const float *c = conc + k * nt;
+    for (int64_t i = i0; i < nt; ++i) part[i] += c[i];
+  }
+}
+
+#if CONC_X86
+/* add_curves_plain with 32 frames' sums at a time in AVX-512 registers (each sum still takes the
+   curves in order: the same bits); returns the frame where it stopped. */
+__attribute__((target("avx512f"))) static int64_t add_curves_avx512(const float *conc, const uint8_t *bad, int64_t n,
+                                                                     int64_t nt, double *part) {
+  int64_t i = 0;
+  for (; i + 32 <= nt; i += 32) {
+    __m512d a[4];
+    for (int q = 0; q < 4; ++q) a[q] = _mm512_loadu_pd(part + i + 8 * q);
+    for (int64_t k = 0; k < n; ++k) {
+      if (bad[k]) continue;
+      const float *c = conc + k * nt + i;
+      for (int q = 0; q < 4; ++q) a[q] = _mm512_add_pd(a[q], _mm512_cvtps_pd(_mm256_loadu_ps(c + 8 * q)));
+    }
+    for (int q = 0; q < 4; ++q) _mm512_storeu_pd(part + i + 8 * q, a[q]);
+  }
+  for (; i + 8 <= nt; i += 8) {
+    __m512d a = _mm512_loadu_pd(part + i);
+    for (int64_t k = 0; k < n; ++k)
+      if (!bad[k]) a = _mm512_add_pd(a, _mm512_cvtps_pd(_mm256_loadu_ps(conc + k * nt + i)));
+    _mm512_storeu_pd(part + i, a);
+  }
+  return i;
+}
+
+/* The same with 16 frames at a time in AVX registers. */
+__attribute__((target("avx"))) static int64_t add_curves_avx(const float *conc, const uint8_t *bad, int64_t n,
+                                                              int64_t nt, double *part) {
+  int64_t i = 0;
+  for (; i + 16 <= nt; i += 16) {
+    __m256d a[4];
+    for (int q = 0; q < 4; ++q) a[q] = _mm256_loadu_pd(part + i + 4 * q);
+    for (int64_t k = 0; k < n; ++k) {
+      if (bad[k]) continue;
+      const float *c = conc + k * nt + i;
+      for (int q = 0; q < 4; ++q) a[q] = _mm256_add_pd(a[q], _mm256_cvtps_pd(_mm_loadu_ps(c + 4 * q)));
+    }
+    for (int q = 0; q < 4; ++q) _mm256_storeu_pd(part + i + 4 * q, a[q]);
+  }
+  return i;
+}
+#endif
+
 /* Adds the usable curves of list[k0, k1) to part (nt), in list order; cnt: how many. */
 static void add_curves(const conc_job *jb, int64_t k0, int64_t k1, double *part, int64_t *cnt) {
-  for (int64_t k = k0; k < k1; ++k) {
-    if (jb->bad[k]) continue;
-    ++*cnt;
-    const float *c = jb->conc + k * jb->nt;
-    for (int64_t i = 0; i < jb->nt; ++i) part[i] += c[i];
-  }
+  const float *conc = jb->conc + k0 * jb->nt;
+  const uint8_t *bad = jb->bad + k0;
+  int64_t i0 = 0;
+  for (int64_t k = 0; k < k1 - k0; ++k) *cnt += !bad[k];
+#if CONC_X86
+  if (jb->log_level >= 2) i0 = add_curves_avx512(conc, bad, k1 - k0, jb->nt, part);
+  else if (jb->log_level == 1) i0 = add_curves_avx(conc, bad, k1 - k0, jb->nt, part);
+#endif
+  add_curves_plain(conc, bad, k1 - k0, i0, jb->nt, part);
 }
 
 static conc_block *block_scratch_new(int64_t nt) {
@@ -285,7 +444,7 @@ int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list
                  const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
                  int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad, double *mean,
                  int64_t *used) {
-  const conc_job jb = {sig, nvox, nt, list, t10, b1, t10_const, sp, input_conc, run_options_valid(sp, nt),
+  const conc_job jb = {sig, nvox, nt, list, nlist, t10, b1, t10_const, sp, input_conc, run_options_valid(sp, nt),
                        pipe_conc_log_level(simd), conc, ninvalid, bad};
   /* a work unit: one block, or MEAN_BLK curves when the mean is summed (its partial sum is made
      while the unit's curves are in cache) */

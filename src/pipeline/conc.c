@@ -43,7 +43,7 @@ enum { MEAN_BLK = 4096 }; /* curves per partial sum of the mean curve (a multipl
    work row, the per-voxel constants 1 / (M0 sin a), cos a and -(1 / T10) / r1
    (lumen_spgr_signal_to_conc's), and one voxel's curve and flags for the flagged-sample path. */
 typedef struct conc_block {
-  float *sig, *tile;
+  float *sig, *tile, *out; /* out: the block's curves (curve-major) before they are copied out */
   double *c;
   uint8_t *flag;
   double row[BLK];
@@ -316,17 +316,17 @@ static void convert_signal(const conc_job *jb, int64_t k0, int64_t nb, const flo
       for (int64_t q = 0; q < nb; q += 16) __builtin_prefetch(rows + i * rs + nb + q);
     spgr_frame(cb, nb, rows + i * rs, k, jb->log_level, cb->tile + i * nb);
   }
-  store_curves(cb->tile, nb, nt, jb->conc + k0 * nt, jb->log_level, cb->flagged);
+  store_curves(cb->tile, nb, nt, cb->out, jb->log_level, cb->flagged);
   for (int64_t j = 0; j < nb; ++j) {
     int32_t *ninv = &jb->ninvalid[k0 + j];
     uint8_t *bad = &jb->bad[k0 + j];
     if (cb->valid[j] && !cb->flagged[j]) { *ninv = 0; *bad = 0; continue; } /* stored */
     int64_t nbad = cb->valid[j] ? spgr_curve(cb, j, rows + j, rs, nt, k, jb->log_level, cb->c, cb->flag) : -1;
-    finish_voxel(nbad, nt, sp, cb->c, cb->flag, jb->conc + (k0 + j) * nt, ninv, bad);
+    finish_voxel(nbad, nt, sp, cb->c, cb->flag, cb->out + j * nt, ninv, bad);
   }
 }
 
-/* Block list[k0, k1): reads its samples frame by frame, converts, writes the curves. */
+/* Block list[k0, k1): reads its samples frame by frame, converts, writes the curves into cb->out. */
 static void convert_block(const conc_job *jb, int64_t k0, int64_t k1, conc_block *cb) {
   const int64_t nb = k1 - k0, nt = jb->nt;
   int64_t rs;
@@ -337,7 +337,7 @@ static void convert_block(const conc_job *jb, int64_t k0, int64_t k1, conc_block
   }
   for (int64_t j = 0; j < nb; ++j) {
     int64_t nbad = conc_curve(rows + j, rs, nt, cb->c, cb->flag);
-    finish_voxel(nbad, nt, jb->sp, cb->c, cb->flag, jb->conc + (k0 + j) * nt, &jb->ninvalid[k0 + j], &jb->bad[k0 + j]);
+    finish_voxel(nbad, nt, jb->sp, cb->c, cb->flag, cb->out + j * nt, &jb->ninvalid[k0 + j], &jb->bad[k0 + j]);
   }
 }
 
@@ -394,17 +394,49 @@ __attribute__((target("avx"))) static int64_t add_curves_avx(const float *conc, 
 }
 #endif
 
-/* Adds the usable curves of list[k0, k1) to part (nt), in list order; cnt: how many. */
-static void add_curves(const conc_job *jb, int64_t k0, int64_t k1, double *part, int64_t *cnt) {
-  const float *conc = jb->conc + k0 * jb->nt;
-  const uint8_t *bad = jb->bad + k0;
+/* Adds the usable ones of n curves (conc, bad) to part (nt), in order; cnt: how many. */
+static void add_curves(const float *conc, const uint8_t *bad, int64_t n, int64_t nt, int level, double *part,
+                       int64_t *cnt) {
   int64_t i0 = 0;
-  for (int64_t k = 0; k < k1 - k0; ++k) *cnt += !bad[k];
+  for (int64_t k = 0; k < n; ++k) *cnt += !bad[k];
 #if CONC_X86
-  if (jb->log_level >= 2) i0 = add_curves_avx512(conc, bad, k1 - k0, jb->nt, part);
-  else if (jb->log_level == 1) i0 = add_curves_avx(conc, bad, k1 - k0, jb->nt, part);
+  if (level >= 2) i0 = add_curves_avx512(conc, bad, n, nt, part);
+  else if (level == 1) i0 = add_curves_avx(conc, bad, n, nt, part);
 #endif
-  add_curves_plain(conc, bad, k1 - k0, i0, jb->nt, part);
+  (void)level;
+  add_curves_plain(conc, bad, n, i0, nt, part);
+}
+
+#if CONC_X86
+/* copy_out with streaming stores from the first 32-byte boundary of dst. */
+__attribute__((target("avx"))) static void copy_stream(const float *src, float *dst, int64_t n) {
+  int64_t h = 0;
+  for (; h < n && ((uintptr_t)(dst + h) & 31); ++h) dst[h] = src[h];
+  for (; h + 8 <= n; h += 8) _mm256_stream_ps(dst + h, _mm256_loadu_ps(src + h));
+  for (; h < n; ++h) dst[h] = src[h];
+}
+#endif
+
+/* A block's n curve samples from the scratch (L1) into the curve array: with streaming stores at
+   levels 1 and 2 (the 670 MB array is not read back soon, so its lines are not read for
+   ownership first nor kept in the caches). */
+static void copy_out(const float *src, float *dst, int64_t n, int level) {
+#if CONC_X86
+  if (level >= 1) {
+    copy_stream(src, dst, n);
+    return;
+  }
+#endif
+  (void)level;
+  memcpy(dst, src, sizeof(float) * (size_t)n);
+}
+
+/* Orders the streaming stores of this thread before what follows (the end of the parallel region). */
+static void copy_out_done(int level) {
+#if CONC_X86
+  if (level >= 1) _mm_sfence();
+#endif
+  (void)level;
 }
 
 static conc_block *block_scratch_new(int64_t nt) {
@@ -412,17 +444,18 @@ static conc_block *block_scratch_new(int64_t nt) {
   if (!cb) return NULL;
   cb->sig = malloc(sizeof(float) * (size_t)nt * BLK);
   cb->tile = malloc(sizeof(float) * (size_t)nt * BLK);
+  cb->out = malloc(sizeof(float) * (size_t)nt * BLK);
   cb->c = malloc(sizeof(double) * (size_t)nt);
   cb->flag = malloc((size_t)nt);
-  if (cb->sig && cb->tile && cb->c && cb->flag) return cb;
-  free(cb->sig); free(cb->tile); free(cb->c); free(cb->flag);
+  if (cb->sig && cb->tile && cb->out && cb->c && cb->flag) return cb;
+  free(cb->sig); free(cb->tile); free(cb->out); free(cb->c); free(cb->flag);
   free(cb);
   return NULL;
 }
 
 static void block_scratch_free(conc_block *cb) {
   if (!cb) return;
-  free(cb->sig); free(cb->tile); free(cb->c); free(cb->flag);
+  free(cb->sig); free(cb->tile); free(cb->out); free(cb->c); free(cb->flag);
   free(cb);
 }
 
@@ -471,12 +504,16 @@ int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list
       const int64_t u0 = ui * unit, u1 = u0 + unit < nlist ? u0 + unit : nlist;
       for (int64_t k0 = u0; k0 < u1; k0 += BLK) {
         const int64_t k1 = k0 + BLK < u1 ? k0 + BLK : u1;
-        if (cb) convert_block(&jb, k0, k1, cb);
-        else
+        if (!cb) {
           for (int64_t k = k0; k < k1; ++k) { ninvalid[k] = (int32_t)nt; bad[k] = 1; }
-        if (mean) add_curves(&jb, k0, k1, part + ui * nt, &cnt[ui]);
+          continue;
+        }
+        convert_block(&jb, k0, k1, cb);
+        if (mean) add_curves(cb->out, bad + k0, k1 - k0, nt, jb.log_level, part + ui * nt, &cnt[ui]);
+        copy_out(cb->out, conc + k0 * nt, (k1 - k0) * nt, jb.log_level);
       }
     }
+    copy_out_done(jb.log_level);
     block_scratch_free(cb);
   }
   if (mean) mean_from_parts(part, cnt, nunit, nt, mean, used);

@@ -714,6 +714,22 @@ static lumen_status dce_read_t1_b1(pipe_run *run, dce_job *j) {
   return st;
 }
 
+/* j->list: the masked voxels in order, without a branch per voxel (one slot more: the loop
+   stores every voxel and advances on the masked ones). */
+static lumen_status masked_list(pipe_run *run, dce_job *j) {
+  j->list = malloc(sizeof(int64_t) * (size_t)(run->n_mask + 1));
+  if (!j->list)
+    return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for the list of %lld voxels",
+                      (long long)run->n_mask);
+  int64_t n = 0;
+  for (int64_t v = 0; v < run->nvox && n < run->n_mask; ++v) {
+    j->list[n] = v;
+    n += run->mask[v] != 0;
+  }
+  j->nlist = n;
+  return LUMEN_OK;
+}
+
 /* Stage A: the baseline (given or detected from the mean curve), signal to concentration for the
    masked voxels, the mean tissue curve, and stage A's run-log entries. */
 static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
@@ -729,6 +745,7 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
   j->sp.tr = j->tr;
   j->sp.r1 = j->r1;
   j->sp.max_invalid_fraction = cfg->max_invalid_fraction;
+  st = masked_list(run, j);
   if (st == LUMEN_OK) {
     if (cfg->baseline > 0) {
       if (cfg->baseline > j->nt - 1)
@@ -736,23 +753,15 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
       j->sp.b1 = cfg->baseline;
       snprintf(j->base_how, sizeof j->base_how, "given");
     } else {
-      /* mean signal over (up to 20000) masked voxels */
-      const float *d = lumen_image_const_data(j->dce);
+      /* mean signal over (up to 20000) masked voxels: every step-th one */
       int64_t step = run->n_mask > 20000 ? run->n_mask / 20000 : 1, used = 0;
       double *y = calloc((size_t)j->nt, sizeof(double));
       if (!y) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
-      for (int64_t v = 0, left = 0; y && v < run->nvox; ++v) { /* every step-th masked voxel (no division) */
-        if (!run->mask[v]) continue;
-        if (left-- > 0) continue;
-        left = step - 1;
-        int ok = 1;
-        for (int64_t i = 0; i < j->nt; ++i) ok &= isfinite(d[i * run->nvox + v]) != 0;
-        if (!ok) continue;
-        for (int64_t i = 0; i < j->nt; ++i) y[i] += d[i * run->nvox + v];
-        ++used;
-      }
+      if (y) used = pipe_mean_signal_sample(lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist, step,
+                                            lumen_ctx_threads(ctx), y);
+      if (used < 0) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
       int64_t nb0 = j->nt / 10 < 2 ? 2 : j->nt / 10 > 5 ? 5 : j->nt / 10;
-      int64_t a = y && used ? lumen_pipe_detect_arrival(y, j->nt, 0, nb0) : -1;
+      int64_t a = y && used > 0 ? lumen_pipe_detect_arrival(y, j->nt, 0, nb0) : -1;
       free(y);
       if (st == LUMEN_OK && a < 1)
         st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
@@ -766,15 +775,13 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
       st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "baseline frames [%lld, %lld) are empty", (long long)j->sp.b0, (long long)j->sp.b1);
   }
   if (st == LUMEN_OK) {
-    j->list = malloc(sizeof(int64_t) * (size_t)run->n_mask);
     j->conc = malloc(sizeof(float) * (size_t)run->n_mask * (size_t)j->nt);
     j->ninv = malloc(sizeof(int32_t) * (size_t)run->n_mask);
     j->bad = malloc((size_t)run->n_mask);
-    if (!j->list || !j->conc || !j->ninv || !j->bad)
+    if (!j->conc || !j->ninv || !j->bad)
       st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for %lld curves of %lld frames", (long long)run->n_mask, (long long)j->nt);
   }
   if (st == LUMEN_OK) {
-    for (int64_t v = 0; v < run->nvox; ++v) if (run->mask[v]) j->list[j->nlist++] = v;
     int64_t used = 0;
     if (pipe_convert(lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist, j->t10,
                      isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, j->b1, &j->sp, !j->signal,

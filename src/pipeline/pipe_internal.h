@@ -274,6 +274,13 @@ int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list
                  int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad, double *mean,
                  int64_t *used);
 
+/* The sum of the signal (sig: nvox x nt) over every step-th listed voxel (list[0], list[step], ...)
+   whose frames are all finite, frame by frame into y (nt), each in list order: what the baseline
+   detection of `lumen dce` reads. Threads split the frames: the same bits for any thread count.
+   Returns how many voxels were summed, or -1 when out of memory. */
+int64_t pipe_mean_signal_sample(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
+                                int64_t step, int threads, double *y);
+
 /* T1 fitting core shared by `lumen t1` and `lumen dce --vfa` */
 lumen_status pipe_t1_run(pipe_run *run, lumen_model method, const char *const *files, int nfiles,
                          int write_maps, float **t1_out);

@@ -94,36 +94,30 @@ static inline double spgr_e1(float s, double inv_m0sa, double ca) {
   return (1 - x) / (1 - x * ca);
 }
 
-#if PIPE_CONC_LOG_VEC
-/* spgr_frame's operations on voxels [0, nb - nb % 8) in AVX-512 registers, the logarithm
-   included (pipe_conc_log8, the function pipe_conc_log calls at level 2); returns where it
-   stopped. */
-__attribute__((target("avx512f"))) static int64_t spgr_frame_avx512(const conc_block *cb, int64_t nb, const float *s,
-                                                                     double k, float *out) {
-  const __m512d one = _mm512_set1_pd(1.0), kv = _mm512_set1_pd(k);
-  int64_t j = 0;
-  for (; j + 8 <= nb; j += 8) {
-    __m512d x = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(s + j)), _mm512_loadu_pd(cb->inv_m0sa + j));
-    __m512d e1 = _mm512_div_pd(_mm512_sub_pd(one, x), _mm512_sub_pd(one, _mm512_mul_pd(x, _mm512_loadu_pd(cb->ca + j))));
-    __m512d c = _mm512_add_pd(_mm512_mul_pd(pipe_conc_log8(e1), kv), _mm512_loadu_pd(cb->c0 + j));
-    _mm256_storeu_ps(out + j, _mm512_cvtpd_ps(c));
-  }
-  return j;
-}
+/* W floats at p in double (LOAD8, LOAD4), and W doubles v stored at p as floats (STORE8, STORE4). */
+#define CONC_LOAD8(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
+#define CONC_LOAD4(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
+#define CONC_STORE8(p, v) _mm256_storeu_ps(p, _mm512_cvtpd_ps(v))
+#define CONC_STORE4(p, v) _mm_storeu_ps(p, _mm256_cvtpd_ps(v))
 
-/* The same in AVX2 registers (level 1: pipe_conc_log4), voxels [0, nb - nb % 4). */
-__attribute__((target("avx2"))) static int64_t spgr_frame_avx2(const conc_block *cb, int64_t nb, const float *s, double k,
-                                                                float *out) {
-  const __m256d one = _mm256_set1_pd(1.0), kv = _mm256_set1_pd(k);
-  int64_t j = 0;
-  for (; j + 4 <= nb; j += 4) {
-    __m256d x = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(s + j)), _mm256_loadu_pd(cb->inv_m0sa + j));
-    __m256d e1 = _mm256_div_pd(_mm256_sub_pd(one, x), _mm256_sub_pd(one, _mm256_mul_pd(x, _mm256_loadu_pd(cb->ca + j))));
-    __m256d c = _mm256_add_pd(_mm256_mul_pd(pipe_conc_log4(e1), kv), _mm256_loadu_pd(cb->c0 + j));
-    _mm_storeu_ps(out + j, _mm256_cvtpd_ps(c));
+/* spgr_frame's operations on voxels [0, nb - nb % W) in vector registers (VD: W doubles; LOADF,
+   LOADD, STOREF: float loads in double, double loads, float stores; LOG: the vector log that
+   pipe_conc_log calls at this level), the logarithm included; returns where it stopped. */
+#define CONC_SPGR_FRAME(NAME, TARGET, VD, W, LOADF, LOADD, STOREF, LOG)                                              \
+  __attribute__((target(TARGET))) static int64_t NAME(const conc_block *cb, int64_t nb, const float *s, double k, \
+                                                      float *out) {                                              \
+    int64_t j = 0;                                                                                               \
+    for (; j + (W) <= nb; j += (W)) {                                                                            \
+      VD x = LOADF(s + j) * LOADD(cb->inv_m0sa + j);                                                             \
+      VD e1 = (1 - x) / (1 - x * LOADD(cb->ca + j));                                                             \
+      STOREF(out + j, LOG(e1) * k + LOADD(cb->c0 + j));                                                          \
+    }                                                                                                            \
+    return j;                                                                                                    \
   }
-  return j;
-}
+
+#if PIPE_CONC_LOG_VEC
+CONC_SPGR_FRAME(spgr_frame_avx512, "avx512f", __m512d, 8, CONC_LOAD8, _mm512_loadu_pd, CONC_STORE8, pipe_conc_log8)
+CONC_SPGR_FRAME(spgr_frame_avx2, "avx2", __m256d, 4, CONC_LOAD4, _mm256_loadu_pd, CONC_STORE4, pipe_conc_log4)
 #endif
 
 /* Signal -> concentration of one frame of the block (s: nb samples) into out (nb floats), across
@@ -359,46 +353,44 @@ static void add_curves_plain(const float *conc, const uint8_t *bad, int64_t n, i
 }
 
 #if CONC_X86
-/* add_curves_plain with 32 frames' sums at a time in AVX-512 registers (each sum still takes the
-   curves in order: the same bits); returns the frame where it stopped. */
-__attribute__((target("avx512f"))) static int64_t add_curves_avx512(const float *conc, const uint8_t *bad, int64_t n,
-                                                                     int64_t nt, double *part) {
-  int64_t i = 0;
-  for (; i + 32 <= nt; i += 32) {
-    __m512d a[4];
-    for (int q = 0; q < 4; ++q) a[q] = _mm512_loadu_pd(part + i + 8 * q);
-    for (int64_t k = 0; k < n; ++k) {
-      if (bad[k]) continue;
-      const float *c = conc + k * nt + i;
-      for (int q = 0; q < 4; ++q) a[q] = _mm512_add_pd(a[q], _mm512_cvtps_pd(_mm256_loadu_ps(c + 8 * q)));
-    }
-    for (int q = 0; q < 4; ++q) _mm512_storeu_pd(part + i + 8 * q, a[q]);
-  }
-  for (; i + 8 <= nt; i += 8) {
-    __m512d a = _mm512_loadu_pd(part + i);
-    for (int64_t k = 0; k < n; ++k)
-      if (!bad[k]) a = _mm512_add_pd(a, _mm512_cvtps_pd(_mm256_loadu_ps(conc + k * nt + i)));
-    _mm512_storeu_pd(part + i, a);
-  }
-  return i;
-}
 
-/* The same with 16 frames at a time in AVX registers. */
-__attribute__((target("avx"))) static int64_t add_curves_avx(const float *conc, const uint8_t *bad, int64_t n,
-                                                              int64_t nt, double *part) {
-  int64_t i = 0;
-  for (; i + 16 <= nt; i += 16) {
-    __m256d a[4];
-    for (int q = 0; q < 4; ++q) a[q] = _mm256_loadu_pd(part + i + 4 * q);
-    for (int64_t k = 0; k < n; ++k) {
-      if (bad[k]) continue;
-      const float *c = conc + k * nt + i;
-      for (int q = 0; q < 4; ++q) a[q] = _mm256_add_pd(a[q], _mm256_cvtps_pd(_mm_loadu_ps(c + 4 * q)));
-    }
-    for (int q = 0; q < 4; ++q) _mm256_storeu_pd(part + i + 4 * q, a[q]);
+/* add_curves_plain with the sums of 4 W frames, then of W frames, at a time in vector registers
+   (VD: W doubles; LOAD(p): the W floats at p in VD); each sum still takes the curves in order
+   (the same bits). Returns the frame where it stopped. */
+#define CONC_ADD_CURVES(NAME, TARGET, VD, LOAD, W)                                                                    \
+  __attribute__((target(TARGET))) static int64_t NAME(const float *conc, const uint8_t *bad, int64_t n, int64_t nt, \
+                                                      double *part) {                                              \
+    int64_t i = 0;                                                                                                 \
+    for (; i + 4 * (W) <= nt; i += 4 * (W)) {                                                                      \
+      VD a0, a1, a2, a3;                                                                                           \
+      memcpy(&a0, part + i, sizeof a0);                                                                            \
+      memcpy(&a1, part + i + (W), sizeof a1);                                                                      \
+      memcpy(&a2, part + i + 2 * (W), sizeof a2);                                                                  \
+      memcpy(&a3, part + i + 3 * (W), sizeof a3);                                                                  \
+      for (int64_t k = 0; k < n; ++k) {                                                                            \
+        if (bad[k]) continue;                                                                                      \
+        const float *c = conc + k * nt + i;                                                                        \
+        a0 += LOAD(c);                                                                                             \
+        a1 += LOAD(c + (W));                                                                                       \
+        a2 += LOAD(c + 2 * (W));                                                                                   \
+        a3 += LOAD(c + 3 * (W));                                                                                   \
+      }                                                                                                            \
+      memcpy(part + i, &a0, sizeof a0);                                                                            \
+      memcpy(part + i + (W), &a1, sizeof a1);                                                                      \
+      memcpy(part + i + 2 * (W), &a2, sizeof a2);                                                                  \
+      memcpy(part + i + 3 * (W), &a3, sizeof a3);                                                                  \
+    }                                                                                                              \
+    for (; i + (W) <= nt; i += (W)) {                                                                              \
+      VD a0;                                                                                                       \
+      memcpy(&a0, part + i, sizeof a0);                                                                            \
+      for (int64_t k = 0; k < n; ++k)                                                                              \
+        if (!bad[k]) a0 += LOAD(conc + k * nt + i);                                                                \
+      memcpy(part + i, &a0, sizeof a0);                                                                            \
+    }                                                                                                              \
+    return i;                                                                                                      \
   }
-  return i;
-}
+CONC_ADD_CURVES(add_curves_avx512, "avx512f", __m512d, CONC_LOAD8, 8)
+CONC_ADD_CURVES(add_curves_avx, "avx", __m256d, CONC_LOAD4, 4)
 #endif
 
 /* Adds the usable ones of n curves (conc, bad) to part (nt), in order; cnt: how many. */

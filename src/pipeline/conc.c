@@ -1,15 +1,24 @@
-/* Stage A: SPGR signal -> concentration for a list of voxels, in parallel, with per-voxel flags.
+/* Stage A: SPGR signal -> concentration for a list of voxels, in parallel, with per-voxel flags,
+   and the mean of the usable curves summed on the way.
    Flagged samples (out of range, not finite) are replaced by linear interpolation between the
    nearest valid samples when the voxel has at most max_invalid_fraction of them; otherwise the
    voxel is unusable (bad = 1) and is not fitted.
-   Blocks of 256 voxels are read frame by frame from the series; the arithmetic around the
-   logarithm runs across the voxels of a frame (vector registers), and so does the logarithm
+   Blocks of 64 voxels are converted frame by frame, straight from the series' rows when the voxels
+   are consecutive (the next block's rows prefetched), gathered otherwise: the arithmetic around
+   the logarithm runs across the voxels of a frame in vector registers, the logarithm included
    (conc_log.h: glibc's vector log where the CPU has AVX2 or AVX-512 and the context's SIMD limit
-   allows, libm's scalar log otherwise). Each sample goes through the operations of
-   lumen_spgr_signal_to_conc (src/fit/aif.c) in the same order, so with the scalar log the curves
-   are bit-identical to it, and within one float ulp with the vector log
-   (tests/unit/test_pipe_conc.c); only checks that do not depend on the sample are hoisted.
-   Threads split the blocks, never a sum: the result does not depend on the thread count. */
+   allows, libm's scalar log through an L1 row otherwise), into a float tile that stays in L1; the
+   tile is transposed into curves 8 x 8 in registers, voxels with a flagged sample are redone
+   one by one in double (interpolation), and the block's curves are copied out from L1 into
+   pages mapped beforehand in one call per work unit (populate_pages). Each sample goes through the
+   operations of lumen_spgr_signal_to_conc (src/fit/aif.c) in the same order, without fused
+   multiply-adds, so with the scalar log the curves are bit-identical to it, and within one float
+   ulp with the vector log (tests/unit/test_pipe_conc.c); only checks that do not depend on the
+   sample are hoisted.
+   The mean curve is summed per group of 4096 curves in list order while a group's curves are in
+   L1, the groups' sums added in group order (the work unit is then the group).
+   Threads split the blocks (or groups), never a sum: the result does not depend on the thread
+   count. */
 #define _DEFAULT_SOURCE 1 /* madvise */
 #include <math.h>
 #include <stdlib.h>
@@ -48,7 +57,7 @@ enum { MEAN_BLK = 4096 }; /* curves per partial sum of the mean curve (a multipl
    work row, the per-voxel constants 1 / (M0 sin a), cos a and -(1 / T10) / r1
    (lumen_spgr_signal_to_conc's), and one voxel's curve and flags for the flagged-sample path. */
 typedef struct conc_block {
-  float *sig, *tile, *out; /* out: the block's curves (curve-major) before they are copied out */
+  float *sig, *tile, *out; /* out: the block's curves (curve-major), summed and copied out from L1 */
   double *c;
   uint8_t *flag;
   double row[BLK];
@@ -406,34 +415,12 @@ static void add_curves(const float *conc, const uint8_t *bad, int64_t n, int64_t
   add_curves_plain(conc, bad, n, i0, nt, part);
 }
 
-#if CONC_X86
-/* copy_out with streaming stores from the first 32-byte boundary of dst. */
-__attribute__((target("avx"))) static void copy_stream(const float *src, float *dst, int64_t n) {
-  int64_t h = 0;
-  for (; h < n && ((uintptr_t)(dst + h) & 31); ++h) dst[h] = src[h];
-  for (; h + 8 <= n; h += 8) _mm256_stream_ps(dst + h, _mm256_loadu_ps(src + h));
-  for (; h < n; ++h) dst[h] = src[h];
-}
-#endif
-
-/* A block's n curve samples from the scratch (L1) into the curve array: with streaming stores at
-   levels 1 and 2 (the 670 MB array is not read back soon, so its lines are not read for
-   ownership first nor kept in the caches). */
-static void copy_out(const float *src, float *dst, int64_t n, int level) {
-#if CONC_X86
-  if (level >= 1) {
-    copy_stream(src, dst, n);
-    return;
-  }
-#endif
-  (void)level;
-  memcpy(dst, src, sizeof(float) * (size_t)n);
-}
-
-/* Maps the whole pages of [p, p + bytes) for writing in one call before they are written
-   (Linux 5.14+, MADV_POPULATE_WRITE): the kernel zeroes them as the first writes would, without a
-   page fault per page, about half the kernel time of faulting them in (670 MB of fresh curves
-   here). A hint: ignored where unsupported; the pages stay ordinary pages (no huge pages). */
+/* Maps the whole pages of [p, p + bytes) for writing in one call, just before a work unit writes
+   them (Linux 5.14+, MADV_POPULATE_WRITE): the kernel zeroes them as the first writes would, but
+   without a page fault per 4 KiB, and the zeroed lines are still in cache when the curves are
+   copied in (stage A of bench_dce.sh: 0.35-0.38 s with the faults, 0.30-0.31 s so; streaming
+   stores instead were slower, 0.34-0.36 s, as the zeroed lines are then written back too).
+   A hint: ignored where unsupported; the pages stay ordinary pages (no huge pages). */
 static void populate_pages(void *p, size_t bytes) {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
   const long pg = sysconf(_SC_PAGESIZE);
@@ -445,14 +432,6 @@ static void populate_pages(void *p, size_t bytes) {
   (void)p;
   (void)bytes;
 #endif
-}
-
-/* Orders the streaming stores of this thread before what follows (the end of the parallel region). */
-static void copy_out_done(int level) {
-#if CONC_X86
-  if (level >= 1) _mm_sfence();
-#endif
-  (void)level;
 }
 
 static conc_block *block_scratch_new(int64_t nt) {
@@ -527,10 +506,9 @@ int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list
         }
         convert_block(&jb, k0, k1, cb);
         if (mean) add_curves(cb->out, bad + k0, k1 - k0, nt, jb.log_level, part + ui * nt, &cnt[ui]);
-        copy_out(cb->out, conc + k0 * nt, (k1 - k0) * nt, jb.log_level);
+        memcpy(conc + k0 * nt, cb->out, sizeof(float) * (size_t)((k1 - k0) * nt)); /* whole lines, in order */
       }
     }
-    copy_out_done(jb.log_level);
     block_scratch_free(cb);
   }
   if (mean) mean_from_parts(part, cnt, nunit, nt, mean, used);
@@ -539,17 +517,19 @@ int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list
   return 0;
 }
 
-/* Frames [i0, i1) of the sampled mean signal: y[i] = the sum of frame i over the samples with
+/* Frame i of the sampled mean signal: *y = the sum of frame i over the sampled voxels idx[m] with
    ok[m] (all when ok is NULL), in sample order. Returns how many of the values read are not
    finite. */
-static int64_t sum_sampled_frames(const float *sig, int64_t nvox, const int64_t *list, int64_t nsamp, int64_t step,
-                                  const uint8_t *ok, int64_t i, double *y) {
+static int64_t sum_sampled_frame(const float *sig, int64_t nvox, const int64_t *idx, int64_t nsamp, const uint8_t *ok,
+                                 int64_t i, double *y) {
+  enum { AHEAD = 32 }; /* samples prefetched ahead: one cache miss each, at a constant stride */
   const float *f = sig + i * nvox;
   double s = 0;
   int64_t nonfinite = 0;
   for (int64_t m = 0; m < nsamp; ++m) {
+    if (m + AHEAD < nsamp) __builtin_prefetch(f + idx[m + AHEAD]);
     if (ok && !ok[m]) continue;
-    const float v = f[list[m * step]];
+    const float v = f[idx[m]];
     nonfinite += !isfinite(v);
     s += v;
   }
@@ -560,27 +540,32 @@ static int64_t sum_sampled_frames(const float *sig, int64_t nvox, const int64_t 
 int64_t pipe_mean_signal_sample(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
                                 int64_t step, int threads, double *y) {
   const int64_t nsamp = (nlist + step - 1) / step;
-  int64_t nonfinite = 0;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)(nsamp > 0 ? nsamp : 1));
+  uint8_t *ok = NULL;
+  if (!idx) return -1;
+  for (int64_t m = 0; m < nsamp; ++m) idx[m] = list[m * step];
+  int64_t nonfinite = 0, used = nsamp;
   int nth = threads > 0 ? threads : 1;
   (void)nth;
-  /* frame by frame: constant strides within a frame (prefetched) instead of one frame per page */
+  /* frame by frame: constant strides within a frame instead of one frame per page */
 #if LUMEN_HAVE_OPENMP
 #pragma omp parallel for schedule(static) reduction(+ : nonfinite) num_threads(nth) if (nth > 1 && nt > 1)
 #endif
-  for (int64_t i = 0; i < nt; ++i) nonfinite += sum_sampled_frames(sig, nvox, list, nsamp, step, NULL, i, &y[i]);
-  if (nonfinite == 0) return nsamp;
-  /* some samples are not finite: those voxels are left out of every frame */
-  uint8_t *ok = malloc((size_t)(nsamp > 0 ? nsamp : 1));
-  if (!ok) return -1;
-  int64_t used = 0;
-  for (int64_t m = 0; m < nsamp; ++m) ok[m] = 1;
-  for (int64_t i = 0; i < nt; ++i)
-    for (int64_t m = 0; m < nsamp; ++m) ok[m] &= isfinite(sig[i * nvox + list[m * step]]) != 0;
-  for (int64_t m = 0; m < nsamp; ++m) used += ok[m];
+  for (int64_t i = 0; i < nt; ++i) nonfinite += sum_sampled_frame(sig, nvox, idx, nsamp, NULL, i, &y[i]);
+  if (nonfinite > 0) { /* some samples are not finite: those voxels are left out of every frame */
+    ok = malloc((size_t)(nsamp > 0 ? nsamp : 1));
+    used = ok ? 0 : -1;
+    for (int64_t m = 0; ok && m < nsamp; ++m) ok[m] = 1;
+    for (int64_t i = 0; ok && i < nt; ++i)
+      for (int64_t m = 0; m < nsamp; ++m) ok[m] &= isfinite(sig[i * nvox + idx[m]]) != 0;
+    for (int64_t m = 0; ok && m < nsamp; ++m) used += ok[m];
 #if LUMEN_HAVE_OPENMP
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && nt > 1)
+#pragma omp parallel for schedule(static) num_threads(nth) if (ok && nth > 1 && nt > 1)
 #endif
-  for (int64_t i = 0; i < nt; ++i) (void)sum_sampled_frames(sig, nvox, list, nsamp, step, ok, i, &y[i]);
+    for (int64_t i = 0; i < nt; ++i)
+      if (ok) (void)sum_sampled_frame(sig, nvox, idx, nsamp, ok, i, &y[i]);
+  }
   free(ok);
+  free(idx);
   return used;
 }

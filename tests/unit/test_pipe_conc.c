@@ -5,7 +5,8 @@
    the thread count. Contiguous and scattered voxel lists, bad T10 / B1 / baselines, flagged
    samples, and concentration input. The mean curve summed during the conversion equals the sum
    it promises (groups of 4096 curves in list order, groups added in order) bit for bit, for any
-   thread count, and asking for it changes no curve. */
+   thread count, and asking for it changes no curve. The baseline's sampled mean signal
+   (pipe_mean_signal_sample) equals a plain voxel-by-voxel sum bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +217,44 @@ static void mean_is_the_blocked_sum(void **state) {
   free(base); free(t10s); free(b1s); free(sig); free(t10); free(b1); free(list);
 }
 
+/* The baseline's sampled mean signal: every step-th listed voxel whose frames are all finite,
+   summed voxel by voxel (the loop `lumen dce` used before), bit for bit, for any thread count. */
+static void mean_signal_sample_is_the_voxel_loop(void **state) {
+  (void)state;
+  float *sig = malloc(sizeof(float) * NVOX * NT), *t10 = malloc(sizeof(float) * NVOX), *b1 = malloc(sizeof(float) * NVOX);
+  int64_t *list = malloc(sizeof(int64_t) * NVOX);
+  assert_true(sig && t10 && b1 && list);
+  make_inputs(sig, t10, b1); /* NaN samples in some voxels */
+  int64_t n = 0;
+  for (int64_t v = 0; v < NVOX; ++v) if (v % 4 != 1) list[n++] = v;
+  for (int64_t step = 1; step <= 7; step += 3) {
+    double want[NT] = {0}, got[NT];
+    int64_t used_want = 0, nan_voxels = 0;
+    for (int64_t m = 0; m < n; m += step) {
+      int ok = 1;
+      for (int i = 0; i < NT; ++i) ok &= isfinite(sig[(int64_t)i * NVOX + list[m]]) != 0;
+      nan_voxels += !ok;
+      if (!ok) continue;
+      for (int i = 0; i < NT; ++i) want[i] += sig[(int64_t)i * NVOX + list[m]];
+      ++used_want;
+    }
+    assert_true(nan_voxels > 0);
+    for (int th = 1; th <= 3; ++th) {
+      assert_int_equal(pipe_mean_signal_sample(sig, NVOX, NT, list, n, step, th, got), used_want);
+      assert_memory_equal(got, want, sizeof want);
+    }
+  }
+  for (int64_t k = 0; k < (int64_t)NVOX * NT; ++k) if (!isfinite(sig[k])) sig[k] = 1; /* all finite: the fast path */
+  double want[NT] = {0}, got[NT];
+  for (int64_t m = 0; m < n; m += 5)
+    for (int i = 0; i < NT; ++i) want[i] += sig[(int64_t)i * NVOX + list[m]];
+  assert_int_equal(pipe_mean_signal_sample(sig, NVOX, NT, list, n, 5, 2, got), (n + 4) / 5);
+  assert_memory_equal(got, want, sizeof want);
+  free(sig); free(t10); free(b1); free(list);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(threads_match_reference), cmocka_unit_test(mean_is_the_blocked_sum)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(threads_match_reference), cmocka_unit_test(mean_is_the_blocked_sum),
+                                     cmocka_unit_test(mean_signal_sample_is_the_voxel_loop)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
    A short read is a truncated file and an errno a read error, reported at the lowest slice that
    came short, in the words of the serial readers. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,6 +56,7 @@ static void read_round(const lumen_io_pread_job *job, int threads, int64_t slice
     const int t = 0;
 #endif
     unsigned char *buf = job->convert ? scratch + (int64_t)t * slice : job->dst + off;
+    if (!job->convert) lumen_populate_pages(buf, (size_t)n); /* no fault per page in the read */
     int err = 0;
     const int64_t got = pread_full(job->fd, buf, job->offset + off, n, &err);
     if (got == n && job->swap) job->swap(n / job->elem, job->elem, buf);

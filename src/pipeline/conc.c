@@ -10,8 +10,8 @@
    allows, libm's scalar log through an L1 row otherwise), into a float tile that stays in L1; the
    tile is transposed into curves 8 x 8 in registers, voxels with a flagged sample are redone
    one by one in double (interpolation), and the block's curves are copied out from L1 into
-   pages mapped beforehand in one call per work unit (populate_pages). Each sample goes through the
-   operations of lumen_spgr_signal_to_conc (src/fit/aif.c) in the same order, without fused
+   pages mapped beforehand in one call per work unit (lumen_populate_pages). Each sample goes
+   through the operations of lumen_spgr_signal_to_conc (src/fit/aif.c) in the same order, without fused
    multiply-adds, so with the scalar log the curves are bit-identical to it, and within one float
    ulp with the vector log (tests/unit/test_pipe_conc.c); only checks that do not depend on the
    sample are hoisted.
@@ -19,14 +19,9 @@
    L1, the groups' sums added in group order (the work unit is then the group).
    Threads split the blocks (or groups), never a sum: the result does not depend on the thread
    count. */
-#define _DEFAULT_SOURCE 1 /* madvise */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
 #include "pipeline/conc_log.h"
 #include "pipeline/pipe_internal.h"
 #include "lumen_build_config.h"
@@ -415,25 +410,6 @@ static void add_curves(const float *conc, const uint8_t *bad, int64_t n, int64_t
   add_curves_plain(conc, bad, n, i0, nt, part);
 }
 
-/* Maps the whole pages of [p, p + bytes) for writing in one call, just before a work unit writes
-   them (Linux 5.14+, MADV_POPULATE_WRITE): the kernel zeroes them as the first writes would, but
-   without a page fault per 4 KiB, and the zeroed lines are still in cache when the curves are
-   copied in (stage A of bench_dce.sh: 0.35-0.38 s with the faults, 0.30-0.31 s so; streaming
-   stores instead were slower, 0.34-0.36 s, as the zeroed lines are then written back too).
-   A hint: ignored where unsupported; the pages stay ordinary pages (no huge pages). */
-static void populate_pages(void *p, size_t bytes) {
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-  const long pg = sysconf(_SC_PAGESIZE);
-  if (pg <= 0) return;
-  const uintptr_t page = (uintptr_t)pg, lo = ((uintptr_t)p + page - 1) & ~(page - 1);
-  const uintptr_t hi = ((uintptr_t)p + bytes) & ~(page - 1);
-  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
-
 static conc_block *block_scratch_new(int64_t nt) {
   conc_block *cb = calloc(1, sizeof *cb);
   if (!cb) return NULL;
@@ -497,7 +473,7 @@ int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list
 #endif
     for (int64_t ui = 0; ui < nunit; ++ui) {
       const int64_t u0 = ui * unit, u1 = u0 + unit < nlist ? u0 + unit : nlist;
-      if (cb) populate_pages(conc + u0 * nt, sizeof(float) * (size_t)((u1 - u0) * nt));
+      if (cb) lumen_populate_pages(conc + u0 * nt, sizeof(float) * (size_t)((u1 - u0) * nt));
       for (int64_t k0 = u0; k0 < u1; k0 += BLK) {
         const int64_t k1 = k0 + BLK < u1 ? k0 + BLK : u1;
         if (!cb) {

@@ -127,6 +127,14 @@ typedef struct exec_in {
     }                                                                                            \
   } while (0)
 
+/* Asks for curve c's row ahead of its LOAD_ROW: the lane path loads one curve each time a lane
+   frees, and the row's first load missed the cache (the input is streamed once). */
+static inline void prefetch_row(const exec_in *in, int64_t c) {
+  const size_t bytes = (size_t)in->pl->n * (in->data_f64 ? sizeof(double) : sizeof(float));
+  const char *row = (const char *)in->data + (size_t)c * bytes;
+  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+}
+
 enum { KIND_ACC32, KIND_ACC64, KIND_STD64, KIND_PATLAK };
 
 /* ------------------------------------------------------------------ Patlak in closed form */

@@ -31,8 +31,10 @@
      model's exact closed form inside the box): the curve is then evaluated once and ends
      converged with 0 iterations; else 0.
    done() hands back the result as lumen_lm_fit would: state, parameters, chi2 and iterations
-     (y still holds the curve), and A: J^T W J at p over all np parameters (row stride
-     LUMEN_FIT_MAX_PARAMS, summed in double by the solver's last evaluation at p), from which the
+     (y still holds the curve), and A: J^T W J over all np parameters (row stride
+     LUMEN_FIT_MAX_PARAMS, summed in double) at the solver's last evaluated point, which is p, or
+     the point before p when the fit ended with lm_impl.inc's unevaluated final step (the
+     predicted-decrease stop: one step of at most tol chi2 predicted decrease), from which the
      confidence intervals come without another evaluation; NULL when the curve never had a finite
      evaluation; and sst: the curve's total sum of squares about its mean, R^2's denominator, summed
      exactly as the driver's DF(r2) sums it (four interleaved partial sums, then the squares about

@@ -44,4 +44,18 @@ LUMEN_HD void lumen_lm_subst(int m, const int *idx, double L[LUMEN_FIT_MAX_PARAM
   }
 }
 
+/* The decrease of chi2 that the linearised model predicts for the step d (active set idx, d from
+   lumen_lm_subst): 2 g.d - d^T A d, summed in the order of idx (the lane solver's vector head
+   repeats these operations for two parameters). */
+LUMEN_HD double lumen_lm_predicted(int m, const int *idx, double A0[LUMEN_FIT_MAX_PARAMS][LUMEN_FIT_MAX_PARAMS],
+                                   const double *g, const double *d) {
+  double pred = 0.0;
+  for (int a = 0; a < m; ++a) {
+    double s = 2.0 * g[idx[a]];
+    for (int b = 0; b < m; ++b) s -= A0[idx[a]][idx[b]] * d[b];
+    pred += d[a] * s;
+  }
+  return pred;
+}
+
 #endif

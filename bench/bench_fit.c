@@ -406,6 +406,14 @@ static double median_inplace(double *v, int64_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Maps an output array's pages before a timing: a fill that is not zero, since GCC turns malloc
+   followed by memset(p, 0, n) into calloc, whose fresh pages then fault inside the timed call
+   (bench_fit did so until session 13: the fit rows paid ~60 B per curve of page faults, the probe
+   ~16 B). The fitting overwrites every value. */
+static void touch_pages(void *p, size_t bytes) {
+  memset(p, 0xff, bytes);
+}
+
 static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int64_t curves, double budget, int ci) {
   measure me = {.curves = curves};
   lumen_fit_options o;
@@ -452,12 +460,12 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   /* the result arrays are touched before the clock starts: their first-touch page faults (the
      kernel zeroing ~50 MB per million curves, slow when two threads fault at once) are the same
      for every tier and are not fitting */
-  memset(params, 0, (size_t)curves * (size_t)np * sizeof *params);
-  memset(state, 0, (size_t)curves * sizeof *state);
+  touch_pages(params, (size_t)curves * (size_t)np * sizeof *params);
+  touch_pages(state, (size_t)curves * sizeof *state);
   if (ci) {
-    memset(ci_lo, 0, (size_t)curves * (size_t)np * sizeof *ci_lo);
-    memset(r2, 0, (size_t)curves * sizeof *r2);
-    memset(ci_hi, 0, (size_t)curves * (size_t)np * sizeof *ci_hi);
+    touch_pages(ci_lo, (size_t)curves * (size_t)np * sizeof *ci_lo);
+    touch_pages(r2, (size_t)curves * sizeof *r2);
+    touch_pages(ci_hi, (size_t)curves * (size_t)np * sizeof *ci_hi);
   }
   /* in chunks, so that a slow tier stops after about `budget` seconds; tier cuda in one call after
      an untimed warm-up call (CUDA context, module load), since every call opens the device */
@@ -528,6 +536,8 @@ static measure run_probe(lumen_ctx *ctx, const dataset *d, int64_t curves) {
     return me;
   }
   const double dt = d->x[1] - d->x[0];
+  touch_pages(kt, (size_t)curves * sizeof *kt); /* as the tiers' result arrays */
+  touch_pages(ve, (size_t)curves * sizeof *ve);
   double t0 = lumen_now_seconds(), u0 = cpu_s();
   probe_tofts_fit(d->n, dt, d->cp, curves, d->data, lumen_ctx_threads(ctx), kt, ve);
   double secs = lumen_now_seconds() - t0, cpu_secs = cpu_s() - u0;

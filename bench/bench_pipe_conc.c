@@ -2,7 +2,7 @@
    `lumen dce` calls it), the input checksum
    (lumen_pipe_checksum_file) and the writing of one 256x256x32 float map as .nii.gz
    (lumen_nifti_write, level 1) on synthetic data, with a reference row for each: a plain loop of
-   one libm log per sample (the floor of a bit-identical conversion), FNV-1a byte by byte (the
+   one libm log per sample (the floor of the double conversion stage A made until session 14), FNV-1a byte by byte (the
    former checksum) and zlib's compress2 at level 1 on one thread (the former writer's deflate).
    usage: bench_pipe_conc [VOXELS=524288] [FRAMES=80] [THREADS=2] [FILE_MB=256]
    Timings are printed, never asserted. */
@@ -43,7 +43,7 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
   pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, threads, LUMEN_CPU_SIMD_OFF, conc, ninv, bad, mean,
                &used); /* warm */
   const lumen_cpu_simd limits[] = {LUMEN_CPU_SIMD_OFF, LUMEN_CPU_SIMD_AUTO};
-  const char *names[] = {"scalar log", "vector log (auto)"};
+  const char *names[] = {"one lane (LUMEN_SIMD=off)", "vector (auto)"};
   for (int li = 0; li < 2; ++li)
     for (int th = 1; th <= threads; th *= 2) {
       double t0 = now();

@@ -4,17 +4,15 @@
    nearest valid samples when the voxel has at most max_invalid_fraction of them; otherwise the
    voxel is unusable (bad = 1) and is not fitted.
    Blocks of 64 voxels are converted frame by frame, straight from the series' rows when the voxels
-   are consecutive (the next block's rows prefetched), gathered otherwise: the arithmetic around
-   the logarithm runs across the voxels of a frame in vector registers, the logarithm included
-   (conc_log.h: glibc's vector log where the CPU has AVX2 or AVX-512 and the context's SIMD limit
-   allows, libm's scalar log through an L1 row otherwise), into a float tile that stays in L1; the
-   tile is transposed into curves 8 x 8 in registers, voxels with a flagged sample are redone
-   one by one in double (interpolation), and the block's curves are copied out from L1 into
-   pages mapped beforehand in one call per work unit (lumen_populate_pages). Each sample goes
-   through the operations of lumen_spgr_signal_to_conc (src/fit/aif.c) in the same order, without fused
-   multiply-adds, so with the scalar log the curves are bit-identical to it, and within one float
-   ulp with the vector log (tests/unit/test_pipe_conc.c); only checks that do not depend on the
-   sample are hoisted.
+   are consecutive (the next block's rows prefetched), gathered otherwise: the conversion runs
+   across the voxels of a frame in float (conc_f32.h: 16 lanes with AVX-512, 8 with AVX2, one
+   otherwise, the same bits at every level) into a float tile that stays in L1; the tile is
+   transposed into curves 8 x 8 in registers, voxels with a flagged sample are redone one by one
+   (interpolation in double), and the block's curves are copied out from L1 into pages mapped
+   beforehand in one call per work unit (lumen_populate_pages). The per-voxel constants are those
+   of lumen_spgr_signal_to_conc (src/fit/aif.c), computed in double and rounded to float; a
+   concentration is within a few float ulps of R1 / r1 and R10 / r1 of the double conversion
+   (conc_f32.h, tests/unit/test_pipe_conc.c).
    The mean curve is summed per group of 4096 curves in list order while a group's curves are in
    L1, the groups' sums added in group order (the work unit is then the group).
    Threads split the blocks (or groups), never a sum: the result does not depend on the thread
@@ -22,7 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pipeline/conc_log.h"
+#include "pipeline/conc_f32.h"
 #include "pipeline/pipe_internal.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_OPENMP
@@ -48,15 +46,15 @@ enum { BLK = 64 };        /* voxels per block: the block's float rows (nt x 64) 
 enum { MEAN_BLK = 4096 }; /* curves per partial sum of the mean curve (a multiple of BLK) */
 
 /* Per-thread scratch of one block of nb voxels: the gathered samples of a scattered block
-   (sig[i * nb + j]), the block's concentrations frame by frame (tile, same layout), one frame's
-   work row, the per-voxel constants 1 / (M0 sin a), cos a and -(1 / T10) / r1
-   (lumen_spgr_signal_to_conc's), and one voxel's curve and flags for the flagged-sample path. */
+   (sig[i * nb + j]), the block's concentrations frame by frame (tile, same layout), the per-voxel
+   constants of conc_f32.h (1 / (M0 sin a), cos a, 1 - cos a, -(1 / T10) / r1: those of
+   lumen_spgr_signal_to_conc, rounded to float), and one voxel's curve and flags for the
+   flagged-sample path. */
 typedef struct conc_block {
   float *sig, *tile, *out; /* out: the block's curves (curve-major), summed and copied out from L1 */
   double *c;
   uint8_t *flag;
-  double row[BLK];
-  double inv_m0sa[BLK], ca[BLK], c0[BLK];
+  float a[BLK], ca[BLK], om[BLK], c0[BLK];
   int valid[BLK];
   uint8_t flagged[BLK]; /* the voxel has a NaN (flagged) sample */
 } conc_block;
@@ -74,8 +72,9 @@ static void spgr_constants(conc_block *cb, int64_t nb, const float *rows, int64_
   double b1_last = NAN, ca = 0, t10_last = NAN, e10 = 0; /* neighbours often share T10 and B1 */
   for (int64_t j = 0; j < nb; ++j) {
     cb->valid[j] = 0;
-    cb->inv_m0sa[j] = NAN;
+    cb->a[j] = NAN;
     cb->ca[j] = 0;
+    cb->om[j] = 0;
     cb->c0[j] = 0;
     if (!run_ok || !voxel_valid(t10[j], b1[j], sp)) continue;
     double s = s0[j] / (double)(sp->b1 - sp->b0);
@@ -85,62 +84,18 @@ static void spgr_constants(conc_block *cb, int64_t nb, const float *rows, int64_
     double m0sa = s * (1 - ca * e10) / (1 - e10);
     if (!(isfinite(m0sa) && m0sa > 0)) continue;
     cb->valid[j] = 1;
-    cb->inv_m0sa[j] = 1.0 / m0sa;
-    cb->ca[j] = ca;
-    cb->c0[j] = -(1.0 / t10[j]) / sp->r1;
+    cb->a[j] = (float)(1.0 / m0sa);
+    cb->ca[j] = (float)ca;
+    cb->om[j] = (float)(1 - ca);
+    cb->c0[j] = (float)(-(1.0 / t10[j]) / sp->r1);
   }
 }
-
-/* E1 of one sample: x = s (1 / M0sa), E1 = (1 - x) / (1 - x cos a); one function for the frame
-   rows and for the per-voxel path, so that both give the same bits. */
-static inline double spgr_e1(float s, double inv_m0sa, double ca) {
-  double x = (double)s * inv_m0sa;
-  return (1 - x) / (1 - x * ca);
-}
-
-/* W floats at p in double (LOAD8, LOAD4), and W doubles v stored at p as floats (STORE8, STORE4). */
-#define CONC_LOAD8(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
-#define CONC_LOAD4(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
-#define CONC_STORE8(p, v) _mm256_storeu_ps(p, _mm512_cvtpd_ps(v))
-#define CONC_STORE4(p, v) _mm_storeu_ps(p, _mm256_cvtpd_ps(v))
-
-/* spgr_frame's operations on voxels [0, nb - nb % W) in vector registers (VD: W doubles; LOADF,
-   LOADD, STOREF: float loads in double, double loads, float stores; LOG: the vector log that
-   pipe_conc_log calls at this level), the logarithm included; returns where it stopped. */
-#define CONC_SPGR_FRAME(NAME, TARGET, VD, W, LOADF, LOADD, STOREF, LOG)                                              \
-  __attribute__((target(TARGET))) static int64_t NAME(const conc_block *cb, int64_t nb, const float *s, double k, \
-                                                      float *out) {                                              \
-    int64_t j = 0;                                                                                               \
-    for (; j + (W) <= nb; j += (W)) {                                                                            \
-      VD x = LOADF(s + j) * LOADD(cb->inv_m0sa + j);                                                             \
-      VD e1 = (1 - x) / (1 - x * LOADD(cb->ca + j));                                                             \
-      STOREF(out + j, LOG(e1) * k + LOADD(cb->c0 + j));                                                          \
-    }                                                                                                            \
-    return j;                                                                                                    \
-  }
-
-#if PIPE_CONC_LOG_VEC
-CONC_SPGR_FRAME(spgr_frame_avx512, "avx512f", __m512d, 8, CONC_LOAD8, _mm512_loadu_pd, CONC_STORE8, pipe_conc_log8)
-CONC_SPGR_FRAME(spgr_frame_avx2, "avx2", __m256d, 4, CONC_LOAD4, _mm256_loadu_pd, CONC_STORE4, pipe_conc_log4)
-#endif
 
 /* Signal -> concentration of one frame of the block (s: nb samples) into out (nb floats), across
-   voxels: in vector registers, logarithm included, at levels 1 and 2; otherwise (and for the last
-   voxels short of a vector) through a row that stays in L1. A flagged sample (not finite, out of
-   range) becomes NaN, which no valid sample can be. Per sample the operations are those of
-   lumen_spgr_signal_to_conc, in its order and without fused multiply-adds, at every level:
-   C = log(E1) (-1 / (TR r1)) - (1 / T10) / r1, i.e. (R1 - R10) / r1 with R1 = -log(E1) / TR, with
-   one division per sample (a non-finite s gives a NaN E1, which fails the range test). */
-static void spgr_frame(conc_block *cb, int64_t nb, const float *s, double k, int log_level, float *out) {
-  int64_t j0 = 0;
-#if PIPE_CONC_LOG_VEC
-  if (log_level >= 2) j0 = spgr_frame_avx512(cb, nb, s, k, out);
-  else if (log_level == 1) j0 = spgr_frame_avx2(cb, nb, s, k, out);
-#endif
-  if (j0 == nb) return;
-  for (int64_t j = j0; j < nb; ++j) cb->row[j] = spgr_e1(s[j], cb->inv_m0sa[j], cb->ca[j]);
-  pipe_conc_log(cb->row + j0, nb - j0, log_level);
-  for (int64_t j = j0; j < nb; ++j) out[j] = (float)(cb->row[j] * k + cb->c0[j]);
+   voxels (conc_f32.h); a flagged sample (not finite, out of range) becomes NaN, which no valid
+   sample can be. */
+static void spgr_frame(const conc_block *cb, int64_t nb, const float *s, float k, int level, float *out) {
+  pipe_conc_spgr_row(level, nb, s, cb->a, cb->ca, cb->om, cb->c0, k, out);
 }
 
 /* Voxels [j0, j1) of the tile (frame-major, nb per frame) into dst (curve-major, nt floats each),
@@ -206,7 +161,7 @@ __attribute__((target("avx"))) static void store_curves_avx(const float *tile, i
 #define CONC_X86 0
 #endif
 
-/* The block's curves into dst; level: the vector level allowed (that of the logarithm). */
+/* The block's curves into dst; level: the vector level allowed (conc_f32.h). */
 static void store_curves(const float *tile, int64_t nb, int64_t nt, float *dst, int level, uint8_t *flagged) {
   for (int64_t j = 0; j < nb; ++j) flagged[j] = 0;
 #if CONC_X86
@@ -220,16 +175,13 @@ static void store_curves(const float *tile, int64_t nb, int64_t nt, float *dst, 
 }
 
 /* Voxel j of the block (frame i at s[i * rs]), valid: its curve in double into c (0 where
-   flagged, as the library writes its invalid_value) and flag, by the operations of spgr_frame
-   (the logarithm's value does not depend on its position in the array). Returns the number of
-   flagged samples. */
-static int64_t spgr_curve(const conc_block *cb, int64_t j, const float *s, int64_t rs, int64_t nt, double k,
-                          int log_level, double *c, uint8_t *flag) {
-  for (int64_t i = 0; i < nt; ++i) c[i] = spgr_e1(s[i * rs], cb->inv_m0sa[j], cb->ca[j]);
-  pipe_conc_log(c, nt, log_level);
+   flagged, as the library writes its invalid_value) and flag, with spgr_frame's values (the same
+   at every level). Returns the number of flagged samples. */
+static int64_t spgr_curve(const conc_block *cb, int64_t j, const float *s, int64_t rs, int64_t nt, float k, double *c,
+                          uint8_t *flag) {
   int64_t nbad = 0;
   for (int64_t i = 0; i < nt; ++i) {
-    double v = c[i] * k + cb->c0[j];
+    double v = (double)pipe_conc_spgr_one(s[i * rs], cb->a[j], cb->ca[j], cb->om[j], cb->c0[j], k);
     flag[i] = isnan(v);
     c[i] = flag[i] ? 0 : v;
     nbad += flag[i];
@@ -283,7 +235,7 @@ typedef struct conc_job {
   const float *t10, *b1;
   double t10_const;
   const pipe_spgr *sp;
-  int input_conc, run_ok, log_level;
+  int input_conc, run_ok, level; /* level: the vector level (conc_f32.h), also that of the transposes and sums */
   float *conc;
   int32_t *ninvalid;
   uint8_t *bad;
@@ -308,7 +260,7 @@ static const float *block_rows(const conc_job *jb, int64_t k0, int64_t nb, conc_
 static void convert_signal(const conc_job *jb, int64_t k0, int64_t nb, const float *rows, int64_t rs, conc_block *cb) {
   const int64_t nt = jb->nt;
   const pipe_spgr *sp = jb->sp;
-  const double k = -1.0 / (sp->tr * sp->r1);
+  const float k = (float)(-1.0 / (sp->tr * sp->r1));
   double t10v[BLK], b1v[BLK];
   for (int64_t j = 0; j < nb; ++j) {
     t10v[j] = jb->t10 ? (double)jb->t10[jb->list[k0 + j]] : jb->t10_const;
@@ -319,14 +271,14 @@ static void convert_signal(const conc_job *jb, int64_t k0, int64_t nb, const flo
   for (int64_t i = 0; i < nt; ++i) {
     if (pf)
       for (int64_t q = 0; q < nb; q += 16) __builtin_prefetch(rows + i * rs + nb + q);
-    spgr_frame(cb, nb, rows + i * rs, k, jb->log_level, cb->tile + i * nb);
+    spgr_frame(cb, nb, rows + i * rs, k, jb->level, cb->tile + i * nb);
   }
-  store_curves(cb->tile, nb, nt, cb->out, jb->log_level, cb->flagged);
+  store_curves(cb->tile, nb, nt, cb->out, jb->level, cb->flagged);
   for (int64_t j = 0; j < nb; ++j) {
     int32_t *ninv = &jb->ninvalid[k0 + j];
     uint8_t *bad = &jb->bad[k0 + j];
     if (cb->valid[j] && !cb->flagged[j]) { *ninv = 0; *bad = 0; continue; } /* stored */
-    int64_t nbad = cb->valid[j] ? spgr_curve(cb, j, rows + j, rs, nt, k, jb->log_level, cb->c, cb->flag) : -1;
+    int64_t nbad = cb->valid[j] ? spgr_curve(cb, j, rows + j, rs, nt, k, cb->c, cb->flag) : -1;
     finish_voxel(nbad, nt, sp, cb->c, cb->flag, cb->out + j * nt, ninv, bad);
   }
 }
@@ -393,6 +345,9 @@ static void add_curves_plain(const float *conc, const uint8_t *bad, int64_t n, i
     }                                                                                                              \
     return i;                                                                                                      \
   }
+/* W floats at p in double */
+#define CONC_LOAD8(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
+#define CONC_LOAD4(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
 CONC_ADD_CURVES(add_curves_avx512, "avx512f", __m512d, CONC_LOAD8, 8)
 CONC_ADD_CURVES(add_curves_avx, "avx", __m256d, CONC_LOAD4, 4)
 #endif
@@ -449,7 +404,7 @@ int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list
                  int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad, double *mean,
                  int64_t *used) {
   const conc_job jb = {sig, nvox, nt, list, nlist, t10, b1, t10_const, sp, input_conc, run_options_valid(sp, nt),
-                       pipe_conc_log_level(simd), conc, ninvalid, bad};
+                       pipe_conc_level(simd), conc, ninvalid, bad};
   /* a work unit: one block, or MEAN_BLK curves when the mean is summed (its partial sum is made
      while the unit's curves are in cache) */
   const int64_t unit = mean ? MEAN_BLK : BLK, nunit = (nlist + unit - 1) / unit;
@@ -481,7 +436,7 @@ int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list
           continue;
         }
         convert_block(&jb, k0, k1, cb);
-        if (mean) add_curves(cb->out, bad + k0, k1 - k0, nt, jb.log_level, part + ui * nt, &cnt[ui]);
+        if (mean) add_curves(cb->out, bad + k0, k1 - k0, nt, jb.level, part + ui * nt, &cnt[ui]);
         memcpy(conc + k0 * nt, cb->out, sizeof(float) * (size_t)((k1 - k0) * nt)); /* whole lines, in order */
       }
     }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "pipeline/conc_log.h"
+#include "pipeline/conc_f32.h"
 #include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
 #include "models/model.h"
@@ -824,7 +824,7 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
     pipe_sb_printf(b, ", \"voxels\": %lld, \"voxels_unusable\": %lld, \"voxels_with_interpolated_samples\": %lld, "
                       "\"flagged_samples\": %lld, \"max_invalid_fraction\": %g, \"logarithm\": \"%s\"}",
                    (long long)j->nlist, (long long)j->n_bad, (long long)j->n_interp, (long long)j->n_flag, cfg->max_invalid_fraction,
-                   pipe_conc_log_name(pipe_conc_log_level(lumen_ctx_cpu_simd(ctx))));
+                   pipe_conc_name(pipe_conc_level(lumen_ctx_cpu_simd(ctx))));
     pipe_sb_printf(&run->text,
                    "read: %lld frames, times from %s, %.3f s\n"
                    "stage A (%s): T1 %s; FA %g deg (%s), TR %g s (%s), r1 %g /mM/s, baseline frames [%lld, %lld) %s; %lld voxels, "

@@ -264,7 +264,7 @@ typedef struct pipe_spgr {
    input_conc: the signal is concentration already (only flags non-finite samples).
    ninvalid[k]: flagged samples of list[k]; bad[k] = 1 when the curve is unusable. threads: how
    many (the context's); the curves do not depend on it. simd: the context's limit of the vector
-   instructions (the logarithm's, conc_log.h).
+   instructions (conc_f32.h: the curves are the same at every level).
    mean (nt, or NULL): the mean of the usable curves (bad[k] == 0), *used = their count (mean 0
    when none), summed while the curves are written: each group of 4096 curves in list order, the
    groups' sums added in group order, so the same bits for any thread count.

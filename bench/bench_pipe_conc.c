@@ -2,7 +2,8 @@
    `lumen dce` calls it), the input checksum
    (lumen_pipe_checksum_file) and the writing of one 256x256x32 float map as .nii.gz
    (lumen_nifti_write, level 1) on synthetic data, with a reference row for each: a plain loop of
-   one libm log per sample (the floor of the double conversion stage A made until session 14), FNV-1a byte by byte (the
+   one libm log per sample (the floor of the double conversion stage A made until session 14), the
+   float conversion in place on the frame-major series (what issue 20's 10x plan needs), FNV-1a byte by byte (the
    former checksum) and zlib's compress2 at level 1 on one thread (the former writer's deflate).
    usage: bench_pipe_conc [VOXELS=524288] [FRAMES=80] [THREADS=2] [FILE_MB=256]
    Timings are printed, never asserted. */
@@ -15,7 +16,11 @@
 #include <zlib.h>
 #include "lumen/io.h"
 #include "lumen/pipeline.h"
+#include "pipeline/conc_f32.h"
 #include "pipeline/pipe_internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static double now(void) {
   struct timespec ts;
@@ -51,7 +56,41 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
       double t = now() - t0;
       printf("| pipe_convert, %s, %d thread(s) | %.3f s | %.2f ns/sample |\n", names[li], th, t, 1e9 * t / samples);
     }
-  /* the floor: one log per sample, one thread */
+  /* the conversion issue 20's 10x plan needs: in place on the frame-major series (no curve array
+     to map, no transposes), tiles of 1024 voxels x all frames (their constants stay in L1), the
+     float kernel of stage A; without flags, interpolation or the mean curve. It overwrites sig. */
+  {
+    enum { TILE = 1024 };
+    float *a = malloc(sizeof(float) * (size_t)nvox), *ca = malloc(sizeof(float) * (size_t)nvox);
+    float *om = malloc(sizeof(float) * (size_t)nvox), *c0 = malloc(sizeof(float) * (size_t)nvox);
+    if (!a || !ca || !om || !c0) { fprintf(stderr, "out of memory\n"); exit(1); }
+    const double cfa = cos(sp.fa_rad), e10 = exp(-sp.tr / 1.2);
+    for (int64_t v = 0; v < nvox; ++v) { /* baseline 1000, as the series above */
+      a[v] = (float)(1.0 / (1000 * (1 - cfa * e10) / (1 - e10)));
+      ca[v] = (float)cfa;
+      om[v] = (float)(1 - cfa);
+      c0[v] = (float)(-(1.0 / 1.2) / sp.r1);
+    }
+    const float k = (float)(-1.0 / (sp.tr * sp.r1));
+    const int level = pipe_conc_level(LUMEN_CPU_SIMD_AUTO);
+    const int64_t ntile = (nvox + TILE - 1) / TILE;
+    double ti = now();
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#endif
+    for (int64_t q = 0; q < ntile; ++q) {
+      const int64_t v0 = q * TILE, n = v0 + TILE < nvox ? TILE : nvox - v0;
+      for (int64_t i = 0; i < nt; ++i) {
+        float *row = sig + i * nvox + v0;
+        pipe_conc_spgr_row(level, n, row, a + v0, ca + v0, om + v0, c0 + v0, k, row);
+      }
+    }
+    ti = now() - ti;
+    printf("| reference: in place, frame-major, float kernel (no flags, no mean), %d thread(s) | %.3f s | %.2f ns/sample |\n",
+           threads, ti, 1e9 * ti / samples);
+    free(a); free(ca); free(om); free(c0);
+  }
+  /* the floor of the double conversion: one log per sample, one thread */
   double t0 = now(), acc = 0;
   for (int64_t k = 0; k < nvox * nt; ++k) acc += log(0.5 + 1e-9 * (double)(k & 1023));
   double t = now() - t0;

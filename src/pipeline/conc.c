@@ -7,8 +7,8 @@
    are consecutive (the next block's rows prefetched), gathered otherwise: the conversion runs
    across the voxels of a frame in float (conc_f32.h: 16 lanes with AVX-512, 8 with AVX2, one
    otherwise, the same bits at every level) into a float tile that stays in L1; the tile is
-   transposed into curves 8 x 8 in registers, voxels with a flagged sample are redone one by one
-   (interpolation in double), and the block's curves are copied out from L1 into pages mapped
+   transposed into curves 8 x 8 in registers, voxels with a flagged sample are taken again from
+   the tile one by one (interpolation in double), and the block's curves are copied out from L1 into pages mapped
    beforehand in one call per work unit (lumen_populate_pages). The per-voxel constants are those
    of lumen_spgr_signal_to_conc (src/fit/aif.c), computed in double and rounded to float; a
    concentration is within a few float ulps of R1 / r1 and R10 / r1 of the double conversion
@@ -91,13 +91,6 @@ static void spgr_constants(conc_block *cb, int64_t nb, const float *rows, int64_
   }
 }
 
-/* Signal -> concentration of one frame of the block (s: nb samples) into out (nb floats), across
-   voxels (conc_f32.h); a flagged sample (not finite, out of range) becomes NaN, which no valid
-   sample can be. */
-static void spgr_frame(const conc_block *cb, int64_t nb, const float *s, float k, int level, float *out) {
-  pipe_conc_spgr_row(level, nb, s, cb->a, cb->ca, cb->om, cb->c0, k, out);
-}
-
 /* Voxels [j0, j1) of the tile (frame-major, nb per frame) into dst (curve-major, nt floats each),
    frames [i0, nt): contiguous writes; the reads walk one column of the tile, whose lines the next
    voxels reuse from L1. flagged[j] |= whether one of them is NaN. */
@@ -174,14 +167,13 @@ static void store_curves(const float *tile, int64_t nb, int64_t nt, float *dst, 
   store_curves_plain(tile, nb, 0, nb, 0, nt, dst, flagged);
 }
 
-/* Voxel j of the block (frame i at s[i * rs]), valid: its curve in double into c (0 where
-   flagged, as the library writes its invalid_value) and flag, with spgr_frame's values (the same
-   at every level). Returns the number of flagged samples. */
-static int64_t spgr_curve(const conc_block *cb, int64_t j, const float *s, int64_t rs, int64_t nt, float k, double *c,
-                          uint8_t *flag) {
+/* Voxel j of the block (nb voxels), valid: its curve from the tile in double into c (0 where
+   flagged, as the library writes its invalid_value) and flag. Returns the number of flagged
+   samples. */
+static int64_t tile_curve(const conc_block *cb, int64_t j, int64_t nb, int64_t nt, double *c, uint8_t *flag) {
   int64_t nbad = 0;
   for (int64_t i = 0; i < nt; ++i) {
-    double v = (double)pipe_conc_spgr_one(s[i * rs], cb->a[j], cb->ca[j], cb->om[j], cb->c0[j], k);
+    double v = (double)cb->tile[i * nb + j];
     flag[i] = isnan(v);
     c[i] = flag[i] ? 0 : v;
     nbad += flag[i];
@@ -271,14 +263,15 @@ static void convert_signal(const conc_job *jb, int64_t k0, int64_t nb, const flo
   for (int64_t i = 0; i < nt; ++i) {
     if (pf)
       for (int64_t q = 0; q < nb; q += 16) __builtin_prefetch(rows + i * rs + nb + q);
-    spgr_frame(cb, nb, rows + i * rs, k, jb->level, cb->tile + i * nb);
+    /* a flagged sample (not finite, out of range) becomes NaN, which no valid sample can be */
+    pipe_conc_spgr_row(jb->level, nb, rows + i * rs, cb->a, cb->ca, cb->om, cb->c0, k, cb->tile + i * nb);
   }
   store_curves(cb->tile, nb, nt, cb->out, jb->level, cb->flagged);
   for (int64_t j = 0; j < nb; ++j) {
     int32_t *ninv = &jb->ninvalid[k0 + j];
     uint8_t *bad = &jb->bad[k0 + j];
     if (cb->valid[j] && !cb->flagged[j]) { *ninv = 0; *bad = 0; continue; } /* stored */
-    int64_t nbad = cb->valid[j] ? spgr_curve(cb, j, rows + j, rs, nt, k, cb->c, cb->flag) : -1;
+    int64_t nbad = cb->valid[j] ? tile_curve(cb, j, nb, nt, cb->c, cb->flag) : -1;
     finish_voxel(nbad, nt, sp, cb->c, cb->flag, cb->out + j * nt, ninv, bad);
   }
 }

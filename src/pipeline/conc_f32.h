@@ -28,7 +28,7 @@ const char *pipe_conc_name(int level);
 void pipe_conc_spgr_row(int level, int64_t n, const float *s, const float *a, const float *ca, const float *om,
                         const float *c0, float k, float *out);
 
-/* The same for one sample. */
+/* The same for one sample (the rows' reference in tests/unit/test_pipe_conc.c). */
 float pipe_conc_spgr_one(float s, float a, float ca, float om, float c0, float k);
 
 #endif

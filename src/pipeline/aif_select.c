@@ -390,18 +390,13 @@ static void aif_auto(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif, ch
   const lumen_pipe_config *cfg = run->cfg;
   const double hct = cfg->hematocrit;
   const int64_t nt = in->nt;
-  int64_t *list = NULL;
-  int64_t k = in->input_conc ? 0 : detect_vessels(in, in->sp->b0, in->sp->b1, &list);
-  int64_t used = 0;
-  lumen_status st = LUMEN_OK;
-  if (k >= 3) st = roi_curve(run, in, list, k, aif->cb, &used);
-  if (st != LUMEN_OK) { lumen_ctx_clear_error(run->ctx); used = 0; }
-  free(list);
+  const int64_t used = aif->n_voxels; /* the vessels' curve from the series (pipe_stage_b_signal) */
   judge_vessels(in, aif, used, hct, fallback, size);
   if (fallback[0]) {
     pipe_warn(run, "AIF auto: no usable vessel (%s); using the Parker population AIF instead: give --aif roi:FILE "
                    "with a vessel mask, or --aif parker to choose it", fallback);
     aif->fallback = 1;
+    aif->n_voxels = 0;
     return;
   }
   for (int64_t i = 0; i < nt; ++i) aif->cp[i] = aif->cb[i] / (1 - hct);
@@ -453,12 +448,8 @@ static lumen_status aif_roi(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *
   const int64_t nt = in->nt;
   int fitted = spec[0] == 'f';
   const char *path = spec + (fitted ? 7 : 4);
-  int64_t *list = NULL, n = 0, used = 0;
-  lumen_status st = roi_list(run, path, in->ref_path, &list, &n);
-  if (st == LUMEN_OK) st = roi_curve(run, in, list, n, aif->cb, &used);
-  free(list);
-  if (st != LUMEN_OK) return st;
-  aif->n_voxels = used;
+  const int64_t used = aif->n_voxels; /* the ROI's curve from the series (pipe_stage_b_signal) */
+  lumen_status st = LUMEN_OK;
   if (fitted) {
     double *raw = malloc(sizeof(double) * (size_t)nt);
     if (!raw) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
@@ -493,14 +484,35 @@ static lumen_status aif_file(pipe_run *run, const pipe_stage_b_in *in, pipe_aif 
   return LUMEN_OK;
 }
 
+lumen_status pipe_stage_b_signal(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif) {
+  lumen_ctx *ctx = run->ctx;
+  const char *spec = run->cfg->aif ? run->cfg->aif : "auto";
+  memset(aif, 0, sizeof *aif);
+  aif->cp = malloc(sizeof(double) * (size_t)in->nt);
+  aif->cb = malloc(sizeof(double) * (size_t)in->nt);
+  if (!aif->cp || !aif->cb) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
+  int64_t *list = NULL, n = 0, used = 0;
+  lumen_status st = LUMEN_OK;
+  if (!strcmp(spec, "auto")) {
+    /* a failure to convert the candidates is no error: auto falls back to a population AIF */
+    n = in->input_conc ? 0 : detect_vessels(in, in->sp->b0, in->sp->b1, &list);
+    if (n >= 3 && roi_curve(run, in, list, n, aif->cb, &used) != LUMEN_OK) {
+      lumen_ctx_clear_error(ctx);
+      used = 0;
+    }
+  } else if (!strncmp(spec, "roi:", 4) || !strncmp(spec, "fitted:", 7)) {
+    st = roi_list(run, spec + (spec[0] == 'f' ? 7 : 4), in->ref_path, &list, &n);
+    if (st == LUMEN_OK) st = roi_curve(run, in, list, n, aif->cb, &used);
+  }
+  free(list);
+  aif->n_voxels = used;
+  return st;
+}
+
 lumen_status pipe_stage_b(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif) {
   lumen_ctx *ctx = run->ctx;
   const lumen_pipe_config *cfg = run->cfg;
   const int64_t nt = in->nt;
-  memset(aif, 0, sizeof *aif);
-  aif->cp = malloc(sizeof(double) * (size_t)nt);
-  aif->cb = malloc(sizeof(double) * (size_t)nt);
-  if (!aif->cp || !aif->cb) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "AIF: out of memory");
   const char *spec = cfg->aif ? cfg->aif : "auto";
   /* bolus arrival from the mean tissue curve */
   aif->arrival = lumen_pipe_detect_arrival(in->tissue_mean, nt, in->sp->b0, in->sp->b1);

@@ -321,6 +321,12 @@ typedef struct pipe_stage_b_in {
   const char *ref_path;    /* the series path, for messages */
   int input_conc;
 } pipe_stage_b_in;
+/* Stage B in two steps around stage A's conversion, which overwrites the series: the curve of
+   the vessels (--aif auto) or of the ROI (roi:, fitted:) from the signal (pipe_stage_b_signal:
+   aif->cb and aif->n_voxels, cp and cb allocated; tissue_mean not read), then the AIF itself
+   (pipe_stage_b: the judgement of the vessels against the mean tissue curve, the bolus arrival,
+   a population or file AIF, the table and figure; sig not read). */
+lumen_status pipe_stage_b_signal(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif);
 lumen_status pipe_stage_b(pipe_run *run, const pipe_stage_b_in *in, pipe_aif *aif);
 void pipe_aif_free(pipe_aif *aif);
 

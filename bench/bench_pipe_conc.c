@@ -56,6 +56,32 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
       double t = now() - t0;
       printf("| pipe_convert, %s, %d thread(s) | %.3f s | %.2f ns/sample |\n", names[li], th, t, 1e9 * t / samples);
     }
+  /* what `lumen dce` runs: the conversion in place over the series (a fresh copy each time, made
+     outside the timing), then stage D's gathering of the curves chunk by chunk into one buffer */
+  {
+    float *work = malloc(sizeof(float) * (size_t)(nvox * nt));
+    if (!work) { fprintf(stderr, "out of memory\n"); exit(1); }
+    for (int th = 1; th <= threads; th *= 2) {
+      memcpy(work, sig, sizeof(float) * (size_t)(nvox * nt));
+      double t0 = now();
+      pipe_convert_in_place(work, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, th, LUMEN_CPU_SIMD_AUTO, ninv, bad,
+                            mean, &used);
+      double t = now() - t0;
+      printf("| pipe_convert_in_place, vector (auto), %d thread(s) | %.3f s | %.2f ns/sample |\n", th, t,
+             1e9 * t / samples);
+    }
+    const pipe_curves src = {work, nvox, nt, list, nvox};
+    const int64_t chunk = 65536;
+    for (int th = 1; th <= threads; th *= 2) {
+      double t0 = now();
+      for (int64_t k0 = 0; k0 < nvox; k0 += chunk)
+        pipe_curves_get(&src, k0, k0 + chunk < nvox ? chunk : nvox - k0, conc, th, LUMEN_CPU_SIMD_AUTO);
+      double t = now() - t0;
+      printf("| pipe_curves_get, chunks of %lld curves into one buffer, %d thread(s) | %.3f s | %.2f ns/sample |\n",
+             (long long)chunk, th, t, 1e9 * t / samples);
+    }
+    free(work);
+  }
   /* the conversion issue 20's 10x plan needs: in place on the frame-major series (no curve array
      to map, no transposes), tiles of 1024 voxels x all frames (their constants stay in L1), the
      float kernel of stage A; without flags, interpolation or the mean curve. It overwrites sig. */

@@ -127,12 +127,16 @@ static uint64_t chain_parallel(uint64_t h, const void *p, size_t n, int threads)
 }
 
 static uint64_t fingerprint(const lumen_fit_options *o, int64_t nlist, int64_t nt, int64_t chunk, const float *data,
-                            const float *consts, const double *t_min, const double *cp, const lumen_fit_results *r,
+                            const pipe_curves *src, const float *consts, const double *t_min, const double *cp, const lumen_fit_results *r,
                             int threads) {
   uint64_t h = 0;
   int64_t head[6] = {o->model, nlist, nt, chunk, r->ci_lo != NULL, r->delay != NULL};
   h = chain(h, head, sizeof head);
-  h = chain_parallel(h, data, sizeof(float) * (size_t)(nlist * nt), threads);
+  if (data) h = chain_parallel(h, data, sizeof(float) * (size_t)(nlist * nt), threads);
+  else { /* the series the curves were converted in place in, and which of its voxels they are */
+    h = chain_parallel(h, src->base, sizeof(float) * (size_t)(src->nvox * nt), threads);
+    h = chain(h, src->list, sizeof(int64_t) * (size_t)nlist);
+  }
   if (consts) h = chain(h, consts, sizeof(float) * (size_t)nlist * LUMEN_FIT_NCONSTS);
   h = chain(h, t_min, sizeof(double) * (size_t)nt);
   h = chain(h, cp, sizeof(double) * (size_t)nt);
@@ -301,8 +305,8 @@ static void chunk_view(const lumen_fit_results *res, lumen_model model, int64_t 
 }
 
 lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const lumen_fit_options *o, int64_t nlist,
-                              int64_t nt, const float *data, const float *consts, const double *t_min, const double *cp,
-                              lumen_fit_results *res) {
+                              int64_t nt, const float *data, const pipe_curves *src, const float *consts,
+                              const double *t_min, const double *cp, lumen_fit_results *res) {
   lumen_ctx *ctx = run->ctx;
   const lumen_pipe_config *cfg = run->cfg;
   lumen_model model = o->model;
@@ -312,7 +316,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   memset(res->at_lower, 0, sizeof res->at_lower);
   memset(res->at_upper, 0, sizeof res->at_upper);
   res->seconds = 0;
-  if (nlist <= 0) return lumen_fit_execute(ctx, plan, nlist, data, consts, res);
+  if (nlist <= 0) return lumen_fit_execute(ctx, plan, nlist, data ? data : src->base, consts, res);
   char path[LUMEN_PIPE_PATH_MAX];
   ckpt_path(run, model, path, sizeof path);
   /* the fingerprint hashes the 4 bytes x nlist x nt curves: computed only when a previous
@@ -331,7 +335,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   lumen_status st = pipe_before_write(run);
   if (st == LUMEN_OK && cfg->resume) st = open_previous(ctx, path, &prev);
   if (st == LUMEN_OK && prev >= 0) {
-    fp = fingerprint(o, nlist, nt, chunk, data, consts, t_min, cp, res, lumen_ctx_threads(ctx));
+    fp = fingerprint(o, nlist, nt, chunk, data, src, consts, t_min, cp, res, lumen_ctx_threads(ctx));
     have_fp = 1;
     ck_head h;
     while (done < nlist && read_all(prev, &h, sizeof h) == 0) {
@@ -370,11 +374,19 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   lumen_fit_results *pend = malloc(sizeof *pend * (size_t)(max_pend > 0 ? max_pend : 1));
   int64_t npend = 0, first_pend = done;
   if (!pend) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D: out of host memory for the checkpoint's chunks");
+  /* curves read from src: each chunk's gathered into one buffer, reused (no array of them all) */
+  float *stage = NULL;
+  if (st == LUMEN_OK && !data) {
+    stage = malloc(sizeof(float) * (size_t)(chunk < nlist ? chunk : nlist) * (size_t)nt);
+    if (!stage) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D: out of host memory for %lld curves", (long long)chunk);
+  }
   while (st == LUMEN_OK && done < nlist) {
     int64_t count = nlist - done < chunk ? nlist - done : chunk;
     lumen_fit_results *c = &pend[npend];
     chunk_view(res, model, done, c);
-    st = lumen_fit_execute(ctx, plan, count, data + done * nt, consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, c);
+    const float *curves = data ? data + done * nt : stage;
+    if (!data) pipe_curves_get(src, done, count, stage, lumen_ctx_threads(ctx), lumen_ctx_cpu_simd(ctx));
+    st = lumen_fit_execute(ctx, plan, count, curves, consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, c);
     if (st != LUMEN_OK) break;
     add_counts(res, c, done == 0);
     done += count;
@@ -382,7 +394,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     const double now = lumen_now_seconds();
     if (!eager && now - t_fit < 1.0) continue;
     if (!have_fp) {
-      fp = fingerprint(o, nlist, nt, chunk, data, consts, t_min, cp, res, lumen_ctx_threads(ctx));
+      fp = fingerprint(o, nlist, nt, chunk, data, src, consts, t_min, cp, res, lumen_ctx_threads(ctx));
       have_fp = 1;
     }
     for (int64_t j = 0, at = first_pend; st == LUMEN_OK && j < npend; ++j, at += chunk) {
@@ -408,6 +420,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     if (st == LUMEN_OK) test_abort_hook();
   }
   free(pend);
+  free(stage);
   free(buf);
   if (fd >= 0 && close(fd) != 0 && st == LUMEN_OK)
     st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));

@@ -79,7 +79,8 @@ void pipe_curve_figure(pipe_run *run, const pipe_curve_in *in) {
     int64_t k = r[(int64_t)floor((double)(n - 1) * pct[j] / 100.0 + 0.5)].k, v = in->list[k];
     double *meas = buf + in->nt * (1 + 2 * j), *fit = meas + in->nt, consts[LUMEN_FIT_NCONSTS];
     for (int c = 0; c < LUMEN_FIT_NCONSTS; ++c) consts[c] = in->consts ? in->consts[k * LUMEN_FIT_NCONSTS + c] : NAN;
-    for (int64_t i = 0; i < in->nt; ++i) meas[i] = in->data[k * in->nt + i];
+    for (int64_t i = 0; i < in->nt; ++i)
+      meas[i] = in->data ? in->data[k * in->nt + i] : in->src->base[i * in->src->nvox + v];
     double delay = res->delay ? res->delay[k] : 0;
     if (lumen_fit_plan_eval(in->plan, res->params + k * np, in->consts ? consts : NULL, delay, fit) != LUMEN_OK)
       for (int64_t i = 0; i < in->nt; ++i) fit[i] = NAN;

@@ -61,9 +61,16 @@ static void map_name(char *buf, size_t size, const char *prefix, const char *mod
    the real fit to report. Returns the number of warm-up curves. */
 enum { WARMUP_CURVES = 64 };
 static int64_t warm_up(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t nlist, const float *data,
-                       const float *consts) {
+                       const pipe_curves *src, const float *consts) {
   int64_t k = nlist < WARMUP_CURVES ? nlist : WARMUP_CURVES;
   if (k <= 0) return 0;
+  float *own = NULL;
+  if (!data) { /* the first curves gathered from the series */
+    own = malloc(sizeof(float) * (size_t)(k * src->nt));
+    if (!own) return 0;
+    pipe_curves_get(src, 0, k, own, 1, lumen_ctx_cpu_simd(ctx));
+    data = own;
+  }
   double params[WARMUP_CURVES * LUMEN_FIT_MAX_PARAMS], derived[WARMUP_CURVES * LUMEN_FIT_MAX_DERIVED];
   double chi2[WARMUP_CURVES], r2[WARMUP_CURVES], delay[WARMUP_CURVES];
   int32_t state[WARMUP_CURVES];
@@ -75,7 +82,9 @@ static int64_t warm_up(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t nlist
   r.chi2 = chi2;
   r.r2 = r2;
   r.delay = delay;
-  if (lumen_fit_execute(ctx, plan, k, data, consts, &r) != LUMEN_OK) {
+  lumen_status st = lumen_fit_execute(ctx, plan, k, data, consts, &r);
+  free(own);
+  if (st != LUMEN_OK) {
     lumen_ctx_clear_error(ctx);
     return 0;
   }
@@ -89,23 +98,29 @@ typedef struct model_out {
   int json_first;  /* the first member of the run log's "models" object */
 } model_out;
 
-/* The fit inputs of one model: FXR fits R1 = R10 + r1 C (consts: R10, B1 per curve), the other
-   models the concentration curves themselves (data == conc, consts NULL). */
-static lumen_status model_data(lumen_ctx *ctx, lumen_model model, const float *conc, const int64_t *list,
-                               int64_t nlist, int64_t nt, const float *t10, double t10_const, const float *b1,
-                               double r1, float **data, float **consts) {
-  *data = (float *)conc;
+/* The fit inputs of one model: FXR fits R1 = R10 + r1 C (data: its own curves, consts: R10, B1
+   per curve), the other models the concentration curves themselves (data NULL: read from src,
+   consts NULL); all == 1 (an executor of the caller's, which takes one array): the concentration
+   curves gathered into data. */
+static lumen_status model_data(lumen_ctx *ctx, lumen_model model, const pipe_curves *src, int all, const float *t10,
+                               double t10_const, const float *b1, double r1, float **data, float **consts) {
+  const int64_t nlist = src->nlist, nt = src->nt, *list = src->list;
+  *data = NULL;
   *consts = NULL;
-  if (model != LUMEN_MODEL_FXR) return LUMEN_OK;
+  if (model != LUMEN_MODEL_FXR && !all) return LUMEN_OK;
   *data = malloc(sizeof(float) * (size_t)(nlist * nt));
+  if (*data) pipe_curves_get(src, 0, nlist, *data, lumen_ctx_threads(ctx), lumen_ctx_cpu_simd(ctx));
+  if (model != LUMEN_MODEL_FXR)
+    return *data ? LUMEN_OK : lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory for %lld curves", (long long)nlist);
   *consts = malloc(sizeof(float) * (size_t)nlist * LUMEN_FIT_NCONSTS);
   if (!*data || !*consts) {
     free(*data);
     free(*consts);
-    *data = (float *)conc;
+    *data = NULL;
     *consts = NULL;
     return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "fxr: out of memory");
   }
+  float *conc = *data; /* converted in place, curve by curve */
   for (int64_t k = 0; k < nlist; ++k) {
     double tt = t10 ? t10[list[k]] : t10_const;
     double r10 = tt > 0 ? 1.0 / tt : NAN;
@@ -147,7 +162,9 @@ typedef struct model_fit {
   const lumen_fit_results *res;
   const int64_t *list;
   int64_t nlist, nt, warm;
-  const float *data, *consts;
+  const float *data;       /* the curves fitted, or NULL: those of src */
+  const pipe_curves *src;
+  const float *consts;
   const double *t_min;
 } model_fit;
 
@@ -161,6 +178,7 @@ static void record_model_fit(pipe_run *run, const model_fit *f, lumen_pipe_model
   const int64_t nlist = f->nlist, nt = f->nt, warm = f->warm;
   const int64_t *list = f->list;
   const float *data = f->data, *consts = f->consts;
+  const pipe_curves *src = f->src;
   const double *t_min = f->t_min;
     ms->model = model;
     snprintf(ms->backend_requested, sizeof ms->backend_requested, "%s", res.backend_requested);
@@ -227,7 +245,7 @@ static void record_model_fit(pipe_run *run, const model_fit *f, lumen_pipe_model
                 res.reason);
     pipe_curve_in ci = {model, plan, &res, list, nlist, nt, data, consts, t_min, 1.0,
                         "time from the first frame (min)",
-                        model == LUMEN_MODEL_FXR ? "R1 (1/s)" : "concentration (mM)", NULL};
+                        model == LUMEN_MODEL_FXR ? "R1 (1/s)" : "concentration (mM)", NULL, data ? NULL : src};
     pipe_curve_figure(run, &ci);
 }
 
@@ -371,12 +389,12 @@ static lumen_status write_model_maps(pipe_run *run, lumen_model model, const int
   return st;
 }
 
-static lumen_status fit_model(pipe_run *run, lumen_model model, const float *conc, const int64_t *list, int64_t nlist,
-                              int64_t nt, const double *t_min, const double *cp, const float *t10, double t10_const,
+static lumen_status fit_model(pipe_run *run, lumen_model model, const pipe_curves *src, const double *t_min, const double *cp, const float *t10, double t10_const,
                               const float *b1, double r1, lumen_pipe_model_summary *ms, model_out *mo, double *write_s) {
   lumen_ctx *ctx = run->ctx;
   const lumen_pipe_config *cfg = run->cfg;
   const char *mname = lumen_model_name(model);
+  const int64_t nlist = src->nlist, nt = src->nt, *list = src->list;
   lumen_fit_options o;
   pipe_fit_options_dce(cfg, model, r1, &o); /* as lumen_pipe_config_check tried them */
   lumen_fit_plan *plan = NULL;
@@ -387,7 +405,7 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
     return lumen_fail(ctx, st, "stage D (%s): %s", mname, msg);
   }
   float *data = NULL, *consts = NULL;
-  st = model_data(ctx, model, conc, list, nlist, nt, t10, t10_const, b1, r1, &data, &consts);
+  st = model_data(ctx, model, src, cfg->fit_executor != NULL, t10, t10_const, b1, r1, &data, &consts);
   if (st != LUMEN_OK) {
     lumen_fit_plan_destroy(plan);
     return st;
@@ -399,11 +417,11 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
   if (oom) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D (%s): out of memory for %lld voxels", mname, (long long)nlist);
   char label[64];
   snprintf(label, sizeof label, "D %s", mname);
-  int64_t warm = st == LUMEN_OK && !cfg->fit_executor ? warm_up(ctx, plan, nlist, data, consts) : 0;
+  int64_t warm = st == LUMEN_OK && !cfg->fit_executor ? warm_up(ctx, plan, nlist, data, src, consts) : 0;
   if (st == LUMEN_OK) st = lumen_progress(ctx, 0.0, label);
   if (st == LUMEN_OK)
     st = cfg->fit_executor ? cfg->fit_executor(cfg->fit_executor_user, ctx, plan, model, nlist, nt, data, consts, &res)
-                    : pipe_fit_chunked(run, plan, &o, nlist, nt, data, consts, t_min, cp, &res);
+                    : pipe_fit_chunked(run, plan, &o, nlist, nt, data, src, consts, t_min, cp, &res);
   if (st == LUMEN_OK) st = lumen_progress(ctx, 1.0, label);
   if (st != LUMEN_OK && !oom) {
     char msg[1024];
@@ -411,7 +429,7 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
     st = lumen_fail(ctx, st, "stage D (%s): %s", mname, msg);
   }
   if (st == LUMEN_OK) {
-    model_fit f = {model, &o, plan, &res, list, nlist, nt, warm, data, consts, t_min};
+    model_fit f = {model, &o, plan, &res, list, nlist, nt, warm, data, src, consts, t_min};
     record_model_fit(run, &f, ms, mo);
     double tw = pipe_now();
     st = write_model_maps(run, model, list, nlist, nt, &res, mo, map);
@@ -419,7 +437,7 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const float *con
   }
   free(map);
   results_free(&res);
-  if (data != conc) free(data);
+  free(data);
   free(consts);
   lumen_fit_plan_destroy(plan);
   return st;
@@ -586,7 +604,8 @@ typedef struct dce_job {
   double fa_deg, tr, r1;
   int dicom;               /* the series is a DICOM folder or file */
   char how_t[256], t1_how[512], base_how[256], fa_how[LUMEN_PIPE_PATH_MAX + 64], tr_how[LUMEN_PIPE_PATH_MAX + 64];
-  float *t10, *b1, *conc, *ninv_map;
+  float *t10, *b1, *ninv_map;
+  pipe_curves curves;      /* the concentration curves, converted in place over the series (dce) */
   int64_t *list;
   int32_t *ninv;
   uint8_t *bad;
@@ -606,7 +625,7 @@ static void dce_job_free(dce_job *j) {
   lumen_image_free(j->dce);
   lumen_json_free(j->side);
   lumen_acquisition_clear(&j->acq);
-  free(j->t10); free(j->b1); free(j->conc); free(j->ninv_map); free(j->list); free(j->ninv); free(j->bad);
+  free(j->t10); free(j->b1); free(j->ninv_map); free(j->list); free(j->ninv); free(j->bad);
   free(j->t_min); free(j->tissue_mean);
   pipe_aif_free(&j->aif);
 }
@@ -783,19 +802,20 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
     j->seconds_b_signal = pipe_now() - tbs;
   }
   if (st == LUMEN_OK) {
-    j->conc = malloc(sizeof(float) * (size_t)run->n_mask * (size_t)j->nt);
     j->ninv = malloc(sizeof(int32_t) * (size_t)run->n_mask);
     j->bad = malloc((size_t)run->n_mask);
-    if (!j->conc || !j->ninv || !j->bad)
+    if (!j->ninv || !j->bad)
       st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for %lld curves of %lld frames", (long long)run->n_mask, (long long)j->nt);
   }
   if (st == LUMEN_OK) {
     int64_t used = 0;
-    if (pipe_convert(lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist, j->t10,
-                     isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, j->b1, &j->sp, !j->signal,
-                     lumen_ctx_threads(ctx), lumen_ctx_cpu_simd(ctx), j->conc, j->ninv, j->bad, j->tissue_mean,
-                     &used) != 0)
+    /* the curves overwrite the series (stage B has read it): no second array of the series' size */
+    if (pipe_convert_in_place(lumen_image_data(j->dce), run->nvox, j->nt, j->list, j->nlist, j->t10,
+                              isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, j->b1, &j->sp, !j->signal,
+                              lumen_ctx_threads(ctx), lumen_ctx_cpu_simd(ctx), j->ninv, j->bad, j->tissue_mean,
+                              &used) != 0)
       st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for the mean tissue curve");
+    j->curves = (pipe_curves){lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist};
     for (int64_t k = 0; st == LUMEN_OK && k < j->nlist; ++k) {
       j->n_bad += j->bad[k];
       j->n_flag += j->ninv[k];
@@ -856,8 +876,6 @@ static lumen_status dce_stage_b(pipe_run *run, dce_job *j) {
     st = pipe_stage_b(run, &in, &j->aif);
   }
   sum->seconds_b = pipe_now() - tb + j->seconds_b_signal;
-  lumen_image_free(j->dce);
-  j->dce = NULL;
   if (st == LUMEN_OK) {
     snprintf(sum->aif_method, sizeof sum->aif_method, "%s", j->aif.method);
     sum->aif_fallback = j->aif.fallback;
@@ -905,8 +923,9 @@ static lumen_status dce_stage_a_maps(pipe_run *run, dce_job *j) {
       if (st == LUMEN_OK) {
         float *cd = lumen_image_data(ci);
         for (int64_t i = 0; i < run->nvox * j->nt; ++i) cd[i] = NAN;
+        const float *c = j->curves.base; /* frame-major, as the image */
         for (int64_t k = 0; k < j->nlist; ++k)
-          for (int64_t i = 0; i < j->nt; ++i) cd[i * run->nvox + j->list[k]] = j->conc[k * j->nt + i];
+          for (int64_t i = 0; i < j->nt; ++i) cd[i * run->nvox + j->list[k]] = c[i * run->nvox + j->list[k]];
         lumen_image_set_affine(ctx, ci, run->affine);
         double spc[4] = {run->spacing[0], run->spacing[1], run->spacing[2], j->nt > 1 ? (j->t_min[1] - j->t_min[0]) * 60 : 1};
         lumen_image_set_spacing(ctx, ci, spc, 4);
@@ -1019,7 +1038,7 @@ static lumen_status dce_stage_d(pipe_run *run, dce_job *j) {
         for (int64_t v = 0; v < run->nvox; ++v) j->mo[m].ktrans[v] = j->mo[m].ve[v] = j->mo[m].vp[v] = NAN;
       }
       j->mo[m].json_first = m == 0;
-      st = fit_model(run, j->models[m], j->conc, j->list, j->nlist, j->nt, j->t_min, j->aif.cp, j->t10,
+      st = fit_model(run, j->models[m], &j->curves, j->t_min, j->aif.cp, j->t10,
                      isfinite(cfg->t1_default_s) ? cfg->t1_default_s : 1.0, j->b1, j->r1, &sum->models[sum->n_models], &j->mo[m],
                      &j->write_s);
       if (st == LUMEN_OK) sum->n_models++;
@@ -1070,8 +1089,6 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   sum->seconds_read = pipe_now() - j->t0;
   if (st == LUMEN_OK) st = dce_stage_a(run, j);
   if (st == LUMEN_OK) st = dce_stage_b(run, j);
-  lumen_image_free(j->dce); /* stage B was the last to read the series */
-  j->dce = NULL;
   if (st == LUMEN_OK) st = dce_stage_a_maps(run, j);
   if (st == LUMEN_OK) st = dce_stage_d(run, j);
   if (st == LUMEN_OK) st = pipe_write_report(run);

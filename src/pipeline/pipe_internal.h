@@ -237,6 +237,7 @@ typedef struct pipe_curve_in {
   const lumen_fit_options *dense; /* non-NULL (T1 fits of a few volumes): the model is drawn on
                                      PIPE_CURVE_DENSE points across the samples, from a plan of
                                      these options */
+  const struct pipe_curves *src;  /* data NULL: the curves fitted are these */
 } pipe_curve_in;
 #define PIPE_CURVE_DENSE 97
 void pipe_curve_figure(pipe_run *run, const pipe_curve_in *in);
@@ -273,6 +274,24 @@ int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list
                  const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
                  int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad, double *mean,
                  int64_t *used);
+/* pipe_convert with the curves written back over the series (frame-major: list[k]'s sample i at
+   sig[i * nvox + list[k]], the same values as pipe_convert's conc[k * nt + i]); the voxels not
+   listed keep their samples. No curve array: what `lumen dce` uses (pipe_curves_get reads them). */
+/* The concentration curves of the fitted voxels as pipe_convert_in_place leaves them: list[k]'s
+   sample i at base[i * nvox + list[k]], k < nlist. */
+typedef struct pipe_curves {
+  const float *base;
+  int64_t nvox, nt;
+  const int64_t *list;
+  int64_t nlist;
+} pipe_curves;
+/* Curves [k0, k0 + n) into dst (n x nt, curve-major), on threads; simd: the vector level allowed
+   (moves only: the same bits at every level). */
+void pipe_curves_get(const pipe_curves *c, int64_t k0, int64_t n, float *dst, int threads, lumen_cpu_simd simd);
+int pipe_convert_in_place(float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
+                          const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
+                          int threads, lumen_cpu_simd simd, int32_t *ninvalid, uint8_t *bad, double *mean,
+                          int64_t *used);
 
 /* The sum of the signal (sig: nvox x nt) over every step-th listed voxel (list[0], list[step], ...)
    whose frames are all finite, frame by frame into y (nt), each in list order: what the baseline

@@ -270,7 +270,7 @@ static lumen_status t1_record(pipe_run *run, t1_job *job) {
       pipe_warn(run, "T1: backend selected %s but used %s (%s)", job->res.backend_selected, job->res.backend_used, job->res.reason);
     pipe_curve_in ci = {job->method, job->plan, &job->res, job->list, job->nl, job->n, job->data, job->consts, job->xs, job->vfa ? 180 / PI : 1.0,
                         job->vfa ? "flip angle (deg)" : job->method == LUMEN_MODEL_IR ? "inversion time (s)" : "recovery time (s)",
-                        "signal (a.u.)", &job->o};
+                        "signal (a.u.)", &job->o, NULL};
     pipe_curve_figure(run, &ci);
     lumen_log(ctx, LUMEN_LOG_INFO, "T1 %s: backend requested %s, selected %s, used %s (%s)", job->mname, job->res.backend_requested,
               job->res.backend_selected, job->res.backend_used, job->res.reason);

@@ -343,9 +343,85 @@ static void mean_signal_sample_is_the_voxel_loop(void **state) {
   free(sig); free(t10); free(b1); free(list);
 }
 
+/* One list: pipe_convert_in_place leaves in the series, at every listed voxel, the curve
+   pipe_convert writes (bit for bit, NaN included), the same flags, mean and count, and the voxels
+   not listed as they were; pipe_curves_get reads the curves back. Every level, 1-3 threads. */
+static void check_in_place(const float *sig, const float *t10, const float *b1, int64_t nv, const int64_t *list,
+                           int64_t n, int input_conc, int with_mean) {
+  pipe_spgr sp = {15 * 3.14159265358979323846 / 180, 0.005, 4.5, 1, 4, 0.3};
+  float *conc = malloc(sizeof(float) * NT * (size_t)n), *work = malloc(sizeof(float) * NT * (size_t)nv);
+  float *back = malloc(sizeof(float) * NT * (size_t)n);
+  int32_t *ninv_w = malloc(sizeof(int32_t) * (size_t)n), *ninv_g = malloc(sizeof(int32_t) * (size_t)n);
+  uint8_t *bad_w = malloc((size_t)n), *bad_g = malloc((size_t)n), *listed = calloc((size_t)nv, 1);
+  assert_true(conc && work && back && ninv_w && ninv_g && bad_w && bad_g && listed);
+  double mean_w[NT], mean_g[NT];
+  int64_t used_w = 0, used_g = 0;
+  assert_int_equal(pipe_convert(sig, nv, NT, list, n, t10, NAN, b1, &sp, input_conc, 1, LUMEN_CPU_SIMD_OFF, conc, ninv_w,
+                                bad_w, with_mean ? mean_w : NULL, &used_w), 0);
+  for (int64_t k = 0; k < n; ++k) listed[list[k]] = 1;
+  const lumen_cpu_simd limits[] = {LUMEN_CPU_SIMD_OFF, LUMEN_CPU_SIMD_AVX2, LUMEN_CPU_SIMD_AUTO};
+  for (int li = 0; li < 3; ++li)
+    for (int threads = 1; threads <= 3; ++threads) {
+      memcpy(work, sig, sizeof(float) * NT * (size_t)nv);
+      assert_int_equal(pipe_convert_in_place(work, nv, NT, list, n, t10, NAN, b1, &sp, input_conc, threads, limits[li],
+                                             ninv_g, bad_g, with_mean ? mean_g : NULL, &used_g), 0);
+      assert_memory_equal(ninv_g, ninv_w, sizeof(int32_t) * (size_t)n);
+      assert_memory_equal(bad_g, bad_w, (size_t)n);
+      if (with_mean) {
+        assert_memory_equal(mean_g, mean_w, sizeof mean_w);
+        assert_int_equal(used_g, used_w);
+      }
+      for (int64_t k = 0; k < n; ++k)
+        for (int i = 0; i < NT; ++i)
+          assert_memory_equal(&work[(int64_t)i * nv + list[k]], &conc[k * NT + i], sizeof(float));
+      for (int64_t v = 0; v < nv; ++v)
+        if (!listed[v])
+          for (int i = 0; i < NT; ++i) assert_memory_equal(&work[(int64_t)i * nv + v], &sig[(int64_t)i * nv + v], sizeof(float));
+      const pipe_curves src = {work, nv, NT, list, n};
+      const int64_t k0 = n / 3, m = n - k0 - 5; /* a range that starts and ends off the blocks */
+      memset(back, 0, sizeof(float) * NT * (size_t)n);
+      pipe_curves_get(&src, 0, n, back, threads, limits[li]);
+      assert_memory_equal(back, conc, sizeof(float) * NT * (size_t)n);
+      pipe_curves_get(&src, k0, m, back, threads, limits[li]);
+      assert_memory_equal(back, conc + k0 * NT, sizeof(float) * NT * (size_t)m);
+    }
+  free(conc); free(work); free(back); free(ninv_w); free(ninv_g); free(bad_w); free(bad_g); free(listed);
+}
+
+/* `lumen dce`'s conversion in place (rows of up to 1024 consecutive voxels converted where they
+   lie; scattered blocks gathered and written back) against the curve array of pipe_convert: over
+   13500 voxels (units of 4096 with a partial last one), all voxels listed, a list with gaps in its
+   first half, signal and concentration input, with and without the mean. */
+static void in_place_is_the_curve_array(void **state) {
+  (void)state;
+  enum { NV = 9 * NVOX };
+  float *base = malloc(sizeof(float) * NVOX * NT), *t10s = malloc(sizeof(float) * NVOX), *b1s = malloc(sizeof(float) * NVOX);
+  float *sig = malloc(sizeof(float) * NV * NT), *t10 = malloc(sizeof(float) * NV), *b1 = malloc(sizeof(float) * NV);
+  int64_t *list = malloc(sizeof(int64_t) * NV);
+  assert_true(base && t10s && b1s && sig && t10 && b1 && list);
+  make_inputs(base, t10s, b1s);
+  for (int64_t v = 0; v < NV; ++v) {
+    for (int i = 0; i < NT; ++i) sig[(int64_t)i * NV + v] = base[(int64_t)i * NVOX + v % NVOX] * (1 + 0.01f * (float)(v / NVOX));
+    t10[v] = t10s[v % NVOX];
+    b1[v] = b1s[v % NVOX];
+  }
+  for (int input_conc = 0; input_conc <= 1; ++input_conc) {
+    if (input_conc) /* concentrations with NaN and infinite samples */
+      for (int64_t i = 0; i < (int64_t)NV * NT; ++i) sig[i] = sig[i] < 0 ? NAN : sig[i] > 1e8f ? INFINITY : sig[i] * 1e-3f;
+    int64_t n = 0;
+    for (int64_t v = 0; v < NV; ++v) list[n++] = v;
+    check_in_place(sig, t10, b1, NV, list, n, input_conc, 1);
+    check_in_place(sig, t10, b1, NV, list, n, input_conc, 0);
+    n = 0;
+    for (int64_t v = 0; v < NV; ++v) if (v >= NV / 2 || v % 700 != 3) list[n++] = v;
+    check_in_place(sig, t10, b1, NV, list, n, input_conc, 1);
+  }
+  free(base); free(t10s); free(b1s); free(sig); free(t10); free(b1); free(list);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(threads_match_reference), cmocka_unit_test(kernel_sweep),
-                                     cmocka_unit_test(mean_is_the_blocked_sum),
+                                     cmocka_unit_test(mean_is_the_blocked_sum), cmocka_unit_test(in_place_is_the_curve_array),
                                      cmocka_unit_test(mean_signal_sample_is_the_voxel_loop)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,16 @@ lumen_status lumen_progress(lumen_ctx *ctx, double fraction, const char *stage);
    ordinary pages (no huge pages: their synchronous compaction was slower here). */
 void lumen_populate_pages(void *p, size_t bytes);
 
+/* dst[b * ds + a] = src[a * ss + b] for a < na, b < nb (a block transposed); level: the vector
+   level allowed (lumen_cpu_vector_level: 0 plain, >= 1 AVX); nan (or NULL): nan[b] = whether
+   column b of src holds a NaN. Moves only: the same bits at every level. */
+void lumen_transpose_f32(const float *src, int64_t ss, int64_t na, int64_t nb, float *dst, int64_t ds, int level,
+                         uint8_t *nan);
+/* Curves from a frame-major series: dst[k * nt + i] = series[index[k] + i * stride] for k < n,
+   i < nt, on threads (runs of consecutive index[k] transposed by lumen_transpose_f32 at level). */
+void lumen_series_gather(const float *series, int64_t stride, const int64_t *index, int64_t n, int64_t nt, float *dst,
+                         int threads, int level);
+
 /* Checked arithmetic: return 0 on success, 1 on overflow (out untouched then). */
 int lumen_mul_i64(int64_t a, int64_t b, int64_t *out);
 int lumen_add_i64(int64_t a, int64_t b, int64_t *out);

@@ -10,6 +10,7 @@
 #include "solver/curve_out.h"
 #include "fit/fit_cuda.h"
 #include "fit/fit_internal.h"
+#include "fit/fit_series.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_OPENMP
 #include <omp.h>
@@ -114,18 +115,31 @@ typedef struct exec_in {
   int want; /* 1: confidence intervals, 2: R^2 */
   int lanes32, lanes64; /* vector solver widths within the context's SIMD limit (0: none) */
   const struct patlak_design *patlak; /* Patlak in closed form on tiers cpu/cpu_single, or NULL */
+  /* the curves frame-major in a series (lumen_fit_execute_series): curve c's sample i at
+     data[index[c] + i * stride] (float); NULL: curve-major, curve c at data + c * n */
+  const int64_t *index;
+  int64_t stride;
+  int64_t n_curves;
 } exec_in;
 
-#define LOAD_ROW(T, dst, in, c)                                                                  \
+/* Curve c into the workspace dst (samples in T, range_error, the constants); staged (or NULL):
+   its float samples already gathered there (the lane path's blocks of a frame-major input). */
+#define LOAD_ROW_STAGED(T, dst, in, c, staged)                                                   \
   do {                                                                                           \
     const int n_ = (in)->pl->n;                                                                  \
+    const float *stg_ = (staged);                                                                \
     (dst)->range_error = 0;                                                                      \
-    if ((in)->data_f64) {                                                                        \
+    if (stg_) {                                                                                  \
+      for (int i_ = 0; i_ < n_; ++i_) (dst)->y[i_] = (T)stg_[i_];                                \
+    } else if ((in)->data_f64) {                                                                 \
       const double *src_ = (const double *)(in)->data + (c) * (int64_t)n_;                       \
       for (int i_ = 0; i_ < n_; ++i_) {                                                          \
         (dst)->y[i_] = (T)src_[i_];                                                              \
         if (isfinite(src_[i_]) && !isfinite((double)(dst)->y[i_])) (dst)->range_error = 1;       \
       }                                                                                          \
+    } else if ((in)->index) {                                                                    \
+      const float *src_ = (const float *)(in)->data + (in)->index[c];                            \
+      for (int i_ = 0; i_ < n_; ++i_) (dst)->y[i_] = (T)src_[i_ * (in)->stride];                 \
     } else {                                                                                     \
       const float *src_ = (const float *)(in)->data + (c) * (int64_t)n_;                         \
       for (int i_ = 0; i_ < n_; ++i_) (dst)->y[i_] = (T)src_[i_];                                \
@@ -141,10 +155,12 @@ typedef struct exec_in {
         (dst)->consts[j_] = (T)((const float *)(in)->consts)[(c) * LUMEN_FIT_NCONSTS + j_];          \
     }                                                                                            \
   } while (0)
+#define LOAD_ROW(T, dst, in, c) LOAD_ROW_STAGED(T, dst, in, c, (const float *)NULL)
 
 /* Asks for curve c's row ahead of its LOAD_ROW: the lane path loads one curve each time a lane
    frees, and the row's first load missed the cache (the input is streamed once). */
 static inline void prefetch_row(const exec_in *in, int64_t c) {
+  if (in->index) return; /* frame-major: the lane path stages blocks (lane_impl.inc) */
   const size_t bytes = (size_t)in->pl->n * (in->data_f64 ? sizeof(double) : sizeof(float));
   const char *row = (const char *)in->data + (size_t)c * bytes;
   for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
@@ -212,15 +228,21 @@ static void patlak_closed(const exec_in *in, ws_acc64 *w, int64_t c, lumen_fit_c
   const double *ones = d->mem, *wa = d->mem + n, *wb = d->mem + 2 * n;
   const void *y = in->data_f64 ? (const void *)((const double *)in->data + c * (int64_t)n)
                                : (const void *)((const float *)in->data + c * (int64_t)n);
+  int y_f64 = in->data_f64;
+  if (in->index) { /* frame-major: the curve gathered in double (exact), the same sums */
+    LOAD_ROW(double, w, in, c);
+    y = w->y;
+    y_f64 = 1;
+  }
   double rhs[4], r[2], p[LUMEN_FIT_MAX_PARAMS] = {0};
-  lumen_patlak_row_rhs(d->level, n, y, in->data_f64, ones, wa, wb, rhs);
+  lumen_patlak_row_rhs(d->level, n, y, y_f64, ones, wa, wb, rhs);
   int suspect = !(rhs[3] > 0 && rhs[3] < INFINITY);
   if (in->consts)
     for (int j = 0; j < LUMEN_FIT_NCONSTS; ++j)
       suspect |= in->consts_f64 ? !isfinite(((const double *)in->consts)[c * LUMEN_FIT_NCONSTS + j])
                                 : !isfinite(((const float *)in->consts)[c * LUMEN_FIT_NCONSTS + j]);
   if (suspect) {
-    LOAD_ROW(double, w, in, c);
+    if (!in->index) LOAD_ROW(double, w, in, c);
     if (check_input_acc64(pl, w, o)) return;
   }
   const double a00 = d->a[0], a01 = d->a[1], a11 = d->a[2], sums[5] = {a00, a01, a11, rhs[1], rhs[2]};
@@ -237,7 +259,7 @@ static void patlak_closed(const exec_in *in, ws_acc64 *w, int64_t c, lumen_fit_c
   r[0] = yy - 2 * (p[0] * rhs[1] + p[1] * rhs[2]) + (a00 * p[0] * p[0] + 2 * a01 * p[0] * p[1] + a11 * p[1] * p[1]);
   r[1] = yy - rhs[0] * rhs[0] / pl->sum_w;
   if (!(r[0] > 1e-5 * yy) || !(r[1] > 1e-5 * yy))
-    lumen_patlak_row_resid(d->level, n, y, in->data_f64, ones, pl->g64.icp, pl->g64.cp, p[0], p[1], rhs[0] / pl->sum_w,
+    lumen_patlak_row_resid(d->level, n, y, y_f64, ones, pl->g64.icp, pl->g64.cp, p[0], p[1], rhs[0] / pl->sum_w,
                            r);
   o->iterations = 0;
   o->chi2 = r[0];
@@ -387,6 +409,26 @@ static void cuda_cpu_row(void *user, int64_t pos, lumen_fitcu_row *row) {
 }
 
 static lumen_status run_tier_cuda(const exec_in *in, const int64_t *list, int64_t count, unsigned char *fail,
+                                  double base, double span);
+
+/* A frame-major input (lumen_fit_execute_series) on the cuda tier: its curves [0, n_curves)
+   gathered curve-major first (the device's staging reads rows). */
+static lumen_status run_tier_cuda_series(const exec_in *in, int64_t n_curves, const int64_t *list, int64_t count,
+                                         unsigned char *fail, double base, double span) {
+  const int n = in->pl->n;
+  float *rows = malloc(sizeof(float) * (size_t)n_curves * (size_t)n);
+  if (!rows) return lumen_fail(in->ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit: out of host memory for %lld curves", (long long)n_curves);
+  lumen_series_gather((const float *)in->data, in->stride, in->index, n_curves, n, rows, lumen_ctx_threads(in->ctx),
+                      lumen_cpu_vector_level(lumen_ctx_cpu_simd(in->ctx)));
+  exec_in cin = *in;
+  cin.data = rows;
+  cin.index = NULL;
+  lumen_status st = run_tier_cuda(&cin, list, count, fail, base, span);
+  free(rows);
+  return st;
+}
+
+static lumen_status run_tier_cuda(const exec_in *in, const int64_t *list, int64_t count, unsigned char *fail,
                                   double base, double span) {
   const lumen_fit_plan *pl = in->pl;
   lumen_fitcu_problem pb;
@@ -471,7 +513,9 @@ static lumen_status scalar_run(const scalar_pass *p, int nth, int64_t *fitted) {
    Reports progress in [base, base + span]. */
 static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64_t *list, int64_t count,
                              unsigned char *fail, double base, double span) {
-  if (tier == LUMEN_FIT_TIER_CUDA) return run_tier_cuda(in, list, count, fail, base, span);
+  if (tier == LUMEN_FIT_TIER_CUDA)
+    return in->index ? run_tier_cuda_series(in, in->n_curves, list, count, fail, base, span)
+                     : run_tier_cuda(in, list, count, fail, base, span);
   const lumen_fit_plan *pl = in->pl;
   int kind = tier == LUMEN_FIT_TIER_STANDARD ? KIND_STD64
              : in->patlak                        ? KIND_PATLAK
@@ -491,6 +535,9 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
                                          : lumen_lmvd_work_bytes(in->lanes64, pl->n, pl->np)) +
                      63) / 64 * 64;
   void *lmem = lanes ? calloc((size_t)nth, lbytes) : NULL;
+  /* a frame-major input on the lane path: each thread's block of curves gathered at once */
+  const size_t sbytes = lanes && in->index ? sizeof(float) * LANE_BLOCK * (size_t)pl->n : 0;
+  float *smem = sbytes ? malloc((size_t)nth * sbytes) : NULL;
   long per = ws_kind == KIND_ACC32   ? ws_elems_acc32(pl)
              : ws_kind == KIND_ACC64 ? ws_elems_acc64(pl)
                                      : ws_elems_std64(pl);
@@ -499,10 +546,11 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
                                            : sizeof(ws_std64);
   void *mem = calloc((size_t)nth, (size_t)per * elem);
   unsigned char *wss = calloc((size_t)nth, ws_size);
-  if (!mem || !wss || (lanes && !lmem)) {
+  if (!mem || !wss || (lanes && !lmem) || (sbytes && !smem)) {
     free(mem);
     free(wss);
     free(lmem);
+    free(smem);
     return lumen_fail(in->ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit: out of memory for %d thread workspaces", nth);
   }
   for (int t = 0; t < nth; ++t) {
@@ -530,12 +578,13 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
     {
       int t = omp_get_thread_num();
       void *tw = wss + (size_t)t * ws_size, *tl = (char *)lmem + (size_t)t * lbytes;
-      if (kind == KIND_ACC32) lane_run_f32(in, tw, tl, list, fail, &counter, c1);
-      else lane_run_f64(in, tw, tl, list, fail, &counter, c1);
+      float *ts = smem ? (float *)((char *)smem + (size_t)t * sbytes) : NULL;
+      if (kind == KIND_ACC32) lane_run_f32(in, tw, tl, ts, list, fail, &counter, c1);
+      else lane_run_f64(in, tw, tl, ts, list, fail, &counter, c1);
     }
 #else
-    if (kind == KIND_ACC32) lane_run_f32(in, wss, lmem, list, fail, &counter, c1);
-    else lane_run_f64(in, wss, lmem, list, fail, &counter, c1);
+    if (kind == KIND_ACC32) lane_run_f32(in, wss, lmem, smem, list, fail, &counter, c1);
+    else lane_run_f64(in, wss, lmem, smem, list, fail, &counter, c1);
 #endif
     if (c1 < count || span > 0) st = lumen_progress(in->ctx, base + span * (double)c1 / (double)count, "fit");
     fitted = c1;
@@ -550,6 +599,7 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
   free(mem);
   free(wss);
   free(lmem);
+  free(smem);
   return st;
 }
 
@@ -561,8 +611,11 @@ static void strcat_bounded(char *dst, size_t size, const char *src) {
 
 /* execute_impl with res->bound_mask set (n_curves entries). */
 static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int64_t n_curves, const void *data,
-                                  int data_f64, const void *consts, lumen_fit_results *res) {
+                                  int data_f64, const int64_t *index, int64_t stride, const void *consts,
+                                  lumen_fit_results *res) {
   LUMEN_REQUIRE(ctx, n_curves == 0 || data != NULL, "lumen_fit_execute: data is NULL");
+  LUMEN_REQUIRE(ctx, n_curves == 0 || !index || stride > 0, "lumen_fit_execute_series: stride %lld <= 0",
+                (long long)stride);
   LUMEN_REQUIRE(ctx, n_curves == 0 || res->state != NULL, "lumen_fit_execute: results.state is NULL (required)");
   LUMEN_REQUIRE(ctx, n_curves == 0 || pl->np == 0 || res->params != NULL,
                 "lumen_fit_execute: results.params is NULL (required)");
@@ -597,7 +650,8 @@ static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int6
   exec_in in = {pl, ctx, data, data_f64, consts, data_f64, res,
                 (pl->opts.confidence && (res->ci_lo != NULL || res->ci_hi != NULL) ? 1 : 0) |
                     (res->r2 != NULL ? 2 : 0),
-                lumen_lmv_width(lumen_ctx_cpu_simd(ctx)), lumen_lmvd_width(lumen_ctx_cpu_simd(ctx)), NULL};
+                lumen_lmv_width(lumen_ctx_cpu_simd(ctx)), lumen_lmvd_width(lumen_ctx_cpu_simd(ctx)), NULL, index, stride,
+                n_curves};
   patlak_design patlak;
   if (patlak_design_init(ctx, pl, &patlak)) in.patlak = &patlak;
   int64_t count = n_curves;
@@ -607,7 +661,7 @@ static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int6
     lumen_fit_tier tier = (lumen_fit_tier)pl->order[oi];
     double base = oi == 0 ? 0.0 : 0.9, span = oi == 0 ? 0.9 : 0.1 / (pl->norder - oi);
     if (tier != LUMEN_FIT_TIER_CUDA && oi > 0 && pl->order[0] == LUMEN_FIT_TIER_CUDA && !host_copy &&
-        lumen_fitcu_is_device_ptr(data)) {
+        !index && lumen_fitcu_is_device_ptr(data)) {
       /* curves in device memory: the CPU tiers read a host copy */
       size_t el = data_f64 ? sizeof(double) : sizeof(float);
       host_copy = malloc((size_t)total * el + (consts ? (size_t)n_curves * LUMEN_FIT_NCONSTS * el : 0));
@@ -661,7 +715,8 @@ static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int6
 }
 
 static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64_t n_curves, const void *data,
-                                 int data_f64, const void *consts, lumen_fit_results *res) {
+                                 int data_f64, const int64_t *index, int64_t stride, const void *consts,
+                                 lumen_fit_results *res) {
   LUMEN_REQUIRE_NOT_NULL(ctx, pl);
   LUMEN_REQUIRE_NOT_NULL(ctx, res);
   LUMEN_REQUIRE(ctx, n_curves >= 0, "lumen_fit_execute: n_curves is %lld, expected >= 0", (long long)n_curves);
@@ -672,7 +727,7 @@ static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64
     return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_fit_execute: out of memory for %lld curves",
                       (long long)n_curves);
   if (own_mask) res->bound_mask = own_mask;
-  lumen_status st = execute_tiers(ctx, pl, n_curves, data, data_f64, consts, res);
+  lumen_status st = execute_tiers(ctx, pl, n_curves, data, data_f64, index, stride, consts, res);
   res->bound_mask = user_mask;
   free(own_mask);
   return st;
@@ -680,10 +735,16 @@ static lumen_status execute_impl(lumen_ctx *ctx, const lumen_fit_plan *pl, int64
 
 lumen_status lumen_fit_execute(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves, const float *data,
                                const float *consts, lumen_fit_results *results) {
-  return execute_impl(ctx, plan, n_curves, data, 0, consts, results);
+  return execute_impl(ctx, plan, n_curves, data, 0, NULL, 0, consts, results);
+}
+
+lumen_status lumen_fit_execute_series(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves,
+                                      const float *series, const int64_t *index, int64_t stride, const float *consts,
+                                      lumen_fit_results *results) {
+  return execute_impl(ctx, plan, n_curves, series, 0, index, stride, consts, results);
 }
 
 lumen_status lumen_fit_execute_f64(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t n_curves,
                                    const double *data, const double *consts, lumen_fit_results *results) {
-  return execute_impl(ctx, plan, n_curves, data, 1, consts, results);
+  return execute_impl(ctx, plan, n_curves, data, 1, NULL, 0, consts, results);
 }

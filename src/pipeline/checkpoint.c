@@ -11,6 +11,7 @@
 #include "io/io_internal.h"
 #include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
+#include "fit/fit_series.h"
 #include "pipeline/fit_counts.h"
 #include <dirent.h>
 #include <errno.h>
@@ -316,7 +317,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   memset(res->at_lower, 0, sizeof res->at_lower);
   memset(res->at_upper, 0, sizeof res->at_upper);
   res->seconds = 0;
-  if (nlist <= 0) return lumen_fit_execute(ctx, plan, nlist, data ? data : src->base, consts, res);
+  if (nlist <= 0) return lumen_fit_execute(ctx, plan, nlist, data, consts, res);
   char path[LUMEN_PIPE_PATH_MAX];
   ckpt_path(run, model, path, sizeof path);
   /* the fingerprint hashes the 4 bytes x nlist x nt curves: computed only when a previous
@@ -374,19 +375,14 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   lumen_fit_results *pend = malloc(sizeof *pend * (size_t)(max_pend > 0 ? max_pend : 1));
   int64_t npend = 0, first_pend = done;
   if (!pend) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D: out of host memory for the checkpoint's chunks");
-  /* curves read from src: each chunk's gathered into one buffer, reused (no array of them all) */
-  float *stage = NULL;
-  if (st == LUMEN_OK && !data) {
-    stage = malloc(sizeof(float) * (size_t)(chunk < nlist ? chunk : nlist) * (size_t)nt);
-    if (!stage) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D: out of host memory for %lld curves", (long long)chunk);
-  }
   while (st == LUMEN_OK && done < nlist) {
     int64_t count = nlist - done < chunk ? nlist - done : chunk;
     lumen_fit_results *c = &pend[npend];
     chunk_view(res, model, done, c);
-    const float *curves = data ? data + done * nt : stage;
-    if (!data) pipe_curves_get(src, done, count, stage, lumen_ctx_threads(ctx), lumen_ctx_cpu_simd(ctx));
-    st = lumen_fit_execute(ctx, plan, count, curves, consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, c);
+    /* src: the curves read where they lie, frame-major in the converted series */
+    st = data ? lumen_fit_execute(ctx, plan, count, data + done * nt, consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, c)
+              : lumen_fit_execute_series(ctx, plan, count, src->base, src->list + done, src->nvox,
+                                         consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, c);
     if (st != LUMEN_OK) break;
     add_counts(res, c, done == 0);
     done += count;
@@ -420,7 +416,6 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     if (st == LUMEN_OK) test_abort_hook();
   }
   free(pend);
-  free(stage);
   free(buf);
   if (fd >= 0 && close(fd) != 0 && st == LUMEN_OK)
     st = lumen_fail(ctx, LUMEN_ERR_IO, "stage D: cannot write the checkpoint '%s': %s", path, strerror(errno));

@@ -14,8 +14,8 @@
 #define PIPE_CHUNK_DEFAULT 65536
 
 /* lumen_fit_execute over nlist curves in chunks, with checkpoints (see above): the curves are
-   data (nlist x nt), or when data is NULL those of src, gathered chunk by chunk. res has its
-   arrays allocated by the caller as for lumen_fit_execute. */
+   data (nlist x nt), or when data is NULL those of src, read where they lie
+   (lumen_fit_execute_series). res has its arrays allocated by the caller as for lumen_fit_execute. */
 lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const lumen_fit_options *o, int64_t nlist,
                               int64_t nt, const float *data, const pipe_curves *src, const float *consts,
                               const double *t_min, const double *cp, lumen_fit_results *res);

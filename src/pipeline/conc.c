@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/internal.h"
 #include "pipeline/conc_f32.h"
 #include "pipeline/pipe_internal.h"
 #include "lumen_build_config.h"
@@ -98,85 +99,12 @@ static void spgr_constants(conc_block *cb, int64_t nb, const float *rows, int64_
   }
 }
 
-/* The transposition of a block: dst[b * ds + a] = src[a * ss + b] for a < na, b in [b0, b1),
-   a in [a0, na): contiguous writes; the reads walk one column of src, whose lines the next b
-   reuse from cache. nan (or NULL): nan[b] |= whether one of the values is NaN. */
-static void transpose_plain(const float *src, int64_t ss, int64_t a0, int64_t na, int64_t b0, int64_t b1, float *dst,
-                            int64_t ds, uint8_t *nan) {
-  for (int64_t b = b0; b < b1; ++b) {
-    int any = 0;
-    for (int64_t a = a0; a < na; ++a) {
-      const float v = src[a * ss + b];
-      any |= v != v;
-      dst[b * ds + a] = v;
-    }
-    if (nan) nan[b] |= (uint8_t)any;
-  }
-}
-
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #define CONC_X86 1
-
-/* Rows t[r * ts], r < 8, 8 floats each, into the 8 rows d[c * ds], c < 8 (a transposition in
-   registers: moves only, the bits are kept); nan[c] gets row c's NaN lanes. */
-__attribute__((target("avx"))) static inline void transpose8(const float *t, int64_t ts, float *d, int64_t ds,
-                                                             __m256 nan[8]) {
-  __m256 r[8], u[8];
-  for (int q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(t + q * ts);
-  for (int q = 0; q < 8; q += 2) { /* pairs of rows interleaved */
-    u[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
-    u[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
-  }
-  for (int q = 0; q < 8; q += 4) { /* columns (c, c + 4) of rows q..q+3, c = 0..3 */
-    r[q] = _mm256_shuffle_ps(u[q], u[q + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    r[q + 1] = _mm256_shuffle_ps(u[q], u[q + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[q + 2] = _mm256_shuffle_ps(u[q + 1], u[q + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[q + 3] = _mm256_shuffle_ps(u[q + 1], u[q + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int c = 0; c < 4; ++c) {
-    u[c] = _mm256_permute2f128_ps(r[c], r[c + 4], 0x20);
-    u[c + 4] = _mm256_permute2f128_ps(r[c], r[c + 4], 0x31);
-  }
-  for (int c = 0; c < 8; ++c) {
-    _mm256_storeu_ps(d + c * ds, u[c]);
-    nan[c] = _mm256_or_ps(nan[c], _mm256_cmp_ps(u[c], u[c], _CMP_UNORD_Q));
-  }
-}
-
-/* transpose_plain by 8 x 8 transpositions; the edges (na or nb not a multiple of 8) plainly. */
-__attribute__((target("avx"))) static void transpose_avx(const float *src, int64_t ss, int64_t na, int64_t nb,
-                                                           float *dst, int64_t ds, uint8_t *nan) {
-  const int64_t nb8 = nb & ~(int64_t)7, na8 = na & ~(int64_t)7;
-  for (int64_t b = 0; b < nb8; b += 8) {
-    __m256 nv[8];
-    for (int c = 0; c < 8; ++c) nv[c] = _mm256_setzero_ps();
-    for (int64_t a = 0; a < na8; a += 8) transpose8(src + a * ss + b, ss, dst + b * ds + a, ds, nv);
-    if (nan)
-      for (int c = 0; c < 8; ++c) nan[b + c] |= _mm256_movemask_ps(nv[c]) != 0;
-    transpose_plain(src, ss, na8, na, b, b + 8, dst, ds, nan);
-  }
-  transpose_plain(src, ss, 0, na, nb8, nb, dst, ds, nan);
-}
 #else
 #define CONC_X86 0
 #endif
-
-/* dst[b * ds + a] = src[a * ss + b], a < na, b < nb; level: the vector level allowed (conc_f32.h);
-   nan (or NULL): nan[b] = whether column b of src has a NaN. */
-static void transpose(const float *src, int64_t ss, int64_t na, int64_t nb, float *dst, int64_t ds, int level,
-                      uint8_t *nan) {
-  if (nan)
-    for (int64_t b = 0; b < nb; ++b) nan[b] = 0;
-#if CONC_X86
-  if (level >= 1) {
-    transpose_avx(src, ss, na, nb, dst, ds, nan);
-    return;
-  }
-#endif
-  (void)level;
-  transpose_plain(src, ss, 0, na, 0, nb, dst, ds, nan);
-}
 
 /* Voxel j of the block (nb voxels), valid: its curve from the tile in double into c (0 where
    flagged, as the library writes its invalid_value) and flag. Returns the number of flagged
@@ -285,7 +213,7 @@ static void convert_signal(const conc_job *jb, int64_t k0, int64_t nb, const flo
     /* a flagged sample (not finite, out of range) becomes NaN, which no valid sample can be */
     pipe_conc_spgr_row(jb->level, nb, rows + i * rs, cb->a, cb->ca, cb->om, cb->c0, k, cb->tile + i * nb);
   }
-  transpose(cb->tile, nb, nt, nb, cb->out, nt, jb->level, cb->flagged); /* the block's curves, flagged voxels */
+  lumen_transpose_f32(cb->tile, nb, nt, nb, cb->out, nt, jb->level, cb->flagged); /* the block's curves, flagged voxels */
   for (int64_t j = 0; j < nb; ++j) {
     int32_t *ninv = &jb->ninvalid[k0 + j];
     uint8_t *bad = &jb->bad[k0 + j];
@@ -315,10 +243,10 @@ static void convert_block(const conc_job *jb, int64_t k0, int64_t k1, conc_block
 static void write_back(const conc_job *jb, int64_t k0, int64_t nb, conc_block *cb) {
   const int64_t nt = jb->nt, nvox = jb->nvox, *list = jb->list;
   if (list[k0 + nb - 1] - list[k0] == nb - 1) {
-    transpose(cb->out, nt, nb, nt, jb->series + list[k0], nvox, jb->level, NULL);
+    lumen_transpose_f32(cb->out, nt, nb, nt, jb->series + list[k0], nvox, jb->level, NULL);
     return;
   }
-  transpose(cb->out, nt, nb, nt, cb->sig, nb, jb->level, NULL);
+  lumen_transpose_f32(cb->out, nt, nb, nt, cb->sig, nb, jb->level, NULL);
   for (int64_t i = 0; i < nt; ++i)
     for (int64_t j = 0; j < nb; ++j) jb->series[i * nvox + list[k0 + j]] = cb->sig[i * nb + j];
 }
@@ -413,7 +341,7 @@ static void convert_rows_in_place(const conc_job *jb, int64_t k0, int64_t nb, co
   }
   for (int64_t b0 = 0; b0 < nb; b0 += BLK) {
     const int64_t n = b0 + BLK < nb ? BLK : nb - b0;
-    transpose(rows + b0, rs, nt, n, cb->out, nt, jb->level, cb->flagged);
+    lumen_transpose_f32(rows + b0, rs, nt, n, cb->out, nt, jb->level, cb->flagged);
     for (int64_t j = 0; j < n; ++j) {
       int32_t *ninv = &jb->ninvalid[k0 + b0 + j];
       uint8_t *bad = &jb->bad[k0 + b0 + j];
@@ -550,33 +478,7 @@ int pipe_convert_in_place(float *sig, int64_t nvox, int64_t nt, const int64_t *l
 }
 
 void pipe_curves_get(const pipe_curves *c, int64_t k0, int64_t n, float *dst, int threads, lumen_cpu_simd simd) {
-  const int64_t nt = c->nt, nvox = c->nvox, *list = c->list, nsb = (n + SBLK - 1) / SBLK;
-  const int level = pipe_conc_level(simd);
-  int nth = threads > 0 ? threads : 1;
-  if (nsb < nth) nth = nsb > 0 ? (int)nsb : 1;
-  (void)nth;
-  /* super-blocks of SBLK curves: consecutive voxels are transposed 64 at a time straight from the
-     rows (4 KB of a frame per super-block), the rows of the next 64 asked for ahead */
-#if LUMEN_HAVE_OPENMP
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
-#endif
-  for (int64_t q = 0; q < nsb; ++q) {
-    const int64_t s0 = k0 + q * SBLK, ns = s0 + SBLK <= k0 + n ? SBLK : k0 + n - s0;
-    const int consecutive = list[s0 + ns - 1] - list[s0] == ns - 1;
-    for (int64_t b = 0; b < ns; b += BLK) {
-      const int64_t a = s0 + b, nb = b + BLK <= ns ? BLK : ns - b;
-      float *d = dst + (a - k0) * nt;
-      if (consecutive) { /* frame i's row at + i * nvox */
-        if (b + 2 * BLK <= ns)
-          for (int64_t i = 0; i < nt; ++i)
-            for (int64_t v = 0; v < BLK; v += 16) __builtin_prefetch(c->base + i * nvox + list[a] + 2 * BLK + v);
-        transpose(c->base + list[a], nvox, nt, nb, d, nt, level, NULL);
-        continue;
-      }
-      for (int64_t j = 0; j < nb; ++j)
-        for (int64_t i = 0; i < nt; ++i) d[j * nt + i] = c->base[i * nvox + list[a + j]];
-    }
-  }
+  lumen_series_gather(c->base, c->nvox, c->list + k0, n, c->nt, dst, threads, pipe_conc_level(simd));
 }
 
 /* Frame i of the sampled mean signal: *y = the sum of frame i over the sampled voxels idx[m] with

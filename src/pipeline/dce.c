@@ -8,6 +8,7 @@
 #include "pipeline/conc_f32.h"
 #include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
+#include "fit/fit_series.h"
 #include "models/model.h"
 
 #define PI 3.14159265358979323846
@@ -64,13 +65,7 @@ static int64_t warm_up(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t nlist
                        const pipe_curves *src, const float *consts) {
   int64_t k = nlist < WARMUP_CURVES ? nlist : WARMUP_CURVES;
   if (k <= 0) return 0;
-  float *own = NULL;
-  if (!data) { /* the first curves gathered from the series */
-    own = malloc(sizeof(float) * (size_t)(k * src->nt));
-    if (!own) return 0;
-    pipe_curves_get(src, 0, k, own, 1, lumen_ctx_cpu_simd(ctx));
-    data = own;
-  }
+
   double params[WARMUP_CURVES * LUMEN_FIT_MAX_PARAMS], derived[WARMUP_CURVES * LUMEN_FIT_MAX_DERIVED];
   double chi2[WARMUP_CURVES], r2[WARMUP_CURVES], delay[WARMUP_CURVES];
   int32_t state[WARMUP_CURVES];
@@ -82,8 +77,8 @@ static int64_t warm_up(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t nlist
   r.chi2 = chi2;
   r.r2 = r2;
   r.delay = delay;
-  lumen_status st = lumen_fit_execute(ctx, plan, k, data, consts, &r);
-  free(own);
+  lumen_status st = data ? lumen_fit_execute(ctx, plan, k, data, consts, &r)
+                         : lumen_fit_execute_series(ctx, plan, k, src->base, src->list, src->nvox, consts, &r);
   if (st != LUMEN_OK) {
     lumen_ctx_clear_error(ctx);
     return 0;

@@ -27,19 +27,9 @@ static void make_grid(double *t, double *cp) { lumen_test_parker_grid(N, 0.5, 0,
 static float *make_data(const double *t, const double *cp) {
   float *y = malloc(sizeof(float) * N * NC);
   assert_non_null(y);
-  double dt[N], icp[N], f[N];
-  lumen_grid_f64 g;
-  lumen_grid_setup_f64(&g, N, t, cp, dt, icp);
-  uint64_t s = 12345;
-  for (int c = 0; c < NC; ++c) {
-    double p[2] = {0.05 + 0.3 * (c % 17) / 17.0, 0.1 + 0.5 * (c % 13) / 13.0};
-    lumen_model_eval_f64(LUMEN_MODEL_TOFTS, &g, NULL, p, f, NULL, NULL);
-    for (int i = 0; i < N; ++i) {
-      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-      double u = (double)(s >> 11) * (1.0 / 9007199254740992.0) - 0.5;
-      y[(size_t)c * N + i] = (float)(f[i] + 0.004 * u);
-    }
-  }
+  const double lo[2] = {0.05, 0.1}, span[2] = {0.3, 0.5};
+  const int mod[2] = {17, 13};
+  lumen_test_noisy_curves(LUMEN_MODEL_TOFTS, N, NC, t, cp, lo, span, mod, 0.004, 12345, y);
   for (int i = 0; i < N; ++i) y[7 * N + i] = 0.0f; /* all zero: invalid input */
   y[11 * N + 3] = NAN;
   return y;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lumen/aif.h"
+#include "models/models_f64.h"
 #include "lumen/device.h"
 #include "fit/fit_cuda.h"
 
@@ -203,6 +204,29 @@ void lumen_test_parker_grid(int n, double delay, int plasma, double *t, double *
   ao.delay = delay;
   if (plasma) ao.plasma = 1;
   assert_int_equal(lumen_aif_population(NULL, &ao, n, t, cp), LUMEN_OK);
+}
+
+void lumen_test_noisy_curves(lumen_model model, int n, int nc, const double *t, const double *cp, const double *lo,
+                             const double *span, const int *mod, double noise, uint64_t seed, float *y) {
+  double *dt = malloc(sizeof(double) * (size_t)n), *icp = malloc(sizeof(double) * (size_t)n);
+  double *f = malloc(sizeof(double) * (size_t)n);
+  assert_true(dt && icp && f);
+  lumen_grid_f64 g;
+  lumen_grid_setup_f64(&g, n, t, cp, dt, icp);
+  uint64_t s = seed;
+  for (int c = 0; c < nc; ++c) {
+    double p[LUMEN_FIT_MAX_PARAMS] = {0};
+    for (int k = 0; k < lumen_model_param_count(model); ++k) p[k] = lo[k] + span[k] * (c % mod[k]) / (double)mod[k];
+    lumen_model_eval_f64(model, &g, NULL, p, f, NULL, NULL);
+    for (int i = 0; i < n; ++i) {
+      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+      double u = (double)(s >> 11) * (1.0 / 9007199254740992.0) - 0.5;
+      y[(size_t)c * (size_t)n + (size_t)i] = (float)(f[i] + noise * u);
+    }
+  }
+  free(dt);
+  free(icp);
+  free(f);
 }
 
 int lumen_test_cuda_devices(char *reason, size_t size) {

@@ -26,6 +26,10 @@ lumen_image *lumen_test_image(lumen_ctx *ctx, int ndim, const int64_t *dims, lum
 /* The DCE time axis of the fit tests: n frames 5 s apart (t in minutes), and the Parker
    population AIF on it (Hct 0.42, arrival at delay minutes; plasma when plasma != 0). */
 void lumen_test_parker_grid(int n, double delay, int plasma, double *t, double *cp);
+/* nc curves of model on (t, cp) with uniform noise of amplitude noise from an LCG seeded with
+   seed, curve-major (y[c * n + i]): curve c's parameter k is lo[k] + span[k] (c % mod[k]) / mod[k]. */
+void lumen_test_noisy_curves(lumen_model model, int n, int nc, const double *t, const double *cp, const double *lo,
+                             const double *span, const int *mod, double noise, uint64_t seed, float *y);
 
 /* The CUDA devices this machine has: their count (0 with the reason in reason when none or the
    probe failed), -1 when no context can be made. */

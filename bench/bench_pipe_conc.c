@@ -1,10 +1,13 @@
-/* Stage A's signal -> concentration and mean tissue curve (pipe_convert, src/pipeline/conc.c, as
-   `lumen dce` calls it), the input checksum
-   (lumen_pipe_checksum_file) and the writing of one 256x256x32 float map as .nii.gz
+/* Stage A's signal -> concentration and mean tissue curve (src/pipeline/conc.c): into a curve
+   array (pipe_convert, as stage B's ROI curves use it) and in place over the series
+   (pipe_convert_in_place, what `lumen dce` runs since session 15), with the gathering of the
+   curves back into an array (pipe_curves_get: FXR's R1 curves, a caller's executor); the input
+   checksum (lumen_pipe_checksum_file) and the writing of one 256x256x32 float map as .nii.gz
    (lumen_nifti_write, level 1) on synthetic data, with a reference row for each: a plain loop of
    one libm log per sample (the floor of the double conversion stage A made until session 14), the
-   float conversion in place on the frame-major series (what issue 20's 10x plan needs), FNV-1a byte by byte (the
-   former checksum) and zlib's compress2 at level 1 on one thread (the former writer's deflate).
+   float kernel alone in place on the frame-major series (the floor of the conversion in place),
+   FNV-1a byte by byte (the former checksum) and zlib's compress2 at level 1 on one thread (the
+   former writer's deflate).
    usage: bench_pipe_conc [VOXELS=524288] [FRAMES=80] [THREADS=2] [FILE_MB=256]
    Timings are printed, never asserted. */
 #include <math.h>
@@ -57,7 +60,7 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
       printf("| pipe_convert, %s, %d thread(s) | %.3f s | %.2f ns/sample |\n", names[li], th, t, 1e9 * t / samples);
     }
   /* what `lumen dce` runs: the conversion in place over the series (a fresh copy each time, made
-     outside the timing), then stage D's gathering of the curves chunk by chunk into one buffer */
+     outside the timing); then the curves gathered back chunk by chunk into one buffer */
   {
     float *work = malloc(sizeof(float) * (size_t)(nvox * nt));
     if (!work) { fprintf(stderr, "out of memory\n"); exit(1); }
@@ -77,14 +80,14 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
       for (int64_t k0 = 0; k0 < nvox; k0 += chunk)
         pipe_curves_get(&src, k0, k0 + chunk < nvox ? chunk : nvox - k0, conc, th, LUMEN_CPU_SIMD_AUTO);
       double t = now() - t0;
-      printf("| pipe_curves_get, chunks of %lld curves into one buffer, %d thread(s) | %.3f s | %.2f ns/sample |\n",
+      printf("| pipe_curves_get (FXR's curve array), chunks of %lld curves, %d thread(s) | %.3f s | %.2f ns/sample |\n",
              (long long)chunk, th, t, 1e9 * t / samples);
     }
     free(work);
   }
-  /* the conversion issue 20's 10x plan needs: in place on the frame-major series (no curve array
-     to map, no transposes), tiles of 1024 voxels x all frames (their constants stay in L1), the
-     float kernel of stage A; without flags, interpolation or the mean curve. It overwrites sig. */
+  /* the floor of the conversion in place: the float kernel of stage A alone on the frame-major
+     series, tiles of 1024 voxels x all frames (their constants stay in L1); without flags,
+     interpolation, the mean curve or prefetching. It overwrites sig. */
   {
     enum { TILE = 1024 };
     float *a = malloc(sizeof(float) * (size_t)nvox), *ca = malloc(sizeof(float) * (size_t)nvox);

@@ -10,6 +10,7 @@
 #include "pipeline/checkpoint.h"
 #include "fit/fit_series.h"
 #include "models/model.h"
+#include "lumen_build_config.h"
 
 #define PI 3.14159265358979323846
 
@@ -732,16 +733,34 @@ static lumen_status dce_read_t1_b1(pipe_run *run, dce_job *j) {
 /* j->list: the masked voxels in order, without a branch per voxel (one slot more: the loop
    stores every voxel and advances on the masked ones). */
 static lumen_status masked_list(pipe_run *run, dce_job *j) {
-  j->list = malloc(sizeof(int64_t) * (size_t)(run->n_mask + 1));
+  /* in parts on the threads: each part's count, then each part's indices from its offset */
+  enum { PARTS = 64 };
+  int64_t start[PARTS + 1] = {0};
+  const int64_t nvox = run->nvox;
+  const int nth = lumen_ctx_threads(run->ctx) > 0 ? lumen_ctx_threads(run->ctx) : 1;
+  (void)nth;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && nvox >= (1 << 20))
+#endif
+  for (int q = 0; q < PARTS; ++q) {
+    int64_t k = 0;
+    for (int64_t v = nvox * q / PARTS; v < nvox * (q + 1) / PARTS; ++v) k += run->mask[v] != 0;
+    start[q + 1] = k;
+  }
+  for (int q = 0; q < PARTS; ++q) start[q + 1] += start[q];
+  j->list = malloc(sizeof(int64_t) * (size_t)(start[PARTS] + 1));
   if (!j->list)
     return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for the list of %lld voxels",
-                      (long long)run->n_mask);
-  int64_t n = 0;
-  for (int64_t v = 0; v < run->nvox && n < run->n_mask; ++v) {
-    j->list[n] = v;
-    n += run->mask[v] != 0;
+                      (long long)start[PARTS]);
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && nvox >= (1 << 20))
+#endif
+  for (int q = 0; q < PARTS; ++q) {
+    int64_t k = start[q];
+    for (int64_t v = nvox * q / PARTS; v < nvox * (q + 1) / PARTS; ++v)
+      if (run->mask[v]) j->list[k++] = v;
   }
-  j->nlist = n;
+  j->nlist = start[PARTS];
   return LUMEN_OK;
 }
 
@@ -811,11 +830,20 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
                               &used) != 0)
       st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for the mean tissue curve");
     j->curves = (pipe_curves){lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist};
-    for (int64_t k = 0; st == LUMEN_OK && k < j->nlist; ++k) {
-      j->n_bad += j->bad[k];
-      j->n_flag += j->ninv[k];
-      j->n_interp += !j->bad[k] && j->ninv[k] > 0;
+    int64_t n_bad = 0, n_flag = 0, n_interp = 0;
+    const int nth = lumen_ctx_threads(ctx) > 0 ? lumen_ctx_threads(ctx) : 1;
+    (void)nth;
+#if LUMEN_HAVE_OPENMP
+#pragma omp parallel for schedule(static) reduction(+ : n_bad, n_flag, n_interp) num_threads(nth) if (nth > 1 && j->nlist >= (1 << 20))
+#endif
+    for (int64_t k = 0; k < (st == LUMEN_OK ? j->nlist : 0); ++k) {
+      n_bad += j->bad[k];
+      n_flag += j->ninv[k];
+      n_interp += !j->bad[k] && j->ninv[k] > 0;
     }
+    j->n_bad += n_bad;
+    j->n_flag += n_flag;
+    j->n_interp += n_interp;
     if (st == LUMEN_OK && used == 0)
       st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "stage A: no voxel of '%s' gives a usable concentration curve (check T1, flip angle, TR, baseline)", cfg->dce);

@@ -22,7 +22,9 @@
    (rows of 4 KB, the row 4 frames on prefetched), then transposed 64 at a time from cache for
    their flags and the mean, a flagged or unusable voxel's curve written back; a scattered block
    goes the way above and is written back through a transposition. The values, flags and mean are
-   those of pipe_convert bit for bit. pipe_curves_get transposes them back into curves for stage D. */
+   those of pipe_convert bit for bit. Stage D's fit reads them where they lie
+   (lumen_fit_execute_series); pipe_curves_get gathers them into an array (FXR's R1 curves, a
+   caller's executor). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

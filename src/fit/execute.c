@@ -409,26 +409,6 @@ static void cuda_cpu_row(void *user, int64_t pos, lumen_fitcu_row *row) {
 }
 
 static lumen_status run_tier_cuda(const exec_in *in, const int64_t *list, int64_t count, unsigned char *fail,
-                                  double base, double span);
-
-/* A frame-major input (lumen_fit_execute_series) on the cuda tier: its curves [0, n_curves)
-   gathered curve-major first (the device's staging reads rows). */
-static lumen_status run_tier_cuda_series(const exec_in *in, int64_t n_curves, const int64_t *list, int64_t count,
-                                         unsigned char *fail, double base, double span) {
-  const int n = in->pl->n;
-  float *rows = malloc(sizeof(float) * (size_t)n_curves * (size_t)n);
-  if (!rows) return lumen_fail(in->ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit: out of host memory for %lld curves", (long long)n_curves);
-  lumen_series_gather((const float *)in->data, in->stride, in->index, n_curves, n, rows, lumen_ctx_threads(in->ctx),
-                      lumen_cpu_vector_level(lumen_ctx_cpu_simd(in->ctx)));
-  exec_in cin = *in;
-  cin.data = rows;
-  cin.index = NULL;
-  lumen_status st = run_tier_cuda(&cin, list, count, fail, base, span);
-  free(rows);
-  return st;
-}
-
-static lumen_status run_tier_cuda(const exec_in *in, const int64_t *list, int64_t count, unsigned char *fail,
                                   double base, double span) {
   const lumen_fit_plan *pl = in->pl;
   lumen_fitcu_problem pb;
@@ -444,6 +424,24 @@ static lumen_status run_tier_cuda(const exec_in *in, const int64_t *list, int64_
     lumen_log(in->ctx, LUMEN_LOG_WARNING, "fit (cuda)%s", note);
   }
   if (st == LUMEN_OK && span > 0) st = lumen_progress(in->ctx, base + span, "fit");
+  return st;
+}
+
+/* A frame-major input (lumen_fit_execute_series) on the cuda tier: all its curves gathered
+   curve-major first (the device's staging reads rows). */
+static lumen_status run_tier_cuda_series(const exec_in *in, const int64_t *list, int64_t count, unsigned char *fail,
+                                         double base, double span) {
+  const int n = in->pl->n;
+  const int64_t n_curves = in->n_curves;
+  float *rows = malloc(sizeof(float) * (size_t)n_curves * (size_t)n);
+  if (!rows) return lumen_fail(in->ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit: out of host memory for %lld curves", (long long)n_curves);
+  lumen_series_gather((const float *)in->data, in->stride, in->index, n_curves, n, rows, lumen_ctx_threads(in->ctx),
+                      lumen_cpu_vector_level(lumen_ctx_cpu_simd(in->ctx)));
+  exec_in cin = *in;
+  cin.data = rows;
+  cin.index = NULL;
+  lumen_status st = run_tier_cuda(&cin, list, count, fail, base, span);
+  free(rows);
   return st;
 }
 
@@ -514,7 +512,7 @@ static lumen_status scalar_run(const scalar_pass *p, int nth, int64_t *fitted) {
 static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64_t *list, int64_t count,
                              unsigned char *fail, double base, double span) {
   if (tier == LUMEN_FIT_TIER_CUDA)
-    return in->index ? run_tier_cuda_series(in, in->n_curves, list, count, fail, base, span)
+    return in->index ? run_tier_cuda_series(in, list, count, fail, base, span)
                      : run_tier_cuda(in, list, count, fail, base, span);
   const lumen_fit_plan *pl = in->pl;
   int kind = tier == LUMEN_FIT_TIER_STANDARD ? KIND_STD64

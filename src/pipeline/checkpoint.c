@@ -128,8 +128,8 @@ static uint64_t chain_parallel(uint64_t h, const void *p, size_t n, int threads)
 }
 
 static uint64_t fingerprint(const lumen_fit_options *o, int64_t nlist, int64_t nt, int64_t chunk, const float *data,
-                            const pipe_curves *src, const float *consts, const double *t_min, const double *cp, const lumen_fit_results *r,
-                            int threads) {
+                            const pipe_curves *src, const float *consts, const double *t_min, const double *cp,
+                            const lumen_fit_results *r, int threads) {
   uint64_t h = 0;
   int64_t head[6] = {o->model, nlist, nt, chunk, r->ci_lo != NULL, r->delay != NULL};
   h = chain(h, head, sizeof head);

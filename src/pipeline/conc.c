@@ -7,8 +7,8 @@
    are consecutive (the next block's rows prefetched), gathered otherwise: the conversion runs
    across the voxels of a frame in float (conc_f32.h: 16 lanes with AVX-512, 8 with AVX2, one
    otherwise, the same bits at every level) into a float tile that stays in L1; the tile is
-   transposed into curves 8 x 8 in registers, voxels with a flagged sample are taken again from
-   the tile one by one (interpolation in double), and the block's curves are copied out from L1 into pages mapped
+   transposed into curves 8 x 8 in registers, the curves with a flagged sample are finished one by
+   one (interpolation in double, finish_block), and the block's curves are copied out from L1 into pages mapped
    beforehand in one call per work unit (lumen_populate_pages). The per-voxel constants are those
    of lumen_spgr_signal_to_conc (src/fit/aif.c), computed in double and rounded to float; a
    concentration is within a few float ulps of R1 / r1 and R10 / r1 of the double conversion
@@ -108,13 +108,12 @@ static void spgr_constants(conc_block *cb, int64_t nb, const float *rows, int64_
 #define CONC_X86 0
 #endif
 
-/* Voxel j of the block (nb voxels), valid: its curve from the tile in double into c (0 where
-   flagged, as the library writes its invalid_value) and flag. Returns the number of flagged
-   samples. */
-static int64_t tile_curve(const conc_block *cb, int64_t j, int64_t nb, int64_t nt, double *c, uint8_t *flag) {
+/* A converted curve (a flagged sample is NaN) in double into c (0 where flagged, as the library
+   writes its invalid_value) and flag. Returns the number of flagged samples. */
+static int64_t nan_curve(const float *s, int64_t nt, double *c, uint8_t *flag) {
   int64_t nbad = 0;
   for (int64_t i = 0; i < nt; ++i) {
-    double v = (double)cb->tile[i * nb + j];
+    double v = (double)s[i];
     flag[i] = isnan(v);
     c[i] = flag[i] ? 0 : v;
     nbad += flag[i];
@@ -175,6 +174,27 @@ typedef struct conc_job {
   uint8_t *bad;
 } conc_job;
 
+/* The flags of the voxels list[k0, k0 + nb) whose curves are in cb->out (curve-major): ninvalid
+   and bad, a curve with flagged samples interpolated there, an unusable one NaN. Signal input:
+   the flagged samples are the NaN ones (cb->flagged[j]: curve j has one), valid[j] = 0 an
+   unusable voxel (its constants); concentration input: every non-finite sample (valid unread). */
+static void finish_block(const conc_job *jb, int64_t k0, int64_t nb, const int *valid, conc_block *cb) {
+  const int64_t nt = jb->nt;
+  for (int64_t j = 0; j < nb; ++j) {
+    int32_t *ninv = &jb->ninvalid[k0 + j];
+    uint8_t *bad = &jb->bad[k0 + j];
+    float *c = cb->out + j * nt;
+    int64_t nbad;
+    if (jb->input_conc) {
+      nbad = conc_curve(c, 1, nt, cb->c, cb->flag);
+    } else {
+      if (valid[j] && !cb->flagged[j]) { *ninv = 0; *bad = 0; continue; } /* as converted */
+      nbad = valid[j] ? nan_curve(c, nt, cb->c, cb->flag) : -1;
+    }
+    finish_voxel(nbad, nt, jb->sp, cb->c, cb->flag, c, ninv, bad);
+  }
+}
+
 /* Frame 0 of block list[k0, k0 + nb): the series itself when the voxels are consecutive (frame i
    at + i * nvox), else their samples gathered into cb->sig (frame i at + i * nb, one cache miss
    per sample); *rs = the frame stride. */
@@ -216,13 +236,7 @@ static void convert_signal(const conc_job *jb, int64_t k0, int64_t nb, const flo
     pipe_conc_spgr_row(jb->level, nb, rows + i * rs, cb->a, cb->ca, cb->om, cb->c0, k, cb->tile + i * nb);
   }
   lumen_transpose_f32(cb->tile, nb, nt, nb, cb->out, nt, jb->level, cb->flagged); /* the block's curves, flagged voxels */
-  for (int64_t j = 0; j < nb; ++j) {
-    int32_t *ninv = &jb->ninvalid[k0 + j];
-    uint8_t *bad = &jb->bad[k0 + j];
-    if (cb->valid[j] && !cb->flagged[j]) { *ninv = 0; *bad = 0; continue; } /* stored */
-    int64_t nbad = cb->valid[j] ? tile_curve(cb, j, nb, nt, cb->c, cb->flag) : -1;
-    finish_voxel(nbad, nt, sp, cb->c, cb->flag, cb->out + j * nt, ninv, bad);
-  }
+  finish_block(jb, k0, nb, cb->valid, cb);
 }
 
 /* Block list[k0, k1): reads its samples frame by frame, converts, writes the curves into cb->out. */
@@ -234,10 +248,8 @@ static void convert_block(const conc_job *jb, int64_t k0, int64_t k1, conc_block
     convert_signal(jb, k0, nb, rows, rs, cb);
     return;
   }
-  for (int64_t j = 0; j < nb; ++j) {
-    int64_t nbad = conc_curve(rows + j, rs, nt, cb->c, cb->flag);
-    finish_voxel(nbad, nt, jb->sp, cb->c, cb->flag, cb->out + j * nt, &jb->ninvalid[k0 + j], &jb->bad[k0 + j]);
-  }
+  lumen_transpose_f32(rows, rs, nt, nb, cb->out, nt, jb->level, NULL);
+  finish_block(jb, k0, nb, NULL, cb);
 }
 
 /* The block's curves (cb->out) back over the series at list[k0, k0 + nb), frame-major: straight
@@ -344,26 +356,10 @@ static void convert_rows_in_place(const conc_job *jb, int64_t k0, int64_t nb, co
   for (int64_t b0 = 0; b0 < nb; b0 += BLK) {
     const int64_t n = b0 + BLK < nb ? BLK : nb - b0;
     lumen_transpose_f32(rows + b0, rs, nt, n, cb->out, nt, jb->level, cb->flagged);
-    for (int64_t j = 0; j < n; ++j) {
-      int32_t *ninv = &jb->ninvalid[k0 + b0 + j];
-      uint8_t *bad = &jb->bad[k0 + b0 + j];
-      float *c = cb->out + j * nt;
-      int64_t nbad;
-      if (jb->input_conc) { /* every curve checked: an infinite sample is flagged too */
-        nbad = conc_curve(c, 1, nt, cb->c, cb->flag);
-      } else {
-        if (cb->valid[b0 + j] && !cb->flagged[j]) { *ninv = 0; *bad = 0; continue; }
-        nbad = cb->valid[b0 + j] ? 0 : -1;
-        for (int64_t i = 0; nbad >= 0 && i < nt; ++i) {
-          cb->flag[i] = isnan(c[i]);
-          cb->c[i] = cb->flag[i] ? 0 : (double)c[i];
-          nbad += cb->flag[i];
-        }
-      }
-      finish_voxel(nbad, nt, jb->sp, cb->c, cb->flag, c, ninv, bad);
-      if (nbad != 0) /* interpolated, or NaN when unusable: written back */
-        for (int64_t i = 0; i < nt; ++i) rows[i * rs + b0 + j] = c[i];
-    }
+    finish_block(jb, k0 + b0, n, cb->valid + b0, cb);
+    for (int64_t j = 0; j < n; ++j)
+      if (jb->ninvalid[k0 + b0 + j] != 0) /* interpolated, or NaN when unusable: written back */
+        for (int64_t i = 0; i < nt; ++i) rows[i * rs + b0 + j] = cb->out[j * nt + i];
     if (part) add_curves(cb->out, jb->bad + k0 + b0, n, nt, jb->level, part, cnt);
   }
 }

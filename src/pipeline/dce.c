@@ -66,7 +66,6 @@ static int64_t warm_up(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t nlist
                        const pipe_curves *src, const float *consts) {
   int64_t k = nlist < WARMUP_CURVES ? nlist : WARMUP_CURVES;
   if (k <= 0) return 0;
-
   double params[WARMUP_CURVES * LUMEN_FIT_MAX_PARAMS], derived[WARMUP_CURVES * LUMEN_FIT_MAX_DERIVED];
   double chi2[WARMUP_CURVES], r2[WARMUP_CURVES], delay[WARMUP_CURVES];
   int32_t state[WARMUP_CURVES];
@@ -385,8 +384,8 @@ static lumen_status write_model_maps(pipe_run *run, lumen_model model, const int
   return st;
 }
 
-static lumen_status fit_model(pipe_run *run, lumen_model model, const pipe_curves *src, const double *t_min, const double *cp, const float *t10, double t10_const,
-                              const float *b1, double r1, lumen_pipe_model_summary *ms, model_out *mo, double *write_s) {
+static lumen_status fit_model(pipe_run *run, lumen_model model, const pipe_curves *src, const double *t_min,
+                              const double *cp, const float *t10, double t10_const, const float *b1, double r1, lumen_pipe_model_summary *ms, model_out *mo, double *write_s) {
   lumen_ctx *ctx = run->ctx;
   const lumen_pipe_config *cfg = run->cfg;
   const char *mname = lumen_model_name(model);
@@ -730,8 +729,7 @@ static lumen_status dce_read_t1_b1(pipe_run *run, dce_job *j) {
   return st;
 }
 
-/* j->list: the masked voxels in order, without a branch per voxel (one slot more: the loop
-   stores every voxel and advances on the masked ones). */
+/* j->list: the masked voxels in order. */
 static lumen_status masked_list(pipe_run *run, dce_job *j) {
   /* in parts on the threads: each part's count, then each part's indices from its offset */
   enum { PARTS = 64 };
@@ -830,13 +828,13 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
                               &used) != 0)
       st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for the mean tissue curve");
     j->curves = (pipe_curves){lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist};
-    int64_t n_bad = 0, n_flag = 0, n_interp = 0;
+    int64_t n_bad = 0, n_flag = 0, n_interp = 0, nc = st == LUMEN_OK ? j->nlist : 0;
     const int nth = lumen_ctx_threads(ctx) > 0 ? lumen_ctx_threads(ctx) : 1;
     (void)nth;
 #if LUMEN_HAVE_OPENMP
-#pragma omp parallel for schedule(static) reduction(+ : n_bad, n_flag, n_interp) num_threads(nth) if (nth > 1 && j->nlist >= (1 << 20))
+#pragma omp parallel for schedule(static) reduction(+ : n_bad, n_flag, n_interp) num_threads(nth) if (nth > 1 && nc >= (1 << 20))
 #endif
-    for (int64_t k = 0; k < (st == LUMEN_OK ? j->nlist : 0); ++k) {
+    for (int64_t k = 0; k < nc; ++k) {
       n_bad += j->bad[k];
       n_flag += j->ninv[k];
       n_interp += !j->bad[k] && j->ninv[k] > 0;
@@ -945,10 +943,9 @@ static lumen_status dce_stage_a_maps(pipe_run *run, dce_job *j) {
       st = lumen_image_create(ctx, 4, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &ci);
       if (st == LUMEN_OK) {
         float *cd = lumen_image_data(ci);
-        for (int64_t i = 0; i < run->nvox * j->nt; ++i) cd[i] = NAN;
-        const float *c = j->curves.base; /* frame-major, as the image */
-        for (int64_t k = 0; k < j->nlist; ++k)
-          for (int64_t i = 0; i < j->nt; ++i) cd[i * run->nvox + j->list[k]] = c[i * run->nvox + j->list[k]];
+        const float *c = j->curves.base; /* frame-major, as the image; the listed voxels are the masked ones */
+        for (int64_t i = 0; i < j->nt; ++i)
+          for (int64_t v = 0; v < run->nvox; ++v) cd[i * run->nvox + v] = run->mask[v] ? c[i * run->nvox + v] : NAN;
         lumen_image_set_affine(ctx, ci, run->affine);
         double spc[4] = {run->spacing[0], run->spacing[1], run->spacing[2], j->nt > 1 ? (j->t_min[1] - j->t_min[0]) * 60 : 1};
         lumen_image_set_spacing(ctx, ci, spc, 4);

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fit/fit_cuda.h"
-#include "lumen/aif.h"
-#include "models/models_f64.h"
 
 #define N 60
 #define NC 1000

@@ -12,8 +12,6 @@
 #include <string.h>
 #include "fit/fit_cuda.h"
 #include "fit/fit_series.h"
-#include "lumen/aif.h"
-#include "models/models_f64.h"
 
 #define N 60
 #define NC 1500

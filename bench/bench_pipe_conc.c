@@ -111,11 +111,11 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
       const int64_t v0 = q * TILE, n = v0 + TILE < nvox ? TILE : nvox - v0;
       for (int64_t i = 0; i < nt; ++i) {
         float *row = sig + i * nvox + v0;
-        pipe_conc_spgr_row(level, n, row, a + v0, ca + v0, om + v0, c0 + v0, k, row);
+        pipe_conc_spgr_row(level, n, row, a + v0, ca + v0, om + v0, c0 + v0, k, row, i + 2 < nt ? row + 2 * nvox : NULL);
       }
     }
     ti = now() - ti;
-    printf("| reference: in place, frame-major, float kernel (no flags, no mean), %d thread(s) | %.3f s | %.2f ns/sample |\n",
+    printf("| reference: in place, frame-major, float kernel (no flags, no mean, prefetch 2 rows on), %d thread(s) | %.3f s | %.2f ns/sample |\n",
            threads, ti, 1e9 * ti / samples);
     free(a); free(ca); free(om); free(c0);
   }

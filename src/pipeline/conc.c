@@ -13,15 +13,18 @@
    of lumen_spgr_signal_to_conc (src/fit/aif.c), computed in double and rounded to float; a
    concentration is within a few float ulps of R1 / r1 and R10 / r1 of the double conversion
    (conc_f32.h, tests/unit/test_pipe_conc.c).
-   The mean curve is summed per group of 4096 curves in list order while a group's curves are in
-   L1, the groups' sums added in group order (the work unit is then the group).
+   The mean curve is summed per group of 4096 curves in 16 lanes per frame (conc_sum.h) while the
+   block's frames are in cache, a group's lanes added in lane order, the groups' sums in group
+   order (the work unit is then the group).
    Threads split the blocks (or groups), never a sum: the result does not depend on the thread
    count.
    In place (pipe_convert_in_place, what `lumen dce` runs), the curves go back over the series
    instead of into an array: up to 1024 consecutive voxels are converted row by row where they lie
-   (rows of 4 KB, the row 4 frames on prefetched), then transposed 64 at a time from cache for
-   their flags and the mean, a flagged or unusable voxel's curve written back; a scattered block
-   goes the way above and is written back through a transposition. The values, flags and mean are
+   (rows of 4 KB, the row 2 frames on prefetched on the way) and each row summed into the mean's
+   lanes while in L1; when no sample came out NaN (the sums are finite) the block is done, else it
+   is transposed 64 voxels at a time from cache for the flags, a flagged or unusable voxel's curve
+   written back, and its rows summed again without the unusable voxels; a scattered block goes the
+   way above and is written back through a transposition. The values, flags and mean are
    those of pipe_convert bit for bit. Stage D's fit reads them where they lie
    (lumen_fit_execute_series); pipe_curves_get gathers them into an array (FXR's R1 curves, a
    caller's executor). */
@@ -30,6 +33,7 @@
 #include <string.h>
 #include "core/internal.h"
 #include "pipeline/conc_f32.h"
+#include "pipeline/conc_sum.h"
 #include "pipeline/pipe_internal.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_OPENMP
@@ -54,6 +58,7 @@ static int voxel_valid(double t10, double b1, const pipe_spgr *sp) {
 enum { BLK = 64 };        /* voxels per block: the block's float rows (nt x 64) stay in L1 */
 enum { SBLK = 1024 };     /* voxels per super-block in place: rows of 4 KB, the block's constants */
 enum { MEAN_BLK = 4096 }; /* curves per partial sum of the mean curve (a multiple of SBLK) */
+enum { PF_ROWS = 2 };     /* in place: how many rows ahead of the row converted are prefetched */
 
 /* Per-thread scratch of one block of nb voxels: the gathered samples of a scattered block
    (sig[i * nb + j]), the block's concentrations frame by frame (tile, same layout), the per-voxel
@@ -63,6 +68,8 @@ enum { MEAN_BLK = 4096 }; /* curves per partial sum of the mean curve (a multipl
 typedef struct conc_block {
   float *sig, *tile, *out; /* out: the block's curves (curve-major), summed and copied out from L1 */
   double *c;
+  double *lanes; /* the mean's lanes of the group being converted (nt x 16, conc_sum.h) */
+  double *acc;   /* in place: those lanes while a super-block is summed (kept if it has no NaN) */
   uint8_t *flag;
   float a[SBLK], ca[SBLK], om[SBLK], c0[SBLK];
   int valid[SBLK];
@@ -100,13 +107,6 @@ static void spgr_constants(conc_block *cb, int64_t nb, const float *rows, int64_
     cb->c0[j] = (float)(-(1.0 / t10[j]) / sp->r1);
   }
 }
-
-#if defined(__GNUC__) && defined(__x86_64__)
-#include <immintrin.h>
-#define CONC_X86 1
-#else
-#define CONC_X86 0
-#endif
 
 /* A converted curve (a flagged sample is NaN) in double into c (0 where flagged, as the library
    writes its invalid_value) and flag. Returns the number of flagged samples. */
@@ -233,7 +233,7 @@ static void convert_signal(const conc_job *jb, int64_t k0, int64_t nb, const flo
     if (pf)
       for (int64_t q = 0; q < nb; q += 16) __builtin_prefetch(rows + i * rs + nb + q);
     /* a flagged sample (not finite, out of range) becomes NaN, which no valid sample can be */
-    pipe_conc_spgr_row(jb->level, nb, rows + i * rs, cb->a, cb->ca, cb->om, cb->c0, k, cb->tile + i * nb);
+    pipe_conc_spgr_row(jb->level, nb, rows + i * rs, cb->a, cb->ca, cb->om, cb->c0, k, cb->tile + i * nb, NULL);
   }
   lumen_transpose_f32(cb->tile, nb, nt, nb, cb->out, nt, jb->level, cb->flagged); /* the block's curves, flagged voxels */
   finish_block(jb, k0, nb, cb->valid, cb);
@@ -265,93 +265,53 @@ static void write_back(const conc_job *jb, int64_t k0, int64_t nb, conc_block *c
     for (int64_t j = 0; j < nb; ++j) jb->series[i * nvox + list[k0 + j]] = cb->sig[i * nb + j];
 }
 
-/* part[i] += c[i] over the usable curves (bad[k] == 0) among conc's n, frames [i0, nt), in curve
-   order for each frame. */
-static void add_curves_plain(const float *conc, const uint8_t *bad, int64_t n, int64_t i0, int64_t nt, double *part) {
-  for (int64_t k = 0; k < n; ++k) {
-    if (bad[k]) continue;
-    const float *c = conc + k * nt;
-    for (int64_t i = i0; i < nt; ++i) part[i] += c[i];
-  }
-}
-
-#if CONC_X86
-
-/* add_curves_plain with the sums of 4 W frames, then of W frames, at a time in vector registers
-   (VD: W doubles; LOAD(p): the W floats at p in VD); each sum still takes the curves in order
-   (the same bits). Returns the frame where it stopped. */
-#define CONC_ADD_CURVES(NAME, TARGET, VD, LOAD, W)                                                                    \
-  __attribute__((target(TARGET))) static int64_t NAME(const float *conc, const uint8_t *bad, int64_t n, int64_t nt, \
-                                                      double *part) {                                              \
-    int64_t i = 0;                                                                                                 \
-    for (; i + 4 * (W) <= nt; i += 4 * (W)) {                                                                      \
-      VD a0, a1, a2, a3;                                                                                           \
-      memcpy(&a0, part + i, sizeof a0);                                                                            \
-      memcpy(&a1, part + i + (W), sizeof a1);                                                                      \
-      memcpy(&a2, part + i + 2 * (W), sizeof a2);                                                                  \
-      memcpy(&a3, part + i + 3 * (W), sizeof a3);                                                                  \
-      for (int64_t k = 0; k < n; ++k) {                                                                            \
-        if (bad[k]) continue;                                                                                      \
-        const float *c = conc + k * nt + i;                                                                        \
-        a0 += LOAD(c);                                                                                             \
-        a1 += LOAD(c + (W));                                                                                       \
-        a2 += LOAD(c + 2 * (W));                                                                                   \
-        a3 += LOAD(c + 3 * (W));                                                                                   \
-      }                                                                                                            \
-      memcpy(part + i, &a0, sizeof a0);                                                                            \
-      memcpy(part + i + (W), &a1, sizeof a1);                                                                      \
-      memcpy(part + i + 2 * (W), &a2, sizeof a2);                                                                  \
-      memcpy(part + i + 3 * (W), &a3, sizeof a3);                                                                  \
-    }                                                                                                              \
-    for (; i + (W) <= nt; i += (W)) {                                                                              \
-      VD a0;                                                                                                       \
-      memcpy(&a0, part + i, sizeof a0);                                                                            \
-      for (int64_t k = 0; k < n; ++k)                                                                              \
-        if (!bad[k]) a0 += LOAD(conc + k * nt + i);                                                                \
-      memcpy(part + i, &a0, sizeof a0);                                                                            \
-    }                                                                                                              \
-    return i;                                                                                                      \
-  }
-/* W floats at p in double */
-#define CONC_LOAD8(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
-#define CONC_LOAD4(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
-CONC_ADD_CURVES(add_curves_avx512, "avx512f", __m512d, CONC_LOAD8, 8)
-CONC_ADD_CURVES(add_curves_avx, "avx", __m256d, CONC_LOAD4, 4)
-#endif
-
-/* Adds the usable ones of n curves (conc, bad) to part (nt), in order; cnt: how many. */
-static void add_curves(const float *conc, const uint8_t *bad, int64_t n, int64_t nt, int level, double *part,
-                       int64_t *cnt) {
-  int64_t i0 = 0;
-  for (int64_t k = 0; k < n; ++k) *cnt += !bad[k];
-#if CONC_X86
-  if (level >= 2) i0 = add_curves_avx512(conc, bad, n, nt, part);
-  else if (level == 1) i0 = add_curves_avx(conc, bad, n, nt, part);
-#endif
-  (void)level;
-  add_curves_plain(conc, bad, n, i0, nt, part);
+/* The block list[k0, k0 + nb)'s usable curves (cb->out, curve-major) added to the group's mean
+   lanes (part: nt x 16, conc_sum.h) from a frame-major copy in cb->tile; *cnt += how many. */
+static void add_block_to_mean(const conc_job *jb, int64_t k0, int64_t nb, conc_block *cb, double *part, int64_t *cnt) {
+  const int64_t nt = jb->nt;
+  lumen_transpose_f32(cb->out, nt, nb, nt, cb->tile, nb, jb->level, NULL);
+  pipe_rows_sum16(jb->level, cb->tile, nb, nt, nb, jb->bad + k0, part);
+  for (int64_t j = 0; j < nb; ++j) *cnt += !jb->bad[k0 + j];
 }
 
 /* In place, the consecutive voxels list[k0, k0 + nb), nb <= SBLK, whose frame i is the row
-   rows + i * nvox: each row converted where it lies (rows of up to 4 KB: few pages, the
-   hardware's prefetch), then 64 curves at a time transposed into cb->out (from cache) for their
-   flags and the mean (add_curves into part, cnt), a voxel with a flagged sample or unusable
-   written back. */
+   rows + i * nvox: each row converted where it lies (rows of up to 4 KB: few pages) and summed into
+   the mean's lanes while in L1 (cb->acc, from part). A block without a NaN sample (the sums all
+   finite: every voxel usable, none flagged) is done: its flags are 0 and the sums go to part. Else
+   its curves are transposed 64 at a time from cache for their flags (finish_block), a flagged or
+   unusable voxel written back, and the rows summed again without the unusable voxels. */
 static void convert_rows_in_place(const conc_job *jb, int64_t k0, int64_t nb, conc_block *cb, double *part,
                                   int64_t *cnt) {
   const int64_t nt = jb->nt, rs = jb->nvox;
   float *rows = jb->series + jb->list[k0];
+  double *acc = cb->acc;
+  if (part) memcpy(acc, part, sizeof(double) * PIPE_SUM_LANES * (size_t)nt);
+  else memset(acc, 0, sizeof(double) * PIPE_SUM_LANES * (size_t)nt);
   if (!jb->input_conc) {
     const pipe_spgr *sp = jb->sp;
     const float k = (float)(-1.0 / (sp->tr * sp->r1));
     block_constants(jb, k0, nb, rows, rs, cb);
     /* a flagged sample (not finite, out of range) becomes NaN, which no valid sample can be */
     for (int64_t i = 0; i < nt; ++i) {
-      /* the row 4 frames on asked for now: 0.155 -> 0.125 s on bench_dce's 2.1 M voxels (2 threads) */
-      if (i + 4 < nt)
-        for (int64_t q = 0; q < nb; q += 16) __builtin_prefetch(rows + (i + 4) * rs + q);
-      pipe_conc_spgr_row(jb->level, nb, rows + i * rs, cb->a, cb->ca, cb->om, cb->c0, k, rows + i * rs);
+      /* the row PF_ROWS frames on asked for on the way, a line per 16 samples: the hardware's
+         prefetcher stops at each 4 KB row (a page of its own) */
+      const float *pf = i + PF_ROWS < nt ? rows + (i + PF_ROWS) * rs : NULL;
+      pipe_conc_spgr_row(jb->level, nb, rows + i * rs, cb->a, cb->ca, cb->om, cb->c0, k, rows + i * rs, pf);
+      pipe_rows_sum16(jb->level, rows + i * rs, rs, 1, nb, NULL, acc + i * PIPE_SUM_LANES);
     }
+  } else {
+    pipe_rows_sum16(jb->level, rows, rs, nt, nb, NULL, acc);
+  }
+  int clean = 1;
+  for (int64_t q = 0; q < PIPE_SUM_LANES * nt; ++q) clean &= isfinite(acc[q]) != 0;
+  if (clean) {
+    memset(jb->ninvalid + k0, 0, sizeof(int32_t) * (size_t)nb);
+    memset(jb->bad + k0, 0, (size_t)nb);
+    if (part) {
+      memcpy(part, acc, sizeof(double) * PIPE_SUM_LANES * (size_t)nt);
+      *cnt += nb;
+    }
+    return;
   }
   for (int64_t b0 = 0; b0 < nb; b0 += BLK) {
     const int64_t n = b0 + BLK < nb ? BLK : nb - b0;
@@ -360,7 +320,10 @@ static void convert_rows_in_place(const conc_job *jb, int64_t k0, int64_t nb, co
     for (int64_t j = 0; j < n; ++j)
       if (jb->ninvalid[k0 + b0 + j] != 0) /* interpolated, or NaN when unusable: written back */
         for (int64_t i = 0; i < nt; ++i) rows[i * rs + b0 + j] = cb->out[j * nt + i];
-    if (part) add_curves(cb->out, jb->bad + k0 + b0, n, nt, jb->level, part, cnt);
+  }
+  if (part) {
+    pipe_rows_sum16(jb->level, rows, rs, nt, nb, jb->bad + k0, part);
+    for (int64_t j = 0; j < nb; ++j) *cnt += !jb->bad[k0 + j];
   }
 }
 
@@ -372,20 +335,31 @@ static conc_block *block_scratch_new(int64_t nt) {
   cb->out = malloc(sizeof(float) * (size_t)nt * BLK);
   cb->c = malloc(sizeof(double) * (size_t)nt);
   cb->flag = malloc((size_t)nt);
-  if (cb->sig && cb->tile && cb->out && cb->c && cb->flag) return cb;
-  free(cb->sig); free(cb->tile); free(cb->out); free(cb->c); free(cb->flag);
+  cb->acc = malloc(sizeof(double) * PIPE_SUM_LANES * (size_t)nt);
+  cb->lanes = malloc(sizeof(double) * PIPE_SUM_LANES * (size_t)nt);
+  if (cb->sig && cb->tile && cb->out && cb->c && cb->flag && cb->acc && cb->lanes) return cb;
+  free(cb->sig); free(cb->tile); free(cb->out); free(cb->c); free(cb->flag); free(cb->acc); free(cb->lanes);
   free(cb);
   return NULL;
 }
 
 static void block_scratch_free(conc_block *cb) {
   if (!cb) return;
-  free(cb->sig); free(cb->tile); free(cb->out); free(cb->c); free(cb->flag);
+  free(cb->sig); free(cb->tile); free(cb->out); free(cb->c); free(cb->flag); free(cb->acc); free(cb->lanes);
   free(cb);
 }
 
-/* The mean of the usable curves from the partial sums of each unit (part: nunit x nt, cnt), added
-   in unit order. */
+/* A group's sum (part: nt) from its lanes (nt x 16, conc_sum.h), added in lane order. */
+static void group_sum(const double *lanes, int64_t nt, double *part) {
+  for (int64_t i = 0; i < nt; ++i) {
+    double g = 0;
+    for (int q = 0; q < PIPE_SUM_LANES; ++q) g += lanes[i * PIPE_SUM_LANES + q];
+    part[i] = g;
+  }
+}
+
+/* The mean of the usable curves from the groups' sums (part: nunit x nt) and counts, added in
+   group order. */
 static void mean_from_parts(const double *part, const int64_t *cnt, int64_t nunit, int64_t nt, double *mean,
                             int64_t *used) {
   int64_t u = 0;
@@ -429,6 +403,7 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
     for (int64_t ui = 0; ui < nunit; ++ui) {
       const int64_t u0 = ui * unit, u1 = u0 + unit < nlist ? u0 + unit : nlist;
       if (cb && conc) lumen_populate_pages(conc + u0 * nt, sizeof(float) * (size_t)((u1 - u0) * nt));
+      if (cb && mean) memset(cb->lanes, 0, sizeof(double) * PIPE_SUM_LANES * (size_t)nt);
       for (int64_t k0 = u0; k0 < u1;) {
         int64_t k1 = k0 + BLK < u1 ? k0 + BLK : u1;
         if (!cb) {
@@ -438,16 +413,17 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
         }
         const int64_t ks = k0 + SBLK < u1 ? k0 + SBLK : u1;
         if (jb.series && jb.list[ks - 1] - jb.list[k0] == ks - 1 - k0) { /* in place, consecutive */
-          convert_rows_in_place(&jb, k0, ks - k0, cb, mean ? part + ui * nt : NULL, mean ? &cnt[ui] : NULL);
+          convert_rows_in_place(&jb, k0, ks - k0, cb, mean ? cb->lanes : NULL, mean ? &cnt[ui] : NULL);
           k0 = ks;
           continue;
         }
         convert_block(&jb, k0, k1, cb);
-        if (mean) add_curves(cb->out, bad + k0, k1 - k0, nt, jb.level, part + ui * nt, &cnt[ui]);
+        if (mean) add_block_to_mean(&jb, k0, k1 - k0, cb, cb->lanes, &cnt[ui]);
         if (conc) memcpy(conc + k0 * nt, cb->out, sizeof(float) * (size_t)((k1 - k0) * nt)); /* whole lines, in order */
         else write_back(&jb, k0, k1 - k0, cb);
         k0 = k1;
       }
+      if (cb && mean) group_sum(cb->lanes, nt, part + ui * nt);
     }
     block_scratch_free(cb);
   }

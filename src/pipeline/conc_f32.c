@@ -48,15 +48,15 @@ const char *pipe_conc_name(int level) {
 }
 
 void pipe_conc_spgr_row(int level, int64_t n, const float *s, const float *a, const float *ca, const float *om,
-                        const float *c0, float k, float *out) {
+                        const float *c0, float k, float *out, const float *pf) {
   int64_t j = 0;
 #if CONC_F32_X86
-  if (level >= 2) j = row_w16(n, s, a, ca, om, c0, k, out);
-  else if (level == 1) j = row_w8(n, s, a, ca, om, c0, k, out);
+  if (level >= 2) j = row_w16(n, s, a, ca, om, c0, k, out, pf);
+  else if (level == 1) j = row_w8(n, s, a, ca, om, c0, k, out, pf);
 #else
   (void)level;
 #endif
-  row_w1(n - j, s + j, a + j, ca + j, om + j, c0 + j, k, out + j);
+  row_w1(n - j, s + j, a + j, ca + j, om + j, c0 + j, k, out + j, pf ? pf + j : NULL);
 }
 
 float pipe_conc_spgr_one(float s, float a, float ca, float om, float c0, float k) {

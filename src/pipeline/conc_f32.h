@@ -24,9 +24,12 @@ int pipe_conc_level(lumen_cpu_simd limit);
 const char *pipe_conc_name(int level);
 
 /* out[j] = the concentration of sample s[j] with voxel constants a[j], ca[j], om[j], c0[j]
-   (j < n), at the given level; the result does not depend on the level or on j's position. */
+   (j < n), at the given level; the result does not depend on the level or on j's position.
+   pf: NULL, or a row of n floats whose cache lines are prefetched one per 16 samples converted
+   (spread over the row, not in a burst: the line fill buffers stay free for the row's own
+   misses; a later row of the same voxels, frame-major, is asked for while this one converts). */
 void pipe_conc_spgr_row(int level, int64_t n, const float *s, const float *a, const float *ca, const float *om,
-                        const float *c0, float k, float *out);
+                        const float *c0, float k, float *out, const float *pf);
 
 /* The same for one sample (the rows' reference in tests/unit/test_pipe_conc.c). */
 float pipe_conc_spgr_one(float s, float a, float ca, float om, float c0, float k);

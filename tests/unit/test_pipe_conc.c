@@ -186,7 +186,7 @@ static void kernel_sweep(void **state) {
     const float k = (float)kd;
     const lumen_cpu_simd limits[3] = {LUMEN_CPU_SIMD_OFF, LUMEN_CPU_SIMD_AVX2, LUMEN_CPU_SIMD_AUTO};
     for (int li = 0; li < 3; ++li) /* the levels this CPU has: a lower one where it lacks one */
-      pipe_conc_spgr_row(pipe_conc_level(limits[li]), NS, s, a, ca, om, c0, k, out[li]);
+      pipe_conc_spgr_row(pipe_conc_level(limits[li]), NS, s, a, ca, om, c0, k, out[li], li % 2 ? s : NULL);
     for (int j = 0; j < NS; ++j) {
       assert_memory_equal(&out[1][j], &out[0][j], sizeof(float));
       assert_memory_equal(&out[2][j], &out[0][j], sizeof(float));
@@ -227,20 +227,25 @@ static void kernel_sweep(void **state) {
   assert_true(nvalid > 300000 && ninvalid > 10000);
 }
 
-/* The mean pipe_convert promises, from its curves: each group of 4096 curves summed in list order,
-   the groups' sums added in order. */
+/* The mean pipe_convert promises, from its curves: in each group of 4096 curves, 16 lanes, lane l
+   the sum of the usable curves k with (k - group start) % 16 == l in list order; a group's lanes
+   added in lane order, the groups' sums in group order (conc_sum.h). */
 static void blocked_mean(const float *conc, const uint8_t *bad, int64_t n, int64_t nt, double *mean, int64_t *used) {
-  double part[NT];
+  double lane[16][NT], part[NT];
   *used = 0;
   for (int64_t i = 0; i < nt; ++i) mean[i] = 0;
   for (int64_t g = 0; g < n; g += 4096) {
-    for (int64_t i = 0; i < nt; ++i) part[i] = 0;
+    memset(lane, 0, sizeof lane);
     for (int64_t k = g; k < n && k < g + 4096; ++k) {
       if (bad[k]) continue;
       ++*used;
-      for (int64_t i = 0; i < nt; ++i) part[i] += conc[k * nt + i];
+      for (int64_t i = 0; i < nt; ++i) lane[(k - g) % 16][i] += conc[k * nt + i];
     }
-    for (int64_t i = 0; i < nt; ++i) mean[i] += part[i];
+    for (int64_t i = 0; i < nt; ++i) {
+      part[i] = 0;
+      for (int l = 0; l < 16; ++l) part[i] += lane[l][i];
+      mean[i] += part[i];
+    }
   }
   for (int64_t i = 0; i < nt; ++i) mean[i] = *used ? mean[i] / (double)*used : 0;
 }
@@ -415,6 +420,25 @@ static void in_place_is_the_curve_array(void **state) {
     n = 0;
     for (int64_t v = 0; v < NV; ++v) if (v >= NV / 2 || v % 700 != 3) list[n++] = v;
     check_in_place(sig, t10, b1, NV, list, n, input_conc, 1);
+  }
+  /* voxels [NV / 3, NV) without a defect: whole rows of 1024 with no NaN sample, whose flags and
+     mean come from the sums made while converting (conc.c's clean path), beside blocks with defects */
+  for (int input_conc = 0; input_conc <= 1; ++input_conc) {
+    for (int64_t v = 0; v < NV; ++v) {
+      const int64_t c = v % NVOX; /* the phantom's formula, no defect past NV / 3 */
+      const double m0 = 800 + (double)(c % 97) * 13, k = 0.02 * (double)(c % 11);
+      for (int i = 0; i < NT; ++i) {
+        float x = v < NV / 3 ? base[(int64_t)i * NVOX + c]
+                             : (float)(m0 * (1 + (i > 5 ? k * (1 - exp(-0.3 * (i - 5))) : 0) + 0.01 * sin((double)c * 0.7 + i)));
+        sig[(int64_t)i * NV + v] = input_conc ? (x < 0 ? NAN : x > 1e8f ? INFINITY : x * 1e-3f) : x;
+      }
+      t10[v] = v < NV / 3 ? t10s[c] : (float)(0.6 + 0.001 * (double)(c % 700));
+      b1[v] = v < NV / 3 ? b1s[c] : (float)(0.8 + 0.0005 * (double)(c % 800));
+    }
+    int64_t n = 0;
+    for (int64_t v = 0; v < NV; ++v) list[n++] = v;
+    check_in_place(sig, t10, b1, NV, list, n, input_conc, 1);
+    check_in_place(sig, t10, b1, NV, list, n, input_conc, 0);
   }
   free(base); free(t10s); free(b1s); free(sig); free(t10); free(b1); free(list);
 }

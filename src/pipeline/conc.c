@@ -457,7 +457,8 @@ void pipe_curves_get(const pipe_curves *c, int64_t k0, int64_t n, float *dst, in
 
 /* Frame i of the sampled mean signal: *y = the sum of frame i over the sampled voxels idx[m] with
    ok[m] (all when ok is NULL), in sample order. Returns how many of the values read are not
-   finite. */
+   finite. The voxels come in groups of 16 neighbours in the list (usually one or two cache lines
+   a frame): 16 times fewer cache misses than as many voxels taken one by one. */
 static int64_t sum_sampled_frame(const float *sig, int64_t nvox, const int64_t *idx, int64_t nsamp, const uint8_t *ok,
                                  int64_t i, double *y) {
   enum { AHEAD = 32 }; /* samples prefetched ahead: one cache miss each, at a constant stride */
@@ -477,11 +478,14 @@ static int64_t sum_sampled_frame(const float *sig, int64_t nvox, const int64_t *
 
 int64_t pipe_mean_signal_sample(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
                                 int64_t step, int threads, double *y) {
-  const int64_t nsamp = (nlist + step - 1) / step;
-  int64_t *idx = malloc(sizeof(int64_t) * (size_t)(nsamp > 0 ? nsamp : 1));
+  enum { G = PIPE_SAMPLE_GROUP };
+  const int64_t ngroup = (nlist + G - 1) / G, nsampled_groups = (ngroup + step - 1) / step;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)(nsampled_groups > 0 ? nsampled_groups * G : 1));
   uint8_t *ok = NULL;
   if (!idx) return -1;
-  for (int64_t m = 0; m < nsamp; ++m) idx[m] = list[m * step];
+  int64_t nsamp = 0;
+  for (int64_t g = 0; g < ngroup; g += step)
+    for (int64_t m = g * G; m < nlist && m < (g + 1) * G; ++m) idx[nsamp++] = list[m];
   int64_t nonfinite = 0, used = nsamp;
   int nth = threads > 0 ? threads : 1;
   (void)nth;

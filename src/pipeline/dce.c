@@ -785,7 +785,7 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
       j->sp.b1 = cfg->baseline;
       snprintf(j->base_how, sizeof j->base_how, "given");
     } else {
-      /* mean signal over (up to 20000) masked voxels: every step-th one */
+      /* mean signal over (about 20000) masked voxels: every step-th group of 16 list neighbours */
       int64_t step = run->n_mask > 20000 ? run->n_mask / 20000 : 1, used = 0;
       double *y = calloc((size_t)j->nt, sizeof(double));
       if (!y) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");

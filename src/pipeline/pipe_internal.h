@@ -293,10 +293,12 @@ int pipe_convert_in_place(float *sig, int64_t nvox, int64_t nt, const int64_t *l
                           int threads, lumen_cpu_simd simd, int32_t *ninvalid, uint8_t *bad, double *mean,
                           int64_t *used);
 
-/* The sum of the signal (sig: nvox x nt) over every step-th listed voxel (list[0], list[step], ...)
-   whose frames are all finite, frame by frame into y (nt), each in list order: what the baseline
+/* The sum of the signal (sig: nvox x nt) over the listed voxels of every step-th group of
+   PIPE_SAMPLE_GROUP consecutive list entries (list[0..15], list[16 step..16 step + 15], ...) whose
+   frames are all finite, frame by frame into y (nt), each in list order: what the baseline
    detection of `lumen dce` reads. Threads split the frames: the same bits for any thread count.
    Returns how many voxels were summed, or -1 when out of memory. */
+enum { PIPE_SAMPLE_GROUP = 16 };
 int64_t pipe_mean_signal_sample(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
                                 int64_t step, int threads, double *y);
 

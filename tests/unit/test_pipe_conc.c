@@ -7,8 +7,9 @@
    flagged samples, and concentration input (bit for bit). The float kernel alone over a sweep of
    signals, flip angles and T10 (pipe_conc_spgr_row, pipe_conc_spgr_one) against the same double
    formula. The mean curve summed during the conversion equals the sum it promises (groups of 4096
-   curves in list order, groups added in order) bit for bit, for any thread count, and asking for
-   it changes no curve. The baseline's sampled mean signal (pipe_mean_signal_sample) equals a
+   curves in 16 lanes, lanes and groups added in order) bit for bit, for any thread count, and
+   asking for it changes no curve; the conversion in place equals the curve array, with and
+   without blocks that have a NaN sample. The baseline's sampled mean signal (pipe_mean_signal_sample) equals a
    plain voxel-by-voxel sum bit for bit. */
 #include <math.h>
 #include <stdio.h>
@@ -312,8 +313,8 @@ static void mean_is_the_blocked_sum(void **state) {
   free(base); free(t10s); free(b1s); free(sig); free(t10); free(b1); free(list);
 }
 
-/* The baseline's sampled mean signal: every step-th listed voxel whose frames are all finite,
-   summed voxel by voxel (the loop `lumen dce` used before), bit for bit, for any thread count. */
+/* The baseline's sampled mean signal: the voxels of every step-th group of 16 list entries whose
+   frames are all finite, summed voxel by voxel in list order, bit for bit, for any thread count. */
 static void mean_signal_sample_is_the_voxel_loop(void **state) {
   (void)state;
   float *sig = malloc(sizeof(float) * NVOX * NT), *t10 = malloc(sizeof(float) * NVOX), *b1 = malloc(sizeof(float) * NVOX);
@@ -325,7 +326,8 @@ static void mean_signal_sample_is_the_voxel_loop(void **state) {
   for (int64_t step = 1; step <= 7; step += 3) {
     double want[NT] = {0}, got[NT];
     int64_t used_want = 0, nan_voxels = 0;
-    for (int64_t m = 0; m < n; m += step) {
+    for (int64_t m = 0; m < n; ++m) {
+      if ((m / 16) % step) continue;
       int ok = 1;
       for (int i = 0; i < NT; ++i) ok &= isfinite(sig[(int64_t)i * NVOX + list[m]]) != 0;
       nan_voxels += !ok;
@@ -341,9 +343,14 @@ static void mean_signal_sample_is_the_voxel_loop(void **state) {
   }
   for (int64_t k = 0; k < (int64_t)NVOX * NT; ++k) if (!isfinite(sig[k])) sig[k] = 1; /* all finite: the fast path */
   double want[NT] = {0}, got[NT];
-  for (int64_t m = 0; m < n; m += 5)
+  int64_t used_want = 0;
+  for (int64_t m = 0; m < n; ++m) {
+    if ((m / 16) % 5) continue;
     for (int i = 0; i < NT; ++i) want[i] += sig[(int64_t)i * NVOX + list[m]];
-  assert_int_equal(pipe_mean_signal_sample(sig, NVOX, NT, list, n, 5, 2, got), (n + 4) / 5);
+    ++used_want;
+  }
+  assert_true(used_want > n / 5 - 16 && used_want < n / 5 + 16);
+  assert_int_equal(pipe_mean_signal_sample(sig, NVOX, NT, list, n, 5, 2, got), used_want);
   assert_memory_equal(got, want, sizeof want);
   free(sig); free(t10); free(b1); free(list);
 }

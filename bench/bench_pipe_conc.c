@@ -49,13 +49,13 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
   int64_t used = 0;
   if (!mean) { fprintf(stderr, "out of memory\n"); exit(1); }
   pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, threads, LUMEN_CPU_SIMD_OFF, conc, ninv, bad, mean,
-               &used); /* warm */
+               &used, NULL); /* warm */
   const lumen_cpu_simd limits[] = {LUMEN_CPU_SIMD_OFF, LUMEN_CPU_SIMD_AUTO};
   const char *names[] = {"one lane (LUMEN_SIMD=off)", "vector (auto)"};
   for (int li = 0; li < 2; ++li)
     for (int th = 1; th <= threads; th *= 2) {
       double t0 = now();
-      pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, th, limits[li], conc, ninv, bad, mean, &used);
+      pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, th, limits[li], conc, ninv, bad, mean, &used, NULL);
       double t = now() - t0;
       printf("| pipe_convert, %s, %d thread(s) | %.3f s | %.2f ns/sample |\n", names[li], th, t, 1e9 * t / samples);
     }
@@ -68,7 +68,7 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
       memcpy(work, sig, sizeof(float) * (size_t)(nvox * nt));
       double t0 = now();
       pipe_convert_in_place(work, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, th, LUMEN_CPU_SIMD_AUTO, ninv, bad,
-                            mean, &used);
+                            mean, &used, NULL);
       double t = now() - t0;
       printf("| pipe_convert_in_place, vector (auto), %d thread(s) | %.3f s | %.2f ns/sample |\n", th, t,
              1e9 * t / samples);

@@ -155,7 +155,7 @@ static lumen_status roi_curve(pipe_run *run, const pipe_stage_b_in *in, const in
     }
   }
   pipe_convert(in->sig, in->nvox, in->nt, list, nlist, NULL, run->cfg->blood_t1_s, in->b1, &sp, in->input_conc,
-               lumen_ctx_threads(run->ctx), lumen_ctx_cpu_simd(run->ctx), conc, ninv, bad, NULL, NULL);
+               lumen_ctx_threads(run->ctx), lumen_ctx_cpu_simd(run->ctx), conc, ninv, bad, NULL, NULL, NULL);
   int64_t used = 0;
   for (int64_t i = 0; i < in->nt; ++i) cb[i] = 0;
   for (int64_t k = 0; k < nlist; ++k) {

@@ -74,6 +74,7 @@ typedef struct conc_block {
   float a[SBLK], ca[SBLK], om[SBLK], c0[SBLK];
   int valid[SBLK];
   uint8_t flagged[BLK]; /* the voxel has a NaN (flagged) sample */
+  int64_t count[3];     /* this thread's unusable voxels, flagged samples, interpolated voxels */
 } conc_block;
 
 /* The voxel constants of block voxels [0, nb), whose frame i starts at rows + i * rs: the
@@ -192,6 +193,9 @@ static void finish_block(const conc_job *jb, int64_t k0, int64_t nb, const int *
       nbad = valid[j] ? nan_curve(c, nt, cb->c, cb->flag) : -1;
     }
     finish_voxel(nbad, nt, jb->sp, cb->c, cb->flag, c, ninv, bad);
+    cb->count[0] += *bad;
+    cb->count[1] += *ninv;
+    cb->count[2] += !*bad && *ninv > 0;
   }
 }
 
@@ -372,8 +376,9 @@ static void mean_from_parts(const double *part, const int64_t *cnt, int64_t nuni
   *used = u;
 }
 
-/* pipe_convert and pipe_convert_in_place: jb->conc or jb->series gets the curves. */
-static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t *used) {
+/* pipe_convert and pipe_convert_in_place: jb->conc or jb->series gets the curves; count (or
+   NULL): the totals of the flags (pipe_internal.h). */
+static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t *used, int64_t count[3]) {
   const conc_job jb = *jbp;
   const int64_t nt = jb.nt, nlist = jb.nlist;
   float *conc = jb.conc;
@@ -392,8 +397,9 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
   int nth = threads > 0 ? threads : 1;
   if (nunit < nth) nth = nunit > 0 ? (int)nunit : 1;
   (void)nth;
+  int64_t c0 = 0, c1 = 0, c2 = 0;
 #if LUMEN_HAVE_OPENMP
-#pragma omp parallel num_threads(nth) if (nth > 1)
+#pragma omp parallel num_threads(nth) if (nth > 1) reduction(+ : c0, c1, c2)
 #endif
   {
     conc_block *cb = block_scratch_new(nt);
@@ -408,6 +414,8 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
         int64_t k1 = k0 + BLK < u1 ? k0 + BLK : u1;
         if (!cb) {
           for (int64_t k = k0; k < k1; ++k) { ninvalid[k] = (int32_t)nt; bad[k] = 1; }
+          c0 += k1 - k0;
+          c1 += (k1 - k0) * nt;
           k0 = k1;
           continue;
         }
@@ -425,7 +433,17 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
       }
       if (cb && mean) group_sum(cb->lanes, nt, part + ui * nt);
     }
+    if (cb) {
+      c0 += cb->count[0];
+      c1 += cb->count[1];
+      c2 += cb->count[2];
+    }
     block_scratch_free(cb);
+  }
+  if (count) {
+    count[0] = c0;
+    count[1] = c1;
+    count[2] = c2;
   }
   if (mean) mean_from_parts(part, cnt, nunit, nt, mean, used);
   free(part);
@@ -436,19 +454,19 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
 int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
                  const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
                  int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad, double *mean,
-                 int64_t *used) {
+                 int64_t *used, int64_t count[3]) {
   const conc_job jb = {sig, nvox, nt, list, nlist, t10, b1, t10_const, sp, input_conc, run_options_valid(sp, nt),
                        pipe_conc_level(simd), conc, NULL, ninvalid, bad};
-  return convert_list(&jb, threads, mean, used);
+  return convert_list(&jb, threads, mean, used, count);
 }
 
 int pipe_convert_in_place(float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
                           const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
                           int threads, lumen_cpu_simd simd, int32_t *ninvalid, uint8_t *bad, double *mean,
-                          int64_t *used) {
+                          int64_t *used, int64_t count[3]) {
   const conc_job jb = {sig, nvox, nt, list, nlist, t10, b1, t10_const, sp, input_conc, run_options_valid(sp, nt),
                        pipe_conc_level(simd), NULL, sig, ninvalid, bad};
-  return convert_list(&jb, threads, mean, used);
+  return convert_list(&jb, threads, mean, used, count);
 }
 
 void pipe_curves_get(const pipe_curves *c, int64_t k0, int64_t n, float *dst, int threads, lumen_cpu_simd simd) {

@@ -820,28 +820,19 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
       st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for %lld curves of %lld frames", (long long)run->n_mask, (long long)j->nt);
   }
   if (st == LUMEN_OK) {
-    int64_t used = 0;
+    int64_t used = 0, count[3] = {0, 0, 0};
     /* the curves overwrite the series (stage B has read it): no second array of the series' size */
     if (pipe_convert_in_place(lumen_image_data(j->dce), run->nvox, j->nt, j->list, j->nlist, j->t10,
                               isfinite(cfg->t1_default_s) ? cfg->t1_default_s : NAN, j->b1, &j->sp, !j->signal,
                               lumen_ctx_threads(ctx), lumen_ctx_cpu_simd(ctx), j->ninv, j->bad, j->tissue_mean,
-                              &used) != 0)
+                              &used, count) != 0)
       st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage A: out of memory for the mean tissue curve");
     j->curves = (pipe_curves){lumen_image_const_data(j->dce), run->nvox, j->nt, j->list, j->nlist};
-    int64_t n_bad = 0, n_flag = 0, n_interp = 0, nc = st == LUMEN_OK ? j->nlist : 0;
-    const int nth = lumen_ctx_threads(ctx) > 0 ? lumen_ctx_threads(ctx) : 1;
-    (void)nth;
-#if LUMEN_HAVE_OPENMP
-#pragma omp parallel for schedule(static) reduction(+ : n_bad, n_flag, n_interp) num_threads(nth) if (nth > 1 && nc >= (1 << 20))
-#endif
-    for (int64_t k = 0; k < nc; ++k) {
-      n_bad += j->bad[k];
-      n_flag += j->ninv[k];
-      n_interp += !j->bad[k] && j->ninv[k] > 0;
+    if (st == LUMEN_OK) {
+      j->n_bad += count[0];
+      j->n_flag += count[1];
+      j->n_interp += count[2];
     }
-    j->n_bad += n_bad;
-    j->n_flag += n_flag;
-    j->n_interp += n_interp;
     if (st == LUMEN_OK && used == 0)
       st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "stage A: no voxel of '%s' gives a usable concentration curve (check T1, flip angle, TR, baseline)", cfg->dce);

@@ -267,16 +267,16 @@ typedef struct pipe_spgr {
    many (the context's); the curves do not depend on it. simd: the context's limit of the vector
    instructions (conc_f32.h: the curves are the same at every level).
    mean (nt, or NULL): the mean of the usable curves (bad[k] == 0), *used = their count (mean 0
-   when none), summed while the curves are written: each group of 4096 curves in list order, the
-   groups' sums added in group order, so the same bits for any thread count.
+   when none), summed while the curves are written: each group of 4096 curves in 16 lanes (lane l
+   the curves k with (k - group start) % 16 == l, in list order: conc_sum.h), a group's lanes added
+   in lane order, the groups' sums in group order, so the same bits for any thread count.
+   count (3, or NULL): the totals of the flags: unusable voxels (sum of bad), flagged samples (sum
+   of ninvalid), voxels with interpolated samples (bad 0, ninvalid > 0).
    0, or -1 when out of memory for the mean's partial sums (nothing converted). */
 int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
                  const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
                  int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad, double *mean,
-                 int64_t *used);
-/* pipe_convert with the curves written back over the series (frame-major: list[k]'s sample i at
-   sig[i * nvox + list[k]], the same values as pipe_convert's conc[k * nt + i]); the voxels not
-   listed keep their samples. No curve array: what `lumen dce` uses (pipe_curves_get reads them). */
+                 int64_t *used, int64_t count[3]);
 /* The concentration curves of the fitted voxels as pipe_convert_in_place leaves them: list[k]'s
    sample i at base[i * nvox + list[k]], k < nlist. */
 typedef struct pipe_curves {
@@ -288,10 +288,13 @@ typedef struct pipe_curves {
 /* Curves [k0, k0 + n) into dst (n x nt, curve-major), on threads; simd: the vector level allowed
    (moves only: the same bits at every level). */
 void pipe_curves_get(const pipe_curves *c, int64_t k0, int64_t n, float *dst, int threads, lumen_cpu_simd simd);
+/* pipe_convert with the curves written back over the series (frame-major: list[k]'s sample i at
+   sig[i * nvox + list[k]], the same values as pipe_convert's conc[k * nt + i]); the voxels not
+   listed keep their samples. No curve array: what `lumen dce` uses (pipe_curves_get reads them). */
 int pipe_convert_in_place(float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
                           const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
                           int threads, lumen_cpu_simd simd, int32_t *ninvalid, uint8_t *bad, double *mean,
-                          int64_t *used);
+                          int64_t *used, int64_t count[3]);
 
 /* The sum of the signal (sig: nvox x nt) over the listed voxels of every step-th group of
    PIPE_SAMPLE_GROUP consecutive list entries (list[0..15], list[16 step..16 step + 15], ...) whose

@@ -83,6 +83,17 @@ static void make_inputs(float *sig, float *t10, float *b1) {
   for (int64_t v = 17; v < NVOX; v += 67) b1[v] = v % 2 ? -1 : 40;                    /* bad B1 */
 }
 
+/* The totals pipe_convert and pipe_convert_in_place hand back are those of their flags. */
+static void check_counts(const int32_t *ninv, const uint8_t *bad, int64_t n, const int64_t count[3]) {
+  int64_t want[3] = {0, 0, 0};
+  for (int64_t k = 0; k < n; ++k) {
+    want[0] += bad[k];
+    want[1] += ninv[k];
+    want[2] += !bad[k] && ninv[k] > 0;
+  }
+  assert_memory_equal(count, want, sizeof want);
+}
+
 static void check_list(const float *sig, const float *t10, const float *b1, const int64_t *list, int64_t n,
                        int input_conc) {
   pipe_spgr sp = {15 * 3.14159265358979323846 / 180, 0.005, 4.5, 1, 4, 0.3};
@@ -105,8 +116,10 @@ static void check_list(const float *sig, const float *t10, const float *b1, cons
   for (int li = 0; li < 3; ++li) {
     for (int threads = 1; threads <= 4; ++threads) {
       memset(got, 0, sizeof(float) * NT * (size_t)n);
+      int64_t count[3] = {-1, -1, -1};
       assert_int_equal(pipe_convert(sig, NVOX, NT, list, n, t10, NAN, b1, &sp, input_conc, threads, limits[li], got, ninv_g,
-                                    bad_g, NULL, NULL), 0);
+                                    bad_g, NULL, NULL, count), 0);
+      check_counts(ninv_g, bad_g, n, count);
       assert_memory_equal(ninv_g, ninv_w, sizeof(int32_t) * (size_t)n);
       assert_memory_equal(bad_g, bad_w, (size_t)n);
       if (li == 0 && threads == 1) memcpy(first, got, sizeof(float) * NT * (size_t)n);
@@ -264,8 +277,8 @@ static int check_mean(const float *sig, const float *t10, const float *b1, const
   double want[NT], mean[NT], first[NT], direct[NT] = {0};
   int64_t used_want = 0, used = 0;
   for (int th = 1; th <= 3; ++th) {
-    assert_int_equal(pipe_convert(sig, n, NT, list, n, t10, NAN, b1, &sp, input_conc, th, simd, plain, ninv, bad, NULL, NULL), 0);
-    assert_int_equal(pipe_convert(sig, n, NT, list, n, t10, NAN, b1, &sp, input_conc, th, simd, got, ninv, bad, mean, &used), 0);
+    assert_int_equal(pipe_convert(sig, n, NT, list, n, t10, NAN, b1, &sp, input_conc, th, simd, plain, ninv, bad, NULL, NULL, NULL), 0);
+    assert_int_equal(pipe_convert(sig, n, NT, list, n, t10, NAN, b1, &sp, input_conc, th, simd, got, ninv, bad, mean, &used, NULL), 0);
     assert_memory_equal(got, plain, sizeof(float) * (size_t)n * NT); /* the mean changes no curve */
     blocked_mean(got, bad, n, NT, want, &used_want);
     assert_int_equal(used, used_want);
@@ -369,16 +382,18 @@ static void check_in_place(const float *sig, const float *t10, const float *b1, 
   double mean_w[NT], mean_g[NT];
   int64_t used_w = 0, used_g = 0;
   assert_int_equal(pipe_convert(sig, nv, NT, list, n, t10, NAN, b1, &sp, input_conc, 1, LUMEN_CPU_SIMD_OFF, conc, ninv_w,
-                                bad_w, with_mean ? mean_w : NULL, &used_w), 0);
+                                bad_w, with_mean ? mean_w : NULL, &used_w, NULL), 0);
   for (int64_t k = 0; k < n; ++k) listed[list[k]] = 1;
   const lumen_cpu_simd limits[] = {LUMEN_CPU_SIMD_OFF, LUMEN_CPU_SIMD_AVX2, LUMEN_CPU_SIMD_AUTO};
   for (int li = 0; li < 3; ++li)
     for (int threads = 1; threads <= 3; ++threads) {
       memcpy(work, sig, sizeof(float) * NT * (size_t)nv);
+      int64_t count[3] = {-1, -1, -1};
       assert_int_equal(pipe_convert_in_place(work, nv, NT, list, n, t10, NAN, b1, &sp, input_conc, threads, limits[li],
-                                             ninv_g, bad_g, with_mean ? mean_g : NULL, &used_g), 0);
+                                             ninv_g, bad_g, with_mean ? mean_g : NULL, &used_g, count), 0);
       assert_memory_equal(ninv_g, ninv_w, sizeof(int32_t) * (size_t)n);
       assert_memory_equal(bad_g, bad_w, (size_t)n);
+      check_counts(ninv_g, bad_g, n, count);
       if (with_mean) {
         assert_memory_equal(mean_g, mean_w, sizeof mean_w);
         assert_int_equal(used_g, used_w);

@@ -51,7 +51,7 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
   pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, threads, LUMEN_CPU_SIMD_OFF, conc, ninv, bad, mean,
                &used, NULL); /* warm */
   const lumen_cpu_simd limits[] = {LUMEN_CPU_SIMD_OFF, LUMEN_CPU_SIMD_AUTO};
-  const char *names[] = {"one lane (LUMEN_SIMD=off)", "vector (auto)"};
+  const char *names[] = {"4 lanes, baseline (LUMEN_SIMD=off)", "vector (auto)"};
   for (int li = 0; li < 2; ++li)
     for (int th = 1; th <= threads; th *= 2) {
       double t0 = now();

@@ -6,8 +6,9 @@
    Why u and log1p: E1 is within ~1 % of 1 for most tissue samples, so log(E1) computed from E1
    would lose the low bits of E1 - 1; u is formed directly and log1p keeps them. The logarithm is
    lumen's own (conc_f32.c: a degree-7 polynomial after the exponent is split off, ~0.1 float ulp
-   of approximation error), written once over a vector type and instantiated for 1, 8 (AVX2) and
-   16 (AVX-512) lanes without fused multiply-adds, so that every level gives the same bits.
+   of approximation error), written once over a vector type and instantiated for 1, 4 (the baseline
+   instruction set's vectors), 8 (AVX2) and 16 (AVX-512) lanes without fused multiply-adds, so that
+   every level gives the same bits.
    Against lumen_spgr_signal_to_conc (double) a concentration differs by a few float ulps of the
    two terms it is the difference of, R1 / r1 and R10 / r1: ~5e-8 mM for a tissue T10 of 1 s
    (tests/unit/test_pipe_conc.c bounds it). */
@@ -16,8 +17,9 @@
 #include <stdint.h>
 #include "lumen/context.h"
 
-/* The level this CPU allows under the context's limit (lumen_ctx_cpu_simd): 0 one lane at a
-   time, 1 AVX2 (8 lanes), 2 AVX-512 (16 lanes). */
+/* The level this CPU allows under the context's limit (lumen_ctx_cpu_simd): 0 the baseline
+   instruction set (4 lanes; one at a time for a row's last samples), 1 AVX2 (8 lanes), 2 AVX-512
+   (16 lanes). */
 int pipe_conc_level(lumen_cpu_simd limit);
 
 /* What the run log records for a level. */

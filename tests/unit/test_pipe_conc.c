@@ -2,8 +2,8 @@
    lumen_spgr_signal_to_conc (double), one voxel at a time: the flags and unusable voxels are
    identical, and every concentration is within a few float ulps of the two terms it is the
    difference of (R1 / r1 and R10 / r1: the stage computes in float, conc_f32.h); the curves are
-   the same bit for bit at every vector level (one lane, AVX2, AVX-512 where the CPU has them)
-   and for every thread count. Contiguous and scattered voxel lists, bad T10 / B1 / baselines,
+   the same bit for bit at every vector level (baseline 4 lanes, AVX2, AVX-512 where the CPU has
+   them; the one-lane kernel as reference) and for every thread count. Contiguous and scattered voxel lists, bad T10 / B1 / baselines,
    flagged samples, and concentration input (bit for bit). The float kernel alone over a sweep of
    signals, flip angles and T10 (pipe_conc_spgr_row, pipe_conc_spgr_one) against the same double
    formula. The mean curve summed during the conversion equals the sum it promises (groups of 4096

@@ -19,12 +19,13 @@
    Threads split the blocks (or groups), never a sum: the result does not depend on the thread
    count.
    In place (pipe_convert_in_place, what `lumen dce` runs), the curves go back over the series
-   instead of into an array: up to 1024 consecutive voxels are converted row by row where they lie
-   (rows of 4 KB, the row 2 frames on prefetched on the way) and each row summed into the mean's
-   lanes while in L1; when no sample came out NaN (the sums are finite) the block is done, else it
-   is transposed 64 voxels at a time from cache for the flags, a flagged or unusable voxel's curve
-   written back, and its rows summed again without the unusable voxels; a scattered block goes the
-   way above and is written back through a transposition. The values, flags and mean are
+   instead of into an array: a run of 32 to 1024 consecutive voxels (a mask's row is one) is
+   converted row by row where it lies (rows of up to 4 KB, about 4 KB ahead prefetched on the way)
+   and each row summed into the mean's lanes while in L1; when no sample came out NaN (the sums are
+   finite) the block is done, else it is transposed 64 voxels at a time from cache for the flags, a
+   flagged or unusable voxel's curve written back, and its rows summed again without the unusable
+   voxels; scattered voxels go the way above, 16 at a time, and are written back through a
+   transposition. The values, flags and mean are
    those of pipe_convert bit for bit. Stage D's fit reads them where they lie
    (lumen_fit_execute_series); pipe_curves_get gathers them into an array (FXR's R1 curves, a
    caller's executor). */
@@ -59,6 +60,7 @@ enum { BLK = 64 };        /* voxels per block: the block's float rows (nt x 64) 
 enum { SBLK = 1024 };     /* voxels per super-block in place: rows of 4 KB, the block's constants */
 enum { MEAN_BLK = 4096 }; /* curves per partial sum of the mean curve (a multiple of SBLK) */
 enum { PF_ROWS = 2 };     /* in place: how many rows ahead of the row converted are prefetched */
+enum { RUN_MIN = 32 };    /* in place: the shortest run of consecutive voxels converted where it lies */
 
 /* Per-thread scratch of one block of nb voxels: the gathered samples of a scattered block
    (sig[i * nb + j]), the block's concentrations frame by frame (tile, same layout), the per-voxel
@@ -296,10 +298,11 @@ static void convert_rows_in_place(const conc_job *jb, int64_t k0, int64_t nb, co
     const float k = (float)(-1.0 / (sp->tr * sp->r1));
     block_constants(jb, k0, nb, rows, rs, cb);
     /* a flagged sample (not finite, out of range) becomes NaN, which no valid sample can be */
+    /* the row PF_ROWS frames on (more for short rows: about 4 KB ahead) asked for on the way, a
+       line per 16 samples: the hardware's prefetcher stops at each row (a page of its own) */
+    const int64_t ahead = nb * PF_ROWS >= 1024 ? PF_ROWS : (1024 + nb - 1) / nb;
     for (int64_t i = 0; i < nt; ++i) {
-      /* the row PF_ROWS frames on asked for on the way, a line per 16 samples: the hardware's
-         prefetcher stops at each 4 KB row (a page of its own) */
-      const float *pf = i + PF_ROWS < nt ? rows + (i + PF_ROWS) * rs : NULL;
+      const float *pf = i + ahead < nt ? rows + (i + ahead) * rs : NULL;
       pipe_conc_spgr_row(jb->level, nb, rows + i * rs, cb->a, cb->ca, cb->om, cb->c0, k, rows + i * rs, pf);
       pipe_rows_sum16(jb->level, rows + i * rs, rs, 1, nb, NULL, acc + i * PIPE_SUM_LANES);
     }
@@ -419,11 +422,19 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
           k0 = k1;
           continue;
         }
-        const int64_t ks = k0 + SBLK < u1 ? k0 + SBLK : u1;
-        if (jb.series && jb.list[ks - 1] - jb.list[k0] == ks - 1 - k0) { /* in place, consecutive */
-          convert_rows_in_place(&jb, k0, ks - k0, cb, mean ? cb->lanes : NULL, mean ? &cnt[ui] : NULL);
-          k0 = ks;
-          continue;
+        if (jb.series) { /* in place: a run of consecutive voxels from k0 (up to SBLK) where it lies */
+          const int64_t lim = k0 + SBLK < u1 ? k0 + SBLK : u1;
+          int64_t r = lim - k0;
+          if (jb.list[lim - 1] - jb.list[k0] != r - 1)
+            for (r = 1; k0 + r < lim && jb.list[k0 + r] == jb.list[k0] + r;) ++r;
+          /* every block but a group's last starts a multiple of 16 voxels into it (conc_sum.h) */
+          const int64_t nb = k0 + r == u1 ? r : r - r % PIPE_SUM_LANES;
+          if (nb >= RUN_MIN) {
+            convert_rows_in_place(&jb, k0, nb, cb, mean ? cb->lanes : NULL, mean ? &cnt[ui] : NULL);
+            k0 += nb;
+            continue;
+          }
+          k1 = k0 + PIPE_SUM_LANES < u1 ? k0 + PIPE_SUM_LANES : u1; /* scattered: 16 at a time */
         }
         convert_block(&jb, k0, k1, cb);
         if (mean) add_block_to_mean(&jb, k0, k1 - k0, cb, cb->lanes, &cnt[ui]);

@@ -442,6 +442,11 @@ static void in_place_is_the_curve_array(void **state) {
     n = 0;
     for (int64_t v = 0; v < NV; ++v) if (v >= NV / 2 || v % 700 != 3) list[n++] = v;
     check_in_place(sig, t10, b1, NV, list, n, input_conc, 1);
+    n = 0; /* a mask's rows: runs of 20 to 239 voxels (in place from 32 on, in multiples of 16), gaps, strays */
+    for (int64_t v = 0; v < NV; ++v)
+      if (v % 257 < 20 + (v / 257) * 37 % 220 || v % 97 == 5) list[n++] = v;
+    check_in_place(sig, t10, b1, NV, list, n, input_conc, 1);
+    check_in_place(sig, t10, b1, NV, list, n, input_conc, 0);
   }
   /* voxels [NV / 3, NV) without a defect: whole rows of 1024 with no NaN sample, whose flags and
      mean come from the sums made while converting (conc.c's clean path), beside blocks with defects */
@@ -461,6 +466,21 @@ static void in_place_is_the_curve_array(void **state) {
     for (int64_t v = 0; v < NV; ++v) list[n++] = v;
     check_in_place(sig, t10, b1, NV, list, n, input_conc, 1);
     check_in_place(sig, t10, b1, NV, list, n, input_conc, 0);
+    n = 0; /* the mask's rows above */
+    for (int64_t v = 0; v < NV; ++v)
+      if (v % 257 < 20 + (v / 257) * 37 % 220 || v % 97 == 5) list[n++] = v;
+    check_in_place(sig, t10, b1, NV, list, n, input_conc, 1);
+  }
+  /* concentrations from 1e-10 to 1e4 mM: their double sums round, so a voxel summed into another
+     lane, or lanes added in another order, changes the mean's bits */
+  for (int64_t v = 0; v < NV; ++v)
+    for (int i = 0; i < NT; ++i)
+      sig[(int64_t)i * NV + v] = (float)(pow(10, (double)((v * 7919) % 1400) / 100.0 - 10) * (1.5 + sin(0.3 * i + (double)v)));
+  for (int pass = 0; pass < 2; ++pass) {
+    int64_t n = 0;
+    for (int64_t v = 0; v < NV; ++v)
+      if (pass == 0 || v % 257 < 20 + (v / 257) * 37 % 220 || v % 97 == 5) list[n++] = v;
+    check_in_place(sig, t10, b1, NV, list, n, 1, 1);
   }
   free(base); free(t10s); free(b1s); free(sig); free(t10); free(b1); free(list);
 }

@@ -68,7 +68,7 @@ enum { RUN_MIN = 32 };    /* in place: the shortest run of consecutive voxels co
    lumen_spgr_signal_to_conc, rounded to float), and one voxel's curve and flags for the
    flagged-sample path. */
 typedef struct conc_block {
-  float *sig, *tile, *out; /* out: the block's curves (curve-major), summed and copied out from L1 */
+  float *sig, *tile, *out; /* out: the block's curves (curve-major), copied out from L1 */
   double *c;
   double *lanes; /* the mean's lanes of the group being converted (nt x 16, conc_sum.h) */
   double *acc;   /* in place: those lanes while a super-block is summed (kept if it has no NaN) */
@@ -259,24 +259,27 @@ static void convert_block(const conc_job *jb, int64_t k0, int64_t k1, conc_block
 }
 
 /* The block's curves (cb->out) back over the series at list[k0, k0 + nb), frame-major: straight
-   into the rows when the voxels are consecutive, else through cb->sig and scattered. */
-static void write_back(const conc_job *jb, int64_t k0, int64_t nb, conc_block *cb) {
+   into the rows when the voxels are consecutive, else through cb->sig and scattered. Returns the
+   block's frames as written (frame i at + i * *rs: the series' rows, or cb->sig). */
+static const float *write_back(const conc_job *jb, int64_t k0, int64_t nb, conc_block *cb, int64_t *rs) {
   const int64_t nt = jb->nt, nvox = jb->nvox, *list = jb->list;
   if (list[k0 + nb - 1] - list[k0] == nb - 1) {
     lumen_transpose_f32(cb->out, nt, nb, nt, jb->series + list[k0], nvox, jb->level, NULL);
-    return;
+    *rs = nvox;
+    return jb->series + list[k0];
   }
   lumen_transpose_f32(cb->out, nt, nb, nt, cb->sig, nb, jb->level, NULL);
   for (int64_t i = 0; i < nt; ++i)
     for (int64_t j = 0; j < nb; ++j) jb->series[i * nvox + list[k0 + j]] = cb->sig[i * nb + j];
+  *rs = nb;
+  return cb->sig;
 }
 
-/* The block list[k0, k0 + nb)'s usable curves (cb->out, curve-major) added to the group's mean
-   lanes (part: nt x 16, conc_sum.h) from a frame-major copy in cb->tile; *cnt += how many. */
-static void add_block_to_mean(const conc_job *jb, int64_t k0, int64_t nb, conc_block *cb, double *part, int64_t *cnt) {
-  const int64_t nt = jb->nt;
-  lumen_transpose_f32(cb->out, nt, nb, nt, cb->tile, nb, jb->level, NULL);
-  pipe_rows_sum16(jb->level, cb->tile, nb, nt, nb, jb->bad + k0, part);
+/* The usable curves of block list[k0, k0 + nb), frame i at rows + i * rs, added to the group's
+   mean lanes (part: nt x 16, conc_sum.h); *cnt += how many. */
+static void add_block_to_mean(const conc_job *jb, int64_t k0, int64_t nb, const float *rows, int64_t rs, double *part,
+                              int64_t *cnt) {
+  pipe_rows_sum16(jb->level, rows, rs, jb->nt, nb, jb->bad + k0, part);
   for (int64_t j = 0; j < nb; ++j) *cnt += !jb->bad[k0 + j];
 }
 
@@ -297,10 +300,10 @@ static void convert_rows_in_place(const conc_job *jb, int64_t k0, int64_t nb, co
     const pipe_spgr *sp = jb->sp;
     const float k = (float)(-1.0 / (sp->tr * sp->r1));
     block_constants(jb, k0, nb, rows, rs, cb);
-    /* a flagged sample (not finite, out of range) becomes NaN, which no valid sample can be */
-    /* the row PF_ROWS frames on (more for short rows: about 4 KB ahead) asked for on the way, a
+    /* a flagged sample (not finite, out of range) becomes NaN, which no valid sample can be. The
+       row PF_ROWS frames on (more for short rows: about 4 KB ahead) is asked for on the way, a
        line per 16 samples: the hardware's prefetcher stops at each row (a page of its own) */
-    const int64_t ahead = nb * PF_ROWS >= 1024 ? PF_ROWS : (1024 + nb - 1) / nb;
+    const int64_t short_rows = (1024 + nb - 1) / nb, ahead = short_rows > PF_ROWS ? short_rows : PF_ROWS;
     for (int64_t i = 0; i < nt; ++i) {
       const float *pf = i + ahead < nt ? rows + (i + ahead) * rs : NULL;
       pipe_conc_spgr_row(jb->level, nb, rows + i * rs, cb->a, cb->ca, cb->om, cb->c0, k, rows + i * rs, pf);
@@ -328,10 +331,7 @@ static void convert_rows_in_place(const conc_job *jb, int64_t k0, int64_t nb, co
       if (jb->ninvalid[k0 + b0 + j] != 0) /* interpolated, or NaN when unusable: written back */
         for (int64_t i = 0; i < nt; ++i) rows[i * rs + b0 + j] = cb->out[j * nt + i];
   }
-  if (part) {
-    pipe_rows_sum16(jb->level, rows, rs, nt, nb, jb->bad + k0, part);
-    for (int64_t j = 0; j < nb; ++j) *cnt += !jb->bad[k0 + j];
-  }
+  if (part) add_block_to_mean(jb, k0, nb, rows, rs, part, cnt);
 }
 
 static conc_block *block_scratch_new(int64_t nt) {
@@ -400,9 +400,9 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
   int nth = threads > 0 ? threads : 1;
   if (nunit < nth) nth = nunit > 0 ? (int)nunit : 1;
   (void)nth;
-  int64_t c0 = 0, c1 = 0, c2 = 0;
+  int64_t n_bad = 0, n_flag = 0, n_interp = 0;
 #if LUMEN_HAVE_OPENMP
-#pragma omp parallel num_threads(nth) if (nth > 1) reduction(+ : c0, c1, c2)
+#pragma omp parallel num_threads(nth) if (nth > 1) reduction(+ : n_bad, n_flag, n_interp)
 #endif
   {
     conc_block *cb = block_scratch_new(nt);
@@ -417,8 +417,8 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
         int64_t k1 = k0 + BLK < u1 ? k0 + BLK : u1;
         if (!cb) {
           for (int64_t k = k0; k < k1; ++k) { ninvalid[k] = (int32_t)nt; bad[k] = 1; }
-          c0 += k1 - k0;
-          c1 += (k1 - k0) * nt;
+          n_bad += k1 - k0;
+          n_flag += (k1 - k0) * nt;
           k0 = k1;
           continue;
         }
@@ -437,24 +437,31 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
           k1 = k0 + PIPE_SUM_LANES < u1 ? k0 + PIPE_SUM_LANES : u1; /* scattered: 16 at a time */
         }
         convert_block(&jb, k0, k1, cb);
-        if (mean) add_block_to_mean(&jb, k0, k1 - k0, cb, cb->lanes, &cnt[ui]);
-        if (conc) memcpy(conc + k0 * nt, cb->out, sizeof(float) * (size_t)((k1 - k0) * nt)); /* whole lines, in order */
-        else write_back(&jb, k0, k1 - k0, cb);
+        const int64_t nb = k1 - k0;
+        int64_t rs = nb;
+        const float *frames = cb->tile; /* the block's curves frame-major, for the mean */
+        if (conc) {
+          memcpy(conc + k0 * nt, cb->out, sizeof(float) * (size_t)(nb * nt)); /* whole lines, in order */
+          if (mean) lumen_transpose_f32(cb->out, nt, nb, nt, cb->tile, nb, jb.level, NULL);
+        } else {
+          frames = write_back(&jb, k0, nb, cb, &rs);
+        }
+        if (mean) add_block_to_mean(&jb, k0, nb, frames, rs, cb->lanes, &cnt[ui]);
         k0 = k1;
       }
       if (cb && mean) group_sum(cb->lanes, nt, part + ui * nt);
     }
     if (cb) {
-      c0 += cb->count[0];
-      c1 += cb->count[1];
-      c2 += cb->count[2];
+      n_bad += cb->count[0];
+      n_flag += cb->count[1];
+      n_interp += cb->count[2];
     }
     block_scratch_free(cb);
   }
   if (count) {
-    count[0] = c0;
-    count[1] = c1;
-    count[2] = c2;
+    count[0] = n_bad;
+    count[1] = n_flag;
+    count[2] = n_interp;
   }
   if (mean) mean_from_parts(part, cnt, nunit, nt, mean, used);
   free(part);

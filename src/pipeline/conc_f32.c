@@ -2,7 +2,6 @@
 #include "pipeline/conc_f32.h"
 #include "core/internal.h"
 #include <math.h>
-#include <string.h>
 
 #define CF_W 1
 #define CF_N(x) x##_w1

@@ -1,4 +1,4 @@
-/* pipe_rows_sum16 (conc_sum.h): one loop, compiled for one lane (SSE2 pairs), AVX2 and AVX-512 with
+/* pipe_rows_sum16 (conc_sum.h): one loop, compiled for the baseline (SSE2 pairs), AVX2 and AVX-512 with
    the 16 lanes held in native double vectors (8 pairs, 4 quads, 2 octets). Every lane is a chain
    of additions in voxel order, so the width changes no bit. */
 #include "pipeline/conc_sum.h"
@@ -24,26 +24,26 @@ SUM_TYPES(8)
                : *(const sum_vf##H *)(p),                                                             \
       sum_vd##H)
 
-/* the rows, with H doubles per accumulator (16 / H accumulators) */
+/* the rows, with H doubles per accumulator (PIPE_SUM_LANES / H accumulators) */
 #define SUM_ROWS(NAME, TARGET, H)                                                                     \
   TARGET static void NAME(const float *rows, int64_t rs, int64_t nrows, int64_t n, const uint8_t *skip,\
                           double *acc) {                                                              \
-    enum { NA = 16 / H };                                                                             \
-    const int64_t nv = n - n % 16;                                                                    \
+    enum { L = PIPE_SUM_LANES, NA = L / H };                                                          \
+    const int64_t nv = n - n % L;                                                                     \
     for (int64_t i = 0; i < nrows; ++i) {                                                             \
       const float *r = rows + i * rs;                                                                 \
-      double *a = acc + i * 16;                                                                       \
+      double *a = acc + i * L;                                                                        \
       sum_vd##H v[NA];                                                                                \
       for (int q = 0; q < NA; ++q) v[q] = *(const sum_vd##H *)(a + q * H);                            \
       if (skip)                                                                                       \
-        for (int64_t j = 0; j < nv; j += 16)                                                          \
+        for (int64_t j = 0; j < nv; j += L)                                                           \
           for (int q = 0; q < NA; ++q) v[q] += SUM_LOAD(H, r + j + q * H, 1, skip + j + q * H);       \
       else                                                                                            \
-        for (int64_t j = 0; j < nv; j += 16)                                                          \
+        for (int64_t j = 0; j < nv; j += L)                                                           \
           for (int q = 0; q < NA; ++q) v[q] += SUM_LOAD(H, r + j + q * H, 0, r);                      \
       for (int q = 0; q < NA; ++q) *(sum_vd##H *)(a + q * H) = v[q];                                  \
       for (int64_t j = nv; j < n; ++j)                                                                \
-        if (!skip || !skip[j]) a[j % 16] += r[j];                                                     \
+        if (!skip || !skip[j]) a[j % L] += r[j];                                                      \
     }                                                                                                 \
   }
 

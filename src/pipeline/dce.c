@@ -385,7 +385,8 @@ static lumen_status write_model_maps(pipe_run *run, lumen_model model, const int
 }
 
 static lumen_status fit_model(pipe_run *run, lumen_model model, const pipe_curves *src, const double *t_min,
-                              const double *cp, const float *t10, double t10_const, const float *b1, double r1, lumen_pipe_model_summary *ms, model_out *mo, double *write_s) {
+                              const double *cp, const float *t10, double t10_const, const float *b1, double r1,
+                              lumen_pipe_model_summary *ms, model_out *mo, double *write_s) {
   lumen_ctx *ctx = run->ctx;
   const lumen_pipe_config *cfg = run->cfg;
   const char *mname = lumen_model_name(model);

@@ -149,18 +149,13 @@ lumen_status pipe_write_runlog(pipe_run *run) {
     file_json(&b, i, "file", run->outputs[i].name, NULL, run->outputs[i].checksum);
   pipe_sb_printf(&b, "\n\t],\n\t\"total_seconds\": %.4f\n}\n", total);
   if (b.oom) { pipe_sb_free(&b); return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "run log: out of memory"); }
-  /* validate through the JSON parser and write atomically */
+  /* validated through the JSON parser, then written atomically after the readable form: the JSON
+     run log is the last file of a run, so that a kill between the two never leaves it beside a
+     temporary file or without its readable form (--resume and tests/cli/test_resume.sh take its
+     presence for a finished run) */
   lumen_json *j = NULL;
   lumen_status st = lumen_json_parse(ctx, b.s, b.n, "run log", &j);
   char name[300], path[LUMEN_PIPE_PATH_MAX];
-  snprintf(name, sizeof name, "%s_runlog.json", run->prefix);
-  pipe_join(path, sizeof path, run->out, name);
-  if (st == LUMEN_OK) st = pipe_before_write(run);
-  if (st == LUMEN_OK) st = lumen_json_write(ctx, j, path, run->cfg->overwrite);
-  lumen_json_free(j);
-  pipe_sb_free(&b);
-  if (st != LUMEN_OK) return st;
-  if (run->sum) snprintf(run->sum->runlog, sizeof run->sum->runlog, "%s", path);
   /* readable form */
   pipe_sb t = {0};
   pipe_sb_printf(&t, "lumen %s run log (lumen %s), finished %s\nprefix %s, output folder %s\n", run->command,
@@ -179,8 +174,17 @@ lumen_status pipe_write_runlog(pipe_run *run) {
     pipe_sb_printf(&t, "  %s  %s\n", run->outputs[i].checksum, run->outputs[i].name);
   pipe_sb_printf(&t, "total %.3f s\n", total);
   snprintf(name, sizeof name, "%s_runlog.txt", run->prefix);
-  st = t.oom ? lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "run log: out of memory") : pipe_write_text_file(run, name, t.s);
+  if (st == LUMEN_OK)
+    st = t.oom ? lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "run log: out of memory") : pipe_write_text_file(run, name, t.s);
   pipe_sb_free(&t);
+  snprintf(name, sizeof name, "%s_runlog.json", run->prefix);
+  pipe_join(path, sizeof path, run->out, name);
+  if (st == LUMEN_OK) st = pipe_before_write(run);
+  if (st == LUMEN_OK) st = lumen_json_write(ctx, j, path, run->cfg->overwrite);
+  lumen_json_free(j);
+  pipe_sb_free(&b);
+  if (st != LUMEN_OK) return st;
+  if (run->sum) snprintf(run->sum->runlog, sizeof run->sum->runlog, "%s", path);
   if (run->sum) run->sum->seconds_total = total;
-  return st;
+  return LUMEN_OK;
 }

@@ -157,13 +157,18 @@ typedef struct exec_in {
   } while (0)
 #define LOAD_ROW(T, dst, in, c) LOAD_ROW_STAGED(T, dst, in, c, (const float *)NULL)
 
-/* Asks for curve c's row ahead of its LOAD_ROW: the lane path loads one curve each time a lane
-   frees, and the row's first load missed the cache (the input is streamed once). */
+/* Asks for curve c's row ahead of its LOAD_ROW: the lane path loads its lanes' curves 16 at a time,
+   and a row's first load missed the cache (the input is streamed once: ~10 % of a Tofts fit).
+   The empty volatile asm keeps the loop: GCC 12 at -O3 deleted a loop of nothing but prefetches
+   (no side effects, finite), so this asked for nothing until session 17. */
 static inline void prefetch_row(const exec_in *in, int64_t c) {
   if (in->index) return; /* frame-major: the lane path stages blocks (lane_impl.inc) */
   const size_t bytes = (size_t)in->pl->n * (in->data_f64 ? sizeof(double) : sizeof(float));
   const char *row = (const char *)in->data + (size_t)c * bytes;
-  for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+  for (size_t b = 0; b < bytes; b += 64) {
+    __builtin_prefetch(row + b);
+    __asm__ __volatile__("");
+  }
 }
 
 enum { KIND_ACC32, KIND_ACC64, KIND_STD64, KIND_PATLAK };
@@ -318,6 +323,7 @@ static void fit_one(const exec_in *in, int kind, void *ws, int64_t c, unsigned c
 #define LANE_BLOCK 256 /* curves a thread takes at once: large enough that two threads rarely write the
                            same cache line of the result arrays */
 #define LANE_TICKETS (2 * LUMEN_LMV_MAX_WIDTH)
+#define LANE_PREFETCH 32 /* curves between a row asked for and its load (lane_next) */
 #define LANE_DEFER_CAP 256 /* 2CXM curves whose further starts are batched at once (per thread) */
 
 static int lane_use_simd(const exec_in *in, const lumen_fit_plan *pl, int kind) {
@@ -532,18 +538,25 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
                   : ((kind == KIND_ACC32 ? lumen_lmv_work_bytes(in->lanes32, pl->n, pl->np)
                                          : lumen_lmvd_work_bytes(in->lanes64, pl->n, pl->np)) +
                      63) / 64 * 64;
-  void *lmem = lanes ? calloc((size_t)nth, lbytes) : NULL;
+  void *lmem = lanes ? aligned_alloc(64, (size_t)nth * lbytes) : NULL;
+  if (lmem) memset(lmem, 0, (size_t)nth * lbytes);
   /* a frame-major input on the lane path: each thread's block of curves gathered at once */
   const size_t sbytes = lanes && in->index ? sizeof(float) * LANE_BLOCK * (size_t)pl->n : 0;
-  float *smem = sbytes ? malloc((size_t)nth * sbytes) : NULL;
+  float *smem = sbytes ? aligned_alloc(64, (size_t)nth * sbytes) : NULL;
   long per = ws_kind == KIND_ACC32   ? ws_elems_acc32(pl)
              : ws_kind == KIND_ACC64 ? ws_elems_acc64(pl)
                                      : ws_elems_std64(pl);
+  /* each thread's workspaces on cache lines of their own: the threads write theirs every curve, and
+     a line shared by two of them went back and forth between the cores (false sharing) */
   size_t ws_size = ws_kind == KIND_ACC32   ? sizeof(ws_acc32)
                    : ws_kind == KIND_ACC64 ? sizeof(ws_acc64)
                                            : sizeof(ws_std64);
-  void *mem = calloc((size_t)nth, (size_t)per * elem);
-  unsigned char *wss = calloc((size_t)nth, ws_size);
+  ws_size = (ws_size + 63) / 64 * 64;
+  const size_t mem_bytes = ((size_t)per * elem + 63) / 64 * 64;
+  void *mem = aligned_alloc(64, (size_t)nth * mem_bytes);
+  unsigned char *wss = aligned_alloc(64, (size_t)nth * ws_size);
+  if (mem) memset(mem, 0, (size_t)nth * mem_bytes);
+  if (wss) memset(wss, 0, (size_t)nth * ws_size);
   if (!mem || !wss || (lanes && !lmem) || (sbytes && !smem)) {
     free(mem);
     free(wss);
@@ -552,7 +565,7 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
     return lumen_fail(in->ctx, LUMEN_ERR_OUT_OF_MEMORY, "fit: out of memory for %d thread workspaces", nth);
   }
   for (int t = 0; t < nth; ++t) {
-    void *tm = (char *)mem + (size_t)t * (size_t)per * elem;
+    void *tm = (char *)mem + (size_t)t * mem_bytes;
     void *tw = wss + (size_t)t * ws_size;
     if (ws_kind == KIND_ACC32) ws_bind_acc32(tw, tm, pl);
     else if (ws_kind == KIND_ACC64) ws_bind_acc64(tw, tm, pl);

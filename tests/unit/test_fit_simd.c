@@ -5,6 +5,7 @@
    number of iterations with the same parameters and chi2 (to float rounding). Each width the CPU
    supports (8 lanes AVX2, 16 lanes AVX-512) is tested; the test skips on a CPU with neither. */
 #include "test_support.h"
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -444,6 +445,16 @@ static void test_api_states(void **state) {
     if (c % 7 == 2) data[c * n + 5] = NAN;
     if (c % 11 == 4) memset(data + c * n, 0, sizeof(float) * (size_t)n);
   }
+  /* the input checks test bit patterns (DF(check_input)): infinities of either sign, at the first
+     and the last sample and inside a vector of the scan; negative zeros only (a curve of zeros); a
+     curve of zeros with one subnormal sample and one with a sample of the largest finite value are
+     valid input (fitted, whatever the fit then gives) */
+  data[10 * n + 0] = INFINITY;
+  data[12 * n + 79] = -INFINITY;
+  data[20 * n + 41] = INFINITY;
+  for (int i = 0; i < n; ++i) data[22 * n + i] = -0.0f;
+  for (int i = 0; i < n; ++i) data[24 * n + i] = i == 77 ? 1e-44f : 0.0f;
+  data[28 * n + 3] = FLT_MAX;
   double params[53 * 2], chi2[53], r2[53], lo[53 * 2], hi[53 * 2];
   int32_t st[53], it[53];
   lumen_fit_results r;
@@ -451,9 +462,13 @@ static void test_api_states(void **state) {
   r.params = params; r.state = st; r.chi2 = chi2; r.r2 = r2; r.ci_lo = lo; r.ci_hi = hi; r.iterations = it;
   assert_int_equal(lumen_fit_execute(ctx, plan, nc, data, NULL, &r), LUMEN_OK);
   for (int c = 0; c < nc; ++c) {
-    if (c % 7 == 2 || c % 11 == 4) {
+    if (c % 7 == 2 || c % 11 == 4 || c == 10 || c == 12 || c == 20 || c == 22) {
       assert_int_equal(st[c], LUMEN_FIT_INVALID_INPUT);
       assert_true(isnan(params[c * 2]));
+      continue;
+    }
+    if (c == 24 || c == 28) { /* valid input: fitted */
+      assert_int_not_equal(st[c], LUMEN_FIT_INVALID_INPUT);
       continue;
     }
     assert_int_equal(st[c], LUMEN_FIT_CONVERGED);

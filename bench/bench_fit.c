@@ -16,10 +16,13 @@
  * standard tier (one GSL fit per curve, the oracle) is timed on the first --standard-max curves
  * of the same data set; its rate is fits per second on those. Every measurement runs in chunks
  * and stops after the chunk that passes --budget seconds: the curves column says how many
- * curves were actually fitted.
+ * curves were actually fitted. Each row is measured --repeat times (default 3), the tiers and the
+ * probe taking turns, and the fastest measurement is reported: on a shared (virtual) machine a
+ * single run of one row varied by up to 1.5x with what else ran, and taking turns gives every row
+ * the same chances.
  *
  *   bench_fit [--quick] [--models LIST] [--tiers LIST] [--curves LIST] [--points LIST]
- *             [--scaling-model NAME] [--standard-max N] [--budget S] [--seed N]
+ *             [--scaling-model NAME] [--standard-max N] [--budget S] [--seed N] [--repeat N]
  *   LIST is comma-separated; tiers: cpu, cpu_single, standard, cuda. See --help.
  */
 #include <math.h>
@@ -67,6 +70,7 @@ typedef struct bench_opts {
   int volume_set;            /* --volume given */
   int probe;                 /* the scalar probe's row beside every Tofts row (default on; --no-probe) */
   int ci;                    /* ask for the 95 % confidence intervals and R^2, as lumen dce does (default on; --no-ci) */
+  int repeat;                /* measurements per row, the fastest reported (default 3; --quick: 1) */
 } bench_opts;
 
 static void usage(FILE *f) {
@@ -86,6 +90,8 @@ static void usage(FILE *f) {
           "  --budget S            seconds per measurement: a slow tier stops after the chunk of curves\n"
           "                        that passes S and reports the curves it fitted (default 10)\n"
           "  --seed N              random seed (default 1)\n"
+          "  --repeat N            measurements of every row, taken in turns, the fastest reported (default 3;\n"
+          "                        --quick: 1)\n"
           "  --volume DIMS|none    one Tofts volume NXxNYxNZxNT fitted in one call per tier (not standard),\n"
           "                        host memory to host results (default 256x256x32x80 when a tier is cuda)\n");
 }
@@ -122,7 +128,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
                              LUMEN_MODEL_2CUM,  LUMEN_MODEL_2CXM,   LUMEN_MODEL_FXR,
                              LUMEN_MODEL_VFA,   LUMEN_MODEL_IR,     LUMEN_MODEL_SR};
   *o = (bench_opts){.model_curves = 100000, .points_curves = 100000, .standard_max = 20000,
-                    .scaling_model = LUMEN_MODEL_TOFTS, .seed = 1, .budget = 10.0, .probe = 1, .ci = 1};
+                    .scaling_model = LUMEN_MODEL_TOFTS, .seed = 1, .budget = 10.0, .probe = 1, .ci = 1, .repeat = 3};
   o->n_models = (int)(sizeof all / sizeof all[0]);
   memcpy(o->models, all, sizeof all);
   const char *tiers[] = {"cpu", "cpu_single", "standard"};
@@ -147,6 +153,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
       o->probe = 0;
     } else if (!strcmp(a, "--quick")) {
       o->budget = 0.5;
+      o->repeat = 1;
       o->model_curves = 2000;
       o->points_curves = 2000;
       o->standard_max = 300;
@@ -183,6 +190,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
       else if (!strcmp(a, "--points-curves")) o->points_curves = list[0];
       else if (!strcmp(a, "--standard-max")) o->standard_max = list[0];
       else o->seed = (uint64_t)list[0];
+      ++i;
+    } else if (v && !strcmp(a, "--repeat")) {
+      o->repeat = atoi(v);
+      if (o->repeat < 1) return -1;
       ++i;
     } else if (v && !strcmp(a, "--budget")) {
       o->budget = atof(v);
@@ -581,19 +592,28 @@ static void bench_rows(lumen_ctx *ctx, const bench_opts *bo, lumen_model m, int 
   measure ms[MAX_LIST + 1];
   const char *names[MAX_LIST + 1];
   int std_idx = -1, nt = bo->n_tiers;
-  for (int t = 0; t < bo->n_tiers; ++t) {
-    names[t] = bo->tiers[t];
-    int64_t nc = curves;
-    if (is_standard(bo->tiers[t])) {
-      std_idx = t;
-      if (nc > bo->standard_max) nc = bo->standard_max;
+  if (m == LUMEN_MODEL_TOFTS && bo->probe) names[nt++] = "probe"; /* the scalar probe: a row of its own */
+  for (int r = 0; r < bo->repeat; ++r) /* rounds: every row once per round, the fastest kept */
+    for (int t = 0; t < nt; ++t) {
+      measure me;
+      if (t < bo->n_tiers) {
+        names[t] = bo->tiers[t];
+        int64_t nc = curves;
+        if (is_standard(bo->tiers[t])) {
+          std_idx = t;
+          if (nc > bo->standard_max) nc = bo->standard_max;
+        }
+        me = run_tier(ctx, &d, bo->tiers[t], nc, bo->budget, bo->ci);
+      } else {
+        me = run_probe(ctx, &d, curves);
+      }
+      if (r == 0 || (me.ok && (!ms[t].ok || me.fits_per_s > ms[t].fits_per_s))) {
+        if (r > 0) free(ms[t].param0);
+        ms[t] = me;
+      } else {
+        free(me.param0);
+      }
     }
-    ms[t] = run_tier(ctx, &d, bo->tiers[t], nc, bo->budget, bo->ci);
-  }
-  if (m == LUMEN_MODEL_TOFTS && bo->probe) { /* the scalar probe: a row of its own */
-    names[nt] = "probe";
-    ms[nt++] = run_probe(ctx, &d, curves);
-  }
   for (int t = 0; t < nt; ++t) {
     const measure *me = &ms[t];
     char rate[32], crate[32], cmp[96] = "";
@@ -696,9 +716,10 @@ int main(int argc, char **argv) {
   }
   if (load1 >= 0) printf("# load average at start: %.2f (other work on the machine slows every tier)\n", load1);
   printf("# Parker AIF (Hct %.2f, delay %.0f min), %.0f s frames, Ktrans U[0.01,0.5]/min, ve U[0.05,0.6], noise SD %.3f mM,"
-         " tol 1e-6, float32 data, %s;\n# standard tier timed on at most %lld curves per row; every row stops after about %.3g s\n",
+         " tol 1e-6, float32 data, %s;\n# standard tier timed on at most %lld curves per row; every row stops after about %.3g s;\n"
+         "# every row the fastest of %d measurements taken in turns\n",
          HCT, AIF_DELAY_MIN, FRAME_S, NOISE_MM, bo.ci ? "with 95 % confidence intervals and R^2" : "no confidence intervals or R^2 (--no-ci)",
-         (long long)bo.standard_max, bo.budget);
+         (long long)bo.standard_max, bo.budget, bo.repeat);
   printf("# median rel. err: |Ktrans - truth| / truth (T1 for vfa/ir/sr) over curves with a finite result;\n"
          "# vs standard: speed ratio to the standard tier and median relative difference of that parameter\n\n");
 

@@ -93,6 +93,9 @@ static void store(const lumen_fit_plan *pl, lumen_fit_results *res, int64_t c, c
   res->bound_mask[c] = ok ? (int32_t)o->bound_mask : 0; /* execute_impl always provides it */
 }
 
+static int lane_fast_on = 1; /* lumen_fit_lane_fast_set */
+void lumen_fit_lane_fast_set(int on) { lane_fast_on = on != 0; }
+
 /* Whether a curve's result should be tried again on the next tier. */
 static int needs_fallthrough(const lumen_fit_plan *pl, const lumen_fit_curve_out *o) {
   if (o->status != LUMEN_OK) return 1;

@@ -57,6 +57,11 @@ static inline int lumen_fit_solves_f64(const lumen_fit_plan *pl) {
 /* 97.5 % quantile of Student's t with dof degrees of freedom (dof >= 1). */
 double lumen_fit_t975(int dof);
 
+/* The lane path's completion of the common case (lane_done_fast in src/fit/lane_impl.inc): on (1,
+   the default) or off (0: every curve through DF(lane_done)), for the unit test that holds the two
+   to the same bits. Not thread-safe: tests only. */
+void lumen_fit_lane_fast_set(int on);
+
 /* The plan as the per-curve driver (src/solver/driver_impl.inc) and the lane path read it: the
    grid and weights in the driver's precision, the Student t quantile of the confidence intervals.
    The CUDA kernels define the same names for their flat plan (src/cuda/fit_lm.cu). */

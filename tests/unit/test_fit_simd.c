@@ -482,28 +482,28 @@ static void test_api_states(void **state) {
 }
 
 /* The lane path's completion of the common case (lane_done_fast: converged off the bounds, two
-   free parameters) against the general one (DF(lane_done)), bit for bit, through the API with
-   intervals and R^2: Tofts curves of which some end on a bound (ve near 1, Ktrans near 0) or are
-   invalid, and VFA curves (the other vector model with two parameters). */
+   parameters free) against the general one (DF(lane_done)), bit for bit, through the API with
+   intervals and R^2: Tofts and ETM curves of which some end on a bound (ve near 1, Ktrans near 0)
+   or are invalid, and VFA curves (a T1 model). */
 static void test_fast_completion(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
   enum { NC = 611 };
   static float data[NC * 80];
-  static double par[2][NC * 2], lo[2][NC * 2], hi[2][NC * 2], r2[2][NC], chi2[2][NC], der[2][NC * LUMEN_FIT_MAX_DERIVED];
+  static double par[2][NC * 3], lo[2][NC * 3], hi[2][NC * 3], r2[2][NC], chi2[2][NC], der[2][NC * LUMEN_FIT_MAX_DERIVED];
   static int32_t st[2][NC], it[2][NC], mask[2][NC];
-  for (int model = 0; model < 2; ++model) {
-    const int n = model == 0 ? 80 : 4;
+  for (int model = 0; model < 3; ++model) { /* Tofts, VFA, ETM */
+    const int n = model == 1 ? 4 : 80, np = model == 2 ? 3 : 2;
     double x[80], cp[80];
     lumen_fit_options o;
     lumen_fit_options_init(&o);
     o.backend = "cpu";
-    if (model == 0) {
+    if (model != 1) {
       for (int i = 0; i < n; ++i) {
         x[i] = i * 5.0 / 60.0;
         cp[i] = test_cp(x[i]);
       }
-      o.model = LUMEN_MODEL_TOFTS;
+      o.model = model == 0 ? LUMEN_MODEL_TOFTS : LUMEN_MODEL_ETOFTS;
     } else {
       const double deg[4] = {2, 5, 10, 15};
       for (int i = 0; i < n; ++i) x[i] = deg[i] * 3.14159265358979 / 180.0;
@@ -511,19 +511,20 @@ static void test_fast_completion(void **state) {
       o.tr = 0.005;
     }
     lumen_fit_plan *plan = NULL;
-    assert_int_equal(lumen_fit_plan_create(ctx, &o, n, x, model == 0 ? cp : NULL, &plan), LUMEN_OK);
+    assert_int_equal(lumen_fit_plan_create(ctx, &o, n, x, model != 1 ? cp : NULL, &plan), LUMEN_OK);
     int fast = 0, general = 0;
     for (int c = 0; c < NC; ++c) {
-      double p[2], y[80];
-      if (model == 0) {
+      double p[3], y[80];
+      if (model != 1) {
         p[0] = c % 5 == 1 ? 1e-4 : 0.01 + 0.49 * urand();
         p[1] = c % 5 == 2 ? 0.998 : 0.05 + 0.55 * urand();
+        p[2] = 0.01 + 0.09 * urand();
       } else {
         p[0] = 0.5 + 2.0 * urand();
         p[1] = 500 + 4500 * urand();
       }
       assert_int_equal(lumen_fit_plan_eval(plan, p, NULL, 0, y), LUMEN_OK);
-      double sd = model == 0 ? 0.005 : 0.005 * y[n - 1];
+      double sd = model != 1 ? 0.005 : 0.005 * y[n - 1];
       for (int i = 0; i < n; ++i) data[c * n + i] = (float)(y[i] + sd * nrand());
       if (c % 23 == 7) data[c * n + 1] = NAN;
     }
@@ -541,9 +542,9 @@ static void test_fast_completion(void **state) {
       assert_int_equal(st[0][c], st[1][c]);
       assert_int_equal(it[0][c], it[1][c]);
       assert_int_equal(mask[0][c], mask[1][c]);
-      assert_memory_equal(&par[0][2 * c], &par[1][2 * c], 2 * sizeof(double));
-      assert_memory_equal(&lo[0][2 * c], &lo[1][2 * c], 2 * sizeof(double));
-      assert_memory_equal(&hi[0][2 * c], &hi[1][2 * c], 2 * sizeof(double));
+      assert_memory_equal(&par[0][np * c], &par[1][np * c], (size_t)np * sizeof(double));
+      assert_memory_equal(&lo[0][np * c], &lo[1][np * c], (size_t)np * sizeof(double));
+      assert_memory_equal(&hi[0][np * c], &hi[1][np * c], (size_t)np * sizeof(double));
       assert_memory_equal(&r2[0][c], &r2[1][c], sizeof(double));
       assert_memory_equal(&chi2[0][c], &chi2[1][c], sizeof(double));
       assert_memory_equal(&der[0][nd * c], &der[1][nd * c], (size_t)nd * sizeof(double));
@@ -553,7 +554,7 @@ static void test_fast_completion(void **state) {
     printf("  %s: %d curves converged off the bounds (fast completion), %d others\n", lumen_model_name(o.model),
            fast, general);
     assert_true(fast > NC / 2);
-    assert_true(model == 1 || general > NC / 10); /* Tofts: bounds and invalid curves took the general path */
+    assert_true(model == 1 || general > NC / 10); /* Tofts, ETM: bounds and invalid curves took the general path */
     lumen_fit_plan_destroy(plan);
   }
   lumen_ctx_destroy(ctx);

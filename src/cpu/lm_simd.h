@@ -27,7 +27,9 @@
      (float only) their closed-form linear starts computed on vectors first (Tofts, ETM: Murase;
      Patlak), with the results of lumen_linear_start_f32: ls and its return value ls_ret;
      ls_ret = -1 when there is no vector linear start (or problem.linear_start is 0): start()
-     computes its own. start() returns 1 when p is already the least-squares solution (a linear
+     computes its own. With problem.check_samples, ls_ret = -2 says the curve has a NaN or infinite
+     sample or none but zeros (tested on the loaded lanes' bit patterns): start() records it as
+     invalid input and the solver drops it (it never reaches done()). start() returns 1 when p is already the least-squares solution (a linear
      model's exact closed form inside the box): the curve is then evaluated once and ends
      converged with 0 iterations; else 0.
    done() hands back the result as lumen_lm_fit would: state, parameters, chi2 and iterations
@@ -51,6 +53,8 @@
     int linear_start;             /* 1: compute the linear starts on vectors (see start()) */      \
     int geodesic;                 /* 1: geodesic acceleration (as lumen_lm_problem.geodesic) */    \
     int sst;                      /* 1: hand R^2's denominator to done() (else NaN) */             \
+    int check_samples;            /* 1: drop curves with a NaN/Inf sample or none but zeros      \
+                                     (start() gets ls_ret -2) */                                   \
   } P##_problem;                                                                                   \
   typedef struct P##_io {                                                                          \
     void *user;                                                                                    \

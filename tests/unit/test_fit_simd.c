@@ -226,7 +226,7 @@ static int compare(const setup *s, int width) {
   static io_state u;
   memset(&u, 0, sizeof u);
   u.s = s;
-  lumen_lmv_problem pr = {s->model, &s->g, s->use_w ? s->w : NULL, s->lo, s->hi, s->fixed, 1e-6, s->max_it, 1, 0, 1};
+  lumen_lmv_problem pr = {s->model, &s->g, s->use_w ? s->w : NULL, s->lo, s->hi, s->fixed, 1e-6, s->max_it, 1, 0, 1, 0};
   lumen_lmv_io io = {&u, io_next, io_start, io_done};
   if (width == 16) lumen_lmv_run_v16(&pr, &io, work);
   else lumen_lmv_run_v8(&pr, &io, work);
@@ -383,7 +383,7 @@ static void test_double_lanes_2cxm(void **state) {
       u.n = n;
       u.y = (const double (*)[NMAX])y;
       u.start = (const double (*)[4])start;
-      lumen_lmvd_problem pr = {LUMEN_MODEL_2CXM, &g, use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, 0, geo, 0};
+      lumen_lmvd_problem pr = {LUMEN_MODEL_2CXM, &g, use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, 0, geo, 0, 0};
       lumen_lmvd_io io = {&u, dio_next, dio_start, dio_done};
       size_t bytes = w[j] == 16 ? lumen_lmvd_work_bytes_d8(n, 4) : lumen_lmvd_work_bytes_d4(n, 4);
       void *work = malloc(bytes);
@@ -481,6 +481,123 @@ static void test_api_states(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
+/* problem.check_samples: the solver tests the loaded lanes' samples (bit patterns) and hands the
+   curves with a NaN or infinite sample, or none but zeros, to start() with ls_ret -2 and drops
+   them (never to done()); a subnormal or the largest finite sample is valid. A third of the curves
+   are invalid, more than the solver's tickets, so a dropped curve that kept its ticket would stall
+   the run. Both float widths. */
+typedef struct chk_state {
+  const setup *s;
+  int next_curve, ticket_curve[2 * LUMEN_LMV_MAX_WIDTH], rejected[NCURVES], seen[NCURVES];
+} chk_state;
+static int chk_next(void *user, int tk, float *y, float *consts) {
+  chk_state *u = user;
+  if (u->next_curve >= NCURVES) return 0;
+  int c = u->next_curve++;
+  u->ticket_curve[tk] = c;
+  memcpy(y, u->s->y[c], sizeof(float) * (size_t)u->s->n);
+  memcpy(consts, u->s->consts[c], sizeof(float) * LUMEN_FIT_NCONSTS);
+  return 1;
+}
+static int chk_start(void *user, int tk, const float *y, const float *ls, int ls_ret, float *p) {
+  (void)y; (void)ls;
+  chk_state *u = user;
+  int c = u->ticket_curve[tk];
+  if (ls_ret == -2) u->rejected[c]++;
+  memcpy(p, u->s->start[c], sizeof(float) * (size_t)u->s->np);
+  return 0;
+}
+static void chk_done(void *user, int tk, const float *y, lumen_fit_state st, const float *p, double chi2, int it,
+                     const double *A, double sst) {
+  (void)y; (void)st; (void)p; (void)chi2; (void)it; (void)A; (void)sst;
+  chk_state *u = user;
+  u->seen[u->ticket_curve[tk]]++;
+}
+static void test_check_samples(void **state) {
+  (void)state;
+  int w[2], nw = widths(w);
+  if (nw == 0) skip();
+  static setup s;
+  make(&s, LUMEN_MODEL_TOFTS, 0, 0, 0, 200);
+  int invalid[NCURVES];
+  for (int c = 0; c < NCURVES; ++c) {
+    float *y = s.y[c];
+    for (int i = 0; i < s.n; ++i)
+      if (isnan(y[i])) y[i] = 0.1f; /* make()'s NaN curves: valid here */
+    invalid[c] = c % 3 == 0;
+    if (c % 3 == 0) {
+      const int i = (c * 7) % s.n;
+      switch ((c / 3) % 5) {
+        case 0: y[i] = NAN; break;
+        case 1: y[i] = INFINITY; break;
+        case 2: y[i] = -INFINITY; break;
+        case 3: for (int k = 0; k < s.n; ++k) y[k] = -0.0f; break;
+        default: for (int k = 0; k < s.n; ++k) y[k] = 0.0f; break;
+      }
+    } else if (c % 9 == 1) {
+      for (int k = 0; k < s.n; ++k) y[k] = k == (c * 5) % s.n ? 1e-44f : 0.0f; /* one subnormal */
+    } else if (c % 9 == 4) {
+      y[(c * 11) % s.n] = FLT_MAX;
+    }
+  }
+  for (int j = 0; j < nw; ++j) {
+    size_t bytes = w[j] == 16 ? lumen_lmv_work_bytes_v16(s.n, s.np) : lumen_lmv_work_bytes_v8(s.n, s.np);
+    void *work = malloc(bytes);
+    assert_non_null(work);
+    static chk_state u;
+    memset(&u, 0, sizeof u);
+    u.s = &s;
+    lumen_lmv_problem pr = {s.model, &s.g, NULL, s.lo, s.hi, s.fixed, 1e-6, 200, 1, 0, 0, 1};
+    lumen_lmv_io io = {&u, chk_next, chk_start, chk_done};
+    if (w[j] == 16) lumen_lmv_run_v16(&pr, &io, work);
+    else lumen_lmv_run_v8(&pr, &io, work);
+    free(work);
+    int nbad = 0;
+    for (int c = 0; c < NCURVES; ++c) {
+      assert_int_equal(u.rejected[c], invalid[c]);
+      assert_int_equal(u.seen[c], !invalid[c]);
+      nbad += invalid[c];
+    }
+    printf("  check_samples, %d lanes: %d of %d curves dropped as invalid, the others fitted\n", w[j], nbad, NCURVES);
+  }
+  /* the double lanes (2CXM) through the API: the invalid curves end invalid_input, the others are fitted */
+  lumen_ctx *ctx = lumen_test_ctx();
+  enum { NX = 40 };
+  double x[80], cp[80];
+  for (int i = 0; i < 80; ++i) {
+    x[i] = i * 5.0 / 60.0;
+    cp[i] = test_cp(x[i]);
+  }
+  lumen_fit_options o;
+  lumen_fit_options_init(&o);
+  o.model = LUMEN_MODEL_2CXM;
+  o.backend = "cpu";
+  lumen_fit_plan *plan = NULL;
+  assert_int_equal(lumen_fit_plan_create(ctx, &o, 80, x, cp, &plan), LUMEN_OK);
+  static float data[NX * 80];
+  for (int c = 0; c < NX; ++c) {
+    double p[4] = {0.05 + 0.2 * urand(), 0.1 + 0.4 * urand(), 0.02 + 0.05 * urand(), 0.6 + 0.9 * urand()}, y[80];
+    assert_int_equal(lumen_fit_plan_eval(plan, p, NULL, 0, y), LUMEN_OK);
+    for (int i = 0; i < 80; ++i) data[c * 80 + i] = (float)(y[i] + 0.005 * nrand());
+    if (c % 4 == 1) data[c * 80 + (c * 3) % 80] = c % 8 == 1 ? NAN : -INFINITY;
+    if (c % 4 == 3) memset(data + c * 80, 0, sizeof(float) * 80);
+  }
+  double par[NX * 4];
+  int32_t st[NX];
+  lumen_fit_results res;
+  memset(&res, 0, sizeof res);
+  res.params = par;
+  res.state = st;
+  assert_int_equal(lumen_fit_execute(ctx, plan, NX, data, NULL, &res), LUMEN_OK);
+  for (int c = 0; c < NX; ++c) {
+    if (c % 2 == 1) assert_int_equal(st[c], LUMEN_FIT_INVALID_INPUT);
+    else assert_int_not_equal(st[c], LUMEN_FIT_INVALID_INPUT);
+  }
+  assert_int_equal(res.curves_per_tier[LUMEN_FIT_TIER_STANDARD], 0); /* none fell through to the oracle */
+  lumen_fit_plan_destroy(plan);
+  lumen_ctx_destroy(ctx);
+}
+
 /* The lane path's completion of the common case (lane_done_fast: converged off the bounds, two
    parameters free) against the general one (DF(lane_done)), bit for bit, through the API with
    intervals and R^2: Tofts and ETM curves of which some end on a bound (ve near 1, Ktrans near 0)
@@ -561,4 +678,5 @@ static void test_fast_completion(void **state) {
 }
 
 LUMEN_TEST_MAIN(cmocka_unit_test(test_lanes_match_scalar), cmocka_unit_test(test_double_lanes_2cxm),
-                cmocka_unit_test(test_api_states), cmocka_unit_test(test_fast_completion))
+                cmocka_unit_test(test_api_states), cmocka_unit_test(test_fast_completion),
+                cmocka_unit_test(test_check_samples))

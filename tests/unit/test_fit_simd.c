@@ -112,6 +112,7 @@ typedef struct io_state {
   int a_checked, a_mismatch;   /* done()'s J^T W J against one at p computed here */
   int a_before;                /* ... that matched at the point before an unevaluated last step */
   int sst_checked, sst_mismatch; /* done()'s R^2 denominator against a long double two-pass sum */
+  int rejected[NCURVES];         /* test_check_samples: start() calls with ls_ret -2 */
 } io_state;
 
 static int io_next(void *user, int tk, float *y, float *consts) {
@@ -486,22 +487,9 @@ static void test_api_states(void **state) {
    them (never to done()); a subnormal or the largest finite sample is valid. A third of the curves
    are invalid, more than the solver's tickets, so a dropped curve that kept its ticket would stall
    the run. Both float widths. */
-typedef struct chk_state {
-  const setup *s;
-  int next_curve, ticket_curve[2 * LUMEN_LMV_MAX_WIDTH], rejected[NCURVES], seen[NCURVES];
-} chk_state;
-static int chk_next(void *user, int tk, float *y, float *consts) {
-  chk_state *u = user;
-  if (u->next_curve >= NCURVES) return 0;
-  int c = u->next_curve++;
-  u->ticket_curve[tk] = c;
-  memcpy(y, u->s->y[c], sizeof(float) * (size_t)u->s->n);
-  memcpy(consts, u->s->consts[c], sizeof(float) * LUMEN_FIT_NCONSTS);
-  return 1;
-}
 static int chk_start(void *user, int tk, const float *y, const float *ls, int ls_ret, float *p) {
   (void)y; (void)ls;
-  chk_state *u = user;
+  io_state *u = user;
   int c = u->ticket_curve[tk];
   if (ls_ret == -2) u->rejected[c]++;
   memcpy(p, u->s->start[c], sizeof(float) * (size_t)u->s->np);
@@ -510,7 +498,7 @@ static int chk_start(void *user, int tk, const float *y, const float *ls, int ls
 static void chk_done(void *user, int tk, const float *y, lumen_fit_state st, const float *p, double chi2, int it,
                      const double *A, double sst) {
   (void)y; (void)st; (void)p; (void)chi2; (void)it; (void)A; (void)sst;
-  chk_state *u = user;
+  io_state *u = user;
   u->seen[u->ticket_curve[tk]]++;
 }
 static void test_check_samples(void **state) {
@@ -544,11 +532,11 @@ static void test_check_samples(void **state) {
     size_t bytes = w[j] == 16 ? lumen_lmv_work_bytes_v16(s.n, s.np) : lumen_lmv_work_bytes_v8(s.n, s.np);
     void *work = malloc(bytes);
     assert_non_null(work);
-    static chk_state u;
+    static io_state u;
     memset(&u, 0, sizeof u);
     u.s = &s;
     lumen_lmv_problem pr = {s.model, &s.g, NULL, s.lo, s.hi, s.fixed, 1e-6, 200, 1, 0, 0, 1};
-    lumen_lmv_io io = {&u, chk_next, chk_start, chk_done};
+    lumen_lmv_io io = {&u, io_next, chk_start, chk_done};
     if (w[j] == 16) lumen_lmv_run_v16(&pr, &io, work);
     else lumen_lmv_run_v8(&pr, &io, work);
     free(work);

@@ -96,6 +96,13 @@ static void store(const lumen_fit_plan *pl, lumen_fit_results *res, int64_t c, c
 static int lane_fast_on = 1; /* lumen_fit_lane_fast_set */
 void lumen_fit_lane_fast_set(int on) { lane_fast_on = on != 0; }
 
+/* bytes (a multiple of 64) of zeros on whole cache lines, or NULL. */
+static void *zalloc_lines(size_t bytes) {
+  void *p = bytes ? aligned_alloc(64, bytes) : NULL;
+  if (p) memset(p, 0, bytes);
+  return p;
+}
+
 /* Whether a curve's result should be tried again on the next tier. */
 static int needs_fallthrough(const lumen_fit_plan *pl, const lumen_fit_curve_out *o) {
   if (o->status != LUMEN_OK) return 1;
@@ -541,8 +548,7 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
                   : ((kind == KIND_ACC32 ? lumen_lmv_work_bytes(in->lanes32, pl->n, pl->np)
                                          : lumen_lmvd_work_bytes(in->lanes64, pl->n, pl->np)) +
                      63) / 64 * 64;
-  void *lmem = lanes ? aligned_alloc(64, (size_t)nth * lbytes) : NULL;
-  if (lmem) memset(lmem, 0, (size_t)nth * lbytes);
+  void *lmem = lanes ? zalloc_lines((size_t)nth * lbytes) : NULL;
   /* a frame-major input on the lane path: each thread's block of curves gathered at once */
   const size_t sbytes = lanes && in->index ? sizeof(float) * LANE_BLOCK * (size_t)pl->n : 0;
   float *smem = sbytes ? aligned_alloc(64, (size_t)nth * sbytes) : NULL;
@@ -556,10 +562,8 @@ static lumen_status run_tier(const exec_in *in, lumen_fit_tier tier, const int64
                                            : sizeof(ws_std64);
   ws_size = (ws_size + 63) / 64 * 64;
   const size_t mem_bytes = ((size_t)per * elem + 63) / 64 * 64;
-  void *mem = aligned_alloc(64, (size_t)nth * mem_bytes);
-  unsigned char *wss = aligned_alloc(64, (size_t)nth * ws_size);
-  if (mem) memset(mem, 0, (size_t)nth * mem_bytes);
-  if (wss) memset(wss, 0, (size_t)nth * ws_size);
+  void *mem = zalloc_lines((size_t)nth * mem_bytes);
+  unsigned char *wss = zalloc_lines((size_t)nth * ws_size);
   if (!mem || !wss || (lanes && !lmem) || (sbytes && !smem)) {
     free(mem);
     free(wss);

@@ -333,6 +333,7 @@ static void fit_one(const exec_in *in, int kind, void *ws, int64_t c, unsigned c
 #define LANE_BLOCK 256 /* curves a thread takes at once: large enough that two threads rarely write the
                            same cache line of the result arrays */
 #define LANE_TICKETS (2 * LUMEN_LMV_MAX_WIDTH)
+#define LANE_FAST_BATCH 16 /* curves lane_done_fast completes at once (lane_impl.inc) */
 #define LANE_PREFETCH 32 /* curves between a row asked for and its load (lane_next) */
 #define LANE_DEFER_CAP 256 /* 2CXM curves whose further starts are batched at once (per thread) */
 

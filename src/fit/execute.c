@@ -63,20 +63,23 @@ static void store(const lumen_fit_plan *pl, lumen_fit_results *res, int64_t c, c
   const int np = pl->np, nd = pl->nd;
   const lumen_model m = pl->model;
   int ok = lumen_fit_state_has_values(o->state);
-  double pub[LUMEN_FIT_MAX_PARAMS], der[LUMEN_FIT_MAX_DERIVED];
-  for (int k = 0; k < LUMEN_FIT_MAX_DERIVED; ++k) der[k] = NAN;
+  double pub[LUMEN_FIT_MAX_PARAMS];
   for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) pub[k] = NAN;
-  if (ok && np > 0) {
-    lumen_model_to_public_f64(m, o->p, pub);
-    double tmp[LUMEN_FIT_MAX_DERIVED];
-    int nw = lumen_model_derived_f64(m, o->p, tmp);
-    for (int k = 0; k < nd && k < nw; ++k) der[k] = tmp[k];
-  } else if (m == LUMEN_MODEL_AUC && ok) {
-    for (int k = 0; k < nd; ++k) der[k] = o->derived[k];
-  }
+  if (ok && np > 0) lumen_model_to_public_f64(m, o->p, pub);
   if (res->params) put_params(res->params + c * np, pub, np);
   res->state[c] = (int32_t)o->state;
-  if (res->derived) put_derived(res->derived + c * nd, der, nd);
+  if (res->derived) { /* only when asked for: a division per curve (Tofts' kep) otherwise wasted */
+    double der[LUMEN_FIT_MAX_DERIVED];
+    for (int k = 0; k < LUMEN_FIT_MAX_DERIVED; ++k) der[k] = NAN;
+    if (ok && np > 0) {
+      double tmp[LUMEN_FIT_MAX_DERIVED];
+      int nw = lumen_model_derived_f64(m, o->p, tmp);
+      for (int k = 0; k < nd && k < nw; ++k) der[k] = tmp[k];
+    } else if (m == LUMEN_MODEL_AUC && ok) {
+      for (int k = 0; k < nd; ++k) der[k] = o->derived[k];
+    }
+    put_derived(res->derived + c * nd, der, nd);
+  }
   if (res->chi2) res->chi2[c] = ok ? o->chi2 : NAN;
   if (res->r2) res->r2[c] = ok ? o->r2 : NAN;
   if (res->iterations) res->iterations[c] = o->iterations;

@@ -42,7 +42,8 @@ LUMEN_API void lumen_ctx_clear_error(lumen_ctx *ctx);
 LUMEN_API lumen_status lumen_ctx_set_log(lumen_ctx *ctx, lumen_log_fn fn, void *user, lumen_log_level level);
 LUMEN_API lumen_status lumen_ctx_set_progress(lumen_ctx *ctx, lumen_progress_fn fn, void *user);
 
-/* Threads for CPU work: 0 means all cores; negative is an error. */
+/* Threads for CPU work: 0 means all cores (those online when the context was created); negative
+   is an error. */
 LUMEN_API lumen_status lumen_ctx_set_threads(lumen_ctx *ctx, int threads);
 /* The number of threads CPU work will use (resolves 0 to the core count). */
 LUMEN_API int lumen_ctx_threads(const lumen_ctx *ctx);

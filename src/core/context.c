@@ -20,6 +20,7 @@ struct lumen_ctx {
   lumen_progress_fn progress_fn;
   void *progress_user;
   int threads;
+  int online_cpus; /* the online cores at lumen_ctx_create: threads = 0 uses them all */
   lumen_device device;
   lumen_precision precision;
   lumen_cpu_simd cpu_simd;
@@ -39,6 +40,10 @@ lumen_status lumen_ctx_create(lumen_ctx **out) {
   ctx->device.kind = LUMEN_DEVICE_CPU; /* lumen_device_cpu() (device.c, which depends on this file) */
   ctx->device.index = 0;
   ctx->precision = LUMEN_PRECISION_FULL;
+  /* once here: glibc's sysconf opens and reads /sys/devices/system/cpu/online on every call, which
+     cost every lumen_fit_execute call a file open while its other threads waited */
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  ctx->online_cpus = online > 0 ? (int)online : 1;
   *out = ctx;
   return LUMEN_OK;
 }
@@ -175,7 +180,7 @@ lumen_status lumen_ctx_set_threads(lumen_ctx *ctx, int threads) {
 }
 
 int lumen_ctx_threads(const lumen_ctx *ctx) {
-  if (ctx && ctx->threads > 0) return ctx->threads;
+  if (ctx) return ctx->threads > 0 ? ctx->threads : ctx->online_cpus;
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;
 }

@@ -315,7 +315,8 @@ LUMEN_API int lumen_dicom_is_dicom_file(const char *path);
    image {Columns, Rows, slices} or {Columns, Rows, slices, frames}. */
 typedef struct lumen_dicom_series_opts {
   int64_t max_bytes;        /* per-file and whole-image limit; 0 = default (lumen_io_default_max_bytes) */
-  const char *series_uid;   /* SeriesInstanceUID to take; NULL: the input must hold exactly one series */
+  const char *series_uid;   /* SeriesInstanceUID to take, or a SeriesNumber (digits only) when no
+                               UID equals it; NULL: the input must hold exactly one series */
   int headers_only;         /* 1: every check of the headers (series, geometry, frames, the memory
                                limit against the whole image) and info, but no pixel is read and
                                *out stays NULL: front ends check --memory-limit this way */
@@ -338,6 +339,17 @@ typedef struct lumen_dicom_series_info {
                                "FrameReferenceDateTime") or NULL */
   double flip_angle_deg;    /* FlipAngle of the first file; NaN when absent */
   double repetition_time_s; /* RepetitionTime of the first file, converted from ms; NaN when absent */
+  double volume_time_s;     /* the time per volume as dcm2niix gives it (BIDS RepetitionTime): the
+                               TR, plus GE's group delay (0043,107C) when there is one; NaN without TR */
+  char timing_note[512];    /* how the frames were ordered and timed, and why other sources were
+                               passed over ("frames ordered by InstanceNumber; not by TriggerTime:
+                               absent; ..."); empty for one frame */
+  int mosaic;               /* Siemens mosaic: slices per file (0: not a mosaic) */
+  /* descriptive values of the first file (lumen convert's sidecar); NaN / -1 / "" when absent */
+  int64_t series_number;    /* SeriesNumber (0020,0011) */
+  double echo_time_s, inversion_time_s, field_strength_t, slice_thickness_mm;
+  char modality[17], manufacturer[65], model_name[65], protocol_name[65], image_type[97];
+  char acquisition_time[20];/* AcquisitionTime (0008,0032) as written */
 } lumen_dicom_series_info;
 
 /* Reads a series from paths[0..n_paths): one folder (every regular file in it with the DICOM
@@ -368,6 +380,35 @@ LUMEN_API lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const
                                                const lumen_dicom_series_opts *opts, lumen_image **out,
                                                lumen_dicom_series_info *info);
 LUMEN_API void lumen_dicom_series_info_clear(lumen_dicom_series_info *info);
+
+/* One series found by lumen_dicom_series_find. */
+typedef struct lumen_dicom_series_entry {
+  char series_uid[65];          /* SeriesInstanceUID ("" when absent) */
+  char series_description[65];  /* SeriesDescription */
+  int64_t series_number;        /* SeriesNumber; -1 when absent */
+  int64_t files;
+  char **paths;                 /* its files, in name order (owned by the entry) */
+} lumen_dicom_series_entry;
+
+/* The series under paths[0..n_paths): DICOM Part 10 files, and folders searched recursively
+   (16 levels; hidden entries and symbolic links to folders skipped), grouped by SeriesInstanceUID
+   and sorted by SeriesNumber, then UID. Only headers are read (the pre-check of lumen_dicom_read,
+   max_bytes per file, 0 = default). A file that is DICOM but malformed or not an image lumen
+   reads is skipped with a warning naming it and counted in *skipped (may be NULL); a named input
+   that is missing or not DICOM, or no readable image at all, is an error. Free the entries with
+   lumen_dicom_series_entries_free. */
+LUMEN_API lumen_status lumen_dicom_series_find(lumen_ctx *ctx, const char *const *paths, int n_paths, int64_t max_bytes,
+                                               lumen_dicom_series_entry **out, int64_t *count, int64_t *skipped);
+LUMEN_API void lumen_dicom_series_entries_free(lumen_dicom_series_entry *entries, int64_t count);
+
+/* The BIDS JSON sidecar of a series read by lumen_dicom_series_read (lumen convert): Modality,
+   Manufacturer, ManufacturersModelName, MagneticFieldStrength, SeriesDescription, ProtocolName,
+   ImageType, SeriesNumber, SeriesInstanceUID, AcquisitionTime, SliceThickness,
+   SpacingBetweenSlices, EchoTime, InversionTime, RepetitionTime (s, the DICOM TR), FlipAngle,
+   FrameTimesStart (s, when the headers time the frames), FrameOrder, FrameTimesSource,
+   FrameTimingNote, ConversionSoftware(Version); absent values are left out. */
+LUMEN_API lumen_status lumen_dicom_series_sidecar(lumen_ctx *ctx, const lumen_dicom_series_info *info,
+                                                  lumen_json **out);
 /* 1 when path is a folder holding at least one file with the DICOM Part 10 signature, or such a file. */
 LUMEN_API int lumen_dicom_is_series_input(const char *path);
 

@@ -16,6 +16,7 @@ Formats are chosen from the file name (or format=; a DICOM file is also known by
 a new format is one more row of _FORMATS.
 """
 import ctypes
+import json
 import os
 import weakref
 
@@ -79,6 +80,23 @@ class _DicomInfo(ctypes.Structure):
                 ("transfer_syntax", ctypes.c_char * 65), ("isolated", c_int)]
 
 
+class _DicomSeriesOpts(ctypes.Structure):
+    _fields_ = [("max_bytes", c_int64), ("series_uid", c_char_p), ("headers_only", c_int)]
+
+
+class _DicomSeriesInfo(ctypes.Structure):
+    _fields_ = [("series_uid", ctypes.c_char * 65), ("series_description", ctypes.c_char * 65),
+                ("files", c_int64), ("slices", c_int64), ("frames", c_int64), ("affine", c_double * 16),
+                ("spacing", c_double * 3), ("frame_times_s", P(c_double)), ("frame_order", c_char_p),
+                ("frame_time_source", c_char_p), ("flip_angle_deg", c_double), ("repetition_time_s", c_double),
+                ("volume_time_s", c_double), ("timing_note", ctypes.c_char * 512), ("mosaic", c_int), ("series_number", c_int64),
+                ("echo_time_s", c_double), ("inversion_time_s", c_double), ("field_strength_t", c_double),
+                ("slice_thickness_mm", c_double), ("modality", ctypes.c_char * 17),
+                ("manufacturer", ctypes.c_char * 65), ("model_name", ctypes.c_char * 65),
+                ("protocol_name", ctypes.c_char * 65), ("image_type", ctypes.c_char * 97),
+                ("acquisition_time", ctypes.c_char * 20)]
+
+
 PNG_SCALINGS = ("clip", "minmax", "range")  # lumen_png_scaling order (io.h has no name function)
 
 
@@ -97,6 +115,14 @@ _HAVE_IO = all(f is not None for f in (
 _HAVE_DICOM = all(f is not None for f in (
     _p("lumen_dicom_read", c_int, c_void_p, c_char_p, P(_DicomReadOpts), P(c_void_p), P(_DicomInfo)),
     _p("lumen_dicom_is_dicom_file", c_int, c_char_p)))
+# DICOM series (folders): the same reader as lumen dce/t1/convert, and convert's sidecar
+_HAVE_DICOM_SERIES = all(f is not None for f in (
+    _p("lumen_dicom_series_read", c_int, c_void_p, P(c_char_p), c_int, P(_DicomSeriesOpts), P(c_void_p),
+       P(_DicomSeriesInfo)),
+    _p("lumen_dicom_series_info_clear", None, P(_DicomSeriesInfo)),
+    _p("lumen_dicom_series_sidecar", c_int, c_void_p, P(_DicomSeriesInfo), P(c_void_p)),
+    _p("lumen_json_to_text", c_int, c_void_p, c_void_p, P(c_void_p)),
+    _p("lumen_json_free", None, c_void_p)))
 _lib._proto("lumen_image_set_spacing", c_int, c_void_p, c_void_p, P(c_double), c_int)
 _lib._proto("lumen_image_get_spacing", c_int, c_void_p, P(c_double), c_int)
 _lib._proto("lumen_image_set_affine", c_int, c_void_p, c_void_p, P(c_double))
@@ -313,6 +339,63 @@ def _read_dicom(path, ctx, apply_scaling, max_bytes):
                  "decoded_in_child_process": bool(info.isolated)}
 
 
+# lumen_json_to_text's text is malloc'd by liblumen, freed with the C library's free()
+_libc_free = ctypes.CDLL(None).free
+_libc_free.argtypes = [c_void_p]
+_libc_free.restype = None
+
+
+def _sidecar(ctx, info):
+    """The BIDS sidecar lumen convert writes for this series, as a dict."""
+    js = c_void_p()
+    check(lib.lumen_dicom_series_sidecar(ctx, ctypes.byref(info), ctypes.byref(js)), "lumen_dicom_series_sidecar", ctx)
+    text = c_void_p()
+    try:
+        check(lib.lumen_json_to_text(ctx, js, ctypes.byref(text)), "lumen_json_to_text", ctx)
+        try:
+            return json.loads(ctypes.string_at(text).decode("utf-8"))
+        finally:
+            _libc_free(text)
+    finally:
+        lib.lumen_json_free(js)
+
+
+def _read_dicom_series(paths, ctx, apply_scaling, max_bytes, series):
+    if apply_scaling is False:
+        raise ValueError("read_image: a DICOM series is always read through its modality LUT "
+                         "(RescaleSlope/Intercept); apply_scaling=False is for NIfTI")
+    if not _HAVE_DICOM_SERIES:
+        raise _lib.error_for(_lib.status_code("not_built"), "read_image: %s has no DICOM series reader"
+                             % _lib.library_path(), "read_image")
+    arr_paths = (c_char_p * len(paths))(*[cstr(p) for p in paths])
+    opts = _DicomSeriesOpts(max_bytes=max_bytes, series_uid=cstr(series) if series is not None else None)
+    info = _DicomSeriesInfo()
+    img = c_void_p()
+    check(lib.lumen_dicom_series_read(ctx, arr_paths, len(paths), ctypes.byref(opts), ctypes.byref(img),
+                                      ctypes.byref(info)), "lumen_dicom_series_read", ctx)
+    try:
+        spacing, affine = _geometry(img, lib.lumen_image_ndim(img))
+        arr = _view(img)
+        times = [info.frame_times_s[i] for i in range(info.frames)] if info.frame_times_s else None
+        meta = {"format": "dicom_series", "shape": arr.shape, "dtype": str(arr.dtype), "spacing": spacing,
+                "affine": affine, "series_uid": pystr(info.series_uid),
+                "series_description": pystr(info.series_description),
+                "series_number": info.series_number if info.series_number >= 0 else None,
+                "files": info.files, "slices": info.slices, "frames": info.frames,
+                "frame_times_s": times, "frame_order": pystr(info.frame_order),
+                "frame_time_source": pystr(info.frame_time_source), "timing_note": pystr(info.timing_note),
+                "flip_angle_deg": info.flip_angle_deg, "repetition_time_s": info.repetition_time_s,
+                "echo_time_s": info.echo_time_s, "mosaic": info.mosaic or None,
+                "modality": pystr(info.modality), "manufacturer": pystr(info.manufacturer),
+                "sidecar": _sidecar(ctx, info)}
+        for k in ("flip_angle_deg", "repetition_time_s", "echo_time_s"):
+            if meta[k] != meta[k]:
+                meta[k] = None
+        return arr, meta
+    finally:
+        lib.lumen_dicom_series_info_clear(ctypes.byref(info))
+
+
 def _write_dicom(path, a, img, meta, ctx):
     raise ValueError("write_image: lumen reads DICOM but does not write it: write NIfTI or PNG")
 
@@ -352,7 +435,7 @@ def _format_of(path, fmt, fn):
                         "/".join(repr(k) for k in _FORMATS)))
 
 
-def read_image(path, *, format=None, apply_scaling=None, max_bytes=0):
+def read_image(path, *, format=None, apply_scaling=None, max_bytes=0, series=None):
     """Reads a PNG, NIfTI or DICOM file: returns (array, meta).
 
     array: numpy, no copy of what the C reader allocated. PNG: (height, width) uint8 or uint16
@@ -369,10 +452,28 @@ def read_image(path, *, format=None, apply_scaling=None, max_bytes=0):
     "frames", "bits_*", "photometric", "inverted", "rescale_slope/intercept", "spacing_source",
     "window_center"/"window_width" (None when absent), "modality", "transfer_syntax",
     "decoded_in_child_process".
+    DICOM series (a folder, or a list of DICOM files; docs/DICOM.md): the same reader and the same
+    array as `lumen convert` and `lumen dce --dce FOLDER`: float32 (frames, slices, y, x) or
+    (slices, y, x) in dcm2niix's voxel order; series= picks one series by SeriesInstanceUID or
+    SeriesNumber when there are several. meta: "affine" (4x4, NIfTI RAS), "spacing", "series_uid",
+    "series_description", "series_number", "files", "slices", "frames", "frame_times_s" (list, s
+    from the first frame, or None), "frame_order", "frame_time_source", "timing_note",
+    "flip_angle_deg", "repetition_time_s", "echo_time_s", "mosaic", "modality", "manufacturer",
+    and "sidecar": the BIDS JSON dict that lumen convert writes beside the NIfTI.
     max_bytes: the largest image to allocate (0: the library's default, min(16 GiB, memory)).
     Errors: lumen.LumenError with the C library's message naming the file and the field.
     """
     fn = "read_image"
+    if isinstance(path, (list, tuple)) or os.path.isdir(os.fspath(path)):
+        if format not in (None, "dicom", "dicom_series"):
+            raise ValueError("%s: a folder or a list of files is a DICOM series; format=%r" % (fn, format))
+        paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
+        if not paths:
+            raise ValueError("%s: an empty list of files" % fn)
+        _require_io(fn)
+        return _read_dicom_series(paths, _lib.context_obj().handle, apply_scaling, int(max_bytes), series)
+    if series is not None:
+        raise ValueError("%s: series= is for a DICOM folder or a list of DICOM files" % fn)
     path = os.fspath(path)
     fmt = _format_of(path, format, fn)
     _require_io(fn)

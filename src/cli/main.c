@@ -12,6 +12,7 @@ static const lumen_cli_command commands[] = {
   {"filter", lumen_cmd_filter, "filter PNG/NIfTI images: Gaussian, DoG, median, morphology, thresholds..."},
   {"segment", lumen_cmd_segment, "segment PNG/NIfTI images: FEBDS calcifications, clustering, breast mask..."},
   {"batch", lumen_cmd_batch, "run dce, t1, filter or segment over a list or a BIDS dataset (derivatives)"},
+  {"convert", lumen_cmd_convert, "DICOM files or folders to NIfTI + BIDS JSON, one per series (as lumen reads them)"},
   {"merge", lumen_cmd_merge, "assemble the parts of 'lumen dce --shard K/N' into the outputs of one run"},
 };
 static const int command_count = (int)(sizeof commands / sizeof commands[0]);

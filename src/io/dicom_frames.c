@@ -63,48 +63,6 @@ lumen_status lumen_dicom_frame_item(lumen_ctx *ctx, const char *path, lumen_dico
   return LUMEN_OK;
 }
 
-/* Days from 1970-01-01 of a proleptic Gregorian date (the usual era / day-of-era arithmetic). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-/* A DT value YYYYMMDD[HH[MM[SS[.FFFFFF]]]][&ZZXX] as seconds from 2000-01-01 UTC (small numbers keep
-   microseconds exact in a double); 0 when malformed. The offset &ZZXX, when given, is removed. */
-static int dt_seconds(const uint8_t *v, uint32_t len, double *out) {
-  char buf[40];
-  uint32_t m = 0;
-  while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == 0)) len--;
-  if (len >= sizeof buf || len < 8) return 0;
-  memcpy(buf, v, len);
-  buf[len] = 0;
-  double offset = 0;
-  char *sign = strpbrk(buf + 8, "+-");
-  if (sign) {
-    if (strlen(sign) != 5 || strspn(sign + 1, "0123456789") != 4) return 0;
-    int zz = (sign[1] - '0') * 10 + (sign[2] - '0'), xx = (sign[3] - '0') * 10 + (sign[4] - '0');
-    if (zz > 14 || xx > 59) return 0;
-    offset = (sign[0] == '-' ? -1 : 1) * (zz * 3600.0 + xx * 60.0);
-    *sign = 0;
-  }
-  m = (uint32_t)strlen(buf);
-  if (strspn(buf, "0123456789") < 8) return 0;
-  int64_t y = (buf[0] - '0') * 1000 + (buf[1] - '0') * 100 + (buf[2] - '0') * 10 + (buf[3] - '0');
-  int64_t mo = (buf[4] - '0') * 10 + (buf[5] - '0'), d = (buf[6] - '0') * 10 + (buf[7] - '0');
-  if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > 31) return 0;
-  double tod = 0;
-  if (m > 8) {
-    tod = lumen_dicom_tm_seconds((const uint8_t *)buf + 8, m - 8);
-    if (tod < 0) return 0;
-  }
-  *out = (double)(days_from_civil(y, mo, d) - days_from_civil(2000, 1, 1)) * 86400.0 + tod - offset;
-  return 1;
-}
-
 /* A binary UL or FD value (the first of VM) in the data set's byte order; 0 when too short. */
 static int binary_value(const uint8_t *v, uint32_t len, int bytes, int big, int is_float, double *out) {
   if (len < (uint32_t)bytes || len % (uint32_t)bytes) return 0;
@@ -140,7 +98,7 @@ static lumen_status frame_only_tag(lumen_ctx *ctx, const char *path, uint32_t gr
     t->temporal_position = x[0], t->has_temporal = 1;
   } else if (group == FRAME_CONTENT && (tag == 0x00189074u || tag == 0x00189151u)) {
     int acq = tag == 0x00189074u;
-    if (!dt_seconds(value, length, x))
+    if (!lumen_dicom_dt_seconds(value, length, x))
       return bad_frame_value(ctx, path, "FrameContentSequence (0020,9111)",
                              acq ? "FrameAcquisitionDateTime (0018,9074)" : "FrameReferenceDateTime (0018,9151)",
                              "a date-time YYYYMMDDHHMMSS.FFFFFF");

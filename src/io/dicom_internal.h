@@ -29,7 +29,45 @@ typedef struct lumen_dicom_series_tags {
   int has_flip, has_tr;
   double flip_angle_deg;      /* FlipAngle (0018,1314) */
   double repetition_time_ms;  /* RepetitionTime (0018,0080), ms */
+  /* more sources of the frame order (dicom_series_order.c) */
+  int has_instance, has_acquisition_date, has_acquisition_datetime, has_frame_reference;
+  double instance_number;     /* InstanceNumber (0020,0013) */
+  double acquisition_date_s;  /* AcquisitionDate (0008,0022), seconds from 2000-01-01 */
+  double acquisition_datetime_s; /* AcquisitionDateTime (0008,002A), seconds from 2000-01-01 */
+  double frame_reference_ms;  /* FrameReferenceTime (0054,1300), ms */
+  unsigned malformed;         /* timing tags present but malformed (LUMEN_DICOM_TAG_* bits): absent for
+                                 the order, named when no source can order the series */
+  /* Siemens mosaic: NumberOfImagesInMosaic (0019,100A, creator "SIEMENS MR HEADER") and whether
+     ImageType (0008,0008) holds MOSAIC; the slice normal of the CSA image header (0029,1010) */
+  int mosaic_images, image_type_mosaic, has_csa_normal;
+  double csa_normal[3];
+  char creator_0019[24], creator_0029[24], creator_0043[24];
+  /* GE: (0043,107C) "delay after slice group" (FL, s, creator GEMS_PARM_01): the volume time is
+     RepetitionTime plus this delay (dcm2niix's GE notes) */
+  int has_group_delay;
+  double group_delay_s;
+  /* descriptive, for a converted series' sidecar (lumen convert) */
+  int has_series_number, has_echo_time, has_inversion_time, has_field_strength;
+  double series_number;       /* SeriesNumber (0020,0011) */
+  double echo_time_ms;        /* EchoTime (0018,0081) */
+  double inversion_time_ms;   /* InversionTime (0018,0082) */
+  double field_strength_t;    /* MagneticFieldStrength (0018,0087) */
+  char manufacturer[65], model_name[65], protocol_name[65], image_type[97], acquisition_time_text[20];
 } lumen_dicom_series_tags;
+
+/* Reads NumberOfImagesInMosaic and SliceNormalVector of a Siemens CSA image header (0029,1010)
+   value into t (dicom_csa.c); a malformed header sets nothing. */
+void lumen_dicom_csa_image(const uint8_t *v, uint32_t len, lumen_dicom_series_tags *t);
+
+/* Timing tags in lumen_dicom_series_tags.malformed */
+#define LUMEN_DICOM_TAG_TRIGGER 1u
+#define LUMEN_DICOM_TAG_TEMPORAL 2u
+#define LUMEN_DICOM_TAG_ACQ_TIME 4u
+#define LUMEN_DICOM_TAG_CONTENT_TIME 8u
+#define LUMEN_DICOM_TAG_INSTANCE 16u
+#define LUMEN_DICOM_TAG_ACQ_DATE 32u
+#define LUMEN_DICOM_TAG_ACQ_DATETIME 64u
+#define LUMEN_DICOM_TAG_FRAME_REF 128u
 
 /* Remembers tag (a top-level element whose value is length bytes at value) when it is one of
    lumen_dicom_series_tags; a malformed number is LUMEN_ERR_FORMAT naming path and the field. */
@@ -53,6 +91,9 @@ typedef struct lumen_dicom_frame {
    finite number. A TM value as seconds of the day, -1 when malformed (dicom_series_tags.c). */
 int lumen_dicom_numbers(const uint8_t *v, uint32_t len, double *out, int want);
 double lumen_dicom_tm_seconds(const uint8_t *v, uint32_t len);
+/* A DT value YYYYMMDD[HH[MM[SS[.FFFFFF]]]][&ZZXX] (a DA value is its first 8 characters) as
+   seconds from 2000-01-01 UTC in *out; 0 when malformed. */
+int lumen_dicom_dt_seconds(const uint8_t *v, uint32_t len, double *out);
 
 /* What the pre-check learnt from a whole file in memory. */
 typedef struct lumen_dicom_header {

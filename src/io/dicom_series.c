@@ -9,13 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "io/dicom_internal.h"
+#include "io/dicom_series_internal.h"
 
 #define MAX_SERIES_FILES 1000000
 #define ORIENT_TOL 1e-4   /* direction cosines */
 #define SPACING_TOL 1e-4  /* relative, pixel spacing */
-#define POSITION_TOL 1e-3 /* mm along the normal: files at one slice position */
-#define GAP_TOL 0.01      /* relative difference of slice gaps */
 
 void lumen_dicom_series_info_clear(lumen_dicom_series_info *info) {
   if (!info) return;
@@ -101,64 +99,25 @@ static lumen_status list_inputs(lumen_ctx *ctx, const char *const *paths, int n_
   return LUMEN_OK;
 }
 
-/* What a member needs of a header: the image description and the series tags (of its frame). */
-typedef struct member_header {
-  lumen_dicom_info info;
-  lumen_dicom_series_tags series;
-} member_header;
-
-/* One member of the series (a single-frame file, or one frame of an enhanced file): its file,
-   its header, and its sort keys. */
-typedef struct member {
-  const char *path;   /* the file, or "FILE frame N" (label) for a frame of an enhanced file */
-  const char *file;
-  char *label;        /* owned */
-  int64_t file_index, frame, file_frames; /* which file, which frame in it (0-based), its frame count */
-  int enhanced;
-  member_header h;
-  double along;  /* ImagePositionPatient . normal */
-  double key;    /* the frame order key */
-} member;
-
 static void members_free(member *m, int64_t n) {
   for (int64_t i = 0; m && i < n; i++) free(m[i].label);
   free(m);
-}
-
-/* The tags a frame order / time comes from, by the index used below (1..4). */
-typedef struct order_tag {
-  const char *name, *tag;
-} order_tag;
-static const order_tag classic_tags[5] = {{NULL, NULL},
-                                          {"TemporalPositionIdentifier", "0020,0100"},
-                                          {"TriggerTime", "0018,1060"},
-                                          {"AcquisitionTime", "0008,0032"},
-                                          {"ContentTime", "0008,0033"}};
-static const order_tag enhanced_tags[5] = {{NULL, NULL},
-                                           {"TemporalPositionIndex", "0020,9128"},
-                                           {"NominalCardiacTriggerDelayTime", "0020,9153"},
-                                           {"FrameAcquisitionDateTime", "0018,9074"},
-                                           {"FrameReferenceDateTime", "0018,9151"}};
-
-static int cmp_member(const void *a, const void *b) {
-  const member *x = a, *y = b;
-  if (fabs(x->along - y->along) > POSITION_TOL) return x->along < y->along ? -1 : 1;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  return strcmp(x->path, y->path);
 }
 
 /* Several series: refuse, listing each (UID, description, file count). */
 static lumen_status refuse_several(lumen_ctx *ctx, const char *where, const lumen_dicom_header *m, int64_t n) {
   char msg[2048];
   int len = snprintf(msg, sizeof msg, "lumen_dicom_series_read: '%s' holds several series; choose one by its "
-                                      "SeriesInstanceUID (--series UID):", where);
+                                      "SeriesInstanceUID or SeriesNumber (--series UID|NUMBER):", where);
   for (int64_t i = 0; i < n && len < (int)sizeof msg; i++) {
     int seen = 0;
     for (int64_t k = 0; k < i && !seen; k++) seen = strcmp(m[k].series.series_uid, m[i].series.series_uid) == 0;
     if (seen) continue;
     int64_t count = 0;
     for (int64_t k = i; k < n; k++) count += strcmp(m[k].series.series_uid, m[i].series.series_uid) == 0;
-    len += snprintf(msg + len, sizeof msg - (size_t)len, "\n  %s  \"%s\"  %lld files",
+    char number[24] = "-";
+    if (m[i].series.has_series_number) snprintf(number, sizeof number, "%.0f", m[i].series.series_number);
+    len += snprintf(msg + len, sizeof msg - (size_t)len, "\n  %s  %s  \"%s\"  %lld files", number,
                     m[i].series.series_uid[0] ? m[i].series.series_uid : "(no SeriesInstanceUID)",
                     m[i].series.series_description, (long long)count);
   }
@@ -217,131 +176,30 @@ static lumen_status check_geometry(lumen_ctx *ctx, member *m, int64_t n) {
   return LUMEN_OK;
 }
 
-/* The frame order tag every file has: 1 TemporalPositionIdentifier, 2 TriggerTime, 3 AcquisitionTime,
-   4 ContentTime; 0 none. Time source likewise (2..4). */
-static double tag_value(const lumen_dicom_series_tags *t, int which) {
-  switch (which) {
-  case 1: return t->temporal_position;
-  case 2: return t->trigger_time_ms / 1000.0;
-  case 3: return t->acquisition_time_s;
-  default: return t->content_time_s;
-  }
-}
-static int tag_present(const lumen_dicom_series_tags *t, int which) {
-  switch (which) {
-  case 1: return t->has_temporal;
-  case 2: return t->has_trigger;
-  case 3: return t->has_acquisition_time;
-  default: return t->has_content_time;
-  }
+/* A mosaic's slices follow one another along the CSA header's SliceNormalVector when it has one
+   (else along the orientation's cross product nrm), SpacingBetweenSlices (else SliceThickness)
+   apart. col_k: the step between lumen's slices, always ascending along nrm. */
+static double mosaic_step(const member *x, const double nrm[3], double col_k[3]) {
+  const lumen_dicom_series_tags *t = &x->h.series;
+  double step = t->has_between && t->spacing_between > 0 ? t->spacing_between
+                : t->has_thickness && t->slice_thickness > 0 ? t->slice_thickness : 1;
+  for (int a = 0; a < 3; a++) col_k[a] = nrm[a] * step;
+  return step;
 }
 
-static int first_common_tag(const member *m, int64_t n, int from) {
-  for (int which = from; which <= 4; which++) {
-    int all = 1;
-    for (int64_t i = 0; i < n && all; i++) all = tag_present(&m[i].h.series, which);
-    if (all) return which;
-  }
-  return 0;
-}
-
-/* Sorts the members into slices x frames; *nz, *nt; frame times into info. */
-static lumen_status arrange(lumen_ctx *ctx, member *m, int64_t n, int64_t *nz, int64_t *nt,
-                            lumen_dicom_series_info *info) {
-  const double *o = m[0].h.series.orientation;
+/* 1 when the mosaic's tiles descend along the orientation's cross product. */
+static int mosaic_reversed(const member *x) {
+  const lumen_dicom_series_tags *t = &x->h.series;
+  const double *o = t->orientation;
   double nrm[3] = {o[1] * o[5] - o[2] * o[4], o[2] * o[3] - o[0] * o[5], o[0] * o[4] - o[1] * o[3]};
-  int order = first_common_tag(m, n, 1), timing = first_common_tag(m, n, 2);
-  const order_tag *names = m[0].enhanced ? enhanced_tags : classic_tags;
-  const char *unit = m[0].enhanced ? "frames" : "files";
-  for (int64_t i = 0; i < n; i++) {
-    const double *p = m[i].h.series.position;
-    m[i].along = p[0] * nrm[0] + p[1] * nrm[1] + p[2] * nrm[2];
-    m[i].key = order ? tag_value(&m[i].h.series, order) : 0;
-  }
-  qsort(m, (size_t)n, sizeof *m, cmp_member);
-  /* the slices: runs of equal position; every slice must have as many files as the fullest */
-  int64_t slices = 1, run = 1, per = 0;
-  for (int64_t i = 1; i <= n; i++) {
-    if (i < n && fabs(m[i].along - m[i - 1].along) <= POSITION_TOL) run++;
-    else {
-      if (run > per) per = run;
-      if (i < n) slices++;
-      run = 1;
-    }
-  }
-  run = 1;
-  for (int64_t i = 1; i <= n; i++) {
-    if (i < n && fabs(m[i].along - m[i - 1].along) <= POSITION_TOL) {
-      run++;
-      continue;
-    }
-    if (run != per)
-      return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                        "lumen_dicom_series_read: '%s': missing frame: its slice (ImagePositionPatient %.4g mm along "
-                        "the normal) has %lld %s, other slices %lld",
-                        m[i - 1].path, m[i - 1].along, (long long)run, unit, (long long)per);
-    run = 1;
-  }
-  *nz = slices;
-  *nt = per;
-  if (per > 1 && !order)
-    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                      "lumen_dicom_series_read: '%s': no timing: %lld %s at one slice position and none of "
-                      "%s (%s), %s (%s), %s (%s), %s (%s) in every one to order them",
-                      m[0].path, (long long)per, unit, names[1].name, names[1].tag, names[2].name, names[2].tag,
-                      names[3].name, names[3].tag, names[4].name, names[4].tag);
-  for (int64_t i = 1; i < n; i++)
-    if ((i % per) != 0 && m[i].key == m[i - 1].key)
-      return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                        "lumen_dicom_series_read: '%s' and '%s': the same slice position and the same %s (%g): "
-                        "a duplicate frame",
-                        m[i - 1].path, m[i].path, names[order].name, m[i].key);
-  /* frame t of every slice is the same time point: TemporalPositionIdentifier and TriggerTime
-     must agree exactly; acquisition/content times (slices are acquired one after another) within
-     half the shortest frame interval of the first slice */
-  if (per > 1) {
-    double half = INFINITY;
-    for (int64_t t = 1; t < per; t++)
-      if (m[t].key - m[t - 1].key < 2 * half) half = (m[t].key - m[t - 1].key) / 2;
-    double tol = order <= 2 ? 1e-6 * (fabs(m[per - 1].key) + 1) : half;
-    for (int64_t k = 1; k < slices; k++)
-      for (int64_t t = 0; t < per; t++)
-        if (!(fabs(m[k * per + t].key - m[t].key) < tol || (order <= 2 && m[k * per + t].key == m[t].key)))
-          return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                            "lumen_dicom_series_read: '%s': frame %lld of its slice has %s %g, but frame %lld of the "
-                            "first slice ('%s') has %g: the slices' frames do not line up (expected %s)",
-                            m[k * per + t].path, (long long)t, names[order].name, m[k * per + t].key, (long long)t,
-                            m[t].path, m[t].key, order <= 2 ? "the same value" : "within half a frame interval");
-  }
-  /* the slices: uniformly spaced */
-  if (slices > 2) {
-    double step = (m[(slices - 1) * per].along - m[0].along) / (double)(slices - 1);
-    for (int64_t k = 1; k < slices; k++) {
-      double gap = m[k * per].along - m[(k - 1) * per].along;
-      if (fabs(gap - step) > GAP_TOL * fabs(step))
-        return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                          "lumen_dicom_series_read: '%s': inconsistent geometry: ImagePositionPatient (0020,0032) is "
-                          "%.4g mm from the previous slice, expected %.4g mm (evenly spaced slices)",
-                          m[k * per].path, gap, step);
-    }
-  }
-  info->frame_order = per > 1 ? names[order].name : NULL;
-  if (per > 1 && timing) {
-    info->frame_times_s = malloc(sizeof(double) * (size_t)per);
-    if (!info->frame_times_s) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
-    double t0 = tag_value(&m[0].h.series, timing);
-    for (int64_t t = 0; t < per; t++) {
-      info->frame_times_s[t] = tag_value(&m[t].h.series, timing) - t0;
-      if (t > 0 && !(info->frame_times_s[t] > info->frame_times_s[t - 1]))
-        return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                          "lumen_dicom_series_read: '%s': %s (%s) does not increase with the frame order (%s) at "
-                          "frame %lld",
-                          m[t].path, names[timing].name, names[timing].tag,
-                          names[order].name, (long long)t);
-    }
-    info->frame_time_source = names[timing].name;
-  }
-  return LUMEN_OK;
+  return t->has_csa_normal && nrm[0] * t->csa_normal[0] + nrm[1] * t->csa_normal[1] + nrm[2] * t->csa_normal[2] < 0;
+}
+
+/* The position of lumen's first slice of a mosaic: tile 1 (ImagePositionPatient, corrected to the
+   tile's corner in expand), or the last tile when the tiles descend. */
+static void mosaic_first(const member *x, const double col_k[3], double p0[3]) {
+  double last = mosaic_reversed(x) ? (double)(x->mosaic - 1) : 0;
+  for (int a = 0; a < 3; a++) p0[a] = x->h.series.position[a] - last * col_k[a];
 }
 
 /* dcm2niix's affine: LPS voxel->world from the tags, rows flipped (y = 0 the last DICOM row), then RAS. */
@@ -350,8 +208,12 @@ static void series_affine(const member *m, int64_t nz, int64_t per, lumen_dicom_
   const double *o = f->series.orientation, *p0 = f->series.position;
   double dc = f->info.spacing[0], dr = f->info.spacing[1];  /* column spacing (x), row spacing (y) */
   double nrm[3] = {o[1] * o[5] - o[2] * o[4], o[2] * o[3] - o[0] * o[5], o[0] * o[4] - o[1] * o[3]};
-  double col_k[3], step;
-  if (nz > 1) {
+  double col_k[3], step, p0m[3];
+  if (m[0].mosaic) {  /* one file per volume: the tiles' step along the normal, the first slice */
+    step = mosaic_step(&m[0], nrm, col_k);
+    mosaic_first(&m[0], col_k, p0m);
+    p0 = p0m;
+  } else if (nz > 1) {
     const double *pl = m[(nz - 1) * per].h.series.position;
     for (int a = 0; a < 3; a++) col_k[a] = (pl[a] - p0[a]) / (double)(nz - 1);
     step = sqrt(col_k[0] * col_k[0] + col_k[1] * col_k[1] + col_k[2] * col_k[2]);
@@ -375,6 +237,33 @@ static void series_affine(const member *m, int64_t nz, int64_t per, lumen_dicom_
   info->spacing[0] = dc;
   info->spacing[1] = dr;
   info->spacing[2] = step;
+}
+
+/* A Siemens mosaic (ImageType MOSAIC and NumberOfImagesInMosaic): one file holds a volume's
+   slices as tiles of a square grid, ceil(sqrt(N)) a side; the member takes a tile's size, and its
+   ImagePositionPatient (given for the whole mosaic as if it were one slice) moves to the first
+   tile's corner, as dcm2niix does. */
+static lumen_status mosaic_member(lumen_ctx *ctx, member *x) {
+  lumen_dicom_series_tags *t = &x->h.series;
+  lumen_dicom_info *in = &x->h.info;
+  if (t->mosaic_images <= 1 || !t->image_type_mosaic) return LUMEN_OK;
+  int64_t side = 1;
+  while (side * side < t->mosaic_images) side++;
+  if (in->rows % side || in->columns % side || !t->has_orientation || !t->has_position)
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                      "lumen_dicom_series_read: '%s': a mosaic of %d images (NumberOfImagesInMosaic, 0019,100A) "
+                      "needs Rows and Columns divisible by %lld, ImagePositionPatient and ImageOrientationPatient; "
+                      "it has %lld x %lld", x->path, t->mosaic_images, (long long)side, (long long)in->rows,
+                      (long long)in->columns);
+  x->mosaic = t->mosaic_images;
+  x->mosaic_rows = in->rows;
+  x->mosaic_columns = in->columns;
+  in->rows /= side;
+  in->columns /= side;
+  double fx = (double)(x->mosaic_columns - in->columns) / 2, fy = (double)(x->mosaic_rows - in->rows) / 2;
+  for (int a = 0; a < 3; a++)
+    t->position[a] += in->spacing[0] * t->orientation[a] * fx + in->spacing[1] * t->orientation[3 + a] * fy;
+  return LUMEN_OK;
 }
 
 /* Members from the files' headers: a single-frame file is one, an enhanced file one per frame
@@ -413,6 +302,11 @@ static lumen_status expand(lumen_ctx *ctx, const lumen_dicom_header *fh, char *c
       if (!x->enhanced) {
         x->h.info = fh[f].info;
         x->h.series = fh[f].series;
+        lumen_status s = mosaic_member(ctx, x);
+        if (s != LUMEN_OK) {
+          members_free(m, n + 1);
+          return s;
+        }
         continue;
       }
       lumen_dicom_frame_view(&fh[f], k, &x->h.info, &x->h.series);
@@ -429,6 +323,19 @@ static lumen_status expand(lumen_ctx *ctx, const lumen_dicom_header *fh, char *c
   *out = m;
   *nout = n;
   return LUMEN_OK;
+}
+
+/* The tiles of a mosaic into the volume vol (its slices in lumen's order, rows flipped). */
+static void mosaic_tiles(const member *x, const float *src, float *vol) {
+  int64_t nx = x->h.info.columns, ny = x->h.info.rows, side = x->mosaic_columns / nx;
+  int rev = mosaic_reversed(x);
+  for (int64_t j = 0; j < x->mosaic; j++) {
+    int64_t z = rev ? x->mosaic - 1 - j : j;
+    const float *tile = src + (j / side) * ny * x->mosaic_columns + (j % side) * nx;
+    float *slice = vol + z * nx * ny;
+    for (int64_t y = 0; y < ny; y++)
+      memcpy(slice + (ny - 1 - y) * nx, tile + y * x->mosaic_columns, sizeof(float) * (size_t)nx);
+  }
 }
 
 /* Where a member goes (its index after arrange: slice i / per, frame i % per), listed by file and
@@ -462,19 +369,31 @@ static lumen_status read_pixels(lumen_ctx *ctx, const member *m, int64_t n, int6
       im = NULL;
       file = x->file_index;
       s = lumen_dicom_read(ctx, x->file, &o, &im, NULL);
-      if (s == LUMEN_OK && (lumen_image_dim(im, 0) != nx || lumen_image_dim(im, 1) != ny ||
-                            lumen_image_count(im) != nx * ny * x->file_frames))
+      int64_t sx = x->mosaic ? x->mosaic_columns : nx, sy = x->mosaic ? x->mosaic_rows : ny;
+      if (s == LUMEN_OK && (lumen_image_dim(im, 0) != sx || lumen_image_dim(im, 1) != sy ||
+                            lumen_image_count(im) != sx * sy * x->file_frames))
         s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s' changed while it was read", x->file);
       if (s != LUMEN_OK) break;
     }
     int64_t k = p[j].index / per, t = p[j].index % per;
     const float *src = (const float *)lumen_image_const_data(im) + x->frame * nx * ny;
+    if (x->mosaic) {
+      mosaic_tiles(x, src, dst + t * nz * nx * ny);
+      continue;
+    }
     float *slice = dst + (t * nz + k) * nx * ny;
     for (int64_t y = 0; y < ny; y++) memcpy(slice + (ny - 1 - y) * nx, src + y * nx, sizeof(float) * (size_t)nx);
   }
   lumen_image_free(im);
   free(p);
   return s;
+}
+
+/* want names this file's series: its SeriesInstanceUID, or its SeriesNumber (want all digits). */
+static int series_matches(const lumen_dicom_series_tags *t, const char *want) {
+  if (!strcmp(t->series_uid, want)) return 1;
+  if (!want[0] || strspn(want, "0123456789") != strlen(want) || strlen(want) > 12) return 0;
+  return t->has_series_number && t->series_number == (double)atoll(want);
 }
 
 /* Every file's header (those of series want, or all); *fh owned (lumen_dicom_header_free each),
@@ -488,7 +407,7 @@ static lumen_status read_headers(lumen_ctx *ctx, const char *where, const file_l
   for (int64_t i = 0; s == LUMEN_OK && i < l->n; i++) {
     lumen_dicom_header *h = &(*fh)[n];
     s = lumen_dicom_read_series_header(ctx, l->names[i], max_bytes, h);
-    if (s == LUMEN_OK && (!want || strcmp(h->series.series_uid, want) == 0)) fpath[n++] = l->names[i];
+    if (s == LUMEN_OK && (!want || series_matches(&h->series, want))) fpath[n++] = l->names[i];
     else lumen_dicom_header_free(h);
   }
   *nf = n;
@@ -517,6 +436,40 @@ static lumen_status check_constants(lumen_ctx *ctx, const member *m, int64_t n) 
                         m[0].path, t->has_tr ? "" : "absent/", t->repetition_time_ms);
   }
   return LUMEN_OK;
+}
+
+/* Mosaic files: every member a mosaic of as many slices, and all at one position (one file per
+   volume); the volume's slices are the tiles. */
+static lumen_status mosaic_volume(lumen_ctx *ctx, const member *m, int64_t n, int64_t *nz) {
+  int any = 0;
+  for (int64_t i = 0; i < n; i++) any |= m[i].mosaic != 0;
+  if (!any) return LUMEN_OK;
+  for (int64_t i = 0; i < n; i++)
+    if (m[i].mosaic != m[0].mosaic || *nz != 1)
+      return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                        "lumen_dicom_series_read: '%s': %s mosaic of %d images where '%s' has %d at %s: expected one "
+                        "mosaic per volume, all of one size and position", m[i].path, m[i].mosaic ? "a" : "not a",
+                        m[i].mosaic, m[0].path, m[0].mosaic, *nz != 1 ? "another position" : "the same position");
+  *nz = m[0].mosaic;
+  return LUMEN_OK;
+}
+
+/* The descriptive values of the first member (lumen convert's sidecar). */
+static void describe(const member *x, lumen_dicom_series_info *inf) {
+  const lumen_dicom_series_tags *t = &x->h.series;
+  inf->mosaic = x->mosaic;
+  inf->series_number = t->has_series_number ? (int64_t)t->series_number : -1;
+  inf->echo_time_s = t->has_echo_time ? t->echo_time_ms / 1000.0 : NAN;
+  inf->inversion_time_s = t->has_inversion_time ? t->inversion_time_ms / 1000.0 : NAN;
+  inf->field_strength_t = t->has_field_strength ? t->field_strength_t : NAN;
+  inf->slice_thickness_mm = t->has_thickness ? t->slice_thickness : NAN;
+  inf->volume_time_s = t->has_tr ? (t->repetition_time_ms / 1000.0 + (t->has_group_delay ? t->group_delay_s : 0)) : NAN;
+  snprintf(inf->modality, sizeof inf->modality, "%s", x->h.info.modality);
+  snprintf(inf->manufacturer, sizeof inf->manufacturer, "%s", t->manufacturer);
+  snprintf(inf->model_name, sizeof inf->model_name, "%s", t->model_name);
+  snprintf(inf->protocol_name, sizeof inf->protocol_name, "%s", t->protocol_name);
+  snprintf(inf->image_type, sizeof inf->image_type, "%s", t->image_type);
+  snprintf(inf->acquisition_time, sizeof inf->acquisition_time, "%s", t->acquisition_time_text);
 }
 
 lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, int n_paths,
@@ -548,10 +501,11 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
   for (int64_t i = 0; i < nf; i++) lumen_dicom_header_free(&fh[i]);  /* the members hold what they need */
   free(fh);
   if (s == LUMEN_OK) s = check_geometry(ctx, m, n);
-  if (s == LUMEN_OK) s = arrange(ctx, m, n, &nz, &nt, &inf);
+  if (s == LUMEN_OK) s = lumen_dicom_series_arrange(ctx, m, n, &nz, &nt, &inf);
+  if (s == LUMEN_OK) s = mosaic_volume(ctx, m, n, &nz);
   if (s == LUMEN_OK) {
     int64_t dims[4] = {m[0].h.info.columns, m[0].h.info.rows, nz, nt}, bytes = 0;
-    if (lumen_mul_i64(dims[0] * dims[1], n, &bytes) || lumen_mul_i64(bytes, 4, &bytes) || bytes > max_bytes)
+    if (lumen_mul_i64(dims[0] * dims[1], nz * nt, &bytes) || lumen_mul_i64(bytes, 4, &bytes) || bytes > max_bytes)
       s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY,
                      "lumen_dicom_series_read: '%s': %lld images of %lld x %lld need more than the memory limit "
                      "(%lld bytes)", paths[0], (long long)n, (long long)dims[0], (long long)dims[1], (long long)max_bytes);
@@ -561,9 +515,12 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
   if (s == LUMEN_OK) s = check_constants(ctx, m, n);
   if (s == LUMEN_OK && !probe) s = read_pixels(ctx, m, n, nz, nt, max_bytes, lumen_image_data(im));
   if (s == LUMEN_OK) series_affine(m, nz, nt, &inf);
+  if (s == LUMEN_OK) describe(&m[0], &inf);
   if (s == LUMEN_OK && !probe) {
     double sp[4] = {inf.spacing[0], inf.spacing[1], inf.spacing[2], 1};
     if (inf.frame_times_s && nt > 1) sp[3] = inf.frame_times_s[nt - 1] / (double)(nt - 1);
+    else if (nt > 1 && isfinite(inf.volume_time_s) && inf.volume_time_s > 0)
+      sp[3] = inf.volume_time_s;  /* dcm2niix's volume time */
     s = lumen_image_set_affine(ctx, im, inf.affine);
     if (s == LUMEN_OK) s = lumen_image_set_spacing(ctx, im, sp, nt > 1 ? 4 : 3);
   }
@@ -579,7 +536,7 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
     lumen_log(ctx, LUMEN_LOG_INFO, "lumen_dicom_series_read: '%s': series %s \"%s\": %lld files (%lld images), %lld x "
               "%lld x %lld x %lld%s%s", paths[0], inf.series_uid, inf.series_description, (long long)nf, (long long)n,
               (long long)m[0].h.info.columns, (long long)m[0].h.info.rows, (long long)nz, (long long)nt,
-              inf.frame_order ? ", frames by " : "", inf.frame_order ? inf.frame_order : "");
+              inf.timing_note[0] ? ", " : "", inf.timing_note);
   }
   members_free(m, n);
   free(fpath);

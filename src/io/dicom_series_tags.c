@@ -1,7 +1,8 @@
 /* The tags a DICOM series needs (position, orientation, timing, series identity), taken from the
    top-level elements the pre-check walks (dicom_parse.c calls lumen_dicom_series_tag for every
    element it does not read itself). Values are text (DS, IS, TM, UI, LO); each is bounds-given
-   by the walker, and a malformed number is an error naming the file and the field. */
+   by the walker. A malformed geometry or acquisition number is an error naming the file and the
+   field; a malformed timing tag only marks itself (one of several sources of the frame order). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,48 @@ double lumen_dicom_tm_seconds(const uint8_t *v, uint32_t len) {
   return hh * 3600 + mm * 60 + ss;
 }
 
+/* Days from 1970-01-01 of a proleptic Gregorian date (the usual era / day-of-era arithmetic). */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+/* A DT value YYYYMMDD[HH[MM[SS[.FFFFFF]]]][&ZZXX] as seconds from 2000-01-01 UTC (small numbers keep
+   microseconds exact in a double); 0 when malformed. The offset &ZZXX, when given, is removed. */
+int lumen_dicom_dt_seconds(const uint8_t *v, uint32_t len, double *out) {
+  char buf[40];
+  uint32_t m = 0;
+  while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == 0)) len--;
+  if (len >= sizeof buf || len < 8) return 0;
+  memcpy(buf, v, len);
+  buf[len] = 0;
+  double offset = 0;
+  char *sign = strpbrk(buf + 8, "+-");
+  if (sign) {
+    if (strlen(sign) != 5 || strspn(sign + 1, "0123456789") != 4) return 0;
+    int zz = (sign[1] - '0') * 10 + (sign[2] - '0'), xx = (sign[3] - '0') * 10 + (sign[4] - '0');
+    if (zz > 14 || xx > 59) return 0;
+    offset = (sign[0] == '-' ? -1 : 1) * (zz * 3600.0 + xx * 60.0);
+    *sign = 0;
+  }
+  m = (uint32_t)strlen(buf);
+  if (strspn(buf, "0123456789") < 8) return 0;
+  int64_t y = (buf[0] - '0') * 1000 + (buf[1] - '0') * 100 + (buf[2] - '0') * 10 + (buf[3] - '0');
+  int64_t mo = (buf[4] - '0') * 10 + (buf[5] - '0'), d = (buf[6] - '0') * 10 + (buf[7] - '0');
+  if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > 31) return 0;
+  double tod = 0;
+  if (m > 8) {
+    tod = lumen_dicom_tm_seconds((const uint8_t *)buf + 8, m - 8);
+    if (tod < 0) return 0;
+  }
+  *out = (double)(days_from_civil(y, mo, d) - days_from_civil(2000, 1, 1)) * 86400.0 + tod - offset;
+  return 1;
+}
+
 static void text(const uint8_t *v, uint32_t len, char *out, size_t size) {
   size_t m = len < size - 1 ? len : size - 1;
   memcpy(out, v, m);
@@ -66,6 +109,84 @@ static void text(const uint8_t *v, uint32_t len, char *out, size_t size) {
 static lumen_status bad_value(lumen_ctx *ctx, const char *path, const char *field, const char *tag, const char *want) {
   return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': %s (%s) is malformed, expected %s", path, field,
                     tag, want);
+}
+
+/* A timing tag (the sources of the frame order): a malformed value is not an error here. It
+   leaves the tag absent and sets its bit in t->malformed, so that one bad file does not sink a
+   series that other sources order (dicom_series_order.c names it when none can). */
+static void timing_number(const uint8_t *v, uint32_t len, unsigned bit, int *has, double *out, unsigned *malformed) {
+  double x[1];
+  if (lumen_dicom_numbers(v, len, x, 1) == 1) *out = x[0], *has = 1;
+  else *malformed |= bit;
+}
+
+static void timing_tag(uint32_t tag, const uint8_t *value, uint32_t length, lumen_dicom_series_tags *t) {
+  double x;
+  switch (tag) {
+  case 0x00200100u: timing_number(value, length, LUMEN_DICOM_TAG_TEMPORAL, &t->has_temporal, &t->temporal_position, &t->malformed); break;
+  case 0x00181060u: timing_number(value, length, LUMEN_DICOM_TAG_TRIGGER, &t->has_trigger, &t->trigger_time_ms, &t->malformed); break;
+  case 0x00200013u: timing_number(value, length, LUMEN_DICOM_TAG_INSTANCE, &t->has_instance, &t->instance_number, &t->malformed); break;
+  case 0x00541300u:
+    timing_number(value, length, LUMEN_DICOM_TAG_FRAME_REF, &t->has_frame_reference, &t->frame_reference_ms, &t->malformed);
+    break;
+  case 0x00080032u:
+    text(value, length, t->acquisition_time_text, sizeof t->acquisition_time_text);
+    x = lumen_dicom_tm_seconds(value, length);
+    if (x >= 0) t->acquisition_time_s = x, t->has_acquisition_time = 1;
+    else t->malformed |= LUMEN_DICOM_TAG_ACQ_TIME;
+    break;
+  case 0x00080033u:
+    x = lumen_dicom_tm_seconds(value, length);
+    if (x >= 0) t->content_time_s = x, t->has_content_time = 1;
+    else t->malformed |= LUMEN_DICOM_TAG_CONTENT_TIME;
+    break;
+  case 0x00080022u:
+    if (length >= 8 && lumen_dicom_dt_seconds(value, 8, &x)) t->acquisition_date_s = x, t->has_acquisition_date = 1;
+    else t->malformed |= LUMEN_DICOM_TAG_ACQ_DATE;
+    break;
+  case 0x0008002Au:
+    if (lumen_dicom_dt_seconds(value, length, &x)) t->acquisition_datetime_s = x, t->has_acquisition_datetime = 1;
+    else t->malformed |= LUMEN_DICOM_TAG_ACQ_DATETIME;
+    break;
+  default: break;
+  }
+}
+
+/* Descriptive values for a converted series' sidecar and the Siemens mosaic: never an error (a
+   malformed one is left out). */
+static void descriptive_tag(uint32_t tag, const uint8_t *value, uint32_t length, lumen_dicom_series_tags *t) {
+  double x[1];
+  switch (tag) {
+  case 0x00080070u: text(value, length, t->manufacturer, sizeof t->manufacturer); break;
+  case 0x00081090u: text(value, length, t->model_name, sizeof t->model_name); break;
+  case 0x00181030u: text(value, length, t->protocol_name, sizeof t->protocol_name); break;
+  case 0x00080008u:
+    text(value, length, t->image_type, sizeof t->image_type);
+    t->image_type_mosaic = strstr(t->image_type, "MOSAIC") != NULL;
+    break;
+  case 0x00200011u: if (lumen_dicom_numbers(value, length, x, 1) == 1) t->series_number = x[0], t->has_series_number = 1; break;
+  case 0x00180081u: if (lumen_dicom_numbers(value, length, x, 1) == 1) t->echo_time_ms = x[0], t->has_echo_time = 1; break;
+  case 0x00180082u: if (lumen_dicom_numbers(value, length, x, 1) == 1) t->inversion_time_ms = x[0], t->has_inversion_time = 1; break;
+  case 0x00180087u: if (lumen_dicom_numbers(value, length, x, 1) == 1) t->field_strength_t = x[0], t->has_field_strength = 1; break;
+  case 0x00190010u: text(value, length, t->creator_0019, sizeof t->creator_0019); break;
+  case 0x00290010u: text(value, length, t->creator_0029, sizeof t->creator_0029); break;
+  case 0x00430010u: text(value, length, t->creator_0043, sizeof t->creator_0043); break;
+  case 0x0043107Cu:  /* GE group delay, FL seconds (private: only under GE's creator) */
+    if (!strcmp(t->creator_0043, "GEMS_PARM_01") && length == 4) {
+      uint32_t u = (uint32_t)value[0] | (uint32_t)value[1] << 8 | (uint32_t)value[2] << 16 | (uint32_t)value[3] << 24;
+      float f;
+      memcpy(&f, &u, sizeof f);
+      if (isfinite(f) && f >= 0 && f < 3600) t->group_delay_s = f, t->has_group_delay = 1;
+    }
+    break;
+  case 0x0019100Au:  /* NumberOfImagesInMosaic, US (private: only under Siemens' creator) */
+    if (!strcmp(t->creator_0019, "SIEMENS MR HEADER") && length == 2) t->mosaic_images = value[0] | value[1] << 8;
+    break;
+  case 0x00291010u:  /* CSA image header: SliceNormalVector, NumberOfImagesInMosaic */
+    if (!strncmp(t->creator_0029, "SIEMENS CSA HEADER", 18)) lumen_dicom_csa_image(value, length, t);
+    break;
+  default: break;
+  }
 }
 
 lumen_status lumen_dicom_series_tag(lumen_ctx *ctx, const char *path, uint32_t tag, const uint8_t *value,
@@ -96,28 +217,6 @@ lumen_status lumen_dicom_series_tag(lumen_ctx *ctx, const char *path, uint32_t t
     t->spacing_between = x[0];
     t->has_between = 1;
     break;
-  case 0x00200100u:
-    if (lumen_dicom_numbers(value, length, x, 1) != 1)
-      return bad_value(ctx, path, "TemporalPositionIdentifier", "0020,0100", "an integer");
-    t->temporal_position = x[0];
-    t->has_temporal = 1;
-    break;
-  case 0x00181060u:
-    if (lumen_dicom_numbers(value, length, x, 1) != 1) return bad_value(ctx, path, "TriggerTime", "0018,1060", "a number (ms)");
-    t->trigger_time_ms = x[0];
-    t->has_trigger = 1;
-    break;
-  case 0x00080032u:
-  case 0x00080033u: {
-    double s = lumen_dicom_tm_seconds(value, length);
-    int acq = tag == 0x00080032u;
-    if (s < 0)
-      return bad_value(ctx, path, acq ? "AcquisitionTime" : "ContentTime", acq ? "0008,0032" : "0008,0033",
-                       "a time HHMMSS.FFFFFF");
-    if (acq) t->acquisition_time_s = s, t->has_acquisition_time = 1;
-    else t->content_time_s = s, t->has_content_time = 1;
-    break;
-  }
   case 0x00181314u:
     if (lumen_dicom_numbers(value, length, x, 1) != 1) return bad_value(ctx, path, "FlipAngle", "0018,1314", "a number (degrees)");
     t->flip_angle_deg = x[0];
@@ -129,7 +228,10 @@ lumen_status lumen_dicom_series_tag(lumen_ctx *ctx, const char *path, uint32_t t
     t->repetition_time_ms = x[0];
     t->has_tr = 1;
     break;
-  default: break;
+  default:
+    timing_tag(tag, value, length, t);
+    descriptive_tag(tag, value, length, t);
+    break;
   }
   return LUMEN_OK;
 }

@@ -399,14 +399,14 @@ static void enhanced_frames(void **state) {
   for (int i = 0; i < 8; i++) assert_true(v[i] == want[i]);
   assert_true(info.has_rescale && info.rescale_slope == 2 && info.rescale_intercept == -1);  /* frame 1's */
   lumen_image_free(im);
-  /* the file as a series: 1 slice x 2 frames ordered by TemporalPositionIndex, times from the trigger delays */
+  /* the file as a series: 1 slice x 2 frames ordered by the trigger delays (first in the precedence), times from them */
   const char *paths[1] = {p};
   lumen_dicom_series_info si;
   assert_int_equal(lumen_dicom_series_read(ctx, paths, 1, NULL, &im, &si), LUMEN_OK);
   assert_int_equal(lumen_image_ndim(im), 4);
   assert_int_equal(si.slices, 1);
   assert_int_equal(si.frames, 2);
-  assert_string_equal(si.frame_order, "TemporalPositionIndex");
+  assert_string_equal(si.frame_order, "NominalCardiacTriggerDelayTime");
   assert_string_equal(si.frame_time_source, "NominalCardiacTriggerDelayTime");
   assert_true(si.frame_times_s[0] == 0 && si.frame_times_s[1] == 0.25);
   assert_true(si.spacing[0] == 0.25 && si.spacing[1] == 0.5 && si.spacing[2] == 3);

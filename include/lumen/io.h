@@ -350,6 +350,9 @@ typedef struct lumen_dicom_series_info {
   double echo_time_s, inversion_time_s, field_strength_t, slice_thickness_mm;
   char modality[17], manufacturer[65], model_name[65], protocol_name[65], image_type[97];
   char acquisition_time[20];/* AcquisitionTime (0008,0032) as written */
+  int64_t columns, rows;    /* the image's x and y size (a mosaic's: one tile's) */
+  int timing_disagree;      /* 1 when another source orders or times the frames differently from
+                               the one used (a warning was logged; timing_note names both) */
 } lumen_dicom_series_info;
 
 /* Reads a series from paths[0..n_paths): one folder (every regular file in it with the DICOM

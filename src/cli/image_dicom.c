@@ -1,5 +1,6 @@
 /* DICOM inputs of `lumen filter` / `lumen segment` (docs/DICOM.md): a .dcm file (or any file
- * with the DICOM Part 10 signature), or a folder holding exactly one DICOM image. The images of
+ * with the DICOM Part 10 signature), or a folder holding one DICOM image, or a series (read by
+ * lumen_dicom_series_read, as lumen dce and lumen convert read it: a 3-D or 4-D image). The images of
  * a run are decoded before the batch starts its threads (lumen_imgcli_dicom_preload), so that
  * the library can isolate GDCM in a child process (it only forks a single-threaded process). */
 #include <dirent.h>
@@ -21,8 +22,8 @@ int lumen_imgcli_is_dicom(const char *path) {
          lumen_dicom_is_dicom_file(path);
 }
 
-/* The file to read for input path: path itself, or the one DICOM file in the folder path.
-   0 with a message when the folder holds none or several. */
+/* The file to read for input path: path itself, or the one DICOM file in the folder path; 2
+   when the folder holds several (a series: path is read as one); 0 with a message when it holds none. */
 static int dicom_file(lumen_imgcli *c, const char *path, char *file, size_t size, int quiet) {
   if (!is_folder(path)) {
     snprintf(file, size, "%s", path);
@@ -34,25 +35,21 @@ static int dicom_file(lumen_imgcli *c, const char *path, char *file, size_t size
     return 0;
   }
   int found = 0;
-  char first[4096] = "", second[4096] = "";
+  char first[4096] = "";
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
     if (e->d_name[0] == '.' || strcmp(e->d_name, "DICOMDIR") == 0) continue;
     char full[4096];
     if (snprintf(full, sizeof full, "%s/%s", path, e->d_name) >= (int)sizeof full) continue;
     if (!lumen_dicom_is_dicom_file(full)) continue;
     if (found == 0) snprintf(first, sizeof first, "%s", full);
-    else if (found == 1) snprintf(second, sizeof second, "%s", full);
     found++;
   }
   closedir(d);
-  if (found != 1) {
-    if (quiet) return 0;
-    if (found == 0)
-      lumen_cli_error(c->cmd, "%s: a folder without a DICOM file (\"DICM\" at byte 128), expected exactly one image",
+  if (found > 1) return 2;
+  if (found == 0) {
+    if (!quiet)
+      lumen_cli_error(c->cmd, "%s: a folder without a DICOM file (\"DICM\" at byte 128), expected an image or a series",
                       path);
-    else
-      lumen_cli_error(c->cmd, "%s: a folder of %d DICOM files (%s, %s, ...), expected exactly one image (a series "
-                      "is not an image input)", path, found, first, second);
     return 0;
   }
   snprintf(file, size, "%s", first);
@@ -62,7 +59,7 @@ static int dicom_file(lumen_imgcli *c, const char *path, char *file, size_t size
 int lumen_imgcli_dicom_window(lumen_imgcli *c, const char *path, double *center, double *width) {
   char file[4096];
   lumen_dicom_info info;
-  if (!lumen_imgcli_is_dicom(path) || !dicom_file(c, path, file, sizeof file, 1)) return 0;
+  if (!lumen_imgcli_is_dicom(path) || dicom_file(c, path, file, sizeof file, 1) != 1) return 0;
   if (lumen_dicom_read_header(c->ctx, file, NULL, &info) != LUMEN_OK) { /* the read reports it */
     lumen_ctx_clear_error(c->ctx);
     return 0;
@@ -71,6 +68,18 @@ int lumen_imgcli_dicom_window(lumen_imgcli *c, const char *path, double *center,
   *center = info.window_center;
   *width = info.window_width;
   return 1;
+}
+
+/* A folder of several DICOM files: the series reader's 3-D / 4-D image. Several series in it
+   (the reader lists them, one per line, for --series, which filter and segment do not have): one
+   line pointing to lumen convert --list. */
+static lumen_status read_series(lumen_ctx *ctx, const char *path, const lumen_dicom_series_opts *o, lumen_image **out,
+                                lumen_dicom_series_info *info) {
+  lumen_status s = lumen_dicom_series_read(ctx, &path, 1, o, out, info);
+  if (s == LUMEN_ERR_INVALID_ARGUMENT && strstr(lumen_ctx_last_error(ctx), "holds several series"))
+    s = lumen_fail(ctx, s, "'%s' holds several series ('lumen convert %s --list' lists them): give the folder or "
+                   "files of one series", path, path);
+  return s;
 }
 
 int lumen_imgcli_read_dicom(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lumen_image **out) {
@@ -86,9 +95,10 @@ int lumen_imgcli_read_dicom(lumen_imgcli *c, lumen_ctx *ctx, const char *path, l
       return 1;
     }
   char file[4096];
-  if (!dicom_file(c, path, file, sizeof file, 0)) return 0;
+  int kind = dicom_file(c, path, file, sizeof file, 0);
+  if (!kind) return 0;
   lumen_dicom_info info;
-  if (lumen_dicom_read(ctx, file, NULL, out, &info) != LUMEN_OK) {
+  if ((kind == 2 ? read_series(ctx, path, NULL, out, NULL) : lumen_dicom_read(ctx, file, NULL, out, &info)) != LUMEN_OK) {
     lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(ctx));
     return 0;
   }
@@ -97,7 +107,21 @@ int lumen_imgcli_read_dicom(lumen_imgcli *c, lumen_ctx *ctx, const char *path, l
 
 int lumen_imgcli_dicom_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4]) {
   char file[4096];
-  if (!dicom_file(c, path, file, sizeof file, 0)) return 0;
+  int kind = dicom_file(c, path, file, sizeof file, 0);
+  if (!kind) return 0;
+  if (kind == 2) {  /* a series: its headers (every check of the reader, no pixel) */
+    lumen_dicom_series_opts o = {.max_bytes = c->memory_limit, .headers_only = 1};
+    lumen_dicom_series_info si;
+    lumen_image *none = NULL;
+    if (read_series(c->ctx, path, &o, &none, &si) != LUMEN_OK) {
+      lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
+      return 0;
+    }
+    dims[0] = si.columns, dims[1] = si.rows, dims[2] = si.slices, dims[3] = si.frames;
+    *ndim = si.frames > 1 ? 4 : 3;
+    lumen_dicom_series_info_clear(&si);
+    return 1;
+  }
   lumen_dicom_info info;
   if (lumen_dicom_read_header(c->ctx, file, NULL, &info) != LUMEN_OK) {
     lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
@@ -134,12 +158,16 @@ void lumen_imgcli_dicom_preload(lumen_imgcli *c) {
     char file[4096];
     lumen_dicom_info info;
     const char *err = NULL;
+    int kind = 1;
     if (is_folder(c->in[i])) {
-      if (!dicom_file(c, c->in[i], file, sizeof file, 1)) continue; /* the batch read reports it */
+      if (!(kind = dicom_file(c, c->in[i], file, sizeof file, 1))) continue; /* the batch read reports it */
     } else {
       snprintf(file, sizeof file, "%s", c->in[i]);
     }
-    if (lumen_dicom_read(c->ctx, file, NULL, &c->pre[i], &info) != LUMEN_OK) err = lumen_ctx_last_error(c->ctx);
+    lumen_status rs = kind == 2 ? read_series(c->ctx, c->in[i], NULL, &c->pre[i], NULL)
+                                : lumen_dicom_read(c->ctx, file, NULL, &c->pre[i], &info);
+    if (rs != LUMEN_OK)
+      err = lumen_ctx_last_error(c->ctx);
     if (err) {
       c->pre_error[i] = strdup(err);
       if (!c->pre_error[i]) c->pre_error[i] = strdup("out of memory");

@@ -55,6 +55,14 @@ typedef struct lumen_dicom_series_tags {
   char manufacturer[65], model_name[65], protocol_name[65], image_type[97], acquisition_time_text[20];
 } lumen_dicom_series_tags;
 
+/* The DICOM Part 10 files among paths (files as given; folders searched recursively, 16 levels,
+   hidden entries and symbolic links to folders skipped), sorted by name: *out an owned array of
+   owned strings (lumen_dicom_names_free). A named file that is missing or not DICOM, or no file at
+   all, is an error starting with who (dicom_series_list.c). */
+lumen_status lumen_dicom_collect(lumen_ctx *ctx, const char *who, const char *const *paths, int n_paths, char ***out,
+                                 int64_t *count);
+void lumen_dicom_names_free(char **names, int64_t n);
+
 /* Reads NumberOfImagesInMosaic and SliceNormalVector of a Siemens CSA image header (0029,1010)
    value into t (dicom_csa.c); a malformed header sets nothing. */
 void lumen_dicom_csa_image(const uint8_t *v, uint32_t len, lumen_dicom_series_tags *t);

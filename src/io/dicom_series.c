@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include "io/dicom_series_internal.h"
 
-#define MAX_SERIES_FILES 1000000
 #define ORIENT_TOL 1e-4   /* direction cosines */
 #define SPACING_TOL 1e-4  /* relative, pixel spacing */
 
@@ -39,64 +38,15 @@ int lumen_dicom_is_series_input(const char *path) {
   return found;
 }
 
-/* The file list: growable array of owned strings. */
+/* The input files (lumen_dicom_collect: folders searched recursively), owned. */
 typedef struct file_list {
   char **names;
-  int64_t n, cap;
+  int64_t n;
 } file_list;
 
 static void list_free(file_list *l) {
-  for (int64_t i = 0; i < l->n; i++) free(l->names[i]);
-  free(l->names);
+  lumen_dicom_names_free(l->names, l->n);
   memset(l, 0, sizeof *l);
-}
-
-static int list_add(file_list *l, const char *name) {
-  if (l->n == l->cap) {
-    int64_t cap = l->cap ? 2 * l->cap : 64;
-    char **p = realloc(l->names, sizeof(char *) * (size_t)cap);
-    if (!p) return 0;
-    l->names = p;
-    l->cap = cap;
-  }
-  l->names[l->n] = strdup(name);
-  return l->names[l->n] ? (l->n++, 1) : 0;
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static lumen_status list_inputs(lumen_ctx *ctx, const char *const *paths, int n_paths, file_list *l) {
-  for (int i = 0; i < n_paths; i++) {
-    struct stat st;
-    if (!paths[i] || stat(paths[i], &st) != 0)
-      return lumen_fail(ctx, LUMEN_ERR_IO, "lumen_dicom_series_read: '%s': not found", paths[i] ? paths[i] : "");
-    if (!S_ISDIR(st.st_mode)) {
-      if (!list_add(l, paths[i])) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
-      continue;
-    }
-    DIR *d = opendir(paths[i]);
-    if (!d) return lumen_fail(ctx, LUMEN_ERR_IO, "lumen_dicom_series_read: '%s': cannot open the folder", paths[i]);
-    struct dirent *e;
-    char buf[4096];
-    int ok = 1;
-    while (ok && (e = readdir(d)) != NULL) {
-      if (e->d_name[0] == '.') continue;
-      if (snprintf(buf, sizeof buf, "%s/%s", paths[i], e->d_name) >= (int)sizeof buf) continue;
-      if (!lumen_dicom_is_dicom_file(buf)) continue;
-      if (l->n >= MAX_SERIES_FILES) ok = -1;
-      else ok = list_add(l, buf);
-    }
-    closedir(d);
-    if (ok == 0) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
-    if (ok < 0)
-      return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "lumen_dicom_series_read: '%s' holds more than %d DICOM files",
-                        paths[i], MAX_SERIES_FILES);
-  }
-  if (l->n == 0)
-    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s': no DICOM file (none with \"DICM\" at byte 128)",
-                      n_paths > 0 && paths[0] ? paths[0] : "");
-  qsort(l->names, (size_t)l->n, sizeof(char *), cmp_str);
-  return LUMEN_OK;
 }
 
 static void members_free(member *m, int64_t n) {
@@ -491,7 +441,7 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
   member *m = NULL;
   int64_t nf = 0, n = 0, nz = 0, nt = 0;
   lumen_image *im = NULL;
-  lumen_status s = list_inputs(ctx, paths, n_paths, &l);
+  lumen_status s = lumen_dicom_collect(ctx, "lumen_dicom_series_read", paths, n_paths, &l.names, &l.n);
   if (s == LUMEN_OK) {
     fpath = calloc((size_t)l.n, sizeof *fpath);
     if (!fpath) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
@@ -531,6 +481,8 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
     inf.files = nf;
     inf.slices = nz;
     inf.frames = nt;
+    inf.columns = m[0].h.info.columns;
+    inf.rows = m[0].h.info.rows;
     inf.flip_angle_deg = t->has_flip ? t->flip_angle_deg : NAN;
     inf.repetition_time_s = t->has_tr ? t->repetition_time_ms / 1000.0 : NAN;
     lumen_log(ctx, LUMEN_LOG_INFO, "lumen_dicom_series_read: '%s': series %s \"%s\": %lld files (%lld images), %lld x "

@@ -1,6 +1,6 @@
-/* The series found under files and folders (lumen convert, docs/DICOM.md "Several series"): every
-   DICOM Part 10 file, folders searched recursively, grouped by SeriesInstanceUID. Only headers are
-   read (the same C pre-check as every DICOM read). */
+/* The DICOM files under files and folders (folders searched recursively: lumen_dicom_collect, for
+   every series read), and the series among them (lumen convert, docs/DICOM.md "Several series"),
+   grouped by SeriesInstanceUID. Only headers are read (the same C pre-check as every DICOM read). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +34,10 @@ static void names_free(names *l) {
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* DICOM files under dir (symbolic links to folders and hidden entries skipped). */
-static lumen_status walk(lumen_ctx *ctx, const char *dir, int depth, names *out) {
+static lumen_status walk(lumen_ctx *ctx, const char *who, const char *dir, int depth, names *out) {
   if (depth > MAX_DEPTH) return LUMEN_OK;
   DIR *d = opendir(dir);
-  if (!d) return lumen_fail(ctx, LUMEN_ERR_IO, "lumen_dicom_series_find: '%s': cannot open the folder", dir);
+  if (!d) return lumen_fail(ctx, LUMEN_ERR_IO, "%s: '%s': cannot open the folder", who, dir);
   lumen_status s = LUMEN_OK;
   struct dirent *e;
   char buf[4096];
@@ -46,15 +46,48 @@ static lumen_status walk(lumen_ctx *ctx, const char *dir, int depth, names *out)
     if (snprintf(buf, sizeof buf, "%s/%s", dir, e->d_name) >= (int)sizeof buf) continue;
     struct stat st;
     if (lstat(buf, &st) != 0) continue;
-    if (S_ISDIR(st.st_mode)) s = walk(ctx, buf, depth + 1, out);
+    if (S_ISDIR(st.st_mode)) s = walk(ctx, who, buf, depth + 1, out);
     else if (lumen_dicom_is_dicom_file(buf)) {
       if (out->n >= MAX_FILES)
-        s = lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "lumen_dicom_series_find: more than %d DICOM files", MAX_FILES);
-      else if (!names_add(out, buf)) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_find: out of memory");
+        s = lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "%s: '%s': more than %d DICOM files", who, dir, MAX_FILES);
+      else if (!names_add(out, buf)) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     }
   }
   closedir(d);
   return s;
+}
+
+void lumen_dicom_names_free(char **v, int64_t n) {
+  names l = {v, n, n};
+  names_free(&l);
+}
+
+lumen_status lumen_dicom_collect(lumen_ctx *ctx, const char *who, const char *const *paths, int n_paths, char ***out,
+                                 int64_t *count) {
+  names files = {0};
+  lumen_status s = LUMEN_OK;
+  *out = NULL;
+  *count = 0;
+  for (int i = 0; s == LUMEN_OK && i < n_paths; i++) {
+    struct stat st;
+    if (!paths[i] || stat(paths[i], &st) != 0)
+      s = lumen_fail(ctx, LUMEN_ERR_IO, "%s: '%s': not found", who, paths[i] ? paths[i] : "");
+    else if (S_ISDIR(st.st_mode)) s = walk(ctx, who, paths[i], 0, &files);
+    else if (!lumen_dicom_is_dicom_file(paths[i]))
+      s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s' is not a DICOM file (no \"DICM\" at byte 128)", who, paths[i]);
+    else if (!names_add(&files, paths[i])) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+  }
+  if (s == LUMEN_OK && files.n == 0)
+    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s': no DICOM file (none with \"DICM\" at byte 128)%s", who,
+                   n_paths > 0 && paths[0] ? paths[0] : "", n_paths > 1 ? " in it or the other inputs" : "");
+  if (s != LUMEN_OK) {
+    names_free(&files);
+    return s;
+  }
+  qsort(files.v, (size_t)files.n, sizeof *files.v, cmp_name);
+  *out = files.v;
+  *count = files.n;
+  return LUMEN_OK;
 }
 
 void lumen_dicom_series_entries_free(lumen_dicom_series_entry *e, int64_t count) {
@@ -109,21 +142,7 @@ lumen_status lumen_dicom_series_find(lumen_ctx *ctx, const char *const *paths, i
   if (skipped) *skipped = 0;
   LUMEN_REQUIRE_NOT_NULL(ctx, paths);
   names files = {0};
-  lumen_status s = LUMEN_OK;
-  for (int i = 0; s == LUMEN_OK && i < n_paths; i++) {
-    struct stat st;
-    if (!paths[i] || stat(paths[i], &st) != 0)
-      s = lumen_fail(ctx, LUMEN_ERR_IO, "lumen_dicom_series_find: '%s': not found", paths[i] ? paths[i] : "");
-    else if (S_ISDIR(st.st_mode)) s = walk(ctx, paths[i], 0, &files);
-    else if (!lumen_dicom_is_dicom_file(paths[i]))
-      s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_find: '%s' is not a DICOM file (no \"DICM\" at byte 128)",
-                     paths[i]);
-    else if (!names_add(&files, paths[i])) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_find: out of memory");
-  }
-  if (s == LUMEN_OK && files.n == 0)
-    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_find: no DICOM file (none with \"DICM\" at byte 128) in '%s'%s",
-                   n_paths > 0 && paths[0] ? paths[0] : "", n_paths > 1 ? " and the other inputs" : "");
-  if (s == LUMEN_OK) qsort(files.v, (size_t)files.n, sizeof *files.v, cmp_name);
+  lumen_status s = lumen_dicom_collect(ctx, "lumen_dicom_series_find", paths, n_paths, &files.v, &files.n);
   lumen_dicom_series_entry *e = NULL;
   int64_t n = 0, cap = 0;
   for (int64_t i = 0; s == LUMEN_OK && i < files.n; i++) {

@@ -232,7 +232,9 @@ static void cross_check(lumen_ctx *ctx, order_ctx *o, int used, lumen_dicom_seri
       lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_series_read: frames ordered by %s (first in the precedence); %s "
                 "orders them differently ('%s' has %s, after '%s')", o->src[used].name, o->src[s].name, o->m[i].path, buf,
                 o->m[i - 1].path);
-      note_add(info, "; %s orders the frames differently (%s%s)", o->src[s].name, "see the warning", "");
+      note_add(info, "; %s orders the frames differently ('%s' after '%s')", o->src[s].name, base(o->m[i].path),
+               base(o->m[i - 1].path));
+      info->timing_disagree = 1;
       break;
     }
   }
@@ -260,6 +262,7 @@ static lumen_status frame_times(lumen_ctx *ctx, order_ctx *o, int used, lumen_di
                   "not used for the frame times", o->m[0].path, o->src[s].name, o->src[used].name);
         note_add(info, "; no times from %s: it does not rise with the frame order (%s)%s", o->src[s].name,
                  o->src[used].name, "");
+        info->timing_disagree = 1;
       }
       continue;
     }

@@ -85,14 +85,17 @@ lumen_status pipe_read_dicom_series(pipe_run *run, const char *role, const char 
     /* static keys ("DICOM " + the tag lumen_dicom_series_read names, classic or enhanced) */
     static const char *const keys[] = {"DICOM TriggerTime", "DICOM AcquisitionTime", "DICOM ContentTime",
                                        "DICOM NominalCardiacTriggerDelayTime", "DICOM FrameAcquisitionDateTime",
-                                       "DICOM FrameReferenceDateTime"};
+                                       "DICOM FrameReferenceDateTime", "DICOM FrameReferenceTime",
+                                       "DICOM AcquisitionDateTime", "DICOM AcquisitionDate+AcquisitionTime"};
     acq->frame_times_key = keys[2];
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
       if (!strcmp(si.frame_time_source, keys[k] + 6)) acq->frame_times_key = keys[k];
   }
   lumen_log(run->ctx, LUMEN_LOG_INFO, "%s '%s': DICOM series %s \"%s\", %lld files, %lld slices x %lld frames%s%s",
             role, path, si.series_uid, si.series_description, (long long)si.files, (long long)si.slices,
-            (long long)si.frames, si.frame_order ? ", frames ordered by " : "", si.frame_order ? si.frame_order : "");
+            (long long)si.frames, si.timing_note[0] ? ", " : "", si.timing_note);
+  if (si.timing_disagree)  /* the sources disagree: the run log and the report say which one was used */
+    pipe_warn(run, "%s '%s': the DICOM timing tags disagree: %s", role, path, si.timing_note);
   lumen_dicom_series_info_clear(&si);
   uint64_t h = 0;
   st = series_checksum(run->ctx, path, &h);

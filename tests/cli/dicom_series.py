@@ -1,12 +1,13 @@
 """DICOM series for tests/cli/test_dicom_series.sh, written with pydicom (Debian python3-pydicom),
 and the checks of lumen's outputs against references computed here, independently of lumen:
 
-  qiba NII DIR [--uid U] [--desc D] [--fa DEG]
+  qiba NII DIR [--uid U] [--desc D] [--fa DEG] [--every K] [--ge] [--acquisition-time]
+       [--malformed-acq N] [--nifti PATH]
                                       one DICOM file per frame of a 4-D NIfTI (QIBA v6 Tofts):
                                       the NIfTI is dcm2niix's conversion (rows flipped), so DICOM row r
                                       is NIfTI y = ny-1-r; IPP/IOP/PixelSpacing/SliceThickness from its
                                       sform, TriggerTime = frame x 500 ms, TR 5 ms, FA 30 deg
-  small DIR [--oblique] [--acquisition-time] [--nonuniform]
+  small DIR [--oblique] [--acquisition-time [--start S]] [--nonuniform]
                                       2 slices x 20 frames of 5 x 4 pixels (Tofts curves that differ in
                                       every voxel), and the same data as DIR.nii in dcm2niix's layout
                                       with a sidecar DIR.json (FlipAngle, TR, FrameTimesStart)
@@ -75,8 +76,17 @@ def nii_write(path, vol, A, dt_s):
     open(path, 'wb').write(bytes(hdr) + b'\x00' * 4 + vol.astype('<f4').tobytes())
 
 
+def tm(seconds):
+    """seconds of the day as a DICOM TM HHMMSS.FFFFFF"""
+    h, rem = divmod(seconds, 3600)
+    m, sec = divmod(rem, 60)
+    return f'{int(h):02d}{int(m):02d}{sec:09.6f}'
+
+
 def write_frame(path, pixels, uid, desc, ipp, iop, spacing, thickness, trigger_ms, number, instance, fa=30,
-                acquisition_s=None):
+                acquisition_s=None, acquisition_text=None):
+    """trigger_ms None: no TriggerTime; acquisition_s: AcquisitionTime instead of TriggerTime;
+    acquisition_text: an AcquisitionTime written as it is, besides TriggerTime."""
     meta = FileMetaDataset()
     meta.MediaStorageSOPClassUID = MR_STORAGE
     meta.MediaStorageSOPInstanceUID = generate_uid()
@@ -95,11 +105,12 @@ def write_frame(path, pixels, uid, desc, ipp, iop, spacing, thickness, trigger_m
     ds.PixelSpacing = [f'{spacing[0]:g}', f'{spacing[1]:g}']  # row spacing \ column spacing
     ds.SliceThickness = f'{thickness:g}'
     if acquisition_s is None:
-        ds.TriggerTime = f'{trigger_ms:g}'
+        if trigger_ms is not None:
+            ds.TriggerTime = f'{trigger_ms:g}'
+        if acquisition_text is not None:
+            ds.AcquisitionTime = acquisition_text
     else:  # AcquisitionTime HHMMSS.FFFFFF instead
-        h, rem = divmod(acquisition_s, 3600)
-        m, sec = divmod(rem, 60)
-        ds.AcquisitionTime = f'{int(h):02d}{int(m):02d}{sec:09.6f}'
+        ds.AcquisitionTime = tm(acquisition_s % 86400)
     ds.RepetitionTime = '5'
     ds.FlipAngle = f'{fa:g}'
     ds.Rows, ds.Columns = pixels.shape
@@ -129,10 +140,25 @@ def cmd_qiba(args):
     row_dir = lps[:3, 0] / np.linalg.norm(lps[:3, 0])
     col_dir = -lps[:3, 1] / np.linalg.norm(lps[:3, 1])
     spacing = (np.linalg.norm(lps[:3, 1]), np.linalg.norm(lps[:3, 0]))
-    for t in range(nt):
+    # --every K: frames 0, K, 2K, ... only (their TriggerTime 500 ms x frame); --ge: as a GE scanner
+    # (and QIBA v9) write it: one AcquisitionTime for every file, no TriggerTime in the first;
+    # --acquisition-time: also an AcquisitionTime per frame (from 10:00:00), --malformed-acq N:
+    # file N's is '0960.000' (as in QIBA's original v6 folder); --nifti PATH: the frames written, as
+    # NIfTI (dcm2niix layout) for the reference run
+    every = int(args[args.index('--every') + 1]) if '--every' in args else 1
+    ge = '--ge' in args
+    bad = int(args[args.index('--malformed-acq') + 1]) if '--malformed-acq' in args else -1
+    frames = list(range(0, nt, every))
+    for k, t in enumerate(frames):
         px = vol[t, 0][::-1, :]  # DICOM rows top-down
-        write_frame(os.path.join(out, f'IM{t:05d}.dcm'), px, uid, desc, ipp, list(row_dir) + list(col_dir), spacing,
-                    np.linalg.norm(lps[:3, 2]), 500.0 * t, 18, t + 1, fa)
+        acq = '101500' if ge else tm(36000 + 0.5 * t) if '--acquisition-time' in args else None
+        if k == bad:
+            acq = '0960.000'
+        write_frame(os.path.join(out, f'IM{k:05d}.dcm'), px, uid, desc, ipp, list(row_dir) + list(col_dir), spacing,
+                    np.linalg.norm(lps[:3, 2]), None if ge and k == 0 else 500.0 * t, 18, k + 1, fa,
+                    acquisition_text=acq)
+    if '--nifti' in args:
+        nii_write(args[args.index('--nifti') + 1], vol[frames].astype(np.float32), A, 0.5 * every)
     print(uid)
 
 
@@ -149,6 +175,7 @@ def cmd_small(args):
     out = args[0]
     oblique = '--oblique' in args
     by_acquisition = '--acquisition-time' in args  # AcquisitionTime from 09:54:00 instead of TriggerTime
+    start = float(args[args.index('--start') + 1]) if '--start' in args else 35640.0  # its first, s of the day
     # --nonuniform: 10 s frames, then 15 s from frame 10 on (stated in a sidecar for the NIfTI)
     times = [10.0 * t + (5.0 * (t - 10) if '--nonuniform' in args and t > 10 else 0) for t in range(20)]
     nx, ny, nz, nt = 5, 4, 2, 20
@@ -184,7 +211,7 @@ def cmd_small(args):
             px = vol[t, z][::-1, :]
             write_frame(os.path.join(out, f'f{k:03d}.dcm'), px, uid, 'small', ipp, list(row_dir) + list(col_dir),
                         spacing, 2.0, 1000.0 * times[t], 7, k + 1,
-                        acquisition_s=35640.0 + times[t] if by_acquisition else None)
+                        acquisition_s=start + times[t] if by_acquisition else None)
             k += 1
     nii_write(out + '.nii', vol, tags_affine(out), 10.0)
     with open(out + '.json', 'w') as f:

@@ -97,6 +97,6 @@ refused unsupported-syntax deflated.dcm "TransferSyntaxUID 1.2.840.10008.1.2.1.9
 refused rows-lie-native lie_native.dcm "PixelData has 8192 bytes, expected 16384"
 refused rows-lie-j2k lie_j2k.dcm "expected Columns 64 x Rows 128"
 mkdir two && cp MR_small.dcm CT_small.dcm two/
-refused two-images two "a folder of 2 DICOM files"
+refused two-images two "holds several series"
 
 exit $fail

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Real scanner DICOM against dcm2niix (issue 38): every series of the GE data in
+# ../shared/data/dicom_ge/In (classic files of a GE 3T: fMRI time series with one AcquisitionTime
+# for a whole series and no TriggerTime, interleaved and multiband slice orders, group delays, and
+# a 2-slice x 7-volume oblique DWI in one folder), converted by `lumen convert`, equals the NIfTI
+# dcm2niix wrote in Ref/: the same shape, every voxel equal, the volumes in the same order (after
+# bringing both to one orientation, tests/cli/dcm2niix_compare.py, numpy only), the affines within
+# 1e-3 mm, and pixdim[4] and the sidecar's RepetitionTime equal to Ref's RepetitionTime (with GE's
+# group delay). The same GE volumes written as Siemens mosaics (tests/cli/make_mosaic.py: tiles,
+# NumberOfImagesInMosaic, a CSA header, the mosaic's position), ascending and descending, give
+# dcm2niix's Ref too. lumen.read_image(FOLDER) in Python returns convert's array, affine and sidecar.
+# Skips (77) when the reference data are absent, lumen has no DICOM (GDCM), or Debian's numpy is missing.
+set -u
+bin=${LUMEN_BIN:?LUMEN_BIN not set}
+py=/usr/bin/python3
+ge=${LUMEN_REFDATA:-/work/shared/data}/dicom_ge
+[ -d "$ge/In" ] && [ -d "$ge/Ref" ] || { echo "reference data dicom_ge/ not found (LUMEN_REFDATA): skipped"; exit 77; }
+"$py" -c 'import numpy' 2>/dev/null || { echo "Debian python3-numpy missing (scripts/setup.sh): skipped"; exit 77; }
+. "$(dirname "$0")/lib.sh"
+cmp_ref="$py $LUMEN_CLI_TESTS/dcm2niix_compare.py same"
+
+"$bin" convert "$ge/In" --out cv > convert.out 2> convert.err
+rc=$?
+if [ $rc -ne 0 ] && grep -q "built without DICOM support" convert.err; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
+check "lumen convert dicom_ge/In: exit 0, 8 of 8 series" "[ $rc -eq 0 ] && grep -q '^8 of 8 series converted' convert.out" ||
+  cat convert.out convert.err
+# lumen's name -> dcm2niix's Ref name (Ref: DESCRIPTION_SERIESNUMBER)
+while read -r ours ref; do
+  check "$ours equals dcm2niix's $ref (voxels, volume order, affine, RepetitionTime)" \
+    "$cmp_ref cv/$ours.nii.gz $ge/Ref/$ref.nii $ge/Ref/$ref.json > cmp_$ours.txt" || cat "cmp_$ours.txt"
+done <<'EOF'
+1_Ax_DWI_TENSOR_R2 Ax_DWI_TENSOR_R2_1
+2_epiRT_IntAsc_GD0 epiRT_IntAsc_GD0_2
+2_epiRT_IntAsc_GD3s epiRT_IntAsc_GD3s_2
+3_epiRT_IntAsc_GD33 epiRT_IntAsc_GD33_3
+4_epiRT_IntAsc_GD55 epiRT_IntAsc_GD55_4
+5_epiRT_IntAscHB3_GD0 epiRT_IntAscHB3_GD0_5
+6_epiRT_IntDesHB3_GD33 epiRT_IntDesHB3_GD33_6
+7_epiRT_IntDesHB3_GD55 epiRT_IntDesHB3_GD55_7
+EOF
+check "the GE fMRI's sidecar: frames by InstanceNumber, AcquisitionTime named as one value for several frames, no FrameTimesStart" \
+  "$py -c \"import json,sys; j=json.load(open('cv/2_epiRT_IntAsc_GD0.json')); sys.exit(0 if j['FrameOrder'] == 'InstanceNumber' and 'not by AcquisitionTime: one value' in j['FrameTimingNote'] and 'FrameTimesStart' not in j and j['FlipAngle'] == 80 and j['Manufacturer'] == 'GE MEDICAL SYSTEMS' else 1)\""
+check "GE group delay: RepetitionTime 5 s (2 s TR + 3 s delay), RepetitionTimeExcitation 2 s" \
+  "$py -c \"import json,sys; j=json.load(open('cv/2_epiRT_IntAsc_GD3s.json')); sys.exit(0 if j['RepetitionTime'] == 5 and j['RepetitionTimeExcitation'] == 2 else 1)\""
+
+# the same folder twice gives no new output without --overwrite; one series by number; --uncompressed
+"$bin" convert "$ge/In" --out cv -q 2> again.err
+check "a second convert into the same folder: refused for existing outputs (exit 1)" "[ \$? -eq 1 ] && grep -q 'exists' again.err" || cat again.err
+"$bin" convert "$ge/In/SliceTimingRT" --series 5 --uncompressed --out one -q 2> one.err || cat one.err
+check "--series 5 --uncompressed: one .nii and its sidecar" "[ -f one/5_epiRT_IntAscHB3_GD0.nii ] && [ \$(ls one | wc -l) -eq 2 ]"
+check "the .nii equals dcm2niix's Ref" "$cmp_ref one/5_epiRT_IntAscHB3_GD0.nii $ge/Ref/epiRT_IntAscHB3_GD0_5.nii > cmp_one.txt" || cat cmp_one.txt
+
+# ---------------------------------------------------------------- Siemens mosaic made of the GE volumes
+if "$py" -c 'import pydicom' 2>/dev/null; then
+  for order in ascending descending; do
+    "$py" -W ignore "$LUMEN_CLI_TESTS/make_mosaic.py" "$ge/In/SliceTimingRT/2_epiRT_IntAsc_GD0" "mos_$order" \
+      $([ $order = descending ] && echo --descending) || echo "FAIL: make_mosaic $order"
+    "$bin" convert "mos_$order" --out "cv_$order" -q 2> "mos_$order.err" || cat "mos_$order.err"
+    check "Siemens mosaic ($order tiles, CSA SliceNormalVector): dcm2niix's Ref of the slices" \
+      "$cmp_ref cv_$order/2_epiRT_IntAsc_GD0.nii.gz $ge/Ref/epiRT_IntAsc_GD0_2.nii > cmp_$order.txt" || cat "cmp_$order.txt"
+  done
+else
+  echo "note: Debian python3-pydicom missing: the mosaic checks did not run"
+fi
+
+# ---------------------------------------------------------------- Python: lumen.read_image(FOLDER)
+lib=$(dirname "$bin")/liblumen.so
+if [ -f "$lib" ]; then
+  LUMEN_LIBRARY="$lib" PYTHONPATH="${LUMEN_SOURCE_DIR:-$LUMEN_CLI_TESTS/../..}/python" "$py" - "$ge" > py.out 2>&1 <<'PYEOF'
+import json, sys
+import numpy as np
+sys.path.insert(0, __import__('os').environ['LUMEN_CLI_TESTS'])
+from dcm2niix_compare import nii
+import lumen
+ge = sys.argv[1]
+a, meta = lumen.read_image(ge + '/In/01_Ax_DWI_TENSOR_R2')
+ref, A, pix = nii('cv/1_Ax_DWI_TENSOR_R2.nii.gz')
+side = json.load(open('cv/1_Ax_DWI_TENSOR_R2.json'))
+ok = a.shape == (7, 2, 256, 256) and np.array_equal(a, ref.transpose()) and np.allclose(meta['affine'], A, atol=1e-4)
+ok = ok and meta['frame_order'] == 'InstanceNumber' and meta['frames'] == 7 and meta['sidecar'] == side
+try:
+    lumen.read_image(ge + '/In/SliceTimingRT')
+    ok = False
+except lumen.LumenError as e:
+    ok = ok and 'several series' in str(e)
+b, m2 = lumen.read_image(ge + '/In/SliceTimingRT', series='3')
+ok = ok and b.shape == (3, 32, 64, 64) and m2['series_number'] == 3
+print('python ok' if ok else 'python FAILED: %s %s' % (a.shape, {k: meta[k] for k in ('frame_order', 'frames')}))
+PYEOF
+  check "lumen.read_image(FOLDER): convert's array, affine and sidecar; several series refused; series='3' picks" \
+    "grep -q 'python ok' py.out" || cat py.out
+else
+  echo "note: no liblumen.so beside $bin: the Python check did not run"
+fi
+
+exit $fail

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The frame order and times of real scanners' series (issue 38, docs/DICOM.md "Frame order and
+# times"), on series written with pydicom the way the scanners and the QIBA folders write them,
+# each against the NIfTI run of the same frames with the times given on the command line:
+# - QIBA v6 with an AcquisitionTime in every file and one malformed ('0960.000', as in QIBA's
+#   original folder): the same maps as the NIfTI run with --dt 0.5 (the frames by TriggerTime);
+# - QIBA v9 / GE style: one AcquisitionTime for every file, no TriggerTime in the first file, the
+#   others 6000 ... ms: the maps of the NIfTI run with --dt 6;
+# - AcquisitionTime crossing midnight: the frame times continue past 24 h (the maps of the NIfTI
+#   run with the same times in its sidecar, and lumen convert's FrameTimesStart);
+# - TriggerTime and InstanceNumber in opposite orders: TriggerTime (first in the precedence) wins,
+#   a warning names both; nothing to order the frames: the error names every tag and what it held;
+# - two series in one folder: `--series NUMBER` picks by SeriesNumber.
+# Skips (77) only when Debian's pydicom/numpy are missing, lumen was built without DICOM (GDCM),
+# or the reference data (LUMEN_REFDATA qiba/) are not there.
+set -u
+bin=${LUMEN_BIN:?LUMEN_BIN not set}
+py=/usr/bin/python3
+"$py" -c 'import pydicom, numpy' 2>/dev/null ||
+  { echo "Debian python3-pydicom or python3-numpy missing (scripts/setup.sh): skipped"; exit 77; }
+q6=${LUMEN_REFDATA:-/work/shared/data}/qiba/v6_tofts/q6_dce.nii.gz
+[ -f "$q6" ] || { echo "reference data qiba/v6_tofts not found (LUMEN_REFDATA): skipped"; exit 77; }
+. "$(dirname "$0")/lib.sh"
+ds="$py -W ignore $LUMEN_CLI_TESTS/dicom_series.py"
+common="--t1 1.0 --relaxivity 4.5 -q --no-report"
+
+$ds small small >/dev/null || { echo "FAIL: writing the small series"; exit 1; }
+if ! "$bin" convert small --out probe -q 2> probe_err.txt; then
+  if grep -q "built without DICOM support" probe_err.txt; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
+fi
+same_maps() {  # A B: Ktrans, ve and state of two runs equal voxel for voxel
+  local r=0
+  for m in Ktrans ve state; do $ds same "$1/lumen_model-tofts_param-$m.nii.gz" "$2/lumen_model-tofts_param-$m.nii.gz" || r=1; done
+  return $r
+}
+sidecar() {  # FILE.json EXPR: the Python expression on the sidecar j is true
+  "$py" -c "import json,sys; j=json.load(open('$1')); sys.exit(0 if ($2) else 1)"
+}
+
+# ---------------------------------------------------------------- QIBA v6, one malformed AcquisitionTime
+$ds qiba "$q6" v6bad --acquisition-time --malformed-acq 700 >/dev/null || { echo "FAIL: writing v6bad"; exit 1; }
+"$bin" dce --dce "$q6" --dt 0.5 --out nii6 $common 2> nii6.err || { cat nii6.err; echo "FAIL: the NIfTI run"; exit 1; }
+"$bin" dce --dce v6bad --out dcm6 $common 2> dcm6.err
+check "QIBA v6 with a malformed AcquisitionTime ('0960.000') in one file: lumen dce runs" "[ \$? -eq 0 ]" || cat dcm6.err
+check "v6bad: the maps of the NIfTI run with --dt 0.5" "same_maps nii6 dcm6"
+check "v6bad: the run log names TriggerTime as the frame times' source" \
+  "grep -q \"times from the headers' TriggerTime\" dcm6/lumen_runlog.txt"
+"$bin" convert v6bad --out cv6 -q 2> cv6.err
+check "v6bad: lumen convert: FrameOrder and FrameTimesSource TriggerTime, 1321 times 0 ... 660 s" \
+  "sidecar cv6/18_qiba_v6_tofts.json \"j['FrameOrder'] == 'TriggerTime' and j['FrameTimesSource'] == 'TriggerTime' and len(j['FrameTimesStart']) == 1321 and j['FrameTimesStart'][-1] == 660\"" ||
+  cat cv6.err
+
+# ---------------------------------------------------------------- QIBA v9 / GE style: first TriggerTime missing
+$ds qiba "$q6" v9 --every 12 --ge --nifti v9.nii >/dev/null || { echo "FAIL: writing v9"; exit 1; }
+"$bin" dce --dce v9.nii --dt 6 --flip-angle 30 --tr 0.005 --out nii9 $common 2> nii9.err || { cat nii9.err; echo "FAIL: v9 NIfTI run"; }
+"$bin" dce --dce v9 --out dcm9 $common 2> dcm9.err
+check "GE-style series (one AcquisitionTime, no TriggerTime in the first file): lumen dce runs" "[ \$? -eq 0 ]" || cat dcm9.err
+check "v9: the maps of the NIfTI run with --dt 6" "same_maps nii9 dcm9"
+"$bin" convert v9 --out cv9 -q 2> cv9.err
+check "v9: FrameTimesStart 0, 6, 12 ... 660 s from TriggerTime (the first file's taken as 0)" \
+  "sidecar cv9/18_qiba_v6_tofts.json \"j['FrameTimesStart'][:3] == [0, 6, 12] and j['FrameTimesStart'][-1] == 660 and 'AcquisitionTime' in j['FrameTimingNote']\"" ||
+  cat cv9.err
+
+# ---------------------------------------------------------------- AcquisitionTime across midnight
+$ds small mid --acquisition-time --start 86395 >/dev/null
+"$bin" dce --dce mid.nii --out midnii $common --aif parker 2> midnii.err || cat midnii.err
+"$bin" dce --dce mid --out middcm $common --aif parker 2> middcm.err
+check "AcquisitionTime from 23:59:55 across midnight: lumen dce runs" "[ \$? -eq 0 ]" || cat middcm.err
+check "midnight: the maps of the NIfTI run with the same frame times" "same_maps midnii middcm"
+"$bin" convert mid --out cvmid -q 2> cvmid.err
+check "midnight: FrameTimesStart 0, 10 ... 190 s (past 24 h, not back to 0)" \
+  "sidecar cvmid/7_small.json \"j['FrameTimesStart'] == [10.0 * t for t in range(20)] and j['FrameTimesSource'] == 'AcquisitionTime'\"" ||
+  cat cvmid.err
+
+# ---------------------------------------------------------------- sources that disagree, and none
+cp -r small flipped && "$py" -W ignore - <<'PYEOF'
+import os, pydicom
+for f in os.listdir('flipped'):  # InstanceNumber against the TriggerTime order within each slice
+    d = pydicom.dcmread('flipped/' + f)
+    d.InstanceNumber = 1000 - int(float(d.TriggerTime) / 1000)
+    d.save_as('flipped/' + f, write_like_original=False)
+PYEOF
+"$bin" dce --dce small --out ref_small $common --aif parker 2> ref_small.err || cat ref_small.err
+"$bin" dce --dce flipped --out out_flipped $common --aif parker 2> flipped.err
+check "TriggerTime and InstanceNumber disagree: TriggerTime's order (the maps of the plain series)" "same_maps ref_small out_flipped"
+check "the disagreement is a warning naming both tags" \
+  "grep -q 'the DICOM timing tags disagree: frames ordered by TriggerTime; InstanceNumber orders the frames differently' out_flipped/lumen_runlog.txt" ||
+  cat flipped.err
+cp -r small none && "$py" -W ignore - <<'PYEOF'
+import os, pydicom
+for f in os.listdir('none'):
+    d = pydicom.dcmread('none/' + f)
+    del d.TriggerTime
+    del d.InstanceNumber
+    d.save_as('none/' + f, write_like_original=False)
+PYEOF
+"$bin" convert none --out out_none 2> none.err
+rc=$?
+check "no tag orders the frames: refused (exit $rc), naming each tag looked at and what it held" \
+  "[ $rc -eq 1 ] && grep -q 'no timing: 20 files at one slice position and no tag orders them' none.err &&
+   grep -q 'TriggerTime (0018,1060): absent;' none.err && grep -q 'InstanceNumber (0020,0013): absent;' none.err &&
+   grep -q 'TemporalPositionIdentifier (0020,0100): absent;' none.err && [ ! -e out_none/7_small.nii.gz ]" || cat none.err
+
+# ---------------------------------------------------------------- several series in one folder
+mkdir two && cp v9/* two/ && cp small/* two/
+"$bin" convert two --list > list.txt 2> list.err
+check "--list: both series with number, UID and file count" \
+  "grep -qE '^18 .* qiba v6 tofts +111\$' list.txt && grep -qE '^7 .* small +40\$' list.txt" || cat list.txt list.err
+"$bin" dce --dce two --series 18 --out pick18 $common 2> pick18.err || cat pick18.err
+check "--series NUMBER (SeriesNumber 18) picks the series: the maps of its own folder" "same_maps dcm9 pick18"
+"$bin" convert two --series 7 --out cvtwo -q 2> cvtwo.err || cat cvtwo.err
+check "convert --series 7: only that series written" "[ -f cvtwo/7_small.nii.gz ] && [ \$(ls cvtwo | wc -l) -eq 2 ]"
+
+exit $fail

@@ -110,6 +110,53 @@ def dicom_seeds():
     with open(get_testdata_file('MR_small.dcm'), 'rb') as f:
         put('dicom', 'MR_small_fork.dcm', b'\0' + f.read())
     put('dicom', 'enhanced_mr.dcm', b'\1' + enhanced_mr())
+    put('dicom', 'mosaic_mr.dcm', b'\1' + mosaic_mr())
+
+
+def mosaic_mr():
+    """A small Siemens-style mosaic written with pydicom (4 tiles of 2 x 2 in 4 x 4): ImageType MOSAIC,
+    NumberOfImagesInMosaic under "SIEMENS MR HEADER", a CSA image header "SV10" with
+    NumberOfImagesInMosaic and SliceNormalVector, GE's group delay under GEMS_PARM_01, and the
+    timing tags of a series (the private values lumen parses, for the fuzzer to mutate)."""
+    import io, struct
+    from pydicom.dataset import Dataset, FileMetaDataset
+    from pydicom.uid import ExplicitVRLittleEndian
+
+    def csa(items):
+        out = b'SV10\x04\x03\x02\x01' + struct.pack('<II', len(items), 77)
+        for name, values in items:
+            out += name.encode().ljust(64, b'\0') + struct.pack('<i4siii', len(values), b'FD\0\0', 3, len(values), 77)
+            for v in values:
+                data = v.encode() + b'\0'
+                out += struct.pack('<4i', len(data), len(data), 77, len(data)) + data.ljust((len(data) + 3) // 4 * 4, b'\0')
+        return out
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = '1.2.840.10008.5.1.4.1.1.4'
+    meta.MediaStorageSOPInstanceUID = '1.2.3.4.7'
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = Dataset()
+    ds.file_meta = meta
+    ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
+    ds.ImageType = ['ORIGINAL', 'PRIMARY', 'M', 'MOSAIC']
+    ds.AcquisitionDate, ds.AcquisitionTime, ds.AcquisitionDateTime = '20260101', '235959.5', '20260101235959.5'
+    ds.Modality, ds.Manufacturer, ds.SeriesInstanceUID, ds.SeriesNumber = 'MR', 'SIEMENS', '1.2.3.4.8', 3
+    ds.TriggerTime, ds.InstanceNumber, ds.TemporalPositionIdentifier = '0', 1, 1
+    ds.add_new(0x00190010, 'LO', 'SIEMENS MR HEADER')
+    ds.add_new(0x0019100A, 'US', 4)
+    ds.ImagePositionPatient, ds.ImageOrientationPatient = [0, 0, 0], [1, 0, 0, 0, 1, 0]
+    ds.add_new(0x00290010, 'LO', 'SIEMENS CSA HEADER')
+    ds.add_new(0x00291010, 'OB', csa([('NumberOfImagesInMosaic', ['4']), ('SliceNormalVector', ['0', '0', '-1'])]))
+    ds.add_new(0x00430010, 'LO', 'GEMS_PARM_01')
+    ds.add_new(0x0043107C, 'FL', 3.0)
+    ds.add_new(0x00541300, 'DS', '0')
+    ds.Rows, ds.Columns, ds.PixelSpacing, ds.SpacingBetweenSlices = 4, 4, [1, 1], 2
+    ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, 'MONOCHROME2'
+    ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 16, 15, 0
+    ds.PixelData = bytes(range(32))
+    ds.is_little_endian, ds.is_implicit_VR = True, False
+    out = io.BytesIO()
+    ds.save_as(out, write_like_original=False)
+    return out.getvalue()
 
 
 def enhanced_mr():

@@ -355,13 +355,18 @@ typedef struct lumen_dicom_series_info {
                                the one used (a warning was logged; timing_note names both) */
 } lumen_dicom_series_info;
 
-/* Reads a series from paths[0..n_paths): one folder (every regular file in it with the DICOM
-   Part 10 signature; others are skipped, hidden files too) or a list of files. Slices are sorted
-   by ImagePositionPatient along the slice normal (the cross product of the row and column
-   cosines of ImageOrientationPatient); the files at one position are frames, ordered by
-   TemporalPositionIdentifier, else TriggerTime, else AcquisitionTime, else ContentTime (the first
-   tag every file has). The frame times come from TriggerTime (ms), else AcquisitionTime, else
-   ContentTime, of the first slice, relative to its first frame. The layout and the affine are
+/* Reads a series from paths[0..n_paths): folders (every regular file with the DICOM Part 10
+   signature, subfolders searched; others are skipped, hidden entries too) or a list of files.
+   Slices are sorted by ImagePositionPatient along the slice normal (the cross product of the row
+   and column cosines of ImageOrientationPatient); the files at one position are frames, ordered
+   by the first source that orders every slice, in this precedence: TriggerTime,
+   TemporalPositionIdentifier, AcquisitionDateTime / AcquisitionDate+Time / AcquisitionTime,
+   ContentTime, FrameReferenceTime, InstanceNumber (docs/DICOM.md "Frame order and times": a
+   source absent or malformed in some files, or with one value for several frames of a slice, is
+   passed over; a later source that disagrees is a warning). The frame times come from the first
+   of TriggerTime (ms), the acquisition times, ContentTime, FrameReferenceTime that rises with
+   that order in the first slice, relative to its first frame. Siemens mosaics are one file per
+   volume. The layout and the affine are
    dcm2niix's, so that results overlay a dcm2niix conversion of the series: the rows are stored
    bottom-up (y = 0 the last DICOM row), x along the row cosines, slices ascending along the
    normal, LPS turned into RAS (x and y negated); the slice step is the distance between the
@@ -372,8 +377,9 @@ typedef struct lumen_dicom_series_info {
    a series_uid not present, a missing ImagePositionPatient / ImageOrientationPatient /
    PixelSpacing, orientation, spacing or size that differ between files, unevenly spaced slices
    (LUMEN_ERR_FORMAT "inconsistent geometry"), slice positions with unequal numbers of files
-   ("missing frame"), several frames and no tag to order them ("no timing"), two files at the
-   same position and time, a multi-frame file without functional groups, an enhanced file whose
+   ("missing frame"), several frames and no tag to order them ("no timing", naming each tag and
+   what it held), an identifier or trigger time that differs between the slices of one frame, a
+   multi-frame file without functional groups, an enhanced file whose
    PerFrameFunctionalGroupsSequence items do not match NumberOfFrames, and those of lumen_dicom_read.
    An enhanced file (PerFrameFunctionalGroupsSequence) is one member per frame, with the frame's
    position, orientation, spacing and timing from its functional groups (per-frame, else shared,

@@ -45,8 +45,8 @@ void lumen_dicom_csa_image(const uint8_t *v, uint32_t len, lumen_dicom_series_ta
       if (len - pos < 16) return;
       uint32_t n = le32(v + pos + 4);
       pos += 16;
-      uint32_t padded = (n + 3u) & ~3u;
-      if (n > len || padded > len - pos) return;
+      uint64_t padded = ((uint64_t)n + 3u) & ~(uint64_t)3u;
+      if (padded > len - pos) return;
       double x;
       if (n > 0 && !strcmp(name, "SliceNormalVector") && k < 3 && csa_number(v + pos, n, &x)) {
         normal[k] = x;
@@ -55,7 +55,7 @@ void lumen_dicom_csa_image(const uint8_t *v, uint32_t len, lumen_dicom_series_ta
       if (n > 0 && k == 0 && !strcmp(name, "NumberOfImagesInMosaic") && csa_number(v + pos, n, &x) && x >= 1 &&
           x <= 65535 && !t->mosaic_images)
         t->mosaic_images = (int)x;
-      pos += padded;
+      pos += (size_t)padded;
     }
   }
   if (have_normal == 7) {

@@ -78,8 +78,8 @@ lumen_status lumen_dicom_collect(lumen_ctx *ctx, const char *who, const char *co
     else if (!names_add(&files, paths[i])) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
   }
   if (s == LUMEN_OK && files.n == 0)
-    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s': no DICOM file (none with \"DICM\" at byte 128)%s", who,
-                   n_paths > 0 && paths[0] ? paths[0] : "", n_paths > 1 ? " in it or the other inputs" : "");
+    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s': a folder without a DICOM file (none with \"DICM\" at byte 128%s)",
+                   who, n_paths > 0 && paths[0] ? paths[0] : "", n_paths > 1 ? ", nor in the other inputs" : "");
   if (s != LUMEN_OK) {
     names_free(&files);
     return s;

@@ -115,6 +115,11 @@ class BuildPyWithLibrary(build_py):
         # one real file: wheels hold no symlinks; ctypes loads it by path (its SONAME is liblumen.so.0)
         shutil.copyfile(lib, os.path.join(dest, "liblumen.so"))
         os.chmod(os.path.join(dest, "liblumen.so"), 0o755)
+        # GDCM's decoder module (compressed DICOM), loaded on first use from beside liblumen.so
+        gdcm = os.path.join(os.path.dirname(lib), "liblumen_gdcm.so")
+        if os.path.exists(gdcm):
+            shutil.copyfile(gdcm, os.path.join(dest, "liblumen_gdcm.so"))
+            os.chmod(os.path.join(dest, "liblumen_gdcm.so"), 0o755)
 
 
 cmdclass = {"build_py": BuildPyWithLibrary}

@@ -22,7 +22,8 @@ fi
 mkdir -p "$OUT/obj"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 DICOM_DEF=""
-[ -f /usr/include/gdcm-3.0/gdcmImageReader.h ] && DICOM_DEF="-DLUMEN_HAVE_DICOM=1"
+# the fuzz targets link GDCM's decoder in (LUMEN_GDCM_LINKED) instead of loading liblumen_gdcm.so
+[ -f /usr/include/gdcm-3.0/gdcmImageReader.h ] && DICOM_DEF="-DLUMEN_HAVE_DICOM=1 -DLUMEN_GDCM_LINKED=1"
 CFLAGS="-std=c11 -g -O1 $SAN -D_POSIX_C_SOURCE=200809L -DLUMEN_HAVE_PNG=1 $DICOM_DEF -Iinclude -Isrc -I$CORE/generated
         -I/usr/include/nifti -I/usr/include/cjson -Wall -Wno-unknown-pragmas"
 objs=()

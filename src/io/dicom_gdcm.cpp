@@ -69,8 +69,11 @@ bool run_codec(Codec &codec, const lumen_dicom_info &in, const gdcm::DataElement
 
 }  // namespace
 
-extern "C" int lumen_dicom_gdcm_decode(const uint8_t *data, size_t size, const lumen_dicom_header *hdr, void *dst,
-                                       size_t dst_bytes, char *msg, size_t msg_size) {
+/* The one symbol of the module liblumen_gdcm.so, found by dicom_gdcm_load.c with dlsym. */
+extern "C" __attribute__((visibility("default"))) int lumen_gdcm_module_decode(const uint8_t *data, size_t size,
+                                                                            const lumen_dicom_header *hdr, void *dst,
+                                                                            size_t dst_bytes, char *msg,
+                                                                            size_t msg_size) {
   try {
     gdcm::Trace::SetDebug(false);  // GDCM prints to stderr otherwise; lumen reports errors itself
     gdcm::Trace::SetWarning(false);

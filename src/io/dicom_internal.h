@@ -172,9 +172,16 @@ lumen_status lumen_dicom_precheck(lumen_ctx *ctx, const char *path, const uint8_
 /* Decodes the encapsulated (compressed) pixel data of the pre-checked file in data with GDCM's
    codec for its transfer syntax into dst (exactly hdr->decoded_bytes: little-endian samples of
    bits_allocated bits as stored, before the modality LUT). 0 on success; otherwise a message in
-   msg. Never throws (dicom_gdcm.cpp). */
+   msg. Never throws. GDCM lives in its own module, liblumen_gdcm.so (dicom_gdcm.cpp), loaded on
+   the first compressed file (dicom_gdcm_load.c): GDCM's libraries build their dictionaries when
+   loaded (~20 ms), which every lumen process paid at start when they were linked in. */
 int lumen_dicom_gdcm_decode(const uint8_t *data, size_t size, const lumen_dicom_header *hdr, void *dst,
                             size_t dst_bytes, char *msg, size_t msg_size);
+
+/* Loads liblumen_gdcm.so once per process (beside the library or program holding this code, then
+   the dynamic linker's search path, then the build tree's): 1 when GDCM's decoder is ready, else
+   0 with the reason in msg. Called before a fork, so that the child inherits the module. */
+int lumen_dicom_gdcm_load(char *msg, size_t msg_size);
 
 /* How the decode runs (dicom_isolate.c). */
 typedef enum lumen_dicom_isolation {

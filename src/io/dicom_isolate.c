@@ -52,6 +52,10 @@ lumen_status lumen_dicom_decode_isolated(lumen_ctx *ctx, const char *path, const
                                          const lumen_dicom_header *hdr, lumen_dicom_isolation isolation, void *dst,
                                          int *isolated) {
   *isolated = 0;
+  char why[MSG_BYTES];
+  if (!lumen_dicom_gdcm_load(why, sizeof why))  /* loaded here, before a fork: the child inherits it */
+    return lumen_fail(ctx, LUMEN_ERR_NOT_BUILT, "lumen_dicom_read: '%s' (%s): compressed pixel data need GDCM: %s", path,
+                      hdr->info.transfer_syntax, why);
   if (isolation == LUMEN_DICOM_ISOLATE_NEVER ||
       (isolation == LUMEN_DICOM_ISOLATE_AUTO && !lumen_dicom_single_threaded()))
     return in_process(ctx, path, data, size, hdr, dst);

@@ -1,0 +1,87 @@
+/* GDCM's decoder as a module loaded on first use (dicom_internal.h, docs/DICOM.md "Library"):
+   liblumen_gdcm.so holds src/io/dicom_gdcm.cpp and the GDCM libraries it needs, so a lumen process
+   that decodes no compressed DICOM never loads GDCM (whose libraries build their dictionaries at
+   load time: ~20 ms at every start when they were linked in). The fuzz targets link the decoder
+   in (LUMEN_GDCM_LINKED). */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include "io/dicom_internal.h"
+
+#ifdef LUMEN_HAVE_DICOM
+
+typedef int (*decode_fn)(const uint8_t *, size_t, const lumen_dicom_header *, void *, size_t, char *, size_t);
+
+#if LUMEN_GDCM_LINKED
+int lumen_gdcm_module_decode(const uint8_t *data, size_t size, const lumen_dicom_header *hdr, void *dst,
+                             size_t dst_bytes, char *msg, size_t msg_size);
+int lumen_dicom_gdcm_load(char *msg, size_t msg_size) {
+  (void)msg;
+  (void)msg_size;
+  return 1;
+}
+static decode_fn decoder(void) { return lumen_gdcm_module_decode; }
+#else
+
+#define MODULE "liblumen_gdcm.so"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static decode_fn loaded;
+static char why[768];
+
+/* dlopen + dlsym of one candidate; the reason of a failure appended to why. */
+static int try_module(const char *path) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  const char *err = NULL;
+  if (h) {
+    loaded = (decode_fn)(uintptr_t)dlsym(h, "lumen_gdcm_module_decode");
+    if (loaded) return 1;
+    err = "no lumen_gdcm_module_decode in it";
+    dlclose(h);
+  } else {
+    err = dlerror();
+  }
+  size_t len = strlen(why);
+  if (len + 1 < sizeof why) snprintf(why + len, sizeof why - len, "%s%s: %s", len ? "; " : "", path, err ? err : "?");
+  return 0;
+}
+
+static void load(void) {
+  Dl_info self;
+  char path[4096];
+  /* beside the object holding this code: liblumen.so (Python, MEX, installs) or the lumen program
+     (in the build tree; installed, the program is in PREFIX/bin and the module in PREFIX/lib) */
+  static const char *const beside[] = {"", "../lib/", "../lib64/"};
+  if (dladdr((void *)(uintptr_t)load, &self) && self.dli_fname) {
+    const char *slash = strrchr(self.dli_fname, '/');
+    int dir = slash ? (int)(slash - self.dli_fname) : 0;
+    for (size_t k = 0; slash && k < sizeof beside / sizeof *beside; k++)
+      if (snprintf(path, sizeof path, "%.*s/%s" MODULE, dir, self.dli_fname, beside[k]) < (int)sizeof path &&
+          try_module(path))
+        return;
+  }
+  if (try_module(MODULE)) return;  /* the dynamic linker's search path (RUNPATH, LD_LIBRARY_PATH, ldconfig) */
+#ifdef LUMEN_GDCM_BUILD_MODULE
+  try_module(LUMEN_GDCM_BUILD_MODULE);  /* the build tree's: tests linked statically, outside it */
+#endif
+}
+
+int lumen_dicom_gdcm_load(char *msg, size_t msg_size) {
+  pthread_once(&once, load);
+  if (loaded) return 1;
+  if (msg && msg_size) snprintf(msg, msg_size, "lumen's GDCM module (" MODULE ") was not found or did not load: %s", why);
+  return 0;
+}
+
+static decode_fn decoder(void) { return loaded; }
+#endif
+
+int lumen_dicom_gdcm_decode(const uint8_t *data, size_t size, const lumen_dicom_header *hdr, void *dst,
+                            size_t dst_bytes, char *msg, size_t msg_size) {
+  if (!lumen_dicom_gdcm_load(msg, msg_size)) return -1;
+  return decoder()(data, size, hdr, dst, dst_bytes, msg, msg_size);
+}
+
+#endif

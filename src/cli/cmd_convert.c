@@ -137,37 +137,47 @@ static void series_name(const lumen_dicom_series_entry *e, char used[][96], int 
 }
 
 /* The stored type: int16 or uint16 when every value is an integer in range (DICOM's own stored
-   values after an identity modality LUT), else float32. *out is im itself or a new image. */
+   values after an identity modality LUT), else float32. *out is im itself, or an image of the
+   narrower type over im's own memory (converted in place, front to back: value i moves from
+   byte 4i to byte 2i, never over a value not yet read), to be freed before im. */
 static lumen_status stored_type(lumen_ctx *ctx, lumen_image *im, lumen_image **out) {
-  const float *v = lumen_image_const_data(im);
+  float *v = lumen_image_data(im);
   int64_t n = lumen_image_count(im);
   float lo = 0, hi = 0;
-  int integral = 1;
-  for (int64_t i = 0; i < n && integral; i++) {
-    integral = v[i] == floorf(v[i]);
-    lo = fminf(lo, v[i]), hi = fmaxf(hi, v[i]);
+  int fraction = 0;
+  for (int64_t i = 0; i < n; i++) {  /* branch-free */
+    float x = v[i];
+    /* beyond +-65536 (and NaN, infinities) is not int16/uint16 anyway: 0.5 marks it */
+    float c = x >= -65536.0f && x <= 65536.0f ? x : 0.5f;
+    fraction |= c != (float)(int32_t)c;
+    lo = c < lo ? c : lo;
+    hi = c > hi ? c : hi;
   }
   *out = im;
   lumen_dtype t = lo >= -32768 && hi <= 32767 ? LUMEN_DTYPE_INT16 : lo >= 0 && hi <= 65535 ? LUMEN_DTYPE_UINT16 : LUMEN_DTYPE_FLOAT32;
-  if (!integral || t == LUMEN_DTYPE_FLOAT32) return LUMEN_OK;
+  if (fraction || t == LUMEN_DTYPE_FLOAT32) return LUMEN_OK;
   int ndim = lumen_image_ndim(im);
   int64_t dims[4];
   double sp[4], A[16];
   for (int a = 0; a < ndim; a++) dims[a] = lumen_image_dim(im, a);
+  unsigned char *bytes = (unsigned char *)v;  /* stores through memcpy: the floats and the new values alias */
+  if (t == LUMEN_DTYPE_INT16)
+    for (int64_t i = 0; i < n; i++) {
+      int16_t w = (int16_t)v[i];
+      memcpy(bytes + 2 * i, &w, 2);
+    }
+  else
+    for (int64_t i = 0; i < n; i++) {
+      uint16_t w = (uint16_t)v[i];
+      memcpy(bytes + 2 * i, &w, 2);
+    }
   lumen_image *c = NULL;
-  lumen_status s = lumen_image_create(ctx, ndim, dims, t, lumen_device_cpu(), 0, &c);
+  lumen_status s = lumen_image_wrap(ctx, v, ndim, dims, t, lumen_device_cpu(), &c);
   if (s == LUMEN_OK && lumen_image_get_spacing(im, sp, ndim) == LUMEN_OK) s = lumen_image_set_spacing(ctx, c, sp, ndim);
   if (s == LUMEN_OK && lumen_image_get_affine(im, A) == LUMEN_OK) s = lumen_image_set_affine(ctx, c, A);
   if (s != LUMEN_OK) {
     lumen_image_free(c);
     return s;
-  }
-  if (t == LUMEN_DTYPE_INT16) {
-    int16_t *d = lumen_image_data(c);
-    for (int64_t i = 0; i < n; i++) d[i] = (int16_t)v[i];
-  } else {
-    uint16_t *d = lumen_image_data(c);
-    for (int64_t i = 0; i < n; i++) d[i] = (uint16_t)v[i];
   }
   *out = c;
   return LUMEN_OK;

@@ -148,7 +148,7 @@ static lumen_status stored_type(lumen_ctx *ctx, lumen_image *im, lumen_image **o
   for (int64_t i = 0; i < n; i++) {  /* branch-free */
     float x = v[i];
     /* beyond +-65536 (and NaN, infinities) is not int16/uint16 anyway: 0.5 marks it */
-    float c = x >= -65536.0f && x <= 65536.0f ? x : 0.5f;
+    float c = ((x >= -65536.0f) & (x <= 65536.0f)) ? x : 0.5f;
     fraction |= c != (float)(int32_t)c;
     lo = c < lo ? c : lo;
     hi = c > hi ? c : hi;

@@ -418,7 +418,8 @@ LUMEN_API void lumen_dicom_series_entries_free(lumen_dicom_series_entry *entries
    FrameTimingNote, ConversionSoftware(Version); absent values are left out. */
 LUMEN_API lumen_status lumen_dicom_series_sidecar(lumen_ctx *ctx, const lumen_dicom_series_info *info,
                                                   lumen_json **out);
-/* 1 when path is a folder holding at least one file with the DICOM Part 10 signature, or such a file. */
+/* 1 when path is a folder holding (itself or in a subfolder, 4 levels down) at least one file with
+   the DICOM Part 10 signature, or such a file. */
 LUMEN_API int lumen_dicom_is_series_input(const char *path);
 
 /* ------------------------------------------------------------------------------ text tables */

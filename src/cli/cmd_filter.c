@@ -27,7 +27,7 @@ static void filter_help(FILE *out) {
           "       lumen filter entropy|variance IN [IN ...]   and   lumen filter mutual_information A B\n"
           "\n"
           "Applies one image operation (docs/FILTERS.md) to 2-D or 3-D images. Inputs: PNG (8/16-bit grey),\n"
-          "NIfTI (.nii, .nii.gz) or DICOM (.dcm, or a folder of one DICOM image; docs/DICOM.md: modality\n"
+          "NIfTI (.nii, .nii.gz) or DICOM (.dcm, or a folder of one image or one 3-D series; docs/DICOM.md: modality\n"
           "LUT applied, MONOCHROME1 inverted, PixelSpacing kept, multi-frame = 3-D); the output format\n"
           "follows the extension (PNG or NIfTI). Masks are written as 8-bit\n"
           "PNG (0/255) or uint8 NIfTI (0/1); float results as float32 NIfTI or PNG (--png-scale).\n"

@@ -16,7 +16,7 @@ static void segment_help(FILE *out) {
           "       lumen segment ALGO --batch LIST [options]   (LIST: one 'IN OUT' pair per line)\n"
           "\n"
           "Segmentation algorithms (docs/SEGMENTATION.md) on 2-D or 3-D images: PNG (8/16-bit grey),\n"
-          "NIfTI or DICOM (.dcm, or a folder of one DICOM image; docs/DICOM.md) in, the output format\n"
+          "NIfTI or DICOM (.dcm, or a folder of one image or one 3-D series; docs/DICOM.md) in, the output format\n"
           "from the extension. Masks: 8-bit PNG (0/255) or uint8 NIfTI (0/1).\n"
           "\n"
           "algorithms and their options (default):\n"

@@ -275,8 +275,8 @@ int lumen_imgcli_read_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lu
   } else if (lumen_imgcli_is_dicom(path)) {
     return lumen_imgcli_read_dicom(c, ctx, path, out);
   } else {
-    lumen_cli_error(c->cmd, "%s: unknown input type, expected .png, .nii, .nii.gz, .dcm (DICOM) or a folder holding "
-                    "one DICOM image", path);
+    lumen_cli_error(c->cmd, "%s: unknown input type, expected .png, .nii, .nii.gz, .dcm (DICOM) or a folder of "
+                    "DICOM files (one image or one series)", path);
     return 0;
   }
   if (s != LUMEN_OK) {

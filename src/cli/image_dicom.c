@@ -79,6 +79,12 @@ static lumen_status read_series(lumen_ctx *ctx, const char *path, const lumen_di
   if (s == LUMEN_ERR_INVALID_ARGUMENT && strstr(lumen_ctx_last_error(ctx), "holds several series"))
     s = lumen_fail(ctx, s, "'%s' holds several series ('lumen convert %s --list' lists them): give the folder or "
                    "files of one series", path, path);
+  if (s == LUMEN_OK && !info && *out && lumen_image_ndim(*out) == 4) {  /* as a 4-D NIfTI input is refused */
+    s = lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "'%s' is a series of %lld volumes (a 4-D image), expected a 2-D or 3-D "
+                   "image: 'lumen convert' writes it as NIfTI", path, (long long)lumen_image_dim(*out, 3));
+    lumen_image_free(*out);
+    *out = NULL;
+  }
   return s;
 }
 
@@ -117,9 +123,15 @@ int lumen_imgcli_dicom_shape(lumen_imgcli *c, const char *path, int *ndim, int64
       lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
       return 0;
     }
-    dims[0] = si.columns, dims[1] = si.rows, dims[2] = si.slices, dims[3] = si.frames;
-    *ndim = si.frames > 1 ? 4 : 3;
+    dims[0] = si.columns, dims[1] = si.rows, dims[2] = si.slices, dims[3] = 1;
+    *ndim = 3;
+    int64_t frames = si.frames;
     lumen_dicom_series_info_clear(&si);
+    if (frames > 1) {
+      lumen_cli_error(c->cmd, "%s: a series of %lld volumes (a 4-D image), expected a 2-D or 3-D image: 'lumen convert' "
+                      "writes it as NIfTI", path, (long long)frames);
+      return 0;
+    }
     return 1;
   }
   lumen_dicom_info info;

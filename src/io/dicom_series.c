@@ -20,22 +20,29 @@ void lumen_dicom_series_info_clear(lumen_dicom_series_info *info) {
   memset(info, 0, sizeof *info);
 }
 
-int lumen_dicom_is_series_input(const char *path) {
-  struct stat st;
-  if (!path || stat(path, &st) != 0) return 0;
-  if (!S_ISDIR(st.st_mode)) return lumen_dicom_is_dicom_file(path);
-  DIR *d = opendir(path);
+/* 1 when dir or a folder under it (depth levels down) holds a DICOM file. */
+static int holds_dicom(const char *dir, int depth) {
+  DIR *d = opendir(dir);
   if (!d) return 0;
   int found = 0;
   struct dirent *e;
   char buf[4096];
   while (!found && (e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.') continue;
-    if (snprintf(buf, sizeof buf, "%s/%s", path, e->d_name) >= (int)sizeof buf) continue;
-    found = lumen_dicom_is_dicom_file(buf);
+    if (snprintf(buf, sizeof buf, "%s/%s", dir, e->d_name) >= (int)sizeof buf) continue;
+    struct stat st;
+    if (lstat(buf, &st) != 0) continue;
+    found = S_ISDIR(st.st_mode) ? depth > 0 && holds_dicom(buf, depth - 1) : lumen_dicom_is_dicom_file(buf);
   }
   closedir(d);
   return found;
+}
+
+int lumen_dicom_is_series_input(const char *path) {
+  struct stat st;
+  if (!path || stat(path, &st) != 0) return 0;
+  if (!S_ISDIR(st.st_mode)) return lumen_dicom_is_dicom_file(path);
+  return holds_dicom(path, 4);
 }
 
 /* The input files (lumen_dicom_collect: folders searched recursively), owned. */

@@ -353,6 +353,8 @@ typedef struct lumen_dicom_series_info {
   int64_t columns, rows;    /* the image's x and y size (a mosaic's: one tile's) */
   int timing_disagree;      /* 1 when another source orders or times the frames differently from
                                the one used (a warning was logged; timing_note names both) */
+  int philips_float_scaling;/* 1 when Philips' MRScaleSlope (2005,100E) turned the values into the
+                               precise floating point ones (docs/DICOM.md "Philips scaling") */
 } lumen_dicom_series_info;
 
 /* Reads a series from paths[0..n_paths): folders (every regular file with the DICOM Part 10

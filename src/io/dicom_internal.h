@@ -46,6 +46,12 @@ typedef struct lumen_dicom_series_tags {
      RepetitionTime plus this delay (dcm2niix's GE notes) */
   int has_group_delay;
   double group_delay_s;
+  /* Philips: (2005,100E) MRScaleSlope (FL, creator "Philips MR Imaging DD 001"): the precise
+     (floating point) value is (stored x RescaleSlope + RescaleIntercept) / (RescaleSlope x
+     MRScaleSlope), dcm2niix's default; philips_scaled: applied to the modality LUT */
+  char creator_2005[32];
+  int has_philips_scale, philips_scaled;
+  double philips_scale_slope;
   /* descriptive, for a converted series' sidecar (lumen convert) */
   int has_series_number, has_echo_time, has_inversion_time, has_field_strength;
   double series_number;       /* SeriesNumber (0020,0011) */

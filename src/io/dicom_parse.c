@@ -561,6 +561,20 @@ static lumen_status check_pixels(walker *w) {
   return LUMEN_OK;
 }
 
+/* Philips' precise values, as dcm2niix gives them by default: (stored x RS + RI) / (RS x SS) with
+   the MRScaleSlope SS (2005,100E), folded into the modality LUT (classic files; an enhanced file's
+   scale lives in private per-frame sequences, not read). */
+static void philips_precise(lumen_dicom_header *hdr) {
+  lumen_dicom_info *in = &hdr->info;
+  lumen_dicom_series_tags *t = &hdr->series;
+  if (hdr->enhanced || !t->has_philips_scale || in->rescale_slope == 0) return;
+  double d = in->rescale_slope * t->philips_scale_slope;
+  in->rescale_intercept /= d;
+  in->rescale_slope = 1.0 / t->philips_scale_slope;
+  in->has_rescale = 1;
+  t->philips_scaled = 1;
+}
+
 lumen_status lumen_dicom_precheck(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size,
                                   lumen_dicom_header *hdr) {
   memset(hdr, 0, sizeof *hdr);
@@ -606,6 +620,7 @@ lumen_status lumen_dicom_precheck(lumen_ctx *ctx, const char *path, const uint8_
   lumen_status s = walk_dataset(&w, &p, size, 0, 0);
   if (s == LUMEN_OK) s = check_pixels(&w);
   if (s == LUMEN_OK) s = lumen_dicom_frames_finish(ctx, path, hdr);
+  if (s == LUMEN_OK) philips_precise(hdr);
   if (s != LUMEN_OK) lumen_dicom_header_free(hdr);
   return s;
 }

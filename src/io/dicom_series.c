@@ -420,6 +420,7 @@ static void describe(const member *x, lumen_dicom_series_info *inf) {
   inf->inversion_time_s = t->has_inversion_time ? t->inversion_time_ms / 1000.0 : NAN;
   inf->field_strength_t = t->has_field_strength ? t->field_strength_t : NAN;
   inf->slice_thickness_mm = t->has_thickness ? t->slice_thickness : NAN;
+  inf->philips_float_scaling = t->philips_scaled;
   inf->volume_time_s = t->has_tr ? (t->repetition_time_ms / 1000.0 + (t->has_group_delay ? t->group_delay_s : 0)) : NAN;
   snprintf(inf->modality, sizeof inf->modality, "%s", x->h.info.modality);
   snprintf(inf->manufacturer, sizeof inf->manufacturer, "%s", t->manufacturer);

@@ -152,6 +152,14 @@ static void timing_tag(uint32_t tag, const uint8_t *value, uint32_t length, lume
   }
 }
 
+/* A little-endian FL value (the private FL tags read here come from little-endian files). */
+static float le_float(const uint8_t *v) {
+  uint32_t u = (uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 24;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 /* Descriptive values for a converted series' sidecar and the Siemens mosaic: never an error (a
    malformed one is left out). */
 static void descriptive_tag(uint32_t tag, const uint8_t *value, uint32_t length, lumen_dicom_series_tags *t) {
@@ -171,11 +179,16 @@ static void descriptive_tag(uint32_t tag, const uint8_t *value, uint32_t length,
   case 0x00190010u: text(value, length, t->creator_0019, sizeof t->creator_0019); break;
   case 0x00290010u: text(value, length, t->creator_0029, sizeof t->creator_0029); break;
   case 0x00430010u: text(value, length, t->creator_0043, sizeof t->creator_0043); break;
+  case 0x20050010u: text(value, length, t->creator_2005, sizeof t->creator_2005); break;
+  case 0x2005100Eu:  /* Philips MRScaleSlope, FL (private: only under Philips' creator) */
+    if (!strcmp(t->creator_2005, "Philips MR Imaging DD 001") && length == 4) {
+      float f = le_float(value);
+      if (isfinite(f) && f != 0) t->philips_scale_slope = f, t->has_philips_scale = 1;
+    }
+    break;
   case 0x0043107Cu:  /* GE group delay, FL seconds (private: only under GE's creator) */
     if (!strcmp(t->creator_0043, "GEMS_PARM_01") && length == 4) {
-      uint32_t u = (uint32_t)value[0] | (uint32_t)value[1] << 8 | (uint32_t)value[2] << 16 | (uint32_t)value[3] << 24;
-      float f;
-      memcpy(&f, &u, sizeof f);
+      float f = le_float(value);
       if (isfinite(f) && f >= 0 && f < 3600) t->group_delay_s = f, t->has_group_delay = 1;
     }
     break;

@@ -74,6 +74,7 @@ lumen_status lumen_dicom_series_sidecar(lumen_ctx *ctx, const lumen_dicom_series
   if (s == LUMEN_OK && info->frames > 1) s = set_text(ctx, j, "FrameTimesSource", info->frame_time_source);
   if (s == LUMEN_OK && info->frames > 1) s = set_text(ctx, j, "FrameTimingNote", info->timing_note);
   if (s == LUMEN_OK && info->mosaic > 1) s = lumen_json_set_int(ctx, j, "NumberOfImagesInMosaic", info->mosaic);
+  if (s == LUMEN_OK && info->philips_float_scaling) s = lumen_json_set_int(ctx, j, "UsePhilipsFloatNotDisplayScaling", 1);
   if (s == LUMEN_OK) s = lumen_json_set_string(ctx, j, "ConversionSoftware", "lumen");
   if (s == LUMEN_OK) s = lumen_json_set_string(ctx, j, "ConversionSoftwareVersion", LUMEN_VERSION_STRING);
   if (s != LUMEN_OK) {

@@ -12,6 +12,8 @@ and the checks of lumen's outputs against references computed here, independentl
                                       every voxel), and the same data as DIR.nii in dcm2niix's layout
                                       with a sidecar DIR.json (FlipAngle, TR, FrameTimesStart)
   retag FILE KEY=VALUE...             changes tags of one file (ImageOrientationPatient=a\\b\\..., ...)
+  philips DIR                         a Philips-style series with MRScaleSlope; DIR.npy its precise values
+  values NII NPY                      NII's voxels equal NPY's array (t, z, y, x)
   enhanced SRC OUT.dcm [--uid U] [--slice Z] [--items N] [--drop K] [--no-groups]
                                       ONE Enhanced MR Image Storage file (all slices x frames) of SRC:
                                       a qiba NIfTI (per-frame PlanePosition, TemporalPositionIndex,
@@ -216,6 +218,47 @@ def cmd_small(args):
     nii_write(out + '.nii', vol, tags_affine(out), 10.0)
     with open(out + '.json', 'w') as f:
         f.write('{"FlipAngle": 30, "RepetitionTime": 0.005, "FrameTimesStart": [%s]}\n' % ', '.join(map(str, times)))
+
+
+def cmd_philips(args):
+    """Philips-style classic series: 2 slices x 3 dynamics of 4 x 3, TemporalPositionIdentifier and
+    TriggerTime, RescaleSlope/Intercept that change between dynamics and the private MRScaleSlope
+    (2005,100E, FL) under "Philips MR Imaging DD 001"; DIR.npy: the precise values dcm2niix gives,
+    (stored x RS + RI) / (RS x SS), as (t, z, y, x) in dcm2niix's layout (rows flipped)."""
+    out = args[0]
+    os.makedirs(out, exist_ok=True)
+    uid = generate_uid()
+    rng = np.random.default_rng(5)
+    want = np.zeros((3, 2, 3, 4))
+    k = 0
+    for z in range(2):
+        for t in range(3):
+            px = rng.integers(0, 4000, size=(3, 4)).astype(np.uint16)
+            rs, ri, ss = 1.5 + 0.25 * t, -20.0 + t, 0.03125
+            path = os.path.join(out, f'IM{k:04d}.dcm')
+            write_frame(path, px, uid, 'philips dyn', [0, 0, 4.0 * z], [1, 0, 0, 0, 1, 0], (1.0, 1.0), 4.0,
+                        2000.0 * t, 9, k + 1)
+            ds = pydicom.dcmread(path)
+            ds.Manufacturer = 'Philips Medical Systems'
+            ds.TemporalPositionIdentifier = t + 1
+            ds.RescaleSlope, ds.RescaleIntercept = f'{rs:g}', f'{ri:g}'
+            ds.add_new(0x20050010, 'LO', 'Philips MR Imaging DD 001')
+            ds.add_new(0x2005100E, 'FL', ss)
+            ds.save_as(path, write_like_original=False)
+            want[t, z] = ((px.astype(np.float64) * rs + ri) / (rs * ss))[::-1, :]
+            k += 1
+    np.save(out + '.npy', want)
+
+
+def cmd_values(args):
+    """NII's voxels equal (1e-4 relative) the array of NPY, (t, z, y, x)."""
+    _, v, _ = nii(args[0])
+    want = np.load(args[1])
+    if v.shape != want.shape or not np.allclose(v, want, rtol=1e-4, atol=1e-4):
+        print(f'{args[0]}: shape {v.shape} vs {want.shape}, max difference '
+              f'{np.abs(v - want).max() if v.shape == want.shape else "-"}')
+        return 1
+    return 0
 
 
 ENHANCED_MR = '1.2.840.10008.5.1.4.1.1.4.1'
@@ -429,6 +472,7 @@ def main():
         print(nii(args[0])[2])
         return 0
     return {'qiba': cmd_qiba, 'small': cmd_small, 'retag': cmd_retag, 'affine': cmd_affine,
+            'philips': cmd_philips, 'values': cmd_values,
             'same': cmd_same, 'enhanced': cmd_enhanced, 'pixels': cmd_pixels}[cmd](args) or 0
 
 

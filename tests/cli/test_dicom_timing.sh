@@ -10,6 +10,8 @@
 #   run with the same times in its sidecar, and lumen convert's FrameTimesStart);
 # - TriggerTime and InstanceNumber in opposite orders: TriggerTime (first in the precedence) wins,
 #   a warning names both; nothing to order the frames: the error names every tag and what it held;
+# - Philips: the private MRScaleSlope turns the values into the precise ones, (stored x RS + RI) /
+#   (RS x SS) with RS changing between dynamics, as dcm2niix's default gives them;
 # - two series in one folder: `--series NUMBER` picks by SeriesNumber.
 # Skips (77) only when Debian's pydicom/numpy are missing, lumen was built without DICOM (GDCM),
 # or the reference data (LUMEN_REFDATA qiba/) are not there.
@@ -100,6 +102,14 @@ check "no tag orders the frames: refused (exit $rc), naming each tag looked at a
   "[ $rc -eq 1 ] && grep -q 'no timing: 20 files at one slice position and no tag orders them' none.err &&
    grep -q 'TriggerTime (0018,1060): absent;' none.err && grep -q 'InstanceNumber (0020,0013): absent;' none.err &&
    grep -q 'TemporalPositionIdentifier (0020,0100): absent;' none.err && [ ! -e out_none/7_small.nii.gz ]" || cat none.err
+
+# ---------------------------------------------------------------- Philips precise scaling
+$ds philips ph >/dev/null || echo "FAIL: writing the Philips series"
+"$bin" convert ph --out cvph -q 2> cvph.err || cat cvph.err
+check "Philips MRScaleSlope: the precise values (stored x RS + RI) / (RS x SS) per dynamic, as dcm2niix gives them" \
+  "$ds values cvph/9_philips_dyn.nii.gz ph.npy"
+check "Philips: the sidecar says UsePhilipsFloatNotDisplayScaling" \
+  "sidecar cvph/9_philips_dyn.json \"j['UsePhilipsFloatNotDisplayScaling'] == 1 and j['FrameOrder'] == 'TriggerTime'\""
 
 # ---------------------------------------------------------------- several series in one folder
 mkdir two && cp v9/* two/ && cp small/* two/

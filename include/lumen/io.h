@@ -399,11 +399,20 @@ typedef struct lumen_dicom_series_entry {
   int64_t series_number;        /* SeriesNumber; -1 when absent */
   int64_t files;
   char **paths;                 /* its files, in name order (owned by the entry) */
+  /* one series may hold images that are not one 3-D/4-D image: several echoes (EchoNumbers),
+     magnitude and phase (ImageType), several orientations or sizes (a 3-plane localizer). Each
+     such part is an entry of its own, as dcm2niix writes one file each: */
+  char suffix[32];              /* "" for a series of one part, else what tells this part apart,
+                                   as dcm2niix names it: "_e1", "_e2" (echoes), "_ph" (phase), "_real",
+                                   "_imaginary", "_i00001" (an orientation or size: its first
+                                   InstanceNumber), joined */
+  int64_t echo_number;          /* EchoNumbers (0018,0086); 0 when absent */
 } lumen_dicom_series_entry;
 
 /* The series under paths[0..n_paths): DICOM Part 10 files, and folders searched recursively
    (16 levels; hidden entries and symbolic links to folders skipped), grouped by SeriesInstanceUID
-   and sorted by SeriesNumber, then UID. Only headers are read (the pre-check of lumen_dicom_read,
+   and then by part (echo, image type, orientation and size; entry.suffix) and sorted by
+   SeriesNumber, UID, echo, part. Only headers are read (the pre-check of lumen_dicom_read,
    max_bytes per file, 0 = default). A file that is DICOM but malformed or not an image lumen
    reads is skipped with a warning naming it and counted in *skipped (may be NULL); a named input
    that is missing or not DICOM, or no readable image at all, is an error. Free the entries with

@@ -33,7 +33,9 @@ static void help(FILE *out) {
           "  --overwrite          replace existing outputs (never through a symbolic link)\n"
           "  --memory-limit SIZE  largest file and series to read (e.g. 4G)\n"
           "  -v, --verbose        log each series' timing sources;  -q, --quiet: no summary lines\n\n"
-          "Names: SERIESNUMBER_DESCRIPTION.nii.gz (+ .json), '_2', '_3'... when two series share one.\n"
+          "Names: SERIESNUMBER_DESCRIPTION.nii.gz (+ .json); a series of several echoes, magnitude and phase,\n"
+          "or several orientations (a localizer) gives one image per part, named as dcm2niix names them\n"
+          "(_e1, _e2, _ph, _real, _imaginary, _i00001); '_2', '_3'... when two series share a name.\n"
           "The sidecar holds FlipAngle, RepetitionTime (s, the DICOM TR), FrameTimesStart (s) when the\n"
           "headers time the frames, FrameOrder / FrameTimesSource / FrameTimingNote, and the usual BIDS\n"
           "fields. Voxels are stored as int16 or uint16 when every value is an integer in range, else float32.\n\n"
@@ -115,8 +117,8 @@ static int picked(const convert_args *a, const lumen_dicom_series_entry *e) {
 
 /* NUMBER_DESCRIPTION with every character but letters, digits, '-' and '.' as '_' (no run of
    them, none at the ends); made unique among the names given so far. */
-static void series_name(const lumen_dicom_series_entry *e, char used[][96], int n_used, char *name, size_t size) {
-  char base[96] = "", desc[70];
+static void series_name(const lumen_dicom_series_entry *e, char used[][160], int n_used, char *name, size_t size) {
+  char base[160] = "", desc[70];
   size_t k = 0;
   for (const char *p = e->series_description; *p && k + 1 < sizeof desc; p++) {
     int keep = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.';
@@ -125,8 +127,9 @@ static void series_name(const lumen_dicom_series_entry *e, char used[][96], int 
   }
   while (k > 0 && desc[k - 1] == '_') k--;
   desc[k] = 0;
-  if (e->series_number >= 0) snprintf(base, sizeof base, "%lld%s%s", (long long)e->series_number, k ? "_" : "", desc);
-  else snprintf(base, sizeof base, "series%s%s", k ? "_" : "", desc);
+  if (e->series_number >= 0)
+    snprintf(base, sizeof base, "%lld%s%s%s", (long long)e->series_number, k ? "_" : "", desc, e->suffix);
+  else snprintf(base, sizeof base, "series%s%s%s", k ? "_" : "", desc, e->suffix);
   snprintf(name, size, "%s", base);
   for (int suffix = 2;; suffix++) {
     int clash = 0;
@@ -185,7 +188,8 @@ static lumen_status stored_type(lumen_ctx *ctx, lumen_image *im, lumen_image **o
 
 /* One series to DIR/NAME.nii[.gz] + DIR/NAME.json. */
 static int convert_one(lumen_ctx *ctx, const convert_args *a, const lumen_dicom_series_entry *e, const char *name) {
-  lumen_dicom_series_opts o = {.max_bytes = a->memory_limit, .series_uid = e->series_uid};
+  /* the entry's files are one part of one series: no UID filter (an empty UID is a series too) */
+  lumen_dicom_series_opts o = {.max_bytes = a->memory_limit};
   lumen_dicom_series_info info;
   lumen_image *im = NULL, *stored = NULL;
   lumen_json *side = NULL;
@@ -221,8 +225,8 @@ static void list_series(const lumen_dicom_series_entry *e, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     char number[24] = "-";
     if (e[i].series_number >= 0) snprintf(number, sizeof number, "%lld", (long long)e[i].series_number);
-    printf("%-8s %-64s %-40s %lld\n", number, e[i].series_uid[0] ? e[i].series_uid : "(none)", e[i].series_description,
-           (long long)e[i].files);
+    printf("%-8s %-64s %-40s %lld%s%s\n", number, e[i].series_uid[0] ? e[i].series_uid : "(none)",
+           e[i].series_description, (long long)e[i].files, e[i].suffix[0] ? "  part " : "", e[i].suffix);
   }
 }
 
@@ -254,7 +258,7 @@ int lumen_cmd_convert(int argc, char **argv) {
     lumen_cli_error(cmd, "--out '%s': cannot make the folder, or it is not a folder", a.out);
     rc = LUMEN_EXIT_FAILURE;
   } else {
-    char (*used)[96] = calloc((size_t)n, sizeof *used);
+    char (*used)[160] = calloc((size_t)n, sizeof *used);
     int n_used = 0, converted = 0;
     for (int64_t i = 0; used && i < n; i++) {
       if (!picked(&a, &e[i])) continue;

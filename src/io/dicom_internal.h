@@ -58,6 +58,8 @@ typedef struct lumen_dicom_series_tags {
   double echo_time_ms;        /* EchoTime (0018,0081) */
   double inversion_time_ms;   /* InversionTime (0018,0082) */
   double field_strength_t;    /* MagneticFieldStrength (0018,0087) */
+  int has_echo_number;
+  double echo_number;         /* EchoNumbers (0018,0086), the first */
   char manufacturer[65], model_name[65], protocol_name[65], image_type[97], acquisition_time_text[20];
 } lumen_dicom_series_tags;
 
@@ -72,6 +74,10 @@ void lumen_dicom_names_free(char **names, int64_t n);
 /* Reads NumberOfImagesInMosaic and SliceNormalVector of a Siemens CSA image header (0029,1010)
    value into t (dicom_csa.c); a malformed header sets nothing. */
 void lumen_dicom_csa_image(const uint8_t *v, uint32_t len, lumen_dicom_series_tags *t);
+
+/* The kind of image ImageType (0008,0008) names in its third value: 0 magnitude or anything else,
+   1 phase (P, PHASE), 2 real (R, REAL), 3 imaginary (I, IMAGINARY) (dicom_series_tags.c). */
+int lumen_dicom_image_kind(const char *image_type);
 
 /* Timing tags in lumen_dicom_series_tags.malformed */
 #define LUMEN_DICOM_TAG_TRIGGER 1u

@@ -377,11 +377,25 @@ static lumen_status read_headers(lumen_ctx *ctx, const char *where, const file_l
   return s;
 }
 
-/* One FlipAngle and one RepetitionTime for the series: a member that disagrees is refused, not averaged. */
+/* One FlipAngle and one RepetitionTime for the series: a member that disagrees is refused, not
+   averaged. One echo and one kind of image (magnitude, phase...): a series of several is split by
+   lumen convert (lumen_dicom_series_find's parts), never stacked as frames. */
 static lumen_status check_constants(lumen_ctx *ctx, const member *m, int64_t n) {
   const lumen_dicom_series_tags *t = &m[0].h.series;
+  static const char *const kinds[] = {"magnitude", "phase", "real", "imaginary"};
+  int kind0 = lumen_dicom_image_kind(t->image_type);
   for (int64_t i = 1; i < n; i++) {
     const lumen_dicom_series_tags *u = &m[i].h.series;
+    if (u->has_echo_number != t->has_echo_number || (t->has_echo_number && u->echo_number != t->echo_number))
+      return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s': EchoNumbers (0018,0086) is %s%g, '%s' has "
+                        "%s%g: the series holds several echoes; 'lumen convert' writes one image per echo (_e2, ...), or "
+                        "give the files of one echo", m[i].path, u->has_echo_number ? "" : "absent/", u->echo_number,
+                        m[0].path, t->has_echo_number ? "" : "absent/", t->echo_number);
+    int kind = lumen_dicom_image_kind(u->image_type);
+    if (kind != kind0)
+      return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s': ImageType (0008,0008) '%s' is a %s "
+                        "image, '%s' a %s one: 'lumen convert' writes one image per kind (_ph, ...), or give the files "
+                        "of one kind", m[i].path, u->image_type, kinds[kind], m[0].path, kinds[kind0]);
     if (u->has_flip != t->has_flip || (t->has_flip && fabs(u->flip_angle_deg - t->flip_angle_deg) > 1e-6 * fabs(t->flip_angle_deg)))
       return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_read: '%s': FlipAngle (0018,1314) is %s%g deg, '%s' has "
                         "%s%g deg: one series has one flip angle", m[i].path, u->has_flip ? "" : "absent/", u->flip_angle_deg,

@@ -2,6 +2,7 @@
    every series read), and the series among them (lumen convert, docs/DICOM.md "Several series"),
    grouped by SeriesInstanceUID. Only headers are read (the same C pre-check as every DICOM read). */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,26 +102,94 @@ void lumen_dicom_series_entries_free(lumen_dicom_series_entry *e, int64_t count)
 static int cmp_entry(const void *a, const void *b) {
   const lumen_dicom_series_entry *x = a, *y = b;
   if (x->series_number != y->series_number) return x->series_number < y->series_number ? -1 : 1;
-  return strcmp(x->series_uid, y->series_uid);
+  int c = strcmp(x->series_uid, y->series_uid);
+  if (c) return c;
+  if (x->echo_number != y->echo_number) return x->echo_number < y->echo_number ? -1 : 1;
+  return strcmp(x->suffix, y->suffix);
 }
 
-/* The entry of uid in e[0..*n), added when new. */
-static lumen_dicom_series_entry *entry_of(lumen_dicom_series_entry **e, int64_t *n, int64_t *cap,
-                                          const lumen_dicom_series_tags *t) {
+/* What tells the parts of one series apart (dcm2niix writes one file each). */
+typedef struct part_key {
+  int64_t echo, rows, columns;
+  int64_t first_instance;     /* the smallest InstanceNumber of the part (-1: none), its name */
+  int kind;                   /* lumen_dicom_image_kind */
+  int has_orientation;
+  double orientation[6];
+} part_key;
+
+static part_key key_of(const lumen_dicom_header *h) {
+  part_key k;
+  memset(&k, 0, sizeof k);
+  k.echo = h->series.has_echo_number ? (int64_t)h->series.echo_number : 0;
+  k.rows = h->info.rows, k.columns = h->info.columns;
+  k.first_instance = h->series.has_instance && h->series.instance_number >= 0 ? (int64_t)h->series.instance_number : -1;
+  k.kind = lumen_dicom_image_kind(h->series.image_type);
+  k.has_orientation = h->series.has_orientation && !h->enhanced;
+  if (k.has_orientation) memcpy(k.orientation, h->series.orientation, sizeof k.orientation);
+  return k;
+}
+
+static int same_geometry(const part_key *a, const part_key *b) {
+  if (a->rows != b->rows || a->columns != b->columns || a->has_orientation != b->has_orientation) return 0;
+  for (int i = 0; i < 6 && a->has_orientation; i++)
+    if (fabs(a->orientation[i] - b->orientation[i]) > 1e-4) return 0;
+  return 1;
+}
+
+/* The entry of the series and part of header h in e[0..*n) (keys: their parts), added when new. */
+static lumen_dicom_series_entry *entry_of(lumen_dicom_series_entry **e, part_key **keys, int64_t *n, int64_t *cap,
+                                          const lumen_dicom_header *h) {
+  const lumen_dicom_series_tags *t = &h->series;
+  part_key k = key_of(h);
   for (int64_t i = 0; i < *n; i++)
-    if (!strcmp((*e)[i].series_uid, t->series_uid)) return &(*e)[i];
+    if (!strcmp((*e)[i].series_uid, t->series_uid) && (*keys)[i].echo == k.echo && (*keys)[i].kind == k.kind &&
+        same_geometry(&(*keys)[i], &k)) {
+      part_key *f = &(*keys)[i];
+      if (k.first_instance >= 0 && (f->first_instance < 0 || k.first_instance < f->first_instance))
+        f->first_instance = k.first_instance;
+      return &(*e)[i];
+    }
   if (*n == *cap) {
     int64_t c = *cap ? 2 * *cap : 8;
     lumen_dicom_series_entry *p = realloc(*e, sizeof *p * (size_t)c);
     if (!p) return NULL;
-    *e = p, *cap = c;
+    *e = p;
+    part_key *q = realloc(*keys, sizeof *q * (size_t)c);
+    if (!q) return NULL;
+    *keys = q, *cap = c;
   }
+  (*keys)[*n] = k;
   lumen_dicom_series_entry *x = &(*e)[(*n)++];
   memset(x, 0, sizeof *x);
   snprintf(x->series_uid, sizeof x->series_uid, "%s", t->series_uid);
   snprintf(x->series_description, sizeof x->series_description, "%s", t->series_description);
   x->series_number = t->has_series_number ? (int64_t)t->series_number : -1;
+  x->echo_number = k.echo;
   return x;
+}
+
+/* The suffixes of the parts of each series, as dcm2niix names them: "_e1", "_e2"... for each echo
+   when the series has several, "_ph", "_real", "_imaginary" for those images, "_i00001"... (the
+   part's first InstanceNumber, else its place) for each orientation or size of one echo and kind
+   when there are several (a localizer). */
+static void name_parts(lumen_dicom_series_entry *e, const part_key *keys, int64_t n) {
+  static const char *const kinds[] = {"", "_ph", "_real", "_imaginary"};
+  for (int64_t i = 0; i < n; i++) {
+    int several_echoes = 0, geometries = 1, place = 1;
+    for (int64_t j = 0; j < n; j++) {
+      if (j == i || strcmp(e[i].series_uid, e[j].series_uid)) continue;
+      several_echoes |= keys[j].echo != keys[i].echo;
+      if (keys[j].echo == keys[i].echo && keys[j].kind == keys[i].kind) geometries++, place += j < i;
+    }
+    char *sfx = e[i].suffix;
+    size_t size = sizeof e[i].suffix;
+    int len = 0;
+    if (several_echoes && keys[i].echo > 0) len += snprintf(sfx + len, size - (size_t)len, "_e%lld", (long long)keys[i].echo);
+    len += snprintf(sfx + len, size - (size_t)len, "%s", kinds[keys[i].kind]);
+    if (geometries > 1)
+      snprintf(sfx + len, size - (size_t)len, "_i%05lld",
+               (long long)(keys[i].first_instance >= 0 ? keys[i].first_instance : place));
+  }
 }
 
 static int entry_add(lumen_dicom_series_entry *x, char *path) {
@@ -144,6 +213,7 @@ lumen_status lumen_dicom_series_find(lumen_ctx *ctx, const char *const *paths, i
   names files = {0};
   lumen_status s = lumen_dicom_collect(ctx, "lumen_dicom_series_find", paths, n_paths, &files.v, &files.n);
   lumen_dicom_series_entry *e = NULL;
+  part_key *keys = NULL;
   int64_t n = 0, cap = 0;
   for (int64_t i = 0; s == LUMEN_OK && i < files.n; i++) {
     lumen_dicom_header h;
@@ -159,7 +229,7 @@ lumen_status lumen_dicom_series_find(lumen_ctx *ctx, const char *const *paths, i
       s = hs;
       break;
     }
-    lumen_dicom_series_entry *x = entry_of(&e, &n, &cap, &h.series);
+    lumen_dicom_series_entry *x = entry_of(&e, &keys, &n, &cap, &h);
     lumen_dicom_header_free(&h);
     if (!x || !entry_add(x, files.v[i])) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_find: out of memory");
     else files.v[i] = NULL;  /* owned by the entry */
@@ -169,9 +239,13 @@ lumen_status lumen_dicom_series_find(lumen_ctx *ctx, const char *const *paths, i
     s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_find: '%s': no DICOM image that lumen reads (every file "
                    "was skipped: see the warnings)", n_paths > 0 && paths[0] ? paths[0] : "");
   if (s != LUMEN_OK) {
+    free(keys);
     lumen_dicom_series_entries_free(e, n);
     return s;
   }
+  name_parts(e, keys, n);
+  free(keys);
+  keys = NULL;
   qsort(e, (size_t)n, sizeof *e, cmp_entry);
   *out = e;
   *count = n;

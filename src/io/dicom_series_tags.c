@@ -152,6 +152,21 @@ static void timing_tag(uint32_t tag, const uint8_t *value, uint32_t length, lume
   }
 }
 
+int lumen_dicom_image_kind(const char *image_type) {
+  const char *v = image_type;
+  for (int skip = 0; skip < 2 && v; skip++) {  /* to the third value */
+    v = strchr(v, '\\');
+    if (v) v++;
+  }
+  if (!v) return 0;
+  size_t len = strcspn(v, "\\");
+  static const char *const names[][2] = {{"P", "PHASE"}, {"R", "REAL"}, {"I", "IMAGINARY"}};
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 2; a++)
+      if (len == strlen(names[k][a]) && !strncmp(v, names[k][a], len)) return k + 1;
+  return 0;
+}
+
 /* A little-endian FL value (the private FL tags read here come from little-endian files). */
 static float le_float(const uint8_t *v) {
   uint32_t u = (uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 24;
@@ -174,6 +189,7 @@ static void descriptive_tag(uint32_t tag, const uint8_t *value, uint32_t length,
     break;
   case 0x00200011u: if (lumen_dicom_numbers(value, length, x, 1) == 1) t->series_number = x[0], t->has_series_number = 1; break;
   case 0x00180081u: if (lumen_dicom_numbers(value, length, x, 1) == 1) t->echo_time_ms = x[0], t->has_echo_time = 1; break;
+  case 0x00180086u: if (lumen_dicom_numbers(value, length, x, 1) == 1) t->echo_number = x[0], t->has_echo_number = 1; break;
   case 0x00180082u: if (lumen_dicom_numbers(value, length, x, 1) == 1) t->inversion_time_ms = x[0], t->has_inversion_time = 1; break;
   case 0x00180087u: if (lumen_dicom_numbers(value, length, x, 1) == 1) t->field_strength_t = x[0], t->has_field_strength = 1; break;
   case 0x00190010u: text(value, length, t->creator_0019, sizeof t->creator_0019); break;

@@ -12,6 +12,8 @@
 #   a warning names both; nothing to order the frames: the error names every tag and what it held;
 # - Philips: the private MRScaleSlope turns the values into the precise ones, (stored x RS + RI) /
 #   (RS x SS) with RS changing between dynamics, as dcm2niix's default gives them;
+# - one series of two echoes, and a localizer of three orientations: one image per part (_e1, _e2,
+#   _i00001 ...) as dcm2niix writes them; lumen dce refuses to stack echoes as frames;
 # - two series in one folder: `--series NUMBER` picks by SeriesNumber.
 # Skips (77) only when Debian's pydicom/numpy are missing, lumen was built without DICOM (GDCM),
 # or the reference data (LUMEN_REFDATA qiba/) are not there.
@@ -110,6 +112,48 @@ check "Philips MRScaleSlope: the precise values (stored x RS + RI) / (RS x SS) p
   "$ds values cvph/9_philips_dyn.nii.gz ph.npy"
 check "Philips: the sidecar says UsePhilipsFloatNotDisplayScaling" \
   "sidecar cvph/9_philips_dyn.json \"j['UsePhilipsFloatNotDisplayScaling'] == 1 and j['FrameOrder'] == 'TriggerTime'\""
+
+# ---------------------------------------------------------------- one series, several parts
+# two echoes in one series (EchoNumbers 1 and 2, echo 2's pixels + 1000), and a localizer of three
+# orientations in one series: one image per part, named as dcm2niix names them
+mkdir me loc && "$py" -W ignore - <<'PYEOF'
+import os, pydicom, numpy as np
+from pydicom.uid import generate_uid
+for f in sorted(os.listdir('small')):
+    d = pydicom.dcmread('small/' + f)
+    d.EchoNumbers, d.EchoTime = 1, '2.5'
+    d.save_as('me/' + f, write_like_original=False)
+    d.EchoNumbers, d.EchoTime = 2, '5'
+    d.PixelData = (d.pixel_array.astype(np.uint16) + 1000).tobytes()
+    d.SOPInstanceUID = d.file_meta.MediaStorageSOPInstanceUID = generate_uid()
+    d.InstanceNumber = int(d.InstanceNumber) + 100
+    d.save_as('me/e2_' + f, write_like_original=False)
+uid = generate_uid()
+for k, iop in enumerate([[1, 0, 0, 0, 1, 0], [0, 1, 0, 0, 0, -1], [1, 0, 0, 0, 0, -1]]):
+    os.makedirs('loc_part%d' % k)
+    for z in range(2):
+        d = pydicom.dcmread('small/f000.dcm')
+        d.SeriesInstanceUID, d.SeriesNumber, d.SeriesDescription = uid, 1, 'loc'
+        d.ImageOrientationPatient = iop
+        d.ImagePositionPatient = [5.0 * z * (k == 1), 5.0 * z * (k == 2), 5.0 * z * (k == 0)]
+        d.InstanceNumber = 2 * k + z + 1
+        d.SOPInstanceUID = d.file_meta.MediaStorageSOPInstanceUID = generate_uid()
+        d.save_as('loc/L%d.dcm' % (2 * k + z), write_like_original=False)
+        d.save_as('loc_part%d/L%d.dcm' % (k, z), write_like_original=False)
+PYEOF
+"$bin" convert me --out cvme -q 2> cvme.err || cat cvme.err
+check "two echoes in one series: 7_small_e1 and 7_small_e2, echo 2 = echo 1 + 1000 in every voxel" \
+  "[ \$(ls cvme | wc -l) -eq 4 ] && $py -c \"import sys; sys.path.insert(0, '$LUMEN_CLI_TESTS'); from dcm2niix_compare import nii; a = nii('cvme/7_small_e1.nii.gz')[0]; b = nii('cvme/7_small_e2.nii.gz')[0]; sys.exit(0 if a.shape == (5, 4, 2, 20) and (b - a == 1000).all() else 1)\""
+"$bin" dce --dce me --out out_me $common --aif parker 2> me.err
+check "lumen dce on a series of two echoes: refused (exit 1) naming EchoNumbers, never stacked as frames" \
+  "[ \$? -eq 1 ] && grep -q 'EchoNumbers (0018,0086) is 2' me.err && grep -q 'several echoes' me.err" || cat me.err
+"$bin" convert loc --out cvloc -q 2> cvloc.err || cat cvloc.err
+ok=1
+for k in 0 1 2; do
+  "$bin" convert loc_part$k --out cvpart$k -q 2> /dev/null || ok=0
+  $ds same "cvloc/1_loc_i0000$((2 * k + 1)).nii.gz" cvpart$k/1_loc.nii.gz > /dev/null || ok=0
+done
+check "a localizer of 3 orientations in one series: 1_loc_i00001, _i00003, _i00005, each its own files' image" "[ $ok -eq 1 ]"
 
 # ---------------------------------------------------------------- several series in one folder
 mkdir two && cp v9/* two/ && cp small/* two/

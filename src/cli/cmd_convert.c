@@ -230,6 +230,14 @@ static void list_series(const lumen_dicom_series_entry *e, int64_t n) {
   }
 }
 
+/* Warnings (and with -v the reader's notes) to stderr; errors are printed once, by the command,
+   with the series they belong to. */
+static void convert_log(void *user, lumen_log_level level, const char *message) {
+  static const char *const names[] = {"error", "warning", "info", "debug"};
+  (void)user;
+  if (level != LUMEN_LOG_ERROR) fprintf(stderr, "lumen convert: %s: %s\n", names[level], message);
+}
+
 int lumen_cmd_convert(int argc, char **argv) {
   if (lumen_cli_asks_help(argc, argv)) {
     help(stdout);
@@ -246,6 +254,7 @@ int lumen_cmd_convert(int argc, char **argv) {
     free(a.src);
     return LUMEN_EXIT_FAILURE;
   }
+  lumen_ctx_set_log(ctx, convert_log, NULL, a.verbose ? LUMEN_LOG_DEBUG : LUMEN_LOG_WARNING);
   lumen_dicom_series_entry *e = NULL;
   int64_t n = 0, skipped = 0;
   rc = LUMEN_EXIT_OK;
@@ -283,6 +292,14 @@ int lumen_cmd_convert(int argc, char **argv) {
   return rc != LUMEN_EXIT_OK ? rc : out;
 }
 #else
+/* Warnings (and with -v the reader's notes) to stderr; errors are printed once, by the command,
+   with the series they belong to. */
+static void convert_log(void *user, lumen_log_level level, const char *message) {
+  static const char *const names[] = {"error", "warning", "info", "debug"};
+  (void)user;
+  if (level != LUMEN_LOG_ERROR) fprintf(stderr, "lumen convert: %s: %s\n", names[level], message);
+}
+
 int lumen_cmd_convert(int argc, char **argv) {
   (void)argc;
   (void)argv;

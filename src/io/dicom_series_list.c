@@ -215,18 +215,23 @@ lumen_status lumen_dicom_series_find(lumen_ctx *ctx, const char *const *paths, i
   lumen_dicom_series_entry *e = NULL;
   part_key *keys = NULL;
   int64_t n = 0, cap = 0;
+  /* the headers are read through a context without a log: a file that is skipped is one warning on
+     ctx, not an error line and then a warning */
+  lumen_ctx *quiet = NULL;
+  if (s == LUMEN_OK && lumen_ctx_create(&quiet) != LUMEN_OK)
+    s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_find: out of memory");
   for (int64_t i = 0; s == LUMEN_OK && i < files.n; i++) {
     lumen_dicom_header h;
-    lumen_status hs = lumen_dicom_read_series_header(ctx, files.v[i], max_bytes, &h);
+    lumen_status hs = lumen_dicom_read_series_header(quiet, files.v[i], max_bytes, &h);
     if (hs == LUMEN_ERR_FORMAT || hs == LUMEN_ERR_UNSUPPORTED) {  /* not an image lumen reads: said, skipped */
-      lumen_log(ctx, LUMEN_LOG_WARNING, "skipped: %s", lumen_ctx_last_error(ctx));
-      lumen_ctx_clear_error(ctx);
+      lumen_log(ctx, LUMEN_LOG_WARNING, "skipped: %s", lumen_ctx_last_error(quiet));
+      lumen_ctx_clear_error(quiet);
       lumen_dicom_header_free(&h);
       if (skipped) (*skipped)++;
       continue;
     }
     if (hs != LUMEN_OK) {
-      s = hs;
+      s = lumen_fail(ctx, hs, "%s", lumen_ctx_last_error(quiet));
       break;
     }
     lumen_dicom_series_entry *x = entry_of(&e, &keys, &n, &cap, &h);
@@ -234,6 +239,7 @@ lumen_status lumen_dicom_series_find(lumen_ctx *ctx, const char *const *paths, i
     if (!x || !entry_add(x, files.v[i])) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_find: out of memory");
     else files.v[i] = NULL;  /* owned by the entry */
   }
+  lumen_ctx_destroy(quiet);
   names_free(&files);
   if (s == LUMEN_OK && n == 0)
     s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_series_find: '%s': no DICOM image that lumen reads (every file "

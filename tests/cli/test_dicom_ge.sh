@@ -71,6 +71,31 @@ if "$py" -c 'import pydicom' 2>/dev/null; then
     check "Siemens mosaic ($order tiles, CSA SliceNormalVector): dcm2niix's Ref of the slices" \
       "$cmp_ref cv_$order/2_epiRT_IntAsc_GD0.nii.gz $ge/Ref/epiRT_IntAsc_GD0_2.nii > cmp_$order.txt" || cat "cmp_$order.txt"
   done
+  # hostile mosaics: a tile count the mosaic's size cannot hold; a CSA header of random bytes and
+  # lengths past its end (ignored: the tiles then ascend along the cross product)
+  cp -r mos_ascending mos_bad && cp -r mos_ascending mos_csa && "$py" -W ignore - <<'PYEOF'
+import os, random, struct, pydicom
+random.seed(3)
+for f in sorted(os.listdir('mos_bad')):
+    d = pydicom.dcmread('mos_bad/' + f)
+    d[0x0019100A].value = 37
+    d.save_as('mos_bad/' + f, write_like_original=False)
+for i, f in enumerate(sorted(os.listdir('mos_csa'))):
+    d = pydicom.dcmread('mos_csa/' + f)
+    junk = bytes(random.randrange(256) for _ in range(300))
+    if i == 1:  # a plausible header whose item claims 2^31 values / bytes
+        junk = b'SV10\x04\x03\x02\x01' + struct.pack('<II', 1, 77) + b'SliceNormalVector'.ljust(64, b'\0') + \
+               struct.pack('<i4siii', 3, b'FD\0\0', 3, 2**31 - 1, 77) + struct.pack('<4i', 2**31 - 1, 2**31 - 1, 77, 1)
+    d[0x00291010].value = junk
+    d.save_as('mos_csa/' + f, write_like_original=False)
+PYEOF
+  "$bin" convert mos_bad --out cv_bad -q 2> mos_bad.err
+  check "a mosaic of 37 images in 384 x 384: refused (exit 1) naming NumberOfImagesInMosaic" \
+    "[ \$? -eq 1 ] && grep -q 'a mosaic of 37 images (NumberOfImagesInMosaic, 0019,100A) needs Rows and Columns divisible by 7' mos_bad.err" ||
+    cat mos_bad.err
+  "$bin" convert mos_csa --out cv_csa -q 2> mos_csa.err
+  check "malformed CSA headers are ignored: the mosaics still give dcm2niix's Ref" \
+    "$cmp_ref cv_csa/2_epiRT_IntAsc_GD0.nii.gz $ge/Ref/epiRT_IntAsc_GD0_2.nii > cmp_csa.txt" || cat cmp_csa.txt mos_csa.err
 else
   echo "note: Debian python3-pydicom missing: the mosaic checks did not run"
 fi

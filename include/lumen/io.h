@@ -307,6 +307,11 @@ LUMEN_API lumen_status lumen_dicom_read(lumen_ctx *ctx, const char *path, const 
 /* Only the structural check and the metadata (no pixel decoding); info->isolated is 0. */
 LUMEN_API lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
                                                lumen_dicom_info *info);
+/* Whether compressed DICOM can be decoded: loads GDCM's decoder module (liblumen_gdcm.so, loaded
+   on the first compressed file otherwise; docs/DICOM.md "Library") and says where it came from in
+   detail. LUMEN_ERR_NOT_BUILT when it is missing or lumen was built without GDCM (`lumen backends`'
+   dicom row). */
+LUMEN_API lumen_status lumen_dicom_selftest(lumen_ctx *ctx, char *detail, size_t detail_size);
 /* 1 when path is a regular file with "DICM" at byte 128 (the DICOM Part 10 signature). */
 LUMEN_API int lumen_dicom_is_dicom_file(const char *path);
 

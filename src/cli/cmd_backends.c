@@ -23,7 +23,8 @@ static void help(FILE *out) {
           "  SKIP  not built in, or not available on this machine: the detail says why\n\n"
           "Rows: cpu (cores, threads, memory), openmp, precision (float16/bfloat16 conversion),\n"
           "cuda-build, cuda-driver, one row per CUDA device (memory and a copy round trip), gsl\n"
-          "(standard solver), nifti-io (a NIfTI write/read round trip), mpi (PASS when this build links\n"
+          "(standard solver), nifti-io (a NIfTI write/read round trip), dicom (GDCM's decoder module for\n"
+          "compressed DICOM loads), mpi (PASS when this build links\n"
           "MPI), python and mex (the binding / MEX files where install.sh put them, as recorded in\n"
           "PREFIX/share/lumen/bindings.conf; else python3 and Octave's path as they are).\n"
           "A machine without a GPU or driver shows SKIP rows, never a crash.\n\n"
@@ -50,6 +51,8 @@ static void add_frontend_rows(lumen_ctx *ctx, lumen_check *rows, int *n) {
   char detail[LUMEN_CHECK_DETAIL_MAX];
   lumen_status s = lumen_io_selftest(ctx, detail, sizeof detail);
   add(rows, n, "nifti-io", s == LUMEN_OK ? LUMEN_CHECK_PASS : LUMEN_CHECK_FAIL, detail);
+  s = lumen_dicom_selftest(ctx, detail, sizeof detail);
+  add(rows, n, "dicom", s == LUMEN_OK ? LUMEN_CHECK_PASS : LUMEN_CHECK_SKIP, detail);
 #else
   (void)ctx;
   add(rows, n, "nifti-io", LUMEN_CHECK_SKIP, "built without nifti_clib/cJSON: NIfTI input and output unavailable");

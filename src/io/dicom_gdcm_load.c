@@ -29,7 +29,7 @@ static decode_fn decoder(void) { return lumen_gdcm_module_decode; }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static decode_fn loaded;
-static char why[768];
+static char why[768], from[4096];
 
 /* dlopen + dlsym of one candidate; the reason of a failure appended to why. */
 static int try_module(const char *path) {
@@ -37,7 +37,10 @@ static int try_module(const char *path) {
   const char *err = NULL;
   if (h) {
     loaded = (decode_fn)(uintptr_t)dlsym(h, "lumen_gdcm_module_decode");
-    if (loaded) return 1;
+    if (loaded) {
+      snprintf(from, sizeof from, "%s", path);
+      return 1;
+    }
     err = "no lumen_gdcm_module_decode in it";
     dlclose(h);
   } else {
@@ -82,6 +85,29 @@ int lumen_dicom_gdcm_decode(const uint8_t *data, size_t size, const lumen_dicom_
                             size_t dst_bytes, char *msg, size_t msg_size) {
   if (!lumen_dicom_gdcm_load(msg, msg_size)) return -1;
   return decoder()(data, size, hdr, dst, dst_bytes, msg, msg_size);
+}
+
+lumen_status lumen_dicom_selftest(lumen_ctx *ctx, char *detail, size_t detail_size) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, detail);
+  char msg[1024];
+  if (!lumen_dicom_gdcm_load(msg, sizeof msg)) {
+    snprintf(detail, detail_size, "native DICOM reads; compressed ones cannot: %s", msg);
+    return lumen_fail(ctx, LUMEN_ERR_NOT_BUILT, "DICOM self-test: %s", detail);
+  }
+#if LUMEN_GDCM_LINKED
+  snprintf(detail, detail_size, "GDCM decoder linked in (RLE, JPEG, JPEG-LS, JPEG 2000)");
+#else
+  snprintf(detail, detail_size, "GDCM decoder module %s (RLE, JPEG, JPEG-LS, JPEG 2000)", from);
+#endif
+  return LUMEN_OK;
+}
+
+#else
+
+lumen_status lumen_dicom_selftest(lumen_ctx *ctx, char *detail, size_t detail_size) {
+  LUMEN_REQUIRE_NOT_NULL(ctx, detail);
+  snprintf(detail, detail_size, "built without GDCM (libgdcm-dev): DICOM input unavailable");
+  return lumen_fail(ctx, LUMEN_ERR_NOT_BUILT, "DICOM self-test: %s", detail);
 }
 
 #endif

@@ -3,6 +3,7 @@
    (dicom_gdcm.cpp, isolated in a child process by dicom_isolate.c); then the samples are masked
    to BitsStored, passed through the modality LUT and, for MONOCHROME1, inverted, into a float32
    image. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,11 +78,41 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
   return s;
 }
 
+/* The headers from the first HEADER_PREFIX bytes when they hold them (a native file whose
+   PixelData starts there): a series' header pass then reads a few kilobytes per file, not its
+   pixels. 0 when the whole file must be read (a smaller or compressed file, longer headers, any
+   problem: the full read reports it). Silent: no context, no log. */
+#define HEADER_PREFIX (64 * 1024)
+static int headers_from_prefix(const char *path, int64_t max_bytes, lumen_dicom_header *hdr) {
+  int fd = -1;
+  int64_t file_size = 0;
+  if (lumen_io_open_regular(NULL, "lumen_dicom_read", path, &fd, &file_size) != LUMEN_OK) return 0;
+  int ok = 0;
+  uint8_t *buf = file_size > HEADER_PREFIX && file_size <= max_bytes ? malloc(HEADER_PREFIX) : NULL;
+  size_t got = 0;
+  while (buf && got < HEADER_PREFIX) {
+    ssize_t k = pread(fd, buf + got, HEADER_PREFIX - got, (off_t)got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  if (buf && got == HEADER_PREFIX &&
+      lumen_dicom_precheck_headers(NULL, path, buf, got, (size_t)file_size, hdr) == LUMEN_OK) {
+    ok = hdr->decoded_bytes <= max_bytes / 2;  /* else the full read refuses it, with its message */
+    if (!ok) lumen_dicom_header_free(hdr);
+  }
+  free(buf);
+  close(fd);
+  return ok;
+}
+
 lumen_status lumen_dicom_read_series_header(lumen_ctx *ctx, const char *path, int64_t max_bytes,
                                             lumen_dicom_header *hdr) {
   uint8_t *data = NULL;
   size_t size = 0;
-  lumen_status s = load(ctx, path, lumen_io_resolve_max_bytes(max_bytes), hdr, &data, &size);
+  int64_t max = lumen_io_resolve_max_bytes(max_bytes);
+  if (headers_from_prefix(path, max, hdr)) return LUMEN_OK;
+  lumen_status s = load(ctx, path, max, hdr, &data, &size);
   free(data);
   return s;
 }

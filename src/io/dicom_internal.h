@@ -181,6 +181,13 @@ void lumen_dicom_frame_rescale(const lumen_dicom_header *hdr, int64_t k, double 
 lumen_status lumen_dicom_precheck(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size,
                                   lumen_dicom_header *hdr);
 
+/* lumen_dicom_precheck on the first size bytes of a file of file_size bytes, for its headers: the
+   walk stops at a native top-level PixelData (its length checked against file_size), whatever
+   follows it unread. Anything else (the headers longer than size, encapsulated pixel data, a
+   malformed file) is an error: read the whole file then (lumen_dicom_read_series_header does). */
+lumen_status lumen_dicom_precheck_headers(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size,
+                                          size_t file_size, lumen_dicom_header *hdr);
+
 /* Decodes the encapsulated (compressed) pixel data of the pre-checked file in data with GDCM's
    codec for its transfer syntax into dst (exactly hdr->decoded_bytes: little-endian samples of
    bits_allocated bits as stored, before the modality LUT). 0 on success; otherwise a message in

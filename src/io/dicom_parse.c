@@ -26,6 +26,10 @@ typedef struct walker {
      5200,9230), the frame its current item fills, the functional group sequence inside it */
   uint32_t top_seq, group_seq;
   lumen_dicom_frame *frame;
+  /* headers only (lumen_dicom_precheck_headers): d holds the first n bytes of a file of file_size;
+     the walk stops at a native top-level PixelData, whose value may lie beyond n */
+  int headers_only, at_top;
+  size_t file_size;
 } walker;
 
 typedef struct element {
@@ -85,7 +89,9 @@ static lumen_status read_element(walker *w, size_t *pos, size_t end, int implici
     }
   }
   e->value = p;
-  if (e->length != UNDEFINED && e->length > end - p) {
+  size_t room = end - p;
+  if (w->headers_only && w->at_top && e->group == 0x7FE0 && e->elem == 0x0010) room = w->file_size - p;
+  if (e->length != UNDEFINED && e->length > room) {
     char detail[96];
     snprintf(detail, sizeof detail, "element (%04X,%04X) has length %u, only %zu bytes remain", e->group, e->elem,
              e->length, end - p);
@@ -392,7 +398,9 @@ static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, 
   while (p < end) {
     element e;
     size_t at = p;
+    w->at_top = depth == 0;
     lumen_status s = read_element(w, &p, end, w->implicit, w->big, &e);
+    w->at_top = 0;
     if (s != LUMEN_OK) return s;
     uint32_t tag = (uint32_t)e.group << 16 | e.elem;
     if (in_item_undefined && tag == 0xFFFEE00Du) {  /* item delimiter */
@@ -423,6 +431,10 @@ static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, 
       }
       if (w->h->encapsulated) return bad(w, at, "native pixel data in an encapsulated transfer syntax", NULL);
       w->h->pixel_length = e.length;
+      if (w->headers_only) {  /* the headers are read: what follows is the full read's to check */
+        *pos = end;
+        return LUMEN_OK;
+      }
       p += e.length;
       continue;
     }
@@ -575,8 +587,22 @@ static void philips_precise(lumen_dicom_header *hdr) {
   t->philips_scaled = 1;
 }
 
+static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size, size_t file_size,
+                             int headers_only, lumen_dicom_header *hdr);
+
 lumen_status lumen_dicom_precheck(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size,
                                   lumen_dicom_header *hdr) {
+  return precheck(ctx, path, data, size, size, 0, hdr);
+}
+
+lumen_status lumen_dicom_precheck_headers(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size,
+                                          size_t file_size, lumen_dicom_header *hdr) {
+  if (size > file_size) size = file_size;
+  return precheck(ctx, path, data, size, file_size, 1, hdr);
+}
+
+static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size, size_t file_size,
+                             int headers_only, lumen_dicom_header *hdr) {
   memset(hdr, 0, sizeof *hdr);
   walker w;
   memset(&w, 0, sizeof w);
@@ -585,6 +611,8 @@ lumen_status lumen_dicom_precheck(lumen_ctx *ctx, const char *path, const uint8_
   w.d = data;
   w.n = size;
   w.h = hdr;
+  w.headers_only = headers_only;
+  w.file_size = file_size;
   hdr->info.samples_per_pixel = 1;
   hdr->info.rescale_slope = 1;
   if (size < 132 || memcmp(data + 128, "DICM", 4) != 0)
@@ -618,6 +646,8 @@ lumen_status lumen_dicom_precheck(lumen_ctx *ctx, const char *path, const uint8_
   hdr->encapsulated = kind == 2;
   hdr->big_endian = w.big;
   lumen_status s = walk_dataset(&w, &p, size, 0, 0);
+  if (s == LUMEN_OK && headers_only && (!w.have_pixel || hdr->encapsulated))  /* not reached, or fragments */
+    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': the headers end past the first %zu bytes", path, size);
   if (s == LUMEN_OK) s = check_pixels(&w);
   if (s == LUMEN_OK) s = lumen_dicom_frames_finish(ctx, path, hdr);
   if (s == LUMEN_OK) philips_precise(hdr);

@@ -2,7 +2,8 @@
    then masking, the modality LUT and MONOCHROME1 inversion). The first byte picks how GDCM runs:
    mostly in this process, after the pre-check (what a multi-threaded caller gets, so a decoder
    abort the pre-check lets through is a finding), one input in eight in a forked child (the
-   single-threaded path: libFuzzer's RSS thread would otherwise rule it out). */
+   single-threaded path: libFuzzer's RSS thread would otherwise rule it out). Then the header pass
+   of the series reader on a prefix of the file (lumen_dicom_precheck_headers). */
 #include "fuzz_common.h"
 #include "io/dicom_internal.h"
 #include "lumen/image.h"
@@ -20,6 +21,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (s != LUMEN_OK && im) abort();
   if (s == LUMEN_OK && lumen_image_count(im) != info.rows * info.columns * info.frames) abort();
   lumen_image_free(im);
+  /* the series reader's header pass on a prefix (its length from byte 0): what it accepts, the
+     whole file's pre-check accepts with the same image description */
+  size_t prefix = (size - 1) * (size_t)(data[0] >> 3) / 31;
+  lumen_dicom_header head, full;
+  if (lumen_dicom_precheck_headers(NULL, path, data + 1, prefix, size - 1, &head) == LUMEN_OK) {
+    if (lumen_dicom_precheck(NULL, path, data + 1, size - 1, &full) == LUMEN_OK) {
+      if (full.info.rows != head.info.rows || full.info.columns != head.info.columns ||
+          full.decoded_bytes != head.decoded_bytes || full.pixel_offset != head.pixel_offset)
+        abort();
+      lumen_dicom_header_free(&full);
+    }
+    lumen_dicom_header_free(&head);
+  }
   unlink(path);
   return 0;
 }

@@ -118,18 +118,12 @@ def mosaic_mr():
     NumberOfImagesInMosaic under "SIEMENS MR HEADER", a CSA image header "SV10" with
     NumberOfImagesInMosaic and SliceNormalVector, GE's group delay under GEMS_PARM_01, and the
     timing tags of a series (the private values lumen parses, for the fuzzer to mutate)."""
-    import io, struct
+    import io
     from pydicom.dataset import Dataset, FileMetaDataset
     from pydicom.uid import ExplicitVRLittleEndian
 
-    def csa(items):
-        out = b'SV10\x04\x03\x02\x01' + struct.pack('<II', len(items), 77)
-        for name, values in items:
-            out += name.encode().ljust(64, b'\0') + struct.pack('<i4siii', len(values), b'FD\0\0', 3, len(values), 77)
-            for v in values:
-                data = v.encode() + b'\0'
-                out += struct.pack('<4i', len(data), len(data), 77, len(data)) + data.ljust((len(data) + 3) // 4 * 4, b'\0')
-        return out
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests', 'cli'))
+    from make_mosaic import csa  # the CSA header writer of the mosaic tests
     meta = FileMetaDataset()
     meta.MediaStorageSOPClassUID = '1.2.840.10008.5.1.4.1.1.4'
     meta.MediaStorageSOPInstanceUID = '1.2.3.4.7'

@@ -292,14 +292,6 @@ int lumen_cmd_convert(int argc, char **argv) {
   return rc != LUMEN_EXIT_OK ? rc : out;
 }
 #else
-/* Warnings (and with -v the reader's notes) to stderr; errors are printed once, by the command,
-   with the series they belong to. */
-static void convert_log(void *user, lumen_log_level level, const char *message) {
-  static const char *const names[] = {"error", "warning", "info", "debug"};
-  (void)user;
-  if (level != LUMEN_LOG_ERROR) fprintf(stderr, "lumen convert: %s: %s\n", names[level], message);
-}
-
 int lumen_cmd_convert(int argc, char **argv) {
   (void)argc;
   (void)argv;

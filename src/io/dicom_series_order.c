@@ -55,7 +55,7 @@ typedef struct order_ctx {
   int64_t n, nz, per;
   const source_desc *src;
   int acq_mode;
-  int wrap;             /* AcquisitionTime alone spans midnight: times before noon + 24 h */
+  int wrap, wrap_content; /* AcquisitionTime / ContentTime span midnight: times before noon + 24 h */
   double *key;          /* n values of the source under test */
   int64_t *idx;         /* n member indices sorted by (slice, key) */
   char why[SRC_COUNT][256];
@@ -83,7 +83,7 @@ static int raw_value(const order_ctx *o, const member *x, int s, double *v) {
     *v = t->acquisition_date_s + t->acquisition_time_s;
     return t->has_acquisition_time;
   case SRC_CONTENT:
-    *v = t->content_time_s + (!x->enhanced && o->wrap && t->content_time_s < HALF_DAY ? 86400.0 : 0);
+    *v = t->content_time_s + (!x->enhanced && o->wrap_content && t->content_time_s < HALF_DAY ? 86400.0 : 0);
     return t->has_content_time;
   case SRC_FRAME_REF: *v = t->frame_reference_ms; return !x->enhanced && t->has_frame_reference;
   default:
@@ -95,15 +95,18 @@ static int raw_value(const order_ctx *o, const member *x, int s, double *v) {
 
 static void acquisition_mode(order_ctx *o) {
   int all_dt = 1, all_date = 1;
-  double lo = INFINITY, hi = -INFINITY;
+  double lo = INFINITY, hi = -INFINITY, clo = INFINITY, chi = -INFINITY;
   for (int64_t i = 0; i < o->n; i++) {
     const lumen_dicom_series_tags *t = &o->m[i].h.series;
     all_dt &= t->has_acquisition_datetime;
     all_date &= t->has_acquisition_date;
     if (t->has_acquisition_time) lo = fmin(lo, t->acquisition_time_s), hi = fmax(hi, t->acquisition_time_s);
+    if (t->has_content_time) clo = fmin(clo, t->content_time_s), chi = fmax(chi, t->content_time_s);
   }
   o->acq_mode = all_dt ? ACQ_DATETIME : all_date ? ACQ_DATE_TIME : ACQ_TIME_ONLY;
-  o->wrap = hi - lo > HALF_DAY;  /* an acquisition lasts less than 12 h: the early times are the next day */
+  /* an acquisition lasts less than 12 h: the early times are the next day */
+  o->wrap = hi - lo > HALF_DAY;
+  o->wrap_content = chi - clo > HALF_DAY;
 }
 
 static _Thread_local const order_ctx *sort_ctx; /* qsort has no user pointer in C11 */

@@ -482,8 +482,10 @@ static lumen_status frame_times(pipe_run *run, const lumen_nifti_info *info, con
                       cfg->dce, dt);
   if (dicom_without_times(info))
     return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,
-                      "DCE series '%s': no timing: the DICOM files have no TriggerTime (0018,1060), AcquisitionTime "
-                      "(0008,0032) or ContentTime (0008,0033) in every file; give the frame interval with --dt SECONDS",
+                      "DCE series '%s': no timing: none of TriggerTime (0018,1060), the acquisition times "
+                      "(0008,002A / 0008,0032), ContentTime (0008,0033) and FrameReferenceTime (0054,1300) is in every "
+                      "file and rises from frame to frame (GE writes one AcquisitionTime for a whole series; "
+                      "'lumen convert FOLDER' prints what each tag held); give the frame interval with --dt SECONDS",
                       cfg->dce);
   if (!(dt > 0) || !isfinite(dt))
     return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT,

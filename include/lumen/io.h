@@ -360,6 +360,10 @@ typedef struct lumen_dicom_series_info {
                                the one used (a warning was logged; timing_note names both) */
   int philips_float_scaling;/* 1 when Philips' MRScaleSlope (2005,100E) turned the values into the
                                precise floating point ones (docs/DICOM.md "Philips scaling") */
+  int stored_integers;      /* 1 when every value is a stored integer of at most 16 bits (an identity
+                               modality LUT in every file and frame): lumen convert stores int16/uint16 */
+  int stored_signed;        /* PixelRepresentation 1 (with stored_integers) */
+  int stored_bits;          /* the largest BitsStored */
 } lumen_dicom_series_info;
 
 /* Reads a series from paths[0..n_paths): folders (every regular file with the DICOM Part 10

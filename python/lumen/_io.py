@@ -95,7 +95,8 @@ class _DicomSeriesInfo(ctypes.Structure):
                 ("manufacturer", ctypes.c_char * 65), ("model_name", ctypes.c_char * 65),
                 ("protocol_name", ctypes.c_char * 65), ("image_type", ctypes.c_char * 97),
                 ("acquisition_time", ctypes.c_char * 20), ("columns", c_int64), ("rows", c_int64),
-                ("timing_disagree", c_int), ("philips_float_scaling", c_int)]
+                ("timing_disagree", c_int), ("philips_float_scaling", c_int),
+                ("stored_integers", c_int), ("stored_signed", c_int), ("stored_bits", c_int)]
 
 
 PNG_SCALINGS = ("clip", "minmax", "range")  # lumen_png_scaling order (io.h has no name function)

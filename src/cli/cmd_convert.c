@@ -139,26 +139,34 @@ static void series_name(const lumen_dicom_series_entry *e, char used[][160], int
   }
 }
 
-/* The stored type: int16 or uint16 when every value is an integer in range (DICOM's own stored
-   values after an identity modality LUT), else float32. *out is im itself, or an image of the
-   narrower type over im's own memory (converted in place, front to back: value i moves from
-   byte 4i to byte 2i, never over a value not yet read), to be freed before im. */
-static lumen_status stored_type(lumen_ctx *ctx, lumen_image *im, lumen_image **out) {
+/* The stored type: int16 or uint16 when every value is an integer in range, else float32: from
+   the headers when every file's modality LUT is the identity on at most 16 stored bits (DICOM's own
+   stored values, as dcm2niix writes them), else by looking at the values. *out is im itself, or an
+   image of the narrower type over im's own memory (converted in place, front to back: value i
+   moves from byte 4i to byte 2i, never over a value not yet read), to be freed before im. */
+static lumen_status stored_type(lumen_ctx *ctx, const lumen_dicom_series_info *info, lumen_image *im,
+                                lumen_image **out) {
   float *v = lumen_image_data(im);
   int64_t n = lumen_image_count(im);
-  float lo = 0, hi = 0;
-  int fraction = 0;
-  for (int64_t i = 0; i < n; i++) {  /* branch-free */
-    float x = v[i];
-    /* beyond +-65536 (and NaN, infinities) is not int16/uint16 anyway: 0.5 marks it */
-    float c = ((x >= -65536.0f) & (x <= 65536.0f)) ? x : 0.5f;
-    fraction |= c != (float)(int32_t)c;
-    lo = c < lo ? c : lo;
-    hi = c > hi ? c : hi;
-  }
+  lumen_dtype t = LUMEN_DTYPE_FLOAT32;
   *out = im;
-  lumen_dtype t = lo >= -32768 && hi <= 32767 ? LUMEN_DTYPE_INT16 : lo >= 0 && hi <= 65535 ? LUMEN_DTYPE_UINT16 : LUMEN_DTYPE_FLOAT32;
-  if (fraction || t == LUMEN_DTYPE_FLOAT32) return LUMEN_OK;
+  if (info->stored_integers) {
+    t = info->stored_signed || info->stored_bits <= 15 ? LUMEN_DTYPE_INT16 : LUMEN_DTYPE_UINT16;
+  } else {
+    float lo = 0, hi = 0;
+    int fraction = 0;
+    for (int64_t i = 0; i < n; i++) {
+      float x = v[i];
+      /* beyond +-65536 (and NaN, infinities) is not int16/uint16 anyway: 0.5 marks it */
+      float c = ((x >= -65536.0f) & (x <= 65536.0f)) ? x : 0.5f;
+      fraction |= c != (float)(int32_t)c;
+      lo = c < lo ? c : lo;
+      hi = c > hi ? c : hi;
+    }
+    if (!fraction)
+      t = lo >= -32768 && hi <= 32767 ? LUMEN_DTYPE_INT16 : lo >= 0 && hi <= 65535 ? LUMEN_DTYPE_UINT16 : t;
+  }
+  if (t == LUMEN_DTYPE_FLOAT32) return LUMEN_OK;
   int ndim = lumen_image_ndim(im);
   int64_t dims[4];
   double sp[4], A[16];
@@ -197,7 +205,7 @@ static int convert_one(lumen_ctx *ctx, const convert_args *a, const lumen_dicom_
   snprintf(nii, sizeof nii, "%s/%s.%s", a->out, name, a->uncompressed ? "nii" : "nii.gz");
   snprintf(json, sizeof json, "%s/%s.json", a->out, name);
   lumen_status s = lumen_dicom_series_read(ctx, (const char *const *)e->paths, (int)e->files, &o, &im, &info);
-  if (s == LUMEN_OK) s = stored_type(ctx, im, &stored);
+  if (s == LUMEN_OK) s = stored_type(ctx, &info, im, &stored);
   if (s == LUMEN_OK) s = lumen_dicom_series_sidecar(ctx, &info, &side);
   if (s == LUMEN_OK) {
     lumen_nifti_write_opts w = {.overwrite = a->overwrite, .description = "lumen convert"};

@@ -425,6 +425,22 @@ static lumen_status mosaic_volume(lumen_ctx *ctx, const member *m, int64_t n, in
   return LUMEN_OK;
 }
 
+/* Whether every value is a stored integer of at most 16 bits (lumen convert's stored type). */
+static void stored_values(const member *m, int64_t n, lumen_dicom_series_info *inf) {
+  int ints = 1, any_signed = 0, unsigned16 = 0, bits = 0;
+  for (int64_t i = 0; i < n && ints; i++) {
+    const lumen_dicom_info *in = &m[i].h.info;
+    ints = in->rescale_slope == 1 && in->rescale_intercept == 0 && in->bits_stored <= 16 && !m[i].h.series.philips_scaled;
+    any_signed |= in->pixel_representation == 1;
+    unsigned16 |= in->pixel_representation == 0 && in->bits_stored == 16;
+    bits = in->bits_stored > bits ? in->bits_stored : bits;
+  }
+  ints &= !(any_signed && unsigned16);  /* -32768..65535 fits neither int16 nor uint16 */
+  inf->stored_integers = ints;
+  inf->stored_signed = ints && any_signed;
+  inf->stored_bits = bits;
+}
+
 /* The descriptive values of the first member (lumen convert's sidecar). */
 static void describe(const member *x, lumen_dicom_series_info *inf) {
   const lumen_dicom_series_tags *t = &x->h.series;
@@ -488,6 +504,7 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
   if (s == LUMEN_OK && !probe) s = read_pixels(ctx, m, n, nz, nt, max_bytes, lumen_image_data(im));
   if (s == LUMEN_OK) series_affine(m, nz, nt, &inf);
   if (s == LUMEN_OK) describe(&m[0], &inf);
+  if (s == LUMEN_OK) stored_values(m, n, &inf);
   if (s == LUMEN_OK && !probe) {
     double sp[4] = {inf.spacing[0], inf.spacing[1], inf.spacing[2], 1};
     if (inf.frame_times_s && nt > 1) sp[3] = inf.frame_times_s[nt - 1] / (double)(nt - 1);

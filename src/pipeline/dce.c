@@ -671,6 +671,11 @@ static lumen_status dce_read_inputs(pipe_run *run, dce_job *j) {
     if (!j->t_min || !j->tissue_mean) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory");
   }
   if (st == LUMEN_OK) st = frame_times(run, &j->info, &j->acq, j->nt, j->t_min, j->how_t, sizeof j->how_t);
+  if (st == LUMEN_OK) {
+    char src[LUMEN_PIPE_PATH_MAX + 96];
+    snprintf(src, sizeof src, "DCE series '%s' (frame times from %s)", cfg->dce, j->how_t);
+    st = pipe_check_duration(ctx, src, j->t_min[j->nt - 1] * 60.0, j->nt);
+  }
   if (st == LUMEN_OK) st = pipe_load_mask(run, cfg->dce);
   return st;
 }

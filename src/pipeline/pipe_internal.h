@@ -249,6 +249,9 @@ lumen_status pipe_check_tr(lumen_ctx *ctx, const char *source, double tr, int sp
 lumen_status pipe_check_tr_any(lumen_ctx *ctx, const char *source, double tr); /* spgr = 0 */
 lumen_status pipe_check_flip(lumen_ctx *ctx, const char *source, double deg);
 lumen_status pipe_check_dt(lumen_ctx *ctx, const char *source, double dt);
+/* the whole series: frames over total_s seconds, at most 4 h (a --dt in ms passes pipe_check_dt up
+   to 600 but makes a 1321-frame series last 183 h) */
+lumen_status pipe_check_duration(lumen_ctx *ctx, const char *source, double total_s, int64_t frames);
 lumen_status pipe_check_relaxivity(lumen_ctx *ctx, const char *source, double r1);
 lumen_status pipe_check_t1(lumen_ctx *ctx, const char *source, double t1);
 lumen_status pipe_check_hematocrit(lumen_ctx *ctx, const char *source, double hct);

@@ -15,6 +15,7 @@
 #define TR_IR_MAX 30.0       /* inversion recovery repeats within seconds */
 #define DT_MIN 0.01          /* 10 ms per frame */
 #define DT_MAX 600.0         /* 10 min per frame */
+#define DURATION_MAX 14400.0 /* 4 h for a whole dynamic series (DCE: 5-60 min) */
 #define FLIP_MIN_DEG 1.0     /* below: radians given as degrees */
 #define FLIP_MAX_DEG 90.0    /* SPGR flip angles; above: a typo or another sequence */
 #define T1_MIN 0.05          /* tissue and blood T1 in s */
@@ -62,6 +63,16 @@ lumen_status pipe_check_dt(lumen_ctx *ctx, const char *source, double dt) {
   return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                     "%s = %g: a frame interval of %g s is implausible (expected %g..%g s)%s", source, dt, dt, DT_MIN,
                     DT_MAX, hint);
+}
+
+lumen_status pipe_check_duration(lumen_ctx *ctx, const char *source, double total_s, int64_t frames) {
+  if (!isfinite(total_s) || frames < 2 || total_s <= DURATION_MAX) return LUMEN_OK;
+  double dt = total_s / (double)(frames - 1);
+  char hint[96] = "";
+  if (total_s / 1000.0 <= DURATION_MAX) snprintf(hint, sizeof hint, "; the frame interval in ms? give %g (seconds)", dt / 1000.0);
+  return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                    "%s: %lld frames %g s apart last %g s (%.1f h), implausible for one DCE acquisition (expected at "
+                    "most %g h)%s", source, (long long)frames, dt, total_s, total_s / 3600.0, DURATION_MAX / 3600.0, hint);
 }
 
 lumen_status pipe_check_relaxivity(lumen_ctx *ctx, const char *source, double r1) {

@@ -29,6 +29,12 @@ mistake "t1 --flip-angles in radians" 2 "--flip-angles value 1 = 0.05: .*in radi
   "$bin" t1 --in $P $P --flip-angles 0.05,0.26 --tr 0.005 --out o4
 mistake "dce --dt 5000 (ms)" 2 "--dt = 5000: .*in ms\? give 5" o5 "$bin" dce $base --dt 5000 --out o5
 mistake "dce --dt 0.001" 2 "--dt = 0.001: a frame interval of 0.001 s is implausible" o5b "$bin" dce $base --dt 0.001 --out o5b
+# --dt 500 (ms) is a plausible frame interval on its own; the series' length is not (issue 39, item 2):
+# a data error once the frame count is known
+nt=$(python3 -c "import gzip,struct; d=gzip.open('$P','rb').read(352); print(struct.unpack_from('<8h', d, 40)[4])")
+mistake "dce --dt 500 (ms): the whole series would last days" 1 \
+  "frames 500 s apart last $((500 * (nt - 1))) s .*implausible for one DCE acquisition \(expected at most 4 h\); the frame interval in ms\? give 0.5 \(seconds\)" \
+  o5c "$bin" dce $base --dt 500 --out o5c
 mistake "dce --relaxivity 0.0045 (per ms)" 2 "--relaxivity = 0.0045: .*in 1/\(mM ms\)\? give 4.5" o6 \
   "$bin" dce $base --relaxivity 0.0045 --out o6
 mistake "dce --relaxivity 4500" 2 "--relaxivity = 4500: relaxivity 4500 /mM/s is implausible" o6b "$bin" dce $base --relaxivity 4500 --out o6b

@@ -48,6 +48,7 @@ static lumen_status t1_read_inputs(pipe_run *run, t1_job *job) {
   lumen_ctx *ctx = run->ctx;
   const lumen_pipe_config *cfg = run->cfg;
   lumen_status st = LUMEN_OK;
+  int tr_from = 0;  /* the input whose header TR is job->tr */
   for (int f = 0; f < job->nfiles && st == LUMEN_OK; ++f) {
     lumen_nifti_info info;
     char role[48];
@@ -74,14 +75,20 @@ static lumen_status t1_read_inputs(pipe_run *run, t1_job *job) {
     if (st != LUMEN_OK) { lumen_acquisition_clear(&acq); break; }
     job->frames_per[f] = lumen_image_dim(job->ims[f], 3);
     if (!isfinite(cfg->tr_s) && isfinite(acq.repetition_time_s)) {
-      /* every input's sidecar TR is checked; the first one is used */
+      /* every input's sidecar TR is checked and must equal the first one's */
       char sc[LUMEN_PIPE_PATH_MAX], src[LUMEN_PIPE_PATH_MAX + 64];
       if (dicom) snprintf(sc, sizeof sc, "%s", job->files[f]);
       else lumen_sidecar_path(ctx, job->files[f], sc, sizeof sc);
       snprintf(src, sizeof src, "%s '%s' %s", where, sc, acq.repetition_time_key ? acq.repetition_time_key : "RepetitionTime");
       st = pipe_check_tr(ctx, src, acq.repetition_time_s, job->vfa);
+      if (st == LUMEN_OK && isfinite(job->tr) && job->vfa &&
+          fabs(acq.repetition_time_s - job->tr) > 1e-6 * job->tr)  /* one fit, one TR: never the first's for all */
+        st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                        "VFA inputs with different TR: %s is %g s, but input %d ('%s') has %g s; the signal equation "
+                        "of one fit has one TR: give the inputs of one protocol (or --tr SECONDS if the headers are "
+                        "wrong)", src, acq.repetition_time_s, tr_from + 1, job->files[tr_from], job->tr);
       if (st != LUMEN_OK) { lumen_acquisition_clear(&acq); break; }
-      if (!isfinite(job->tr)) job->tr = acq.repetition_time_s;
+      if (!isfinite(job->tr)) job->tr = acq.repetition_time_s, tr_from = f;
     }
     for (int64_t j = 0; j < job->frames_per[f] && st == LUMEN_OK; ++j) {
       if (job->n >= 64) { st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "T1: more than 64 input volumes"); break; }

@@ -106,4 +106,17 @@ check "run log: effective bounds (not null) and preset" \
 "$bin" dce $base --out o22 --chunk 100 -q 2> err.txt || cat err.txt
 check "at_bound counted per parameter, equal with --chunk 100" \
   "python3 -c \"import json;a,b=[json.load(open(d+'/sub-demo_runlog.json'))['stages']['D']['models']['tofts'] for d in ('o18','o22')];assert a['voxels_at_bound']>0 and a['voxels_at_bound']==b['voxels_at_bound']==a['state_counts']['at_bound'] and a['at_bound']==b['at_bound'] and a['voxels_converged']+a['voxels_at_bound']+a['voxels_failed']==a['voxels_fitted'], (a, b)\""
+# ---- VFA inputs of different TR (issue 39, item 4): refused naming both inputs and their TR
+q4=${LUMEN_REFDATA:-/work/shared/data}/qiba/v4_etm_vfa
+if [ -f "$q4/q4_vfa_fa3.json" ]; then
+  mkdir vfa_tr && for a in 3 15 35; do cp "$q4/q4_vfa_fa$a.nii.gz" "$q4/q4_vfa_fa$a.json" vfa_tr/; done
+  sed -i 's/"RepetitionTime": 0.005/"RepetitionTime": 0.05/' vfa_tr/q4_vfa_fa35.json
+  mistake "t1: VFA inputs with TR 5, 5 and 50 ms" 1 \
+    "VFA inputs with different TR: sidecar 'vfa_tr/q4_vfa_fa35.json' RepetitionTime is 0.05 s, but input 1 \('vfa_tr/q4_vfa_fa3.nii.gz'\) has 0.005 s" \
+    o23 "$bin" t1 --in vfa_tr/q4_vfa_fa3.nii.gz vfa_tr/q4_vfa_fa15.nii.gz vfa_tr/q4_vfa_fa35.nii.gz --out o23
+  "$bin" t1 --in vfa_tr/q4_vfa_fa3.nii.gz vfa_tr/q4_vfa_fa15.nii.gz vfa_tr/q4_vfa_fa35.nii.gz --tr 0.005 --out o24 -q 2> err.txt
+  check "t1: the same inputs with an explicit --tr run (the option overrides the headers)" "[ \$? -eq 0 ]" || cat err.txt
+else
+  echo "note: reference data qiba/v4_etm_vfa not found (LUMEN_REFDATA): the VFA TR check did not run"
+fi
 exit $fail

@@ -190,8 +190,9 @@ static lumen_status t1_fit(pipe_run *run, t1_job *job) {
   lumen_status st = LUMEN_OK;
   /* fit */
   pipe_fit_options_t1(cfg, job->method, job->tr, &job->o); /* as lumen_pipe_config_check tried them */
-  /* sort by x for IR/SR grids (must increase) */
-  if (st == LUMEN_OK && !job->vfa) {
+  /* sort by x: IR/SR grids must increase, and a VFA fit, its plots and its maps must not depend on
+     the order the inputs were given in (a shell glob gives 15, 24, 3, 35, 6, 9); stable on ties */
+  if (st == LUMEN_OK) {
     for (int a = 1; a < job->n; ++a)
       for (int b = a; b > 0 && job->xs[b - 1] > job->xs[b]; --b) {
         double tx = job->xs[b]; job->xs[b] = job->xs[b - 1]; job->xs[b - 1] = tx;

@@ -116,6 +116,14 @@ if [ -f "$q4/q4_vfa_fa3.json" ]; then
     o23 "$bin" t1 --in vfa_tr/q4_vfa_fa3.nii.gz vfa_tr/q4_vfa_fa15.nii.gz vfa_tr/q4_vfa_fa35.nii.gz --out o23
   "$bin" t1 --in vfa_tr/q4_vfa_fa3.nii.gz vfa_tr/q4_vfa_fa15.nii.gz vfa_tr/q4_vfa_fa35.nii.gz --tr 0.005 --out o24 -q 2> err.txt
   check "t1: the same inputs with an explicit --tr run (the option overrides the headers)" "[ \$? -eq 0 ]" || cat err.txt
+  # the order of the inputs (issue 39, item 5): a shell glob's 15, 24, 3, 35, 6, 9 against ascending
+  "$bin" t1 --in $(for a in 3 6 9 15 24 35; do echo "$q4/q4_vfa_fa$a.nii.gz"; done) --out o25 -q 2> err.txt || cat err.txt
+  "$bin" t1 --in $(for a in 15 24 3 35 6 9; do echo "$q4/q4_vfa_fa$a.nii.gz"; done) --out o26 -q 2> err.txt || cat err.txt
+  same=1 n=0
+  for f in o25/*.nii.gz; do n=$((n + 1)); cmp -s "$f" "o26/$(basename "$f")" || { echo "  differs: $f"; same=0; }; done
+  check "t1: VFA inputs in glob order give byte-identical maps ($n maps)" "[ $same -eq 1 ] && [ $n -ge 2 ]"
+  check "t1: the glob order's run log (and plots) take the flip angles in ascending order" \
+    "python3 -c \"import json;x=json.load(open('o26/lumen_runlog.json'))['stages']['T1']['x'];assert x==[3,6,9,15,24,35], x\""
 else
   echo "note: reference data qiba/v4_etm_vfa not found (LUMEN_REFDATA): the VFA TR check did not run"
 fi

@@ -495,7 +495,12 @@ lumen_status pipe_stage_b_signal(pipe_run *run, const pipe_stage_b_in *in, pipe_
   lumen_status st = LUMEN_OK;
   if (!strcmp(spec, "auto")) {
     /* a failure to convert the candidates is no error: auto falls back to a population AIF */
-    n = in->input_conc ? 0 : detect_vessels(in, in->sp->b0, in->sp->b1, &list);
+    /* the vessels' baseline statistics from the first half of the baseline: the baseline ends
+       where the mean of the fitted voxels rises, and vessels rise earlier; with a mask on the
+       tissue alone its last frames already hold the arterial upslope, which made every vessel
+       voxel "unstable" (QIBA v6: a tissue AIF of 0.57 mM instead of 9.6) */
+    int64_t b0 = in->sp->b0, half = b0 + ((in->sp->b1 - b0) / 2 > 2 ? (in->sp->b1 - b0) / 2 : 2);
+    n = in->input_conc ? 0 : detect_vessels(in, b0, half < in->sp->b1 ? half : in->sp->b1, &list);
     if (n >= 3 && roi_curve(run, in, list, n, aif->cb, &used) != LUMEN_OK) {
       lumen_ctx_clear_error(ctx);
       used = 0;

@@ -85,7 +85,7 @@ static void check_python(const bindings_conf *c, lumen_check *rows, int capacity
                        py, c->file);
   else
     lumen_check_append(rows, capacity, count, "python", LUMEN_CHECK_SKIP,
-                       "python3 cannot import the lumen package (install it with ./install.sh or pip install ./python)");
+                       "python3 cannot import the lumen package (install it with ./install.sh, or pip install . at the repository root)");
 }
 
 static void check_mex(const bindings_conf *c, lumen_check *rows, int capacity, int *count) {

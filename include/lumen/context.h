@@ -44,6 +44,10 @@ LUMEN_API lumen_status lumen_ctx_set_progress(lumen_ctx *ctx, lumen_progress_fn 
 
 /* Threads for CPU work: 0 means all cores (those online when the context was created); negative
    is an error. */
+/* The most CPU threads any call takes (lumen_ctx_set_threads, lumen_batch_run, every --threads):
+   more is refused (LUMEN_ERR_INVALID_ARGUMENT), never tried (libgomp dies or the stacks exhaust
+   memory). */
+#define LUMEN_MAX_THREADS 4096
 LUMEN_API lumen_status lumen_ctx_set_threads(lumen_ctx *ctx, int threads);
 /* The number of threads CPU work will use (resolves 0 to the core count). */
 LUMEN_API int lumen_ctx_threads(const lumen_ctx *ctx);

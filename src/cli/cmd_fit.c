@@ -265,7 +265,7 @@ int lumen_cmd_fit(int argc, char **argv) {
   if (!ctx) return LUMEN_EXIT_FAILURE;
   lumen_ctx_set_log(ctx, fit_log, NULL, r.verbose ? LUMEN_LOG_DEBUG : LUMEN_LOG_WARNING);
   if (r.threads < 0 || lumen_ctx_set_threads(ctx, r.threads) != LUMEN_OK) {
-    lumen_cli_error(CMD, "--threads %d: expected 0 (all cores) or a positive count", r.threads);
+    lumen_cli_error(CMD, "--threads %d: expected 0 (all cores) to %d", r.threads, LUMEN_MAX_THREADS);
     rc = LUMEN_EXIT_USAGE;
   } else {
     rc = lumen_fitcli_finish_options(&r, ctx);

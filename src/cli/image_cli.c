@@ -121,8 +121,8 @@ int lumen_imgcli_common(lumen_imgcli *c, int argc, char **argv, int *i) {
   } else if (strcmp(a, "--threads") == 0) {
     NEEDV();
     if (!lumen_imgcli_int(c->cmd, a, v, &c->threads)) return -1;
-    if (c->threads < 0) {
-      lumen_cli_error(c->cmd, "--threads is %d, expected >= 0 (0 = all cores)", c->threads);
+    if (c->threads < 0 || c->threads > LUMEN_MAX_THREADS) {
+      lumen_cli_error(c->cmd, "--threads is %d, expected 0 (all cores) to %d", c->threads, LUMEN_MAX_THREADS);
       return -1;
     }
   } else if (strcmp(a, "--batch") == 0) {

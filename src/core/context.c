@@ -173,8 +173,8 @@ int lumen_ctx_cuda_fused_gaussian_3d(const lumen_ctx *ctx) { return !ctx || !ctx
 
 lumen_status lumen_ctx_set_threads(lumen_ctx *ctx, int threads) {
   if (!ctx) return LUMEN_ERR_INVALID_ARGUMENT;
-  LUMEN_REQUIRE(ctx, threads >= 0, "lumen_ctx_set_threads: threads is %d, expected 0 (all cores) or a positive count",
-                threads);
+  LUMEN_REQUIRE(ctx, threads >= 0 && threads <= LUMEN_MAX_THREADS,
+                "lumen_ctx_set_threads: threads is %d, expected 0 (all cores) to %d", threads, LUMEN_MAX_THREADS);
   ctx->threads = threads;
   return LUMEN_OK;
 }

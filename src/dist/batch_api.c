@@ -239,8 +239,8 @@ static lumen_status check_args(lumen_ctx *ctx, int64_t n, const lumen_batch_opts
                 EXPECTED_OPS);
   LUMEN_REQUIRE(ctx, o->memory_limit >= 0, "lumen_batch_run: opts.memory_limit is %lld, expected >= 0 (0 = no limit)",
                 (long long)o->memory_limit);
-  LUMEN_REQUIRE(ctx, o->threads >= 0, "lumen_batch_run: opts.threads is %d, expected >= 0 (0 = the context's)",
-                o->threads);
+  LUMEN_REQUIRE(ctx, o->threads >= 0 && o->threads <= LUMEN_MAX_THREADS,
+                "lumen_batch_run: opts.threads is %d, expected 0 (the context's) to %d", o->threads, LUMEN_MAX_THREADS);
   LUMEN_REQUIRE(ctx, o->item_voxels >= 0, "lumen_batch_run: opts.item_voxels is %lld, expected >= 0",
                 (long long)o->item_voxels);
   for (int64_t i = 0; cb->inputs && i < n; i++) {

@@ -498,8 +498,10 @@ lumen_status lf_cpu_variance_binarize(lumen_ctx *ctx, lf_call *call) {
 
 /* ------------------------------------------------------------------ statistics */
 
+/* Ascending, NaNs last (a total order: qsort needs one, and the run loop below ends on them). */
 static int cmp_float(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
+  if (isnan(x) || isnan(y)) return isnan(x) - isnan(y);
   return (x > y) - (x < y);
 }
 
@@ -513,9 +515,9 @@ lumen_status lf_cpu_entropy(lumen_ctx *ctx, lf_call *call) {
     memcpy(t, x, (size_t)n * sizeof *t);
     qsort(t, (size_t)n, sizeof *t, cmp_float);
     double h = 0;
-    for (int64_t i = 0; i < n;) {
-      int64_t j = i;
-      while (j < n && t[j] == t[i]) j++;
+    for (int64_t i = 0; i < n;) {  /* runs of equal values; the NaNs are one value */
+      int64_t j = i + 1;
+      while (j < n && (t[j] == t[i] || (isnan(t[j]) && isnan(t[i])))) j++;
       double p = (double)(j - i) / (double)n;
       h -= p * log2(p);
       i = j;

@@ -2,6 +2,7 @@
    in C, before GDCM sees the file: Debian's GDCM is built with assert() on, so a hostile header
    must be refused here (docs/DICOM.md). Everything is bounds-checked against the bytes in
    memory; nothing is allocated from a size the file gives. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -573,6 +574,27 @@ static lumen_status check_pixels(walker *w) {
   return LUMEN_OK;
 }
 
+/* The modality LUT of every frame keeps the stored range finite in float32 (a RescaleSlope of 1e308,
+   or 32-bit pixels x 1e30, gave an image of infinities with exit 0). */
+static lumen_status check_lut_range(lumen_ctx *ctx, const char *path, const lumen_dicom_header *hdr) {
+  const lumen_dicom_info *in = &hdr->info;
+  int bits = in->bits_stored > 0 && in->bits_stored <= 32 ? in->bits_stored : in->bits_allocated;
+  double top = in->pixel_representation ? ldexp(1.0, bits - 1) : ldexp(1.0, bits) - 1;
+  int64_t frames = hdr->enhanced ? hdr->n_frames : 1;
+  for (int64_t k = 0; k < frames; k++) {
+    double slope, intercept;
+    lumen_dicom_frame_rescale(hdr, k, &slope, &intercept);
+    double most = fabs(slope) * top + fabs(intercept);
+    if (!(most <= FLT_MAX))
+      return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                        "lumen_dicom_read: '%s'%s: RescaleSlope %g and RescaleIntercept %g take the stored values "
+                        "(%d bits, up to %g) beyond float32 (%g): a corrupt header?", path,
+                        hdr->enhanced ? " (a frame's PixelValueTransformationSequence)" : "", slope, intercept, bits, top,
+                        (double)FLT_MAX);
+  }
+  return LUMEN_OK;
+}
+
 /* Philips' precise values, as dcm2niix gives them by default: (stored x RS + RI) / (RS x SS) with
    the MRScaleSlope SS (2005,100E), folded into the modality LUT (classic files; an enhanced file's
    scale lives in private per-frame sequences, not read). */
@@ -651,6 +673,7 @@ static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *da
   if (s == LUMEN_OK) s = check_pixels(&w);
   if (s == LUMEN_OK) s = lumen_dicom_frames_finish(ctx, path, hdr);
   if (s == LUMEN_OK) philips_precise(hdr);
+  if (s == LUMEN_OK) s = check_lut_range(ctx, path, hdr);
   if (s != LUMEN_OK) lumen_dicom_header_free(hdr);
   return s;
 }

@@ -166,6 +166,39 @@ for cmd in "filter gaussian small.png t.png" "segment kmeans small.png t.png"; d
   check "${cmd%% *} --threads 1000000: usage error (exit 2), no crash, nothing written" \
     "[ $rc -eq 2 ] && grep -q -- '--threads is 1000000, expected 0 (all cores) to 4096' t.err && [ ! -e t.png ]" || cat t.err
 done
+# ---- issue 40 item 10: a modality LUT that overflows float32 (RescaleSlope 1e308; 32-bit pixels x
+# 1e30) is refused naming the file and the slope, not read as an image of infinities
+if /usr/bin/python3 -c 'import pydicom, numpy' 2>/dev/null; then
+  /usr/bin/python3 -W ignore - <<'PYEOF'
+import numpy as np, pydicom
+from pydicom.dataset import Dataset, FileMetaDataset
+from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+def write(path, bits, slope):
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = '1.2.840.10008.5.1.4.1.1.7'
+    meta.MediaStorageSOPInstanceUID = generate_uid()
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = Dataset()
+    ds.file_meta = meta
+    ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
+    ds.Modality, ds.Rows, ds.Columns = 'OT', 4, 4
+    ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, 'MONOCHROME2'
+    ds.BitsAllocated = ds.BitsStored = bits
+    ds.HighBit, ds.PixelRepresentation = bits - 1, 0
+    ds.RescaleSlope, ds.RescaleIntercept = slope, '0'
+    ds.PixelData = np.arange(16, dtype='<u%d' % (bits // 8)).tobytes()
+    ds.is_little_endian, ds.is_implicit_VR = True, False
+    ds.save_as(path, write_like_original=False)
+write('slope308.dcm', 16, '1e308')
+write('slope30_32bit.dcm', 32, '1e30')
+PYEOF
+  for f in slope308 slope30_32bit; do
+    "$bin" filter gaussian $f.dcm $f.nii 2> $f.err; rc=$?
+    check "DICOM $f: refused (exit 1) naming RescaleSlope and float32, no output" \
+      "[ $rc -eq 1 ] && grep -q \"'$f.dcm'.*RescaleSlope .* beyond float32\" $f.err && [ ! -e $f.nii ]" || cat $f.err
+  done
+fi
+
 lib=$(dirname "$bin")/liblumen.so
 if [ -f "$lib" ] && ! ldd "$lib" 2>/dev/null | grep -q libasan && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
   LUMEN_LIBRARY="$lib" PYTHONPATH="${LUMEN_SOURCE_DIR:-$LUMEN_CLI_TESTS/../..}/python" /usr/bin/python3 - > tp.out 2>&1 <<'PYEOF'

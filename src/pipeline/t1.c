@@ -107,12 +107,22 @@ static lumen_status t1_read_inputs(pipe_run *run, t1_job *job) {
         }
       }
       if (!isfinite(v)) {
-        char sc[LUMEN_PIPE_PATH_MAX];
-        lumen_sidecar_path(ctx, job->files[f], sc, sizeof sc);
-        st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s missing for volume %d ('%s'): give %s LIST%s%s%s",
-                        job->vfa ? "flip angle" : job->method == LUMEN_MODEL_IR ? "inversion time" : "recovery time", job->n + 1, job->files[f],
-                        job->given, job->vfa ? " or FlipAngle in '" : job->method == LUMEN_MODEL_IR ? " or InversionTime in '" : "",
-                        (job->vfa || job->method == LUMEN_MODEL_IR) ? sc : "", (job->vfa || job->method == LUMEN_MODEL_IR) ? "'" : "");
+        const char *what = job->vfa ? "flip angle" : job->method == LUMEN_MODEL_IR ? "inversion time" : "recovery time";
+        const char *field = job->vfa ? "FlipAngle" : job->method == LUMEN_MODEL_IR ? "InversionTime" : NULL;
+        char where_x[LUMEN_PIPE_PATH_MAX + 96] = "";
+        if (job->frames_per[f] > 1)  /* one header value cannot give each volume of a 4-D input its own */
+          snprintf(where_x, sizeof where_x, " (%lld values for the %lld volumes of this 4-D input)",
+                   (long long)job->frames_per[f], (long long)job->frames_per[f]);
+        else if (field && dicom)
+          snprintf(where_x, sizeof where_x, " or %s (%s) in the DICOM headers of '%s'", field,
+                   job->vfa ? "0018,1314" : "0018,0082", job->files[f]);
+        else if (field) {
+          char sc[LUMEN_PIPE_PATH_MAX];
+          lumen_sidecar_path(ctx, job->files[f], sc, sizeof sc);
+          snprintf(where_x, sizeof where_x, " or %s in '%s'", field, sc);
+        }
+        st = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s missing for volume %d ('%s'): give %s LIST%s", what,
+                        job->n + 1, job->files[f], job->given, where_x);
         break;
       }
       job->xs[job->n++] = job->vfa ? v * PI / 180.0 : v;

@@ -155,6 +155,12 @@ for k in 0 1 2; do
 done
 check "a localizer of 3 orientations in one series: 1_loc_i00001, _i00003, _i00005, each its own files' image" "[ $ok -eq 1 ]"
 
+# ---------------------------------------------------------------- lumen t1 on a 4-D DICOM folder (issue 40, item 11)
+"$bin" t1 --in small --out out_t1_4d -q 2> t1_4d.err
+check "t1 --in a 4-D DICOM folder without --flip-angles: exit 1, asks for one value per volume (no sidecar named)" \
+  "[ \$? -eq 1 ] && grep -q \"flip angle missing for volume 1 ('small'): give --flip-angles LIST (20 values for the 20 volumes of this 4-D input)\" t1_4d.err && ! grep -q json t1_4d.err" ||
+  cat t1_4d.err
+
 # ---------------------------------------------------------------- several series in one folder
 mkdir two && cp v9/* two/ && cp small/* two/
 "$bin" convert two --list > list.txt 2> list.err

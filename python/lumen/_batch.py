@@ -42,7 +42,7 @@ __all__ = ["process_images", "batch_ops"]
 _MAX_DEVICES = 64  # LUMEN_BATCH_MAX_DEVICES
 
 
-class _BatchOpts(ctypes.Structure):
+class _BatchOpts(_lib.CheckedStructure):
     _fields_ = [("devices", c_char_p), ("no_overlap", c_int), ("memory_limit", c_int64), ("threads", c_int),
                 ("item_voxels", c_int64)]
 
@@ -53,13 +53,13 @@ WRITE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_int64, c_void_p, c_doub
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_int64, c_int64, c_int64)
 
 
-class _Callbacks(ctypes.Structure):
+class _Callbacks(_lib.CheckedStructure):
     _fields_ = [("user", c_void_p), ("read", READ_FN), ("inputs", P(c_void_p)), ("compute", COMPUTE_FN),
                 ("op", c_char_p), ("op_opts", c_void_p), ("write", WRITE_FN), ("outputs", P(c_void_p)),
                 ("values", P(c_double)), ("progress", PROGRESS_FN)]
 
 
-class _Report(ctypes.Structure):
+class _Report(_lib.CheckedStructure):
     _fields_ = [("workers", c_int), ("devices", ctypes.c_char * 1024), ("used", ctypes.c_char * 1024),
                 ("fell_back", c_int), ("reason", ctypes.c_char * 256), ("written", c_int64),
                 ("failed_item", c_int64), ("per_worker", c_int64 * _MAX_DEVICES), ("wall_s", c_double),

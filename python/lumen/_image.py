@@ -35,46 +35,46 @@ MORPH_OPS = ("erode", "dilate", "open", "close", "tophat")
 ELEMENTS = ("disk", "square", "ball", "cube")
 
 
-class _Report(ctypes.Structure):
+class _Report(_lib.CheckedStructure):
     _fields_ = [("op", ctypes.c_char * 32), ("requested", _Device), ("used", _Device),
                 ("fell_back", c_int), ("device_status", c_int), ("precision", c_int),
                 ("reason", ctypes.c_char * _REASON_MAX), ("seconds", c_double)]
 
 
-class _Exec(ctypes.Structure):
+class _Exec(_lib.CheckedStructure):
     _fields_ = [("device", c_char_p), ("precision", c_int), ("report", P(_Report))]
 
 
-class _GaussianOpts(ctypes.Structure):
+class _GaussianOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("sigma", c_double), ("sigma_axis", c_double * 3), ("units", c_int),
                 ("truncate", c_double), ("mode", c_int), ("cval", c_double), ("spatial_dims", c_int)]
 
 
-class _DogOpts(ctypes.Structure):
+class _DogOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("low_sigma", c_double), ("high_sigma", c_double), ("units", c_int),
                 ("truncate", c_double), ("mode", c_int), ("cval", c_double), ("spatial_dims", c_int)]
 
 
-class _LaplaceOpts(ctypes.Structure):
+class _LaplaceOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("sigma", c_double), ("units", c_int), ("truncate", c_double),
                 ("mode", c_int), ("cval", c_double), ("spatial_dims", c_int), ("discrete", c_int)]
 
 
-class _MedianOpts(ctypes.Structure):
+class _MedianOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("size", c_int), ("mode", c_int), ("cval", c_double),
                 ("spatial_dims", c_int)]
 
 
-class _OtsuOpts(ctypes.Structure):
+class _OtsuOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("bins", c_int)]
 
 
-class _MorphOpts(ctypes.Structure):
+class _MorphOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("op", c_int), ("element", c_int), ("radius", c_int), ("size", c_int),
                 ("binary", c_int)]
 
 
-class _RegionOpts(ctypes.Structure):
+class _RegionOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("connectivity", c_int), ("spatial_dims", c_int)]
 
 

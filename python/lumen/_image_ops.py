@@ -22,43 +22,43 @@ __all__ = ["gaussian_batch", "gaussian_many", "gamma", "absolute", "contrast", "
            "mutual_information", "variance"]
 
 
-class _GammaOpts(ctypes.Structure):
+class _GammaOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("gamma", c_double), ("max_value", c_double)]
 
 
-class _AbsOpts(ctypes.Structure):
+class _AbsOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec)]
 
 
-class _ContrastOpts(ctypes.Structure):
+class _ContrastOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("contrast", c_double), ("brightness", c_double), ("bins", c_int)]
 
 
-class _ConvolveOpts(ctypes.Structure):
+class _ConvolveOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("kernel", c_void_p), ("kernel_ndim", c_int), ("kernel_dims", c_int64 * 3),
                 ("mode", c_int), ("cval", c_double), ("correlate", c_int), ("spatial_dims", c_int)]
 
 
-class _BandpassOpts(ctypes.Structure):
+class _BandpassOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("d0", c_double), ("width", c_double), ("order", c_int),
                 ("spatial_dims", c_int)]
 
 
-class _SauvolaOpts(ctypes.Structure):
+class _SauvolaOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("window", c_int), ("k", c_double), ("r", c_double),
                 ("output_threshold", c_int), ("foreground", c_int), ("spatial_dims", c_int)]
 
 
-class _LocalVarianceOpts(ctypes.Structure):
+class _LocalVarianceOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("window", c_int), ("mode", c_int), ("cval", c_double), ("alpha", c_double),
                 ("spatial_dims", c_int)]
 
 
-class _StatsOpts(ctypes.Structure):
+class _StatsOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("bins", c_int), ("ddof", c_int)]
 
 
-class _MiResult(ctypes.Structure):
+class _MiResult(_lib.CheckedStructure):
     _fields_ = [("mutual_information", c_double), ("entropy_a", c_double), ("entropy_b", c_double),
                 ("joint_entropy", c_double)]
 

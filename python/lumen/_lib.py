@@ -7,6 +7,7 @@ defaults when the library is loaded, so a drifted header is caught at import, no
 """
 import ctypes
 import ctypes.util
+import operator
 import glob
 import logging
 import os
@@ -193,6 +194,33 @@ _proto("lumen_check_status_name", c_char_p, c_int)
 
 
 # ---------------------------------------------------------------------------- enum reading
+
+
+_INT_CODES = "bBhHiIlLqQ"
+
+
+class CheckedStructure(ctypes.Structure):
+    """A ctypes Structure whose integer fields refuse a value outside their C type's range with an
+    OverflowError naming the field and the range: plain ctypes wraps it silently (size=2**32+3
+    was size=3, bins=2**40 was bins=0)."""
+
+    def __setattr__(self, name, value):
+        for fname, ftype in type(self)._fields_:
+            if fname != name:
+                continue
+            code = getattr(ftype, "_type_", None)
+            if isinstance(code, str) and code in _INT_CODES and not isinstance(value, bool):
+                try:
+                    v = operator.index(value)
+                except TypeError:
+                    break  # not an integer: ctypes says what is wrong
+                bits = 8 * ctypes.sizeof(ftype)
+                lo, hi = ((-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if code.islower()
+                          else (0, (1 << bits) - 1))
+                if not lo <= v <= hi:
+                    raise OverflowError("%s=%d is out of range: expected %d..%d" % (name, v, lo, hi))
+            break
+        super().__setattr__(name, value)
 
 
 def opts_from_init(cls, init, header, mirror):

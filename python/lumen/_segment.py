@@ -29,7 +29,7 @@ c_uint64 = ctypes.c_uint64
 # ---------------------------------------------------------------------------- struct mirrors
 
 
-class _FebdsOpts(ctypes.Structure):
+class _FebdsOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("method", c_int), ("dog_low_sigma", c_double), ("dog_high_sigma", c_double),
                 ("log_sigma", c_double), ("fft_d0", c_double), ("fft_width", c_double), ("fft_order", c_int),
                 ("fft_pad", c_int), ("median_size", c_int), ("gamma", c_double), ("gamma_max", c_double),
@@ -37,50 +37,50 @@ class _FebdsOpts(ctypes.Structure):
                 ("closing_size", c_int), ("fill_holes", c_int), ("spatial_dims", c_int)]
 
 
-class _TophatOpts(ctypes.Structure):
+class _TophatOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("radius", c_int), ("output_mask", c_int), ("spatial_dims", c_int)]
 
 
-class _ClusterResult(ctypes.Structure):
+class _ClusterResult(_lib.CheckedStructure):
     _fields_ = [("k", c_int), ("centers", c_double * _CLUSTER_MAX), ("sizes", c_int64 * _CLUSTER_MAX),
                 ("iterations", c_int), ("converged", c_int), ("objective", c_double)]
 
 
-class _KmeansOpts(ctypes.Structure):
+class _KmeansOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("k", c_int), ("max_iterations", c_int), ("tolerance", c_double),
                 ("seed", c_uint64), ("output", c_int)]
 
 
-class _FcmOpts(ctypes.Structure):
+class _FcmOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("c", c_int), ("m", c_double), ("max_iterations", c_int),
                 ("tolerance", c_double), ("seed", c_uint64), ("output", c_int), ("eta", c_double),
                 ("a", c_double), ("b", c_double), ("tau", c_double)]
 
 
-class _RegionGrowOpts(ctypes.Structure):
+class _RegionGrowOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("seeds", P(c_int64)), ("n_seeds", c_int64), ("threshold", c_double),
                 ("max_gradient", c_double), ("connectivity", c_int), ("smooth_radius", c_int)]
 
 
-class _BreastMaskOpts(ctypes.Structure):
+class _BreastMaskOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("otsu_bins", c_int), ("connectivity", c_int), ("fill_holes", c_int),
                 ("spatial_dims", c_int)]
 
 
-class _WindowOpts(ctypes.Structure):
+class _WindowOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("center", c_double), ("width", c_double), ("out_max", c_double)]
 
 
-class _BitsOpts(ctypes.Structure):
+class _BitsOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("bits", c_int), ("target", c_double)]
 
 
-class _GrailOpts(ctypes.Structure):
+class _GrailOpts(_lib.CheckedStructure):
     _fields_ = [("exec", _Exec), ("n_scales", c_int), ("n_orientations", c_int), ("delta", c_double),
                 ("k_max", c_int), ("steps", c_int), ("bins", c_int), ("quantize", c_int), ("out_max", c_double)]
 
 
-class _GrailResult(ctypes.Structure):
+class _GrailResult(_lib.CheckedStructure):
     _fields_ = [("a", c_double), ("b", c_double), ("metric", c_double), ("delta", c_double), ("bits", c_int),
                 ("evaluations", c_int)]
 

@@ -281,3 +281,15 @@ def test_errors_carry_the_c_message():
         lumen.gaussian(a.astype(np.int32), 1.0)
     # the context is clean afterwards
     np.testing.assert_allclose(lumen.gaussian(a, 1.0), np_gaussian(a, 1.0), rtol=1e-5, atol=2e-6)
+
+
+def test_integer_arguments_beyond_c_refused():
+    # issue 40 item 8: ctypes wrapped them silently (size=2**32+3 was size=3, bins=2**40 was bins=0)
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    with pytest.raises(OverflowError, match=r"size=4294967299 is out of range: expected -2147483648\.\.2147483647"):
+        lumen.median(a, size=2**32 + 3)
+    with pytest.raises(OverflowError, match=r"size=2147483651 is out of range"):
+        lumen.median(a, size=2**31 + 3)
+    with pytest.raises(OverflowError, match=r"bins=1099511627776 is out of range"):
+        lumen.entropy(a, bins=2**40)
+    assert lumen.median(a, size=3).shape == (8, 8)  # in range: unchanged

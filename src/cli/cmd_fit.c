@@ -82,6 +82,15 @@ static int fit_read_grid(const lumen_fitcli_request *r, lumen_ctx *ctx, lumen_fi
     if (r->is_dce)
       for (int i = 0; i < x->n; ++i) x->v[i] *= r->tscale;
   }
+  if (r->is_dce && x->n > 1 && x->v[x->n - 1] - x->v[0] > 240.0) {  /* minutes: one acquisition lasts < 4 h */
+    double span = x->v[x->n - 1] - x->v[0];
+    const int in_s = r->tscale != 1.0;  /* --time-unit s (the default) */
+    lumen_cli_error(CMD, "--times span %g min (%.1f h), implausible for one DCE acquisition (at most 4 h)%s", span,
+                    span / 60.0,
+                    in_s ? (span / 1000.0 <= 240.0 ? "; in ms? give the times in seconds (divided by 1000)" : "")
+                         : (span / 60.0 <= 240.0 ? "; in seconds? give --time-unit s" : ""));
+    return -1;
+  }
   if (!r->is_dce && m != LUMEN_MODEL_SR && m != LUMEN_MODEL_IR) return 0;
   for (int i = 1; i < x->n; ++i)
     if (!(x->v[i] > x->v[i - 1])) {

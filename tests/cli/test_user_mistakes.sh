@@ -106,6 +106,17 @@ check "run log: effective bounds (not null) and preset" \
 "$bin" dce $base --out o22 --chunk 100 -q 2> err.txt || cat err.txt
 check "at_bound counted per parameter, equal with --chunk 100" \
   "python3 -c \"import json;a,b=[json.load(open(d+'/sub-demo_runlog.json'))['stages']['D']['models']['tofts'] for d in ('o18','o22')];assert a['voxels_at_bound']>0 and a['voxels_at_bound']==b['voxels_at_bound']==a['state_counts']['at_bound'] and a['at_bound']==b['at_bound'] and a['voxels_converged']+a['voxels_at_bound']+a['voxels_failed']==a['voxels_fitted'], (a, b)\""
+# ---- lumen fit: a DCE time grid that lasts longer than one acquisition (issue 39, item 2, fit part)
+python3 -c "import math; print(' '.join('%.4f' % (0.1 * (1 - math.exp(-i / 10))) for i in range(80)))" > crv.txt
+python3 -c "print(' '.join(str(i * 5000) for i in range(80)))" > t_ms.txt
+python3 -c "print(' '.join(str(i * 5) for i in range(80)))" > t_s.txt
+mistake "fit --times in ms" 1 "--times span 6583.33 min \(109.7 h\), implausible for one DCE acquisition \(at most 4 h\); in ms\? give the times in seconds" \
+  o29 "$bin" fit --model tofts --curves crv.txt --times t_ms.txt --aif parker --out o29/fit.csv
+mistake "fit --times in s with --time-unit min" 1 "--times span 395 min \(6.6 h\).*in seconds\? give --time-unit s" \
+  o30 "$bin" fit --model tofts --curves crv.txt --times t_s.txt --time-unit min --aif parker --out o30/fit.csv
+"$bin" fit --model tofts --curves crv.txt --times t_s.txt --aif parker --out fit_ok.csv -q 2> err.txt
+check "fit: the same grid in seconds runs" "[ \$? -eq 0 ] && [ -s fit_ok.csv ]" || cat err.txt
+
 # ---- VFA inputs of different TR (issue 39, item 4): refused naming both inputs and their TR
 q4=${LUMEN_REFDATA:-/work/shared/data}/qiba/v4_etm_vfa
 if [ -f "$q4/q4_vfa_fa3.json" ]; then

@@ -89,6 +89,9 @@ LUMEN_API const char *lumen_fit_derived_unit(lumen_model model, int i);
 #define LUMEN_SPGR_TR_MAX_S 0.1
 #define LUMEN_RELAXIVITY_MIN 1.0
 #define LUMEN_RELAXIVITY_MAX 50.0
+/* the longest span of a DCE time grid (minutes): one acquisition lasts less than 4 h; a grid in
+   seconds given as minutes is refused by lumen_fit_plan_create naming the likely mistake */
+#define LUMEN_DCE_SPAN_MAX_MIN 240.0
 
 /* LUMEN_FIT_MAX_PARAMS: lumen/models.h */
 #define LUMEN_FIT_MAX_DERIVED 6

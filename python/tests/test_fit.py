@@ -326,3 +326,8 @@ def test_units_are_checked():
         lumen.fit("vfa-linear", s, np.deg2rad([3, 6, 9, 15]), tr=5)
     with pytest.raises(ValueError, match=r"r1 270 is not a gadolinium relaxivity .*in 1/\(mM min\)\? give 4.5"):
         lumen.fit("fxr", np.ones((1, T.size)), T, aif=CP, r1=270)
+    # DCE times are minutes: a grid in seconds (QIBA v6: 0..660 s) spans 11 h "minutes" (issue 39 item 3)
+    t_s = np.arange(1321) * 0.5
+    with pytest.raises(ValueError, match=r"the times span 660 min \(11.0 h\), implausible for one DCE acquisition .*"
+                                         r"in seconds\? divide them by 60 \(11 min\)"):
+        lumen.fit("tofts", np.ones((1, t_s.size)), t_s, aif=np.ones(t_s.size))

@@ -358,6 +358,12 @@ static lumen_status check_plan_inputs(lumen_ctx *ctx, const lumen_fit_options *o
       LUMEN_REQUIRE(ctx, x[i] > x[i - 1],
                     "fit plan (%s): times must increase strictly, but x[%d] = %g follows x[%d] = %g", mname, i,
                     x[i], i - 1, x[i - 1]);
+  if (is_dce && x[n - 1] - x[0] > LUMEN_DCE_SPAN_MAX_MIN)  /* DCE times are minutes (Python, MEX, C alike) */
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "fit plan (%s): the times span %g min (%.1f h), implausible for one DCE acquisition (at most "
+                      "%g min): times are in minutes; in seconds? divide them by 60 (%g min)",
+                      mname, x[n - 1] - x[0], (x[n - 1] - x[0]) / 60.0, LUMEN_DCE_SPAN_MAX_MIN,
+                      (x[n - 1] - x[0]) / 60.0);
   if (is_dce) {
     LUMEN_REQUIRE(ctx, cp != NULL, "fit plan (%s): the model needs an AIF (plasma concentration), cp is NULL",
                   mname);

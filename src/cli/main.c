@@ -1,4 +1,5 @@
 /* lumen: command-line entry point; dispatches to one function per command. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
@@ -31,6 +32,10 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  /* a file-size limit (ulimit -f) makes the write that crosses it fail with EFBIG, which every
+     writer reports naming the file and cleans up after, instead of killing lumen with SIGXFSZ and
+     leaving its temporaries behind */
+  signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     usage(stderr);
     return LUMEN_EXIT_USAGE;

@@ -166,6 +166,21 @@ for cmd in "filter gaussian small.png t.png" "segment kmeans small.png t.png"; d
   check "${cmd%% *} --threads 1000000: usage error (exit 2), no crash, nothing written" \
     "[ $rc -eq 2 ] && grep -q -- '--threads is 1000000, expected 0 (all cores) to 4096' t.err && [ ! -e t.png ]" || cat t.err
 done
+# ---- issue 40 item 4: a file-size limit (ulimit -f) fails the write with EFBIG: exit 1 naming the file
+# and "File too large", no temporary left (it was SIGXFSZ, rc 153, temporaries behind)
+"$py" -c "
+import struct, random
+hdr = bytearray(348); struct.pack_into('<i', hdr, 0, 348); struct.pack_into('<8h', hdr, 40, 3, 128, 128, 32, 1, 1, 1, 1)
+struct.pack_into('<hh', hdr, 70, 16, 32); struct.pack_into('<8f', hdr, 76, 1, 1, 1, 1, 1, 1, 1, 1)
+struct.pack_into('<f', hdr, 108, 352); hdr[344:348] = b'n+1\\x00'
+random.seed(1)
+open('fsz.nii', 'wb').write(bytes(hdr) + bytes(4) + struct.pack('<%df' % (128 * 128 * 32), *(random.random() for _ in range(128 * 128 * 32))))
+"
+mkdir fszout
+(ulimit -f 200; "$bin" filter gaussian fsz.nii fszout/g.nii 2> fsz.err); rc=$?
+check "filter under ulimit -f: exit 1 (not SIGXFSZ), 'File too large' naming the output, no temporary" \
+  "[ $rc -eq 1 ] && grep -q \"fszout/g.nii.*File too large\" fsz.err && [ -z \"\$(ls -A fszout)\" ]" || { cat fsz.err; ls -la fszout; }
+
 # ---- issue 40 item 10: a modality LUT that overflows float32 (RescaleSlope 1e308; 32-bit pixels x
 # 1e30) is refused naming the file and the slope, not read as an image of infinities
 if /usr/bin/python3 -c 'import pydicom, numpy' 2>/dev/null; then

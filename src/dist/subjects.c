@@ -39,6 +39,35 @@ static int add_arg(lumen_dist_subject *x, const char *a) {
   return 1;
 }
 
+/* A list item's ID in one spelling: "./s1", "s1/" and "s1//" are "s1" (they named one output and
+   overwrote each other). 0 with *why when it cannot name a folder inside the derivatives folder:
+   empty, absolute, a "." or ".." component, a control character. */
+static int normalise_id(char *id, const char **why) {
+  for (const unsigned char *c = (const unsigned char *)id; *c; c++)
+    if (*c < 0x20 || *c == 0x7f) return *why = "holds a control character", 0;
+  if (id[0] == '/') return *why = "is an absolute path", 0;
+  char out[sizeof((lumen_dist_subject *)0)->id];
+  size_t n = 0;
+  for (const char *p = id; *p;) {
+    size_t len = strcspn(p, "/");
+    if (len == 1 && p[0] == '.') {  /* "./" */
+    } else if (len == 2 && p[0] == '.' && p[1] == '.') {
+      return *why = "has a '..' component (it would leave the derivatives folder)", 0;
+    } else if (len > 0) {
+      if (n + len + 2 > sizeof out) return *why = "is too long", 0;
+      if (n) out[n++] = '/';
+      memcpy(out + n, p, len);
+      n += len;
+    }
+    p += len;
+    while (*p == '/') p++;
+  }
+  if (n == 0) return *why = "is empty", 0;
+  out[n] = 0;
+  memcpy(id, out, n + 1);
+  return 1;
+}
+
 lumen_status lumen_dist_list_read(lumen_ctx *ctx, const char *path, lumen_dist_subjects *out) {
   memset(out, 0, sizeof *out);
   FILE *f = NULL;
@@ -56,8 +85,14 @@ lumen_status lumen_dist_list_read(lumen_ctx *ctx, const char *path, lumen_dist_s
     lumen_dist_subject *x = add_subject(out, &cap);
     if (!x) { st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "out of memory"); break; }
     snprintf(x->id, sizeof x->id, "%s", tok);
-    for (int i = 0; i < out->n - 1; ++i)
-      if (!strcmp(out->items[i].id, x->id)) st = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%d: subject '%s' is listed twice", path, lineno, tok);
+    const char *why = NULL;
+    if (!normalise_id(x->id, &why))
+      st = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%d: subject ID '%s' %s: an ID names a folder inside the derivatives "
+                      "folder", path, lineno, tok, why);
+    for (int i = 0; st == LUMEN_OK && i < out->n - 1; ++i)
+      if (!strcmp(out->items[i].id, x->id))
+        st = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%d: subject '%s' is listed twice (as '%s' before)", path, lineno, tok,
+                        out->items[i].id);
     while (st == LUMEN_OK && (tok = strtok_r(NULL, " \t\r\n", &save)))
       if (!add_arg(x, tok)) st = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s:%d: more than %d arguments", path, lineno, LUMEN_DIST_MAX_ARGS);
   }

@@ -55,6 +55,20 @@ printf '# id args\nsubjA --dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1
 check "list mode: the missing input fails, the others are done" '[ $rc -eq 1 ] && grep -q "subjB .*FAILED" lout.txt && ! grep -q "subjA .*FAILED" lout.txt'
 check "list mode: outputs named after the item ID" '[ -f lderiv/subjA/subjA_model-tofts_param-Ktrans.nii.gz ] && [ ! -e lderiv/subjA/sub-demo_model-tofts_param-Ktrans.nii.gz ] && grep -q "output:subjA_runlog.json" lderiv/subjA/subjA_batch.json' || ls lderiv/subjA
 check "list mode: an item's own --prefix wins" '[ -f lderiv/subjC/own_model-tofts_param-Ktrans.nii.gz ]' || ls lderiv/subjC
+# item IDs (issue 40, items 6 and 7): one spelling ("./s1/" is "s1"), nothing outside the derivatives
+printf 's1 --dce demo/sub-demo_dce.nii.gz --t1 1.2\ns1/ --dce demo/sub-demo_dce.nii.gz --t1 1.3\n' > twice.txt
+"$bin" batch dce --list twice.txt --out tderiv -q -- --models tofts > tw.txt 2>&1; rc=$?
+check "list IDs 's1' and 's1/': refused as one subject listed twice, nothing run" \
+  "[ $rc -ne 0 ] && grep -q \"twice.txt:2: subject 's1/' is listed twice (as 's1' before)\" tw.txt && [ ! -e tderiv/s1 ]" || cat tw.txt
+printf '../escape --dce demo/sub-demo_dce.nii.gz --t1 1.2\n' > esc.txt
+"$bin" batch dce --list esc.txt --out ederiv -q -- --models tofts > esc.out 2>&1; rc=$?
+check "list ID '../escape': refused before anything is made, nothing beside the derivatives folder" \
+  "[ $rc -ne 0 ] && grep -q \"subject ID '../escape' has a '..' component\" esc.out && [ ! -e escape ] && [ ! -e escape_batch.log ]" ||
+  { cat esc.out; ls; }
+printf './s2/ --dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1map.nii.gz --mask demo/sub-demo_mask.nii.gz\n' > dot.txt
+"$bin" batch dce --list dot.txt --out dderiv -q -- --models tofts > dot.out 2>&1; rc=$?
+check "list ID './s2/' is 's2': its outputs named after it" "[ $rc -eq 0 ] && [ -f dderiv/s2/s2_model-tofts_param-Ktrans.nii.gz ]" ||
+  { cat dot.out; ls -R dderiv | head; }
 # a BIDS copy of the demo (its files keep their names) runs as it is: the demo's T1 map is *_T1map
 mkdir -p bdemo/sub-demo/perf
 for f in dce.nii.gz dce.json T1map.nii.gz mask.nii.gz; do cp "demo/sub-demo_$f" bdemo/sub-demo/perf/ || echo "missing demo/sub-demo_$f"; done

@@ -314,13 +314,18 @@ def _write_png(path, a, img, meta, ctx):
 # ---------------------------------------------------------------------------- DICOM
 
 
-def _read_dicom(path, ctx, apply_scaling, max_bytes):
+def _dicom_preamble(what, apply_scaling, have, reader):
+    """DICOM is always read through its modality LUT, by a library built with the reader."""
     if apply_scaling is False:
-        raise ValueError("read_image: a DICOM image is always read through its modality LUT "
-                         "(RescaleSlope/Intercept); apply_scaling=False is for NIfTI")
-    if not _HAVE_DICOM:
-        raise _lib.error_for(_lib.status_code("not_built"), "read_image: %s has no DICOM reader"
-                             % _lib.library_path(), "read_image")
+        raise ValueError("read_image: a DICOM %s is always read through its modality LUT "
+                         "(RescaleSlope/Intercept); apply_scaling=False is for NIfTI" % what)
+    if not have:
+        raise _lib.error_for(_lib.status_code("not_built"), "read_image: %s has no %s"
+                             % (_lib.library_path(), reader), "read_image")
+
+
+def _read_dicom(path, ctx, apply_scaling, max_bytes):
+    _dicom_preamble("image", apply_scaling, _HAVE_DICOM, "DICOM reader")
     opts = _DicomReadOpts(max_bytes=max_bytes)
     info = _DicomInfo()
     img = c_void_p()
@@ -363,12 +368,7 @@ def _sidecar(ctx, info):
 
 
 def _read_dicom_series(paths, ctx, apply_scaling, max_bytes, series):
-    if apply_scaling is False:
-        raise ValueError("read_image: a DICOM series is always read through its modality LUT "
-                         "(RescaleSlope/Intercept); apply_scaling=False is for NIfTI")
-    if not _HAVE_DICOM_SERIES:
-        raise _lib.error_for(_lib.status_code("not_built"), "read_image: %s has no DICOM series reader"
-                             % _lib.library_path(), "read_image")
+    _dicom_preamble("series", apply_scaling, _HAVE_DICOM_SERIES, "DICOM series reader")
     arr_paths = (c_char_p * len(paths))(*[cstr(p) for p in paths])
     opts = _DicomSeriesOpts(max_bytes=max_bytes, series_uid=cstr(series) if series is not None else None)
     info = _DicomSeriesInfo()

@@ -79,7 +79,7 @@ static lumen_status read_series(lumen_ctx *ctx, const char *path, const lumen_di
   if (s == LUMEN_ERR_INVALID_ARGUMENT && strstr(lumen_ctx_last_error(ctx), "holds several series"))
     s = lumen_fail(ctx, s, "'%s' holds several series ('lumen convert %s --list' lists them): give the folder or "
                    "files of one series", path, path);
-  if (s == LUMEN_OK && !info && *out && lumen_image_ndim(*out) == 4) {  /* as a 4-D NIfTI input is refused */
+  if (s == LUMEN_OK && *out && lumen_image_ndim(*out) == 4) {  /* as a 4-D NIfTI input is refused */
     s = lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "'%s' is a series of %lld volumes (a 4-D image), expected a 2-D or 3-D "
                    "image: 'lumen convert' writes it as NIfTI", path, (long long)lumen_image_dim(*out, 3));
     lumen_image_free(*out);

@@ -331,9 +331,11 @@ else
       fi
       stage=$check_dir/python
       cp -r "$REPO/python" "$stage"
-      rm -rf "$stage/build" "$stage"/*.egg-info "$stage/lumen/__pycache__" "$stage/lumen"/liblumen*
+      rm -rf "$stage/build" "$stage"/*.egg-info "$stage/lumen/__pycache__" "$stage/lumen"/liblumen* "$stage/lumen/lumen-dicom-decoder"
       cp -L "$LIBDIR/liblumen.so" "$stage/lumen/liblumen.so"
       [ -e "$LIBDIR/liblumen_gdcm.so" ] && cp -L "$LIBDIR/liblumen_gdcm.so" "$stage/lumen/liblumen_gdcm.so"
+      # the DICOM decoder helper (installed in PREFIX/libexec), beside the package's liblumen.so
+      [ -x "$PREFIX/libexec/lumen-dicom-decoder" ] && cp -L "$PREFIX/libexec/lumen-dicom-decoder" "$stage/lumen/"
       if "$VPY" -m pip install -q --no-index --no-build-isolation --disable-pip-version-check --upgrade "$stage" \
            > "$LOG_DIR/pip.log" 2>&1 || "$VPY" -m pip install -q --upgrade "$stage" >> "$LOG_DIR/pip.log" 2>&1; then
         if info=$(cd / && "$VPY" -c 'import lumen; print("lumen %s from %s, cuda_available %s" % (lumen.version(), lumen.library_source(), lumen.cuda_available()))' 2>&1); then

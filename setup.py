@@ -110,16 +110,19 @@ class BuildPyWithLibrary(build_py):
         lib = build_liblumen(os.path.join(os.path.abspath(build_temp), "cmake"))
         dest = os.path.join(self.build_lib, "lumen")
         os.makedirs(dest, exist_ok=True)
-        for old in glob.glob(os.path.join(dest, "liblumen*")):  # a library staged in python/lumen
+        for old in glob.glob(os.path.join(dest, "liblumen*")) + glob.glob(os.path.join(dest, "lumen-dicom-decoder")):
             os.remove(old)
         # one real file: wheels hold no symlinks; ctypes loads it by path (its SONAME is liblumen.so.0)
         shutil.copyfile(lib, os.path.join(dest, "liblumen.so"))
         os.chmod(os.path.join(dest, "liblumen.so"), 0o755)
         # GDCM's decoder module (compressed DICOM), loaded on first use from beside liblumen.so
-        gdcm = os.path.join(os.path.dirname(lib), "liblumen_gdcm.so")
-        if os.path.exists(gdcm):
-            shutil.copyfile(gdcm, os.path.join(dest, "liblumen_gdcm.so"))
-            os.chmod(os.path.join(dest, "liblumen_gdcm.so"), 0o755)
+        # and the helper program that decodes in a process of its own when Python has threads
+        # (a malformed file's decoder abort must not end the interpreter)
+        for name in ("liblumen_gdcm.so", "lumen-dicom-decoder"):
+            path = os.path.join(os.path.dirname(lib), name)
+            if os.path.exists(path):
+                shutil.copyfile(path, os.path.join(dest, name))
+                os.chmod(os.path.join(dest, name), 0o755)
 
 
 cmdclass = {"build_py": BuildPyWithLibrary}

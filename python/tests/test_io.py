@@ -7,6 +7,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -438,3 +439,50 @@ def test_dicom_errors(tmp_path):
     from pydicom.data import get_testdata_file
     with pytest.raises(ValueError):
         lumen.read_image(get_testdata_file("CT_small.dcm"), apply_scaling=False)
+
+
+def _hooks_built(build):
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            return "LUMEN_TEST_HOOKS:BOOL=ON" in f.read()
+    except OSError:
+        return False
+
+
+def test_compressed_dicom_never_aborts_a_threaded_interpreter(build_dir):
+    """Issue 40 item 1: after any other lumen call the interpreter has threads (OpenMP's), where a
+    fork is unsafe; the decode then runs in lumen's helper program, so a decoder that aborts (the
+    test hook makes it abort, as GDCM's assert does on a malformed JPEG) is an exception, never the
+    end of the interpreter."""
+    pydicom = pytest.importorskip("pydicom")
+    from pydicom.data import get_testdata_file
+    path = get_testdata_file("MR_small_RLE.dcm")
+    code = r'''
+import os, sys, threading, numpy as np, lumen
+lumen.gaussian(np.ones((256, 256), np.float32), 2.0)
+stop = threading.Event()
+threading.Thread(target=stop.wait, daemon=True).start()  # threads even on a one-core machine
+with open("/proc/self/status") as f:
+    threads = int([l for l in f if l.startswith("Threads:")][0].split()[1])
+a, meta = lumen.read_image(sys.argv[1])
+print("threads", threads, "isolated", meta["decoded_in_child_process"], "sum", float(a.sum()))
+os.environ["LUMEN_TEST_DICOM_CHILD_ABORT"] = "1"
+try:
+    lumen.read_image(sys.argv[1])
+    print("read")
+except Exception as e:
+    print("raised", e)
+'''
+    r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    first, second = r.stdout.splitlines()[:2]
+    words = first.split()
+    assert int(words[1]) > 1, first  # the interpreter had threads when it read
+    assert words[3] == "True", first
+    ds = pydicom.dcmread(path)
+    assert float(words[5]) == pytest.approx(float(ds.pixel_array.astype(np.float64).sum()), rel=1e-6)
+    if _hooks_built(build_dir):
+        assert second.startswith("raised") and "decoder aborted" in second and path in second, second
+    else:
+        assert second == "read", second

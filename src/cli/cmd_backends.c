@@ -61,12 +61,13 @@ static void add_frontend_rows(lumen_ctx *ctx, lumen_check *rows, int *n) {
   char exe[4096];
   ssize_t ne = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (ne > 0) exe[ne] = '\0';
+  char mpi_module[4096] = "";
 #if LUMEN_HAVE_IO
-  int have_mpi = lumen_dist_have_mpi();
+  int have_mpi = lumen_dist_have_mpi() ? (lumen_dist_mpi_module(mpi_module, sizeof mpi_module) ? 1 : -1) : 0;
 #else
   int have_mpi = 0;
 #endif
-  lumen_cli_health_binding_checks(have_mpi, ne > 0 ? exe : NULL, rows, MAX_ROWS, n);
+  lumen_cli_health_binding_checks(have_mpi, mpi_module, ne > 0 ? exe : NULL, rows, MAX_ROWS, n);
   if (*n > MAX_ROWS) *n = MAX_ROWS;
 }
 

@@ -630,7 +630,10 @@ int lumen_cmd_batch(int argc, char **argv) {
   if (ne <= 0) { lumen_cli_error(cmd, "cannot find the lumen executable (/proc/self/exe)"); return LUMEN_EXIT_FAILURE; }
   exe[ne] = 0;
   b.exe = exe;
-  lumen_dist_mpi_init(&argc, &argv, &b.rank, &b.size);
+  if (lumen_dist_mpi_init(&argc, &argv, &b.rank, &b.size) != LUMEN_OK) {
+    lumen_cli_error(cmd, "%s", lumen_dist_mpi_error());
+    return LUMEN_EXIT_FAILURE;
+  }
   lumen_ctx *ctx = lumen_cli_context(cmd, 0);
   lumen_status st = !ctx ? LUMEN_ERR_OUT_OF_MEMORY
                    : list ? lumen_dist_list_read(ctx, list, &b.subs) : lumen_dist_bids_scan(ctx, bids, b.command, &b.subs);

@@ -93,7 +93,7 @@ static int run_shard(int argc, char **argv, const char *shard) {
 static int run_mpi(int argc, char **argv, int *rc_out) {
   int rank = 0, size = 1;
   if (lumen_dist_mpi_init(&argc, &argv, &rank, &size) != LUMEN_OK) {
-    lumen_cli_error("dce", "MPI_Init failed");
+    lumen_cli_error("dce", "%s", lumen_dist_mpi_error());
     *rc_out = LUMEN_EXIT_FAILURE;
     return 1;
   }

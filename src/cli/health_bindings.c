@@ -55,16 +55,20 @@ static void read_conf(const char *exe, bindings_conf *c) {
   fclose(f);
 }
 
-static void check_mpi(int have_mpi, lumen_check *rows, int capacity, int *count) {
+static void check_mpi(int have_mpi, const char *module, lumen_check *rows, int capacity, int *count) {
   if (!have_mpi) {
     lumen_check_append(rows, capacity, count, "mpi", LUMEN_CHECK_SKIP,
                        "this build has no MPI (rebuild with libopenmpi-dev installed, CMake option LUMEN_MPI=ON)");
     return;
   }
+  if (have_mpi < 0) {
+    lumen_check_append(rows, capacity, count, "mpi", LUMEN_CHECK_FAIL, "built with MPI, but %.900s", module);
+    return;
+  }
   char line[512];
   int st = probe_command("command -v mpirun 2>/dev/null", line, sizeof line);
   lumen_check_append(rows, capacity, count, "mpi", LUMEN_CHECK_PASS,
-                     "built with MPI: 'mpirun -np N lumen batch|dce' splits the work%s%s",
+                     "built with MPI (module %.600s): 'mpirun -np N lumen batch|dce' splits the work%s%s", module,
                      st == 0 && line[0] ? "; mpirun at " : "; mpirun is not on PATH", st == 0 ? line : "");
 }
 
@@ -116,10 +120,10 @@ static void check_mex(const bindings_conf *c, lumen_check *rows, int capacity, i
                        "Octave is installed but lumen_fit is not on its path (build with matlab/build_mex.sh or ./install.sh)");
 }
 
-void lumen_cli_health_binding_checks(int have_mpi, const char *exe, lumen_check *rows, int capacity, int *count) {
+void lumen_cli_health_binding_checks(int have_mpi, const char *mpi_module, const char *exe, lumen_check *rows, int capacity, int *count) {
   bindings_conf c;
   read_conf(exe, &c);
-  check_mpi(have_mpi, rows, capacity, count);
+  check_mpi(have_mpi, mpi_module, rows, capacity, count);
   check_python(&c, rows, capacity, count);
   check_mex(&c, rows, capacity, count);
 }

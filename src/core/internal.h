@@ -30,6 +30,17 @@ lumen_status lumen_progress(lumen_ctx *ctx, double fraction, const char *stage);
    ordinary pages (no huge pages: their synchronous compaction was slower here). */
 void lumen_populate_pages(void *p, size_t bytes);
 
+/* A symbol of an optional module (src/core/module.c): the shared object NAME is looked for beside
+   the object holding lumen's code (and in ../lib, ../lib64 from there), then on the dynamic linker's
+   path, then at build_path (NULL: not); global: RTLD_GLOBAL (a library whose own plug-ins need its
+   symbols, such as Open MPI). NULL when none loads: why holds every place tried and its reason;
+   from the path that loaded. Callers load once (pthread_once). */
+void *lumen_module_load(const char *name, const char *symbol, const char *build_path, int global, char *from,
+                        size_t from_size, char *why, size_t why_size);
+/* A helper program of lumen's (src/io/decoder/): NAME beside the object holding lumen's code or in
+   ../libexec from there, else build_path; 1 and its path in out when one is a regular executable file. */
+int lumen_module_find_program(const char *name, const char *build_path, char *out, size_t size);
+
 /* dst[b * ds + a] = src[a * ss + b] for a < na, b < nb (a block transposed); level: the vector
    level allowed (lumen_cpu_vector_level: 0 plain, >= 1 AVX); nan (or NULL): nan[b] = whether
    column b of src holds a NaN. Moves only: the same bits at every level. */

@@ -80,6 +80,11 @@ void lumen_dist_merger_free(lumen_dist_merger *m);  /* does not free the parts *
    the results on rank 0. */
 int lumen_dist_have_mpi(void);
 lumen_status lumen_dist_mpi_init(int *argc, char ***argv, int *rank, int *size);
+/* Why lumen_dist_mpi_init failed (the MPI module did not load, MPI_Init failed). */
+const char *lumen_dist_mpi_error(void);
+/* Loads the MPI module (without initialising MPI: `lumen backends`): 1 and its path in detail,
+   else 0 and why. */
+int lumen_dist_mpi_module(char *detail, size_t size);
 void lumen_dist_mpi_finalize(void);
 lumen_status lumen_dist_mpi_fit(void *unused, lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model, int64_t n,
                                 int64_t nt, const float *data, const float *consts, lumen_fit_results *res);

@@ -1,18 +1,58 @@
-/* MPI: one voxel range per rank, gathered on rank 0 (src/dist/dist_internal.h). Compiled with MPI
-   only when LUMEN_HAVE_MPI (CMake option LUMEN_MPI, on when Open MPI is found). */
+/* MPI: one voxel range per rank, gathered on rank 0 (src/dist/dist_internal.h). The MPI calls
+   themselves are in a module, liblumen_mpi.so (mpi_module/), built when Open MPI is found (CMake
+   option LUMEN_MPI) and loaded only when an MPI launcher started the process: every other lumen
+   run starts without Open MPI's seven libraries. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/internal.h"
 #include "fit/fit_internal.h"
 #include "lumen/device.h"
 #include "dist/dist_internal.h"
+#include "dist/mpi_module/mpi_ops.h"
 
 int lumen_dist_mpi_launched(void) {
   return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 }
 
 #if LUMEN_HAVE_MPI
-#include <mpi.h>
+#define MODULE "liblumen_mpi.so"
+#ifndef LUMEN_MPI_BUILD_MODULE
+#define LUMEN_MPI_BUILD_MODULE NULL
+#endif
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static const lumen_mpi_ops *mpi; /* set by a successful lumen_dist_mpi_init under a launcher */
+static const lumen_mpi_ops *loaded;
+static char why[1024 + 4096], from[4096];
+
+/* RTLD_GLOBAL: Open MPI's components (plug-ins it dlopens itself) need libmpi's symbols. */
+static void load(void) {
+  char tried[768];
+  lumen_mpi_ops_fn fn = (lumen_mpi_ops_fn)(uintptr_t)lumen_module_load(MODULE, LUMEN_MPI_OPS_SYMBOL,
+                                                                       LUMEN_MPI_BUILD_MODULE, 1, from, sizeof from,
+                                                                       tried, sizeof tried);
+  const lumen_mpi_ops *ops = fn ? fn() : NULL;
+  if (!fn)
+    snprintf(why, sizeof why, "lumen's MPI module (" MODULE ") was not found or did not load: %s", tried);
+  else if (!ops || ops->version != LUMEN_MPI_OPS_VERSION)
+    snprintf(why, sizeof why, "lumen's MPI module %s is from another lumen build (table version %d, expected %d)",
+             from, ops ? ops->version : -1, LUMEN_MPI_OPS_VERSION);
+  else
+    loaded = ops;
+}
+
+int lumen_dist_have_mpi(void) { return 1; }
+
+const char *lumen_dist_mpi_error(void) { return why[0] ? why : "MPI_Init failed"; }
+
+int lumen_dist_mpi_module(char *detail, size_t size) {
+  pthread_once(&once, load);
+  snprintf(detail, size, "%s", loaded ? from : why);
+  return loaded != NULL;
+}
 
 /* The rank's position on its node: Open MPI / MPICH / Slurm variables, else the world rank. */
 int lumen_dist_local_rank(int rank) {
@@ -25,7 +65,6 @@ int lumen_dist_local_rank(int rank) {
   }
   return rank;
 }
-
 /* One GPU per rank: when the plan runs the CUDA tier on the default device (backend auto or
    cuda) and the node has several devices, a copy of the plan whose device is local rank mod
    count (the plan's arrays are shared, read-only); otherwise the plan itself. */
@@ -48,61 +87,54 @@ static const lumen_fit_plan *rank_plan(lumen_ctx *ctx, const lumen_fit_plan *pla
   return copy;
 }
 
-static int g_mpi_on;
-
-int lumen_dist_have_mpi(void) { return 1; }
-
 lumen_status lumen_dist_mpi_init(int *argc, char ***argv, int *rank, int *size) {
   *rank = 0;
   *size = 1;
-  if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK")) return LUMEN_OK;
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited && MPI_Init(argc, argv) != MPI_SUCCESS) return LUMEN_ERR_INTERNAL;
-  g_mpi_on = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, rank);
-  MPI_Comm_size(MPI_COMM_WORLD, size);
+  if (!lumen_dist_mpi_launched()) return LUMEN_OK;
+  pthread_once(&once, load);
+  if (!loaded) return LUMEN_ERR_NOT_BUILT;
+  int rc = loaded->init(argc, argv, rank, size);
+  if (rc != 0) {
+    snprintf(why, sizeof why, "MPI_Init failed (MPI error %d)", rc);
+    return LUMEN_ERR_INTERNAL;
+  }
+  mpi = loaded;
   return LUMEN_OK;
 }
 
 void lumen_dist_mpi_finalize(void) {
-  if (g_mpi_on) MPI_Finalize();
-  g_mpi_on = 0;
+  if (mpi) mpi->finalize();
+  mpi = NULL;
 }
 
 int lumen_dist_mpi_allsum(int v) {
-  if (!g_mpi_on) return v;
-  int s = 0;
-  MPI_Allreduce(&v, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  int s = v;
+  if (mpi) mpi->allreduce_int(&v, &s, 1, 0);
   return s;
 }
 
 void lumen_dist_mpi_gather(const void *send, int bytes, void *recv) {
-  if (!g_mpi_on) { memcpy(recv, send, (size_t)bytes); return; }
-  MPI_Gather(send, bytes, MPI_BYTE, recv, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+  if (!mpi) { memcpy(recv, send, (size_t)bytes); return; }
+  mpi->gather(send, bytes, recv);
 }
 
 void lumen_dist_mpi_barrier(void) {
-  if (g_mpi_on) MPI_Barrier(MPI_COMM_WORLD);
+  if (mpi) mpi->barrier();
 }
 
 /* Gathers rows [lo_r, hi_r) of every rank into buf on rank 0 (in place: each rank's own rows
-   are already at their place in its buf). */
+   are already at their place in its buf). 0 on success. */
 static int gather_rows(void *buf, size_t row_bytes, int64_t n, int rank, int size) {
-  if (!buf) return MPI_SUCCESS;
+  if (!buf) return 0;
   int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
-  if (!counts || !displs) { free(counts); free(displs); return MPI_ERR_NO_MEM; }
+  if (!counts || !displs) { free(counts); free(displs); return 1; }
   for (int r = 0; r < size; ++r) {
     int64_t lo, hi;
     lumen_dist_range(n, r, size, &lo, &hi);
     counts[r] = (int)((hi - lo) * (int64_t)row_bytes);
     displs[r] = (int)(lo * (int64_t)row_bytes);
   }
-  int rc;
-  if (rank == 0)
-    rc = MPI_Gatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
-  else
-    rc = MPI_Gatherv((char *)buf + displs[rank], counts[rank], MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, 0, MPI_COMM_WORLD);
+  int rc = mpi->gather_in_place(buf, counts, displs, rank);
   free(counts);
   free(displs);
   return rc;
@@ -112,24 +144,21 @@ lumen_status lumen_dist_mpi_fit(void *unused, lumen_ctx *ctx, const lumen_fit_pl
                                 int64_t nt, const float *data, const float *consts, lumen_fit_results *res) {
   (void)unused;
   int rank = 0, size = 1;
-  if (g_mpi_on) {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-  }
+  if (mpi) mpi->rank_size(&rank, &size);
   int64_t lo, hi;
   lumen_dist_range(n, rank, size, &lo, &hi);
   lumen_fit_plan copy;
   const lumen_fit_plan *use = size > 1 ? rank_plan(ctx, plan, rank, &copy) : plan;
   lumen_status st = lumen_dist_fit_range(ctx, use, model, n, nt, data, consts, res, lo, hi);
-  if (!g_mpi_on || size == 1) return st;
+  if (!mpi || size == 1) return st;
   /* every rank takes part in the gathers even after a failure, then all agree on the status */
   int bad = st != LUMEN_OK, anybad = 0;
-  MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  mpi->allreduce_int(&bad, &anybad, 1, 1);
   if (anybad) return st != LUMEN_OK ? st : lumen_fail(ctx, LUMEN_ERR_INTERNAL, "stage D failed on another MPI rank");
   if ((n * 16 * (int64_t)sizeof(double)) > 0x7fffffff)
     return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "MPI: %lld voxels are too many for one gather", (long long)n);
   const size_t np = (size_t)lumen_model_param_count(model), nd = (size_t)lumen_fit_derived_count(model);
-  int rc = MPI_SUCCESS;
+  int rc = 0;
   if (np) rc |= gather_rows(res->params, sizeof(double) * np, n, rank, size);
   if (nd) rc |= gather_rows(res->derived, sizeof(double) * nd, n, rank, size);
   rc |= gather_rows(res->chi2, sizeof(double), n, rank, size);
@@ -146,18 +175,23 @@ lumen_status lumen_dist_mpi_fit(void *unused, lumen_ctx *ctx, const lumen_fit_pl
   memcpy(cnt + NT, res->state_counts, sizeof res->state_counts);
   memcpy(cnt + NT + NS, res->at_lower, sizeof res->at_lower);
   memcpy(cnt + NT + NS + NB, res->at_upper, sizeof res->at_upper);
-  rc |= MPI_Allreduce(cnt, tot, NC, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  rc |= mpi->allreduce_int64_sum(cnt, tot, NC);
   memcpy(res->curves_per_tier, tot, sizeof res->curves_per_tier);
   memcpy(res->state_counts, tot + NT, sizeof res->state_counts);
   memcpy(res->at_lower, tot + NT + NS, sizeof res->at_lower);
   memcpy(res->at_upper, tot + NT + NS + NB, sizeof res->at_upper);
   double sec = res->seconds;
-  rc |= MPI_Allreduce(&sec, &res->seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  if (rc != MPI_SUCCESS) return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "MPI: gathering stage D results failed");
+  rc |= mpi->allreduce_double_max(&sec, &res->seconds, 1);
+  if (rc != 0) return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "MPI: gathering stage D results failed");
   return LUMEN_OK;
 }
 #else
 int lumen_dist_have_mpi(void) { return 0; }
+const char *lumen_dist_mpi_error(void) { return "this lumen was built without MPI (libopenmpi-dev)"; }
+int lumen_dist_mpi_module(char *detail, size_t size) {
+  snprintf(detail, size, "%s", lumen_dist_mpi_error());
+  return 0;
+}
 int lumen_dist_local_rank(int rank) { return rank; }
 lumen_status lumen_dist_mpi_init(int *argc, char ***argv, int *rank, int *size) {
   (void)argc; (void)argv;

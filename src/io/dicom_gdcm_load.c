@@ -3,11 +3,11 @@
    that decodes no compressed DICOM never loads GDCM (whose libraries build their dictionaries at
    load time: ~20 ms at every start when they were linked in). The fuzz targets link the decoder
    in (LUMEN_GDCM_LINKED). */
-#define _GNU_SOURCE /* dladdr */
-#include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "core/internal.h"
 #include "io/dicom_internal.h"
 
 #ifdef LUMEN_HAVE_DICOM
@@ -26,49 +26,17 @@ static decode_fn decoder(void) { return lumen_gdcm_module_decode; }
 #else
 
 #define MODULE "liblumen_gdcm.so"
+#ifndef LUMEN_GDCM_BUILD_MODULE
+#define LUMEN_GDCM_BUILD_MODULE NULL
+#endif
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static decode_fn loaded;
 static char why[768], from[4096];
 
-/* dlopen + dlsym of one candidate; the reason of a failure appended to why. */
-static int try_module(const char *path) {
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  const char *err = NULL;
-  if (h) {
-    loaded = (decode_fn)(uintptr_t)dlsym(h, "lumen_gdcm_module_decode");
-    if (loaded) {
-      snprintf(from, sizeof from, "%s", path);
-      return 1;
-    }
-    err = "no lumen_gdcm_module_decode in it";
-    dlclose(h);
-  } else {
-    err = dlerror();
-  }
-  size_t len = strlen(why);
-  if (len + 1 < sizeof why) snprintf(why + len, sizeof why - len, "%s%s: %s", len ? "; " : "", path, err ? err : "?");
-  return 0;
-}
-
 static void load(void) {
-  Dl_info self;
-  char path[4096];
-  /* beside the object holding this code: liblumen.so (Python, MEX, installs) or the lumen program
-     (in the build tree; installed, the program is in PREFIX/bin and the module in PREFIX/lib) */
-  static const char *const beside[] = {"", "../lib/", "../lib64/"};
-  if (dladdr((void *)(uintptr_t)load, &self) && self.dli_fname) {
-    const char *slash = strrchr(self.dli_fname, '/');
-    int dir = slash ? (int)(slash - self.dli_fname) : 0;
-    for (size_t k = 0; slash && k < sizeof beside / sizeof *beside; k++)
-      if (snprintf(path, sizeof path, "%.*s/%s" MODULE, dir, self.dli_fname, beside[k]) < (int)sizeof path &&
-          try_module(path))
-        return;
-  }
-  if (try_module(MODULE)) return;  /* the dynamic linker's search path (RUNPATH, LD_LIBRARY_PATH, ldconfig) */
-#ifdef LUMEN_GDCM_BUILD_MODULE
-  try_module(LUMEN_GDCM_BUILD_MODULE);  /* the build tree's: tests linked statically, outside it */
-#endif
+  loaded = (decode_fn)(uintptr_t)lumen_module_load(MODULE, "lumen_gdcm_module_decode", LUMEN_GDCM_BUILD_MODULE, 0,
+                                                   from, sizeof from, why, sizeof why);
 }
 
 int lumen_dicom_gdcm_load(char *msg, size_t msg_size) {

@@ -202,12 +202,32 @@ int lumen_dicom_gdcm_decode(const uint8_t *data, size_t size, const lumen_dicom_
    0 with the reason in msg. Called before a fork, so that the child inherits the module. */
 int lumen_dicom_gdcm_load(char *msg, size_t msg_size);
 
-/* How the decode runs (dicom_isolate.c). */
+/* How the decode runs (dicom_isolate.c). No decode runs in the calling process unless asked:
+   Debian's GDCM asserts (abort) on some malformed codestreams. */
 typedef enum lumen_dicom_isolation {
-  LUMEN_DICOM_ISOLATE_AUTO = 0,   /* a child process when this process has one thread, else in-process */
-  LUMEN_DICOM_ISOLATE_NEVER,      /* in-process (after the pre-check) */
-  LUMEN_DICOM_ISOLATE_ALWAYS      /* a child process even with several threads (tests, fuzzing) */
+  LUMEN_DICOM_ISOLATE_AUTO = 0,   /* a forked child when this process has one thread, else the helper program */
+  LUMEN_DICOM_ISOLATE_NEVER,      /* in-process (after the pre-check: the fuzz targets) */
+  LUMEN_DICOM_ISOLATE_ALWAYS,     /* a forked child even with several threads (tests) */
+  LUMEN_DICOM_ISOLATE_HELPER      /* the helper program even with one thread (tests) */
 } lumen_dicom_isolation;
+
+/* The helper program (src/io/decoder/dicom_decoder_main.c, installed beside liblumen.so or in
+   PREFIX/libexec): a process started with posix_spawn, which unlike fork is safe in a process with
+   several threads (Python after any lumen call, MATLAB, lumen's own thread pools). The request is a
+   shared memory file on the helper's descriptor LUMEN_DECODER_FD: this header, then the file's
+   bytes at data_offset, then room for the pixels at pixels_offset; the helper writes the pixels
+   and, on failure, msg, and exits 0 (decoded) or 3 (refused, msg says why). */
+#define LUMEN_DECODER_PROGRAM "lumen-dicom-decoder"
+#define LUMEN_DECODER_FD 3
+#define LUMEN_DECODER_MAGIC 0x4c4d4443u /* "LMDC" */
+typedef struct lumen_dicom_decode_request {
+  uint32_t magic, header_bytes;      /* LUMEN_DECODER_MAGIC, sizeof this struct (same build) */
+  int64_t data_offset, data_size;    /* the whole file's bytes */
+  int64_t pixels_offset, pixels_size; /* exactly hdr->decoded_bytes */
+  int64_t pixel_offset;              /* the pixel data element's value in the file */
+  lumen_dicom_info info;             /* spacing_source NULL: no pointer crosses */
+  char msg[256];
+} lumen_dicom_decode_request;
 
 /* The frame header inside one compressed frame (JPEG 2000 SIZ, JPEG-LS / JPEG SOF) against the
    image description: size, one component, precision (dicom_codestream.c). frame is 0-based. */

@@ -1,14 +1,17 @@
-/* Runs the GDCM decode of compressed pixel data in a child process (docs/DICOM.md, "Hostile files").
+/* Runs the GDCM decode of compressed pixel data in another process (docs/DICOM.md, "Hostile files").
    Debian's GDCM is built with assert() on and a malformed codestream can make a codec abort();
-   the C pre-check refuses what it can see, and the child turns the rest into an error. The child
-   inherits the file bytes (copy-on-write), decodes into a MAP_SHARED anonymous mapping sized
-   from the pre-checked header, and leaves with _exit. fork() is only safe in a single-threaded process (another thread may
-   hold a lock, e.g. malloc's, that the child would then wait on forever), so with several
-   threads the decode runs in-process after the pre-check. */
-#define _DEFAULT_SOURCE 1  /* MAP_ANONYMOUS */
+   the C pre-check refuses what it can see, and the other process turns the rest into an error.
+   With one thread: a forked child inherits the file bytes (copy-on-write), decodes into a
+   MAP_SHARED anonymous mapping sized from the pre-checked header, and leaves with _exit. fork()
+   is only safe in a single-threaded process (another thread may hold a lock, e.g. malloc's, that
+   the child would then wait on forever), so with several threads (Python after any lumen call,
+   MATLAB, lumen's thread pools) the helper program lumen-dicom-decoder is started with
+   posix_spawn (fork + exec, safe with threads) on a shared memory file holding the request. */
+#define _GNU_SOURCE 1  /* MAP_ANONYMOUS, memfd_create */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "core/internal.h"
 #include "io/dicom_internal.h"
 #include "lumen_build_config.h"
 
@@ -48,6 +52,96 @@ static lumen_status in_process(lumen_ctx *ctx, const char *path, const uint8_t *
   return LUMEN_OK;
 }
 
+#ifndef LUMEN_DECODER_BUILD_PATH
+#define LUMEN_DECODER_BUILD_PATH NULL
+#endif
+
+extern char **environ;
+
+/* The outcome of a decoder process (forked or spawned) as a status naming path. */
+static lumen_status decoder_outcome(lumen_ctx *ctx, const char *path, const lumen_dicom_info *in, pid_t pid,
+                                    char *msg, size_t msg_size) {
+  int status = 0;
+  pid_t got;
+  do got = waitpid(pid, &status, 0);
+  while (got < 0 && errno == EINTR);
+  msg[msg_size - 1] = 0;
+  if (got < 0)
+    return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "lumen_dicom_read: waiting for the decoder of '%s': %s", path,
+                      strerror(errno));
+  if (WIFSIGNALED(status))
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                      "lumen_dicom_read: GDCM failed decoding '%s' (%s): malformed pixel data "
+                      "(decoder aborted, signal %d)",
+                      path, in->transfer_syntax, WTERMSIG(status));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: GDCM failed decoding '%s' (%s): %s", path,
+                      in->transfer_syntax, msg[0] ? msg : "the decoder process failed");
+  return LUMEN_OK;
+}
+
+/* With several threads: the helper program on a shared memory file (dicom_internal.h's request). */
+static lumen_status spawned(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size,
+                            const lumen_dicom_header *hdr, void *dst) {
+  char helper[4096];
+  if (!lumen_module_find_program(LUMEN_DECODER_PROGRAM, LUMEN_DECODER_BUILD_PATH, helper, sizeof helper))
+    return lumen_fail(ctx, LUMEN_ERR_NOT_BUILT,
+                      "lumen_dicom_read: '%s' (%s): compressed pixel data are decoded in a separate process, and "
+                      "with several threads that is lumen's helper program " LUMEN_DECODER_PROGRAM ", which was "
+                      "found neither beside liblumen nor in ../libexec from it: reinstall lumen",
+                      path, hdr->info.transfer_syntax);
+  const size_t page = 4096, head = (sizeof(lumen_dicom_decode_request) + page - 1) / page * page;
+  const size_t pixels_at = head + (size + page - 1) / page * page, bytes = (size_t)hdr->decoded_bytes;
+  const size_t total = pixels_at + bytes;
+  int fd = memfd_create("lumen-dicom-decode", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, (off_t)total) != 0) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_read: '%s': cannot make %zu bytes of shared memory "
+                      "for the decoder: %s", path, total, strerror(e));
+  }
+  void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    int e = errno;
+    close(fd);
+    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_read: '%s': cannot map %zu bytes for decoding: %s",
+                      path, total, strerror(e));
+  }
+  lumen_dicom_decode_request *rq = map;
+  memset(rq, 0, sizeof *rq);
+  rq->magic = LUMEN_DECODER_MAGIC;
+  rq->header_bytes = (uint32_t)sizeof *rq;
+  rq->data_offset = (int64_t)head;
+  rq->data_size = (int64_t)size;
+  rq->pixels_offset = (int64_t)pixels_at;
+  rq->pixels_size = (int64_t)bytes;
+  rq->pixel_offset = hdr->pixel_offset;
+  rq->info = hdr->info;
+  rq->info.spacing_source = NULL;
+  memcpy((uint8_t *)map + head, data, size);
+  posix_spawn_file_actions_t fa;
+  lumen_status s = LUMEN_OK;
+  pid_t pid = -1;
+  int rc = posix_spawn_file_actions_init(&fa);
+  if (rc == 0) {
+    /* the request on descriptor 3 (dup2 clears its close-on-exec flag); GDCM's messages are ours to report */
+    rc = posix_spawn_file_actions_adddup2(&fa, fd, LUMEN_DECODER_FD);
+    if (rc == 0) rc = posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    char *argv[] = {helper, NULL};
+    if (rc == 0) rc = posix_spawn(&pid, helper, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  if (rc != 0)
+    s = lumen_fail(ctx, LUMEN_ERR_INTERNAL, "lumen_dicom_read: '%s': cannot start the decoder %s: %s", path, helper,
+                   strerror(rc));
+  else
+    s = decoder_outcome(ctx, path, &hdr->info, pid, rq->msg, sizeof rq->msg);
+  if (s == LUMEN_OK) memcpy(dst, (uint8_t *)map + pixels_at, bytes);
+  munmap(map, total);
+  close(fd);
+  return s;
+}
+
 lumen_status lumen_dicom_decode_isolated(lumen_ctx *ctx, const char *path, const uint8_t *data, size_t size,
                                          const lumen_dicom_header *hdr, lumen_dicom_isolation isolation, void *dst,
                                          int *isolated) {
@@ -56,9 +150,13 @@ lumen_status lumen_dicom_decode_isolated(lumen_ctx *ctx, const char *path, const
   if (!lumen_dicom_gdcm_load(why, sizeof why))  /* loaded here, before a fork: the child inherits it */
     return lumen_fail(ctx, LUMEN_ERR_NOT_BUILT, "lumen_dicom_read: '%s' (%s): compressed pixel data need GDCM: %s", path,
                       hdr->info.transfer_syntax, why);
-  if (isolation == LUMEN_DICOM_ISOLATE_NEVER ||
-      (isolation == LUMEN_DICOM_ISOLATE_AUTO && !lumen_dicom_single_threaded()))
-    return in_process(ctx, path, data, size, hdr, dst);
+  if (isolation == LUMEN_DICOM_ISOLATE_NEVER) return in_process(ctx, path, data, size, hdr, dst);
+  if (isolation == LUMEN_DICOM_ISOLATE_HELPER ||
+      (isolation == LUMEN_DICOM_ISOLATE_AUTO && !lumen_dicom_single_threaded())) {
+    lumen_status s = spawned(ctx, path, data, size, hdr, dst);
+    *isolated = s == LUMEN_OK;
+    return s;
+  }
   const lumen_dicom_info *in = &hdr->info;
   size_t bytes = (size_t)hdr->decoded_bytes;
   size_t map_bytes = MSG_BYTES + bytes;
@@ -72,8 +170,8 @@ lumen_status lumen_dicom_decode_isolated(lumen_ctx *ctx, const char *path, const
   if (pid < 0) {
     int e = errno;
     munmap(map, map_bytes);
-    lumen_log(ctx, LUMEN_LOG_DEBUG, "lumen_dicom_read: fork failed (%s), decoding '%s' in-process", strerror(e), path);
-    return in_process(ctx, path, data, size, hdr, dst);
+    return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "lumen_dicom_read: '%s': cannot start the decoder process: %s", path,
+                      strerror(e));
   }
   if (pid == 0) {
     /* the child: default handlers, so an abort ends it plainly (never the parent's clean-up) */
@@ -87,24 +185,8 @@ lumen_status lumen_dicom_decode_isolated(lumen_ctx *ctx, const char *path, const
     int r = lumen_dicom_gdcm_decode(data, size, hdr, pixels, bytes, msg, MSG_BYTES);
     _exit(r == 0 ? 0 : 3);
   }
-  int status = 0;
-  pid_t got;
-  do got = waitpid(pid, &status, 0);
-  while (got < 0 && errno == EINTR);
-  lumen_status s = LUMEN_OK;
-  msg[MSG_BYTES - 1] = 0;
-  if (got < 0) {
-    s = lumen_fail(ctx, LUMEN_ERR_INTERNAL, "lumen_dicom_read: waiting for the decoder of '%s': %s", path,
-                   strerror(errno));
-  } else if (WIFSIGNALED(status)) {
-    s = lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                   "lumen_dicom_read: GDCM failed decoding '%s' (%s): malformed pixel data "
-                   "(decoder aborted, signal %d)",
-                   path, in->transfer_syntax, WTERMSIG(status));
-  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: GDCM failed decoding '%s' (%s): %s", path,
-                   in->transfer_syntax, msg[0] ? msg : "the decoder process failed");
-  } else {
+  lumen_status s = decoder_outcome(ctx, path, in, pid, msg, MSG_BYTES);
+  if (s == LUMEN_OK) {
     memcpy(dst, pixels, bytes);
     *isolated = 1;
   }

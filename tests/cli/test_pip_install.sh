@@ -73,6 +73,13 @@ a = (np.arange(60, dtype=np.uint16).reshape(6, 10) * 1000)
 lumen.write_image("rt.png", a)
 b, meta = lumen.read_image("rt.png")
 assert meta["bit_depth"] == 16 and (a == b).all()
+# with GDCM's decoder module comes the helper that decodes in its own process when Python has threads
+if os.path.exists(os.path.join(os.path.dirname(lib), "liblumen_gdcm.so")):
+    import subprocess
+    helper = os.path.join(os.path.dirname(lib), "lumen-dicom-decoder")
+    assert os.access(helper, os.X_OK), helper
+    r = subprocess.run([helper], capture_output=True, text=True)
+    assert r.returncode == 2 and "helper of lumen's DICOM reader" in r.stderr, (r.returncode, r.stderr)
 # the medical_image compatibility package is installed with it
 from lumen.medical_image import Image, Filters
 im = Image.from_array(img)

@@ -5,7 +5,9 @@
    groups per frame and shared, per-frame modality LUT, as a series, hostile variants). Skips (77) only when lumen_io was built without GDCM
    or Debian's python3-pydicom is missing. The pixel comparison with pydicom of every transfer
    syntax is tests/cli/test_dicom.sh. */
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +96,11 @@ static void fork_equals_in_process(void **state) {
     assert_int_equal(ib.isolated, 0);
     lumen_test_assert_images_equal(a, b);
     lumen_image_free(a);
+    /* the helper program (lumen-dicom-decoder, spawned: what a process with threads uses) too */
+    assert_int_equal(lumen_dicom_read_isolated(ctx, file, NULL, LUMEN_DICOM_ISOLATE_HELPER, &a, &ia), LUMEN_OK);
+    assert_int_equal(ia.isolated, 1);
+    lumen_test_assert_images_equal(a, b);
+    lumen_image_free(a);
     lumen_image_free(b);
   }
 #if LUMEN_TEST_HOOKS
@@ -109,6 +116,13 @@ static void fork_equals_in_process(void **state) {
     assert_null(x);
     assert_non_null(strstr(lumen_ctx_last_error(ctx), "malformed pixel data (decoder aborted, signal 6)"));
     assert_non_null(strstr(lumen_ctx_last_error(ctx), f2));
+    /* the same through the helper program */
+    setenv("LUMEN_TEST_DICOM_CHILD_ABORT", "1", 1);
+    st = lumen_dicom_read_isolated(ctx, f2, NULL, LUMEN_DICOM_ISOLATE_HELPER, &x, NULL);
+    unsetenv("LUMEN_TEST_DICOM_CHILD_ABORT");
+    assert_int_equal(st, LUMEN_ERR_FORMAT);
+    assert_null(x);
+    assert_non_null(strstr(lumen_ctx_last_error(ctx), "malformed pixel data (decoder aborted, signal 6)"));
   }
 #endif
   /* this test is single-threaded: the default isolates */
@@ -447,6 +461,51 @@ static int cleanup(void **state) {
   return 0;
 }
 
+/* A thread that waits until released: this process has two threads while it lives. */
+static int release_fd[2];
+static void *waiting_thread(void *arg) {
+  (void)arg;
+  char c;
+  while (read(release_fd[0], &c, 1) < 0 && errno == EINTR) {
+  }
+  return NULL;
+}
+
+/* With several threads (Python after any lumen call, MATLAB) the default still decodes in another
+   process, the helper program: a decoder that aborts is an error, never the end of this process. */
+static void threaded_process_isolates(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  pthread_t th;
+  assert_int_equal(pipe(release_fd), 0);
+  assert_int_equal(pthread_create(&th, NULL, waiting_thread, NULL), 0);
+  assert_false(lumen_dicom_single_threaded());
+  char file[1024];
+  snprintf(file, sizeof file, "%s", testdata("MR_small_jpeg_ls_lossless.dcm"));
+  lumen_image *a = NULL, *b = NULL;
+  lumen_dicom_info ia;
+  assert_int_equal(lumen_dicom_read(ctx, file, NULL, &a, &ia), LUMEN_OK);
+  assert_int_equal(ia.isolated, 1);
+  assert_int_equal(lumen_dicom_read_isolated(ctx, file, NULL, LUMEN_DICOM_ISOLATE_NEVER, &b, NULL), LUMEN_OK);
+  lumen_test_assert_images_equal(a, b);
+  lumen_image_free(a);
+  lumen_image_free(b);
+#if LUMEN_TEST_HOOKS
+  setenv("LUMEN_TEST_DICOM_CHILD_ABORT", "1", 1);
+  lumen_image *x = NULL;
+  lumen_status st = lumen_dicom_read(ctx, file, NULL, &x, NULL);
+  unsetenv("LUMEN_TEST_DICOM_CHILD_ABORT");
+  assert_int_equal(st, LUMEN_ERR_FORMAT);
+  assert_null(x);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "decoder aborted, signal 6"));
+#endif
+  assert_int_equal(write(release_fd[1], "x", 1), 1);
+  pthread_join(th, NULL);
+  close(release_fd[0]);
+  close(release_fd[1]);
+  lumen_ctx_destroy(ctx);
+}
+
 int main(void) {
   lumen_ctx *ctx = lumen_test_ctx();
   lumen_dicom_info info;
@@ -461,6 +520,7 @@ int main(void) {
     return LUMEN_TEST_SKIP;
   }
   const struct CMUnitTest tests[] = {cmocka_unit_test(metadata_like_pydicom), cmocka_unit_test(fork_equals_in_process),
+                                     cmocka_unit_test(threaded_process_isolates),
                                      cmocka_unit_test(known_values), cmocka_unit_test(hostile_headers),
                                      cmocka_unit_test(enhanced_frames)};
   return lumen_test_run_in_dir(g_dir, sizeof g_dir, "dicom", tests, LUMEN_TEST_COUNT(tests), NULL, cleanup);

@@ -100,6 +100,58 @@ static void item_paths(const batch *b, int i, char *dir, size_t nd, char *key, s
   }
 }
 
+/* Two items whose outputs would share one name (a folder holding x.dcm and x.nii.gz, or anat/x.nii
+   and func/x.nii, or two *_dce files of one session): refused before anything is made, naming
+   both, since one result would silently replace the other and a rerun would skip both. */
+typedef struct item_key {
+  char *path; /* OUT/ID[/SESSION]/KEY, owned */
+  int i;
+} item_key;
+
+static int cmp_item_key(const void *a, const void *b) {
+  const item_key *x = a, *y = b;
+  int c = strcmp(x->path, y->path);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static int outputs_collide(const batch *b) {
+  const int n = b->subs.n;
+  if (n < 2) return 0;
+  item_key *k = malloc(sizeof *k * (size_t)n);
+  if (!k) {
+    lumen_cli_error("batch", "out of memory");
+    return 1;
+  }
+  int bad = 0, made = 0;
+  for (; made < n && !bad; ++made) {
+    char dir[PATH_MAX], key[256];
+    item_paths(b, made, dir, sizeof dir, key, sizeof key);
+    size_t len = strlen(dir) + strlen(key) + 2;
+    k[made].path = malloc(len);
+    k[made].i = made;
+    if (!k[made].path) {
+      lumen_cli_error("batch", "out of memory");
+      bad = 1;
+    } else {
+      snprintf(k[made].path, len, "%s/%s", dir, key);
+    }
+  }
+  if (!bad) qsort(k, (size_t)n, sizeof *k, cmp_item_key);
+  for (int j = 1; j < n && !bad; ++j) {
+    if (strcmp(k[j - 1].path, k[j].path)) continue;
+    const lumen_dist_subject *x = &b->subs.items[k[j - 1].i], *y = &b->subs.items[k[j].i];
+    lumen_cli_error("batch",
+                    "items %d ('%s') and %d ('%s') would write the same outputs %s*: one result would replace the "
+                    "other; rename one of the inputs (or give them distinct IDs in a --list)",
+                    k[j - 1].i + 1, x->argc ? x->argv[x->argc > 1 ? 1 : 0] : x->id, k[j].i + 1,
+                    y->argc ? y->argv[y->argc > 1 ? 1 : 0] : y->id, k[j].path);
+    bad = 1;
+  }
+  for (int j = 0; j < made; ++j) free(k[j].path);
+  free(k);
+  return bad;
+}
+
 /* files of dir that are outputs (not the batch's own logs) */
 static int list_outputs(const char *dir, const char *only, char names[][256], int max) {
   if (only) { snprintf(names[0], 256, "%.255s", only); return 1; }
@@ -637,6 +689,12 @@ int lumen_cmd_batch(int argc, char **argv) {
   lumen_ctx *ctx = lumen_cli_context(cmd, 0);
   lumen_status st = !ctx ? LUMEN_ERR_OUT_OF_MEMORY
                    : list ? lumen_dist_list_read(ctx, list, &b.subs) : lumen_dist_bids_scan(ctx, bids, b.command, &b.subs);
+  if (st == LUMEN_OK && outputs_collide(&b)) {
+    lumen_dist_subjects_clear(&b.subs);
+    lumen_ctx_destroy(ctx);
+    lumen_dist_mpi_finalize();
+    return LUMEN_EXIT_USAGE; /* nothing made */
+  }
   if (st != LUMEN_OK) {
     if (b.rank == 0) lumen_cli_error(cmd, "%s", ctx ? lumen_ctx_last_error(ctx) : "out of memory");
     lumen_ctx_destroy(ctx);

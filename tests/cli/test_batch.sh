@@ -112,6 +112,19 @@ check "segment: 2 jobs give the same masks as 1" '[ $same -eq 1 ]'
 "$bin" batch filter --bids img --out fs -q --shard 1/2 -- gaussian --sigma 2
 same=1; for f in f1/sub-0*/*_desc-gaussian.png; do cmp -s "$f" "fs/${f#f1/}" || same=0; done
 check "--shard 0/2 + 1/2 cover the cohort, identical" '[ $same -eq 1 ] && [ -f fs/batch_summary_shard-1-of-2.tsv ]'
+# two inputs whose outputs would share one name (x.png and x.nii.gz side by side; one session with
+# two _dce series): refused before anything is made, naming both (issue 40 item 5)
+mkdir -p dup/sub-01/anat && cp img/sub-01/anat/sub-01_run-0_mammo.png dup/sub-01/anat/x.png
+"$bin" filter gaussian dup/sub-01/anat/x.png dup/sub-01/anat/x.nii.gz --sigma 1 -q
+"$bin" batch filter --bids dup --out fd -- gaussian --sigma 2 > dout.txt 2>&1; rc=$?
+cat dout.txt
+check "x.png beside x.nii.gz: refused (exit 2), both named" '[ $rc -eq 2 ] && grep -q "x.png" dout.txt && grep -q "x.nii.gz" dout.txt && grep -q "same outputs" dout.txt'
+check "x.png beside x.nii.gz: nothing made" '[ ! -e fd ]'
+mkdir -p dupd/sub-01/perf dupd/sub-01/dwi
+cp bids/sub-01/perf/sub-01_dce.nii.gz dupd/sub-01/perf/sub-01_dce.nii.gz
+cp bids/sub-01/perf/sub-01_dce.nii.gz dupd/sub-01/dwi/sub-01_run-2_dce.nii.gz
+"$bin" batch dce --bids dupd --out dd -- --models tofts > ddout.txt 2>&1; rc=$?
+check "two _dce series of one session: refused (exit 2), nothing made" '[ $rc -eq 2 ] && grep -q "same outputs" ddout.txt && [ ! -e dd ]'
 # usage errors
 "$bin" batch dce --out x 2> /dev/null; check "no --list/--bids: usage" '[ $? -eq 2 ]'
 "$bin" batch fit --bids bids --out x 2> /dev/null; check "unknown command: usage" '[ $? -eq 2 ]'

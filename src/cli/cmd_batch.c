@@ -172,14 +172,33 @@ static int list_outputs(const char *dir, const char *only, char names[][256], in
 }
 
 /* 1 when DIR/KEY_batch.json says ok and every listed output still has its checksum */
-static int complete(lumen_ctx *ctx, const char *dir, const char *key, const batch *b) {
+/* The run's arguments after the program's path, one string (the item log's "run_arguments"):
+   a rerun with other inputs or options is not "complete" however intact the old outputs are. */
+static char *joined_arguments(char *const *argv) {
+  size_t len = 1;
+  for (int a = 1; argv[a]; ++a) len += strlen(argv[a]) + 1;
+  char *out = malloc(len), *p = out;
+  if (!out) return NULL;
+  *p = '\0';
+  for (int a = 1; argv[a]; ++a) {
+    size_t k = strlen(argv[a]);
+    if (a > 1) *p++ = '\n'; /* a separator no argument of a list item holds */
+    memcpy(p, argv[a], k + 1);
+    p += k;
+  }
+  return out;
+}
+
+static int complete(lumen_ctx *ctx, const char *dir, const char *key, const batch *b, char *const *argv) {
   char p[PATH_MAX + 300];
   snprintf(p, sizeof p, "%s/%s_batch.json", dir, key);
   lumen_json *j = NULL;
   if (access(p, R_OK) != 0 || lumen_json_read(ctx, p, &j) != LUMEN_OK) return 0;
-  char *status = NULL, *cmd = NULL, *alg = NULL;
+  char *status = NULL, *cmd = NULL, *alg = NULL, *args = NULL, *want_args = joined_arguments(argv);
   int found = 0, ok = 1, nout = 0;
   lumen_json_get_string(ctx, j, "status", &status, &found);
+  lumen_json_get_string(ctx, j, "run_arguments", &args, NULL);
+  if (!args || !want_args || strcmp(args, want_args)) ok = 0; /* other inputs or options: run again */
   lumen_json_get_string(ctx, j, "command", &cmd, NULL);
   lumen_json_get_string(ctx, j, "checksum_algorithm", &alg, NULL);
   if (!status || strcmp(status, "ok") || !cmd || strcmp(cmd, b->command)) ok = 0;
@@ -197,6 +216,8 @@ static int complete(lumen_ctx *ctx, const char *dir, const char *key, const batc
   free(status);
   free(cmd);
   free(alg);
+  free(args);
+  free(want_args);
   lumen_json_free(j);
   return ok && nout > 0;
 }
@@ -213,6 +234,13 @@ static int write_item_log(lumen_ctx *ctx, const batch *b, const char *dir, const
   int na = 0;
   while (argv[na]) ++na;
   lumen_json_set_strings(ctx, j, "arguments", (const char *const *)argv, na);
+  char *joined = joined_arguments(argv);
+  if (!joined) {
+    lumen_json_free(j);
+    return 0;
+  }
+  lumen_json_set_string(ctx, j, "run_arguments", joined);
+  free(joined);
   lumen_json_set_string(ctx, j, "checksum_algorithm", "XXH3 64-bit (xxHash) over the file bytes (as the run logs)");
   int ok = 1;
   for (int i = 0; i < n; ++i) {
@@ -342,14 +370,14 @@ static void *reader_main(void *user) {
       snprintf(j->outpath, sizeof j->outpath, "%s/%s", j->dir, j->outname);
     }
     snprintf(j->logp, sizeof j->logp, "%s/%s_batch.log", j->dir, j->key);
-    if (b->resume && complete(ctx, j->dir, j->key, b)) {
+    build_argv(b, s, j);
+    if (b->resume && complete(ctx, j->dir, j->key, b, j->argv)) {
       r->status = ST_SKIPPED;
-      snprintf(r->note, sizeof r->note, "outputs complete (checksums match): skipped");
+      snprintf(r->note, sizeof r->note, "outputs complete (checksums match, same arguments): skipped");
       free(j);
       sg->read_s += lumen_now_seconds() - t0;
       continue;
     }
-    build_argv(b, s, j);
     j->need = item_bytes(s);
     read_ahead(s);
     sg->read_s += lumen_now_seconds() - t0;

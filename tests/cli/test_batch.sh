@@ -69,6 +69,15 @@ printf './s2/ --dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1map.nii.gz 
 "$bin" batch dce --list dot.txt --out dderiv -q -- --models tofts > dot.out 2>&1; rc=$?
 check "list ID './s2/' is 's2': its outputs named after it" "[ $rc -eq 0 ] && [ -f dderiv/s2/s2_model-tofts_param-Ktrans.nii.gz ]" ||
   { cat dot.out; ls -R dderiv | head; }
+# resume compares the arguments too: the same item with other inputs or options runs again
+"$bin" batch dce --list dot.txt --out dderiv -- --models tofts > dot2.out 2>&1
+check "same arguments: skipped as complete" 'grep -q "^s2 .*skipped" dot2.out' || cat dot2.out
+cp demo/sub-demo_mask.nii.gz other_mask.nii.gz
+printf 's2 --dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1map.nii.gz --mask other_mask.nii.gz\n' > dot3.txt
+"$bin" batch dce --list dot3.txt --out dderiv -- --models tofts > dot3.out 2>&1; rc=$?
+check "another input for a completed ID: run again, not skipped" '[ $rc -eq 0 ] && grep -q "^s2 .* ok " dot3.out && grep -q other_mask dderiv/s2/s2_batch.json' || cat dot3.out
+"$bin" batch dce --list dot3.txt --out dderiv -- --models patlak > dot4.out 2>&1; rc=$?
+check "other shared options: run again" '[ $rc -eq 0 ] && grep -q "^s2 .* ok " dot4.out && [ -f dderiv/s2/s2_model-patlak_param-Ktrans.nii.gz ]' || cat dot4.out
 # a BIDS copy of the demo (its files keep their names) runs as it is: the demo's T1 map is *_T1map
 mkdir -p bdemo/sub-demo/perf
 for f in dce.nii.gz dce.json T1map.nii.gz mask.nii.gz; do cp "demo/sub-demo_$f" bdemo/sub-demo/perf/ || echo "missing demo/sub-demo_$f"; done

@@ -22,7 +22,10 @@
    options            optional struct: backend ('auto', 'cuda', 'cpu', 'cpu_single', 'standard',
                       ROCKETSHIP aliases), conv ('exact' | 'trapezoid'), precision ('float32' |
                       'float64'), bounds_preset ('physical' (default) | 'rocketship': the default
-                      bounds where constraints give NaN), tr (s), r1, threads, linear_start (0/1).
+                      bounds where constraints give NaN), tr (s), r1, threads, linear_start (0/1),
+                      time_unit ('min' | 's': DCE times in seconds are converted), angle_unit ('rad' |
+                      'deg'). Without a unit, DCE times spanning more than 60 (seconds, most likely)
+                      and flip angles above pi/2 (degrees, most likely) are refused (as in Python).
 
    parameters         n_params x n_fits double (public order: lumen_model_param_name; numeric
                       2CXM id: E, ve, vp, Fp); states 1 x n_fits int32 (0 converged, 1 max
@@ -218,9 +221,63 @@ static int one_of_two(const mxArray *v, const char *field, const char *name_a, i
   return a;  /* not reached: fail_arg raises a MATLAB error */
 }
 
+/* options.time_unit / angle_unit: the factor to lumen's unit (minutes, radians); 0 = not given. */
+typedef struct {
+  double time, angle;
+} grid_units;
+
+/* The units below, and the unlabelled-grid rule, are the Python binding's (lumen/_fit.py). */
+#define DCE_SPAN_UNLABELLED_MAX_MIN 60.0
+#define PI_ 3.14159265358979323846
+
+static double unit_factor(const mxArray *v, const char *field, int angle) {
+  char s[16];
+  get_string(v, s, sizeof s, field);
+  if (!angle && (!strcmp(s, "min") || !strcmp(s, "minutes"))) return 1.0;
+  if (!angle && (!strcmp(s, "s") || !strcmp(s, "seconds"))) return 1.0 / 60.0;
+  if (angle && (!strcmp(s, "rad") || !strcmp(s, "radians"))) return 1.0;
+  if (angle && (!strcmp(s, "deg") || !strcmp(s, "degrees"))) return PI_ / 180.0;
+  fail_arg(angle ? "%s: expected 'rad' or 'deg'" : "%s: expected 'min' or 's'", field);
+  return 1.0;  /* not reached */
+}
+
+/* The sample grid in lumen's units (x is this call's copy): DCE times to minutes, flip angles
+   to radians; an unlabelled grid in a likely wrong unit is refused (issue 39 item 3). */
+static void apply_units(double *x, size_t n, lumen_model model, const grid_units *u) {
+  const char *name = lumen_model_name(model);
+  int angles = !strncmp(name, "vfa", 3), dce = model < LUMEN_MODEL_VFA;
+  char msg[400];
+  if (u->angle && !angles) fail_arg("options.angle_unit: model '%s' takes times, not flip angles", name);
+  if (u->time && !dce) fail_arg("options.time_unit: model '%s' takes no DCE times", name);
+  double f = angles ? u->angle : u->time;
+  if (f) {
+    for (size_t i = 0; i < n; ++i) x[i] *= f;
+    return;
+  }
+  double hi = x[0];
+  for (size_t i = 1; i < n; ++i) hi = x[i] > hi ? x[i] : hi;
+  if (angles && hi > PI_ / 2 + 1e-9) {
+    snprintf(msg, sizeof msg, "user_info (flip angles of '%%s') go up to %g: radians above pi/2 (90 deg) are "
+             "implausible for VFA; degrees? set options.angle_unit = 'deg'; radians indeed? options.angle_unit = 'rad'", hi);
+    fail_arg(msg, name);
+  }
+  double span = n > 1 ? x[n - 1] - x[0] : 0;
+  if (dce && span > DCE_SPAN_UNLABELLED_MAX_MIN) {
+    snprintf(msg, sizeof msg, "user_info: the DCE times of '%%s' span %g; lumen's unit is minutes, which makes this "
+             "a %.1f-h acquisition. In seconds? set options.time_unit = 's' (lumen converts: %g min); minutes "
+             "indeed? options.time_unit = 'min'", span, span / 60.0, span / 60.0);
+    fail_arg(msg, name);
+  }
+}
+
 /* One field of the options struct; backend is written to the caller's buffer. */
-static void parse_option(const char *fn, const mxArray *v, lumen_fit_options *o, char *backend, size_t backend_size) {
-  if (!strcmp(fn, "backend")) {
+static void parse_option(const char *fn, const mxArray *v, lumen_fit_options *o, char *backend, size_t backend_size,
+                         grid_units *u) {
+  if (!strcmp(fn, "time_unit")) {
+    u->time = unit_factor(v, "options.time_unit", 0);
+  } else if (!strcmp(fn, "angle_unit")) {
+    u->angle = unit_factor(v, "options.angle_unit", 1);
+  } else if (!strcmp(fn, "backend")) {
     get_string(v, backend, backend_size, "options.backend");
   } else if (!strcmp(fn, "conv")) {
     o->conv = one_of_two(v, "options.conv", lumen_fit_conv_name(LUMEN_FIT_CONV_EXACT), LUMEN_FIT_CONV_EXACT,
@@ -243,14 +300,16 @@ static void parse_option(const char *fn, const mxArray *v, lumen_fit_options *o,
     lumen_status st = lumen_ctx_set_threads(g_ctx, (int)scalar(v, "options.threads"));
     if (st != LUMEN_OK) fail_lumen(st);
   } else {
-    fail_arg("options.%s is unknown (backend, conv, precision, bounds_preset, tr, r1, linear_start, threads)", fn);
+    fail_arg("options.%s is unknown (backend, conv, precision, bounds_preset, tr, r1, linear_start, threads, "
+             "time_unit, angle_unit)", fn);
   }
 }
 
-static void parse_options(const mxArray *opt, lumen_fit_options *o, char *backend, size_t backend_size) {
+static void parse_options(const mxArray *opt, lumen_fit_options *o, char *backend, size_t backend_size,
+                          grid_units *u) {
   if (!mxIsStruct(opt) || mxGetNumberOfElements(opt) != 1) fail_arg("%s must be a scalar struct", "options");
   for (int f = 0; f < mxGetNumberOfFields(opt); ++f)
-    parse_option(mxGetFieldNameByNumber(opt, f), mxGetFieldByNumber(opt, 0, f), o, backend, backend_size);
+    parse_option(mxGetFieldNameByNumber(opt, f), mxGetFieldByNumber(opt, 0, f), o, backend, backend_size, u);
 }
 
 /* Everything the fits of one call share, and where their results go. */
@@ -339,8 +398,10 @@ void mexFunction(int nlhs, mxArray *plhs[], int nrhs, const mxArray *prhs[]) {
   parse_user_info(prhs[8], c.n, o.model, &c.x, &c.cp);
 
   char backend[64] = "auto";
-  if (nrhs == 10 && !is_empty(prhs[9])) parse_options(prhs[9], &o, backend, sizeof backend);
+  grid_units units = {0, 0};
+  if (nrhs == 10 && !is_empty(prhs[9])) parse_options(prhs[9], &o, backend, sizeof backend, &units);
   o.backend = backend;
+  apply_units((double *)c.x, c.n, o.model, &units);  /* c.x is this call's copy (as_double) */
 
   plhs[0] = mxCreateDoubleMatrix((mwSize)c.npub, (mwSize)c.n_fits, mxREAL);
   mxArray *states = mxCreateNumericMatrix(1, (mwSize)c.n_fits, mxINT32_CLASS, mxREAL);

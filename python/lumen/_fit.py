@@ -368,6 +368,54 @@ class FitResult(object):
 # ---------------------------------------------------------------------------- plan
 
 
+_TIME_UNITS = {"min": 1.0, "minute": 1.0, "minutes": 1.0, "s": 1.0 / 60.0, "sec": 1.0 / 60.0, "second": 1.0 / 60.0,
+               "seconds": 1.0 / 60.0}
+_ANGLE_UNITS = {"rad": 1.0, "radian": 1.0, "radians": 1.0, "deg": np.pi / 180.0, "degree": np.pi / 180.0,
+                "degrees": np.pi / 180.0}
+# An unlabelled DCE grid longer than this (minutes) is most likely in seconds: a 3-min acquisition
+# sampled every 3 s spans 180 "minutes". With time_unit="min" any span up to the C library's 240 min.
+_DCE_SPAN_UNLABELLED_MAX_MIN = 60.0
+
+
+def _unit(value, table, what):
+    key = str(value).strip().lower()
+    if key not in table:
+        raise ValueError("%s: %r is not a unit here, expected one of %s" % (what, value, ", ".join(sorted(table))))
+    return table[key]
+
+
+def _grid_in_lumen_units(model, x, time_unit, angle_unit):
+    """The sample grid converted to the C API's units (DCE: minutes; vfa*: radians); refuses an
+    unlabelled grid in a likely wrong unit (issue 39 item 3: times in seconds, angles in degrees)."""
+    angles = model.startswith("vfa")
+    recovery = model in ("ir", "sr")
+    if angles:
+        if time_unit is not None:
+            raise ValueError("time_unit: model %r takes flip angles, not times: give angle_unit" % model)
+        if angle_unit is not None:
+            return x * _unit(angle_unit, _ANGLE_UNITS, "angle_unit")
+        if x.size and float(np.max(x)) > np.pi / 2 + 1e-9:
+            raise ValueError("times (flip angles of %r) go up to %g: radians above pi/2 (90 deg) are implausible "
+                             "for VFA; degrees? pass angle_unit='deg' (or np.deg2rad); radians indeed? pass "
+                             "angle_unit='rad'" % (model, float(np.max(x))))
+        return x
+    if angle_unit is not None:
+        raise ValueError("angle_unit: model %r takes times, not flip angles" % model)
+    if recovery:
+        if time_unit is not None and _unit(time_unit, _TIME_UNITS, "time_unit") != 1.0 / 60.0:
+            raise ValueError("time_unit: the %s recovery times are seconds; give them in seconds (time_unit='s')"
+                             % model)
+        return x
+    if time_unit is not None:
+        return x * _unit(time_unit, _TIME_UNITS, "time_unit")
+    span = float(x[-1] - x[0]) if x.size > 1 else 0.0
+    if span > _DCE_SPAN_UNLABELLED_MAX_MIN:
+        raise ValueError("times: the DCE times span %g; lumen's unit is minutes, which makes this a %.1f-h "
+                         "acquisition. In seconds? pass time_unit='s' (lumen converts: %g min); minutes indeed? "
+                         "pass time_unit='min'" % (span, span / 60.0, span / 60.0))
+    return x
+
+
 class FitPlan(object):
     """A lumen_fit_plan: model, sample grid, AIF and options fixed once; execute() fits batches.
 
@@ -389,6 +437,11 @@ class FitPlan(object):
     fixed: {name: value} holds a parameter at value, or a sequence of flags holds parameters at
     their starts. Values in a likely wrong unit raise ValueError naming it (flip angles above pi:
     degrees?; a vfa tr outside 0.0005..0.1 s: ms?; an fxr r1 outside 1..50 1/(mM s)).
+
+    time_unit ("min" or "s") and angle_unit ("rad" or "deg") say the unit of times explicitly;
+    lumen converts to its own (minutes for DCE, radians for vfa*). Without them a DCE grid that
+    spans more than 60 (a 1-h acquisition in minutes; seconds, most likely) or flip angles above
+    pi/2 (degrees, most likely) raise ValueError asking for the unit (docs/BINDINGS.md "Units").
     """
 
     def __init__(self, model, times, aif=None, *, starts=None, bounds=None, bounds_preset="physical",
@@ -396,7 +449,7 @@ class FitPlan(object):
                  tolerance=None, max_iterations=None, backend="auto", precision=None, conv=None,
                  linear_start=True, confidence=True, n_starts=None, fit_delay=False,
                  rocketship_names=False, force_cpu=False, tr=None, r1=None, auc_window=None,
-                 auc_t0=None, hematocrit=None, aif_delay=0.0, threads=None):
+                 auc_t0=None, hematocrit=None, aif_delay=0.0, threads=None, time_unit=None, angle_unit=None):
         self._plan = None
         m = _model_id(model)
         info = model_info(m)
@@ -406,7 +459,7 @@ class FitPlan(object):
         self.fit_param_names = info["fit_params"]
         self.derived_names = [d["name"] for d in info["derived"]]
         self.threads = threads
-        x = _vector("times", times)
+        x = _grid_in_lumen_units(self.model, _vector("times", times), time_unit, angle_unit)
         n = x.size
         if n < 1:
             raise ValueError("times: expected at least one sample")
@@ -644,7 +697,9 @@ def fit(model, data, times, aif=None, *, consts=None, r10=None, b1=None, **optio
     """Fits every row of data (n_curves, n_points) with model and returns a FitResult.
 
     lumen.fit("tofts", conc, t_min, aif=cp)                      # DCE: times in minutes, cp in mM
+    lumen.fit("tofts", conc, t_s, aif=cp, time_unit="s")         # or say the unit: seconds converted
     lumen.fit("vfa", signal, np.deg2rad([2, 5, 10, 15]), tr=0.005)  # T1: flip angles in radians
+    lumen.fit("vfa", signal, [2, 5, 10, 15], tr=0.005, angle_unit="deg")
     Options are FitPlan's (starts, bounds, bounds_preset="physical" or "rocketship", fixed,
     weights, tolerance, max_iterations, backend, precision, conv, fit_delay, ...). Errors raise lumen.LumenError (ValueError for invalid
     arguments) carrying the C library's message."""

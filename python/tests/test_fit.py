@@ -318,16 +318,54 @@ def test_bounds_presets_and_at_bound():
 
 def test_units_are_checked():
     s = np.ones((1, 4))
+    # flip angles in degrees without angle_unit: refused by the binding (issue 39 item 3) ...
+    with pytest.raises(ValueError, match=r"go up to 15: radians above pi/2 \(90 deg\) are implausible for VFA; "
+                                         r"degrees\? pass angle_unit='deg'"):
+        lumen.fit("vfa", s, [3, 6, 9, 15])
+    # ... and by the C library when the caller insists they are radians
     with pytest.raises(lumen.LumenInvalidArgument,
                        match=r"flip angle x\[1\] = 6 is above pi: flip angles are in radians; "
                              r"degrees\? 6 deg = 0.105 rad"):
-        lumen.fit("vfa", s, [3, 6, 9, 15])
+        lumen.fit("vfa", s, [3, 6, 9, 15], angle_unit="rad")
     with pytest.raises(ValueError, match=r"tr 5 s is not an SPGR TR \(expected 0.0005..0.1 s\); in ms\? give 0.005"):
         lumen.fit("vfa-linear", s, np.deg2rad([3, 6, 9, 15]), tr=5)
     with pytest.raises(ValueError, match=r"r1 270 is not a gadolinium relaxivity .*in 1/\(mM min\)\? give 4.5"):
         lumen.fit("fxr", np.ones((1, T.size)), T, aif=CP, r1=270)
-    # DCE times are minutes: a grid in seconds (QIBA v6: 0..660 s) spans 11 h "minutes" (issue 39 item 3)
+    # DCE times are minutes: a grid in seconds (QIBA v6: 0..660 s) without time_unit is refused ...
     t_s = np.arange(1321) * 0.5
+    with pytest.raises(ValueError, match=r"the DCE times span 660; lumen's unit is minutes, which makes this a 11.0-h "
+                                         r"acquisition. In seconds\? pass time_unit='s' \(lumen converts: 11 min\)"):
+        lumen.fit("tofts", np.ones((1, t_s.size)), t_s, aif=np.ones(t_s.size))
+    # ... and so is a 3-min acquisition sampled every 3 s (180 "minutes": under the C library's 240-min limit)
+    with pytest.raises(ValueError, match=r"the DCE times span 180; .*time_unit='s'"):
+        lumen.fit("tofts", np.ones((1, 61)), np.arange(61) * 3.0, aif=np.ones(61))
+    # said to be minutes, the C library's limit still holds
     with pytest.raises(ValueError, match=r"the times span 660 min \(11.0 h\), implausible for one DCE acquisition .*"
                                          r"in seconds\? divide them by 60 \(11 min\)"):
-        lumen.fit("tofts", np.ones((1, t_s.size)), t_s, aif=np.ones(t_s.size))
+        lumen.fit("tofts", np.ones((1, t_s.size)), t_s, aif=np.ones(t_s.size), time_unit="min")
+    with pytest.raises(ValueError, match=r"time_unit: 'hours' is not a unit here"):
+        lumen.fit("tofts", np.ones((1, T.size)), T, aif=CP, time_unit="hours")
+    with pytest.raises(ValueError, match=r"angle_unit: model 'tofts' takes times"):
+        lumen.fit("tofts", np.ones((1, T.size)), T, aif=CP, angle_unit="deg")
+    with pytest.raises(ValueError, match=r"time_unit: model 'vfa' takes flip angles"):
+        lumen.fit("vfa", s, np.deg2rad([3, 6, 9, 15]), time_unit="s")
+
+
+def test_explicit_units_give_the_same_fit():
+    """Seconds with time_unit='s' and degrees with angle_unit='deg' fit exactly as minutes and
+    radians: the binding converts, the C library sees its own units."""
+    kt, kep = 0.2, 0.5
+    y = (kt * (T / kep - (1 - np.exp(-kep * T)) / kep ** 2))[None, :]
+    a = lumen.fit("tofts", y, T, aif=CP, backend="cpu")
+    b = lumen.fit("tofts", y, T * 60.0, aif=CP, backend="cpu", time_unit="s")
+    np.testing.assert_allclose(b.params, a.params, rtol=1e-12, atol=0)
+    assert abs(a.params[0, 0] - 0.2) < 1e-4 and abs(a.params[0, 1] - 0.4) < 1e-4
+    fa = np.array([3.0, 6.0, 9.0, 15.0])
+    t1, m0, tr = 1.2, 1000.0, 0.005
+    e1 = np.exp(-tr / t1)
+    r = np.deg2rad(fa)
+    sig = (m0 * np.sin(r) * (1 - e1) / (1 - np.cos(r) * e1))[None, :]
+    c = lumen.fit("vfa", sig, r, tr=tr, backend="cpu")
+    d = lumen.fit("vfa", sig, fa, tr=tr, backend="cpu", angle_unit="deg")
+    np.testing.assert_allclose(d.params, c.params, rtol=1e-12, atol=0)
+    assert abs(c.params[0, 0] - t1) < 1e-3 * t1

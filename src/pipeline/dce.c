@@ -567,6 +567,11 @@ static lumen_status acquisition_values(pipe_run *run, const lumen_acquisition *a
   if (!isfinite(*tr))
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "repetition time missing for '%s': give --tr SECONDS or RepetitionTime in %s '%s'%s",
                       cfg->dce, where, sc, found || dicom ? "" : " (no sidecar found)");
+  if (!isfinite(*r1) && dicom)
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
+                      "relaxivity missing for '%s': give --relaxivity R (1/(mM s), e.g. 4.5 for gadoterate at 1.5 T) or "
+                      "'relaxivity = R' in a config file (DICOM has no relaxivity attribute: ContrastBolusAgent "
+                      "(0018,0010) names the agent only)", cfg->dce);
   if (!isfinite(*r1))
     return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
                       "relaxivity missing for '%s': give --relaxivity R (1/(mM s), e.g. 4.5 for gadoterate at 1.5 T), "
@@ -628,6 +633,72 @@ static void dce_job_free(dce_job *j) {
   pipe_aif_free(&j->aif);
 }
 
+/* Every required value the run cannot find, in one message (issue 39 item 6: QIBA v6 took three
+   failed runs, one value each). Only when two or more are missing: one missing value keeps its own
+   message below, with the detail of what was looked at. For a DICOM series the hints name the
+   DICOM attribute, never a sidecar that does not exist. */
+static lumen_status missing_values(pipe_run *run, const dce_job *j) {
+  const lumen_pipe_config *cfg = run->cfg;
+  const lumen_acquisition *acq = &j->acq;
+  char sc[LUMEN_PIPE_PATH_MAX];
+  if (!j->dicom) lumen_sidecar_path(run->ctx, cfg->dce, sc, sizeof sc);
+  const char *what[5];
+  char hint[5][LUMEN_PIPE_PATH_MAX + 200];
+  int n = 0;
+  if (j->signal) {
+    double r1 = cfg->relaxivity;
+    const char *rkey = NULL;
+    if (!isfinite(r1)) sidecar_relaxivity(run->ctx, j->side, &r1, &rkey);
+    if (!isfinite(cfg->flip_angle_deg) && isnan(acq->flip_angle_deg)) {
+      what[n] = "flip angle";
+      if (j->dicom) snprintf(hint[n], sizeof hint[n], "--flip-angle DEG (the headers have no FlipAngle (0018,1314))");
+      else snprintf(hint[n], sizeof hint[n], "--flip-angle DEG or FlipAngle in '%s'%s", sc, j->found ? "" : " (not found)");
+      n++;
+    }
+    if (!isfinite(cfg->tr_s) && isnan(acq->repetition_time_s)) {
+      what[n] = "repetition time";
+      if (j->dicom) snprintf(hint[n], sizeof hint[n], "--tr SECONDS (the headers have no RepetitionTime (0018,0080))");
+      else snprintf(hint[n], sizeof hint[n], "--tr SECONDS or RepetitionTime in '%s'", sc);
+      n++;
+    }
+    if (isnan(r1)) {
+      what[n] = "relaxivity";
+      if (j->dicom)
+        snprintf(hint[n], sizeof hint[n], "--relaxivity R (1/(mM s), e.g. 4.5 for gadoterate at 1.5 T; DICOM has no "
+                 "relaxivity attribute: ContrastBolusAgent (0018,0010) names the agent only)");
+      else
+        snprintf(hint[n], sizeof hint[n], "--relaxivity R (1/(mM s), e.g. 4.5 for gadoterate at 1.5 T) or "
+                 "ContrastAgentRelaxivity in '%s'", sc);
+      n++;
+    }
+  }
+  const double dt = j->info.time_step_s;
+  const int header_dt = dt > 0 && isfinite(dt) && !dicom_without_times(&j->info) &&
+                        !(isfinite(acq->repetition_time_s) && fabs(dt - acq->repetition_time_s) < 1e-9 * fmax(1.0, dt) &&
+                          !(isfinite(acq->volume_time_s) && fabs(dt - acq->volume_time_s) < 1e-9 * fmax(1.0, dt)));
+  if (!isfinite(cfg->dt_s) && acq->n_frame_times == 0 && !header_dt) {
+    what[n] = "frame times";
+    if (j->dicom)
+      snprintf(hint[n], sizeof hint[n], "--dt SECONDS (no TriggerTime (0018,1060), acquisition or content time rises "
+               "from frame to frame: 'lumen convert FOLDER' shows each tag)");
+    else
+      snprintf(hint[n], sizeof hint[n], "--dt SECONDS, or FrameTimesStart in '%s' (pixdim[4] = %g s %s)", sc, dt,
+               dt > 0 && isfinite(dt) ? "is the RepetitionTime, as dcm2niix writes it" : "is no frame interval");
+    n++;
+  }
+  if (j->signal && !cfg->t1map && cfg->n_vfa == 0 && !isfinite(cfg->t1_default_s)) {
+    what[n] = "pre-contrast T1";
+    snprintf(hint[n], sizeof hint[n], "--t1map FILE, --vfa FILE..., or --t1 SECONDS");
+    n++;
+  }
+  if (n < 2) return LUMEN_OK;
+  char msg[6 * (LUMEN_PIPE_PATH_MAX + 240)];
+  int len = snprintf(msg, sizeof msg, "'%s' lacks %d required values:", cfg->dce, n);
+  for (int i = 0; i < n && len > 0 && (size_t)len < sizeof msg; ++i)
+    len += snprintf(msg + len, sizeof msg - (size_t)len, "%s %s: give %s", i ? ";" : "", what[i], hint[i]);
+  return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s", msg);
+}
+
 /* The series (4-D, every frame with a finite value), its sidecar, the acquisition values, the
    frame times and the mask. */
 static lumen_status dce_read_inputs(pipe_run *run, dce_job *j) {
@@ -663,6 +734,7 @@ static lumen_status dce_read_inputs(pipe_run *run, dce_job *j) {
                         cfg->dce, (long long)i, (long long)j->nt);
     }
   }
+  if (st == LUMEN_OK) st = missing_values(run, j);
   if (st == LUMEN_OK) st = acquisition_values(run, &j->acq, j->side, j->found, j->dicom, &j->fa_deg, &j->tr, &j->r1, j->fa_how,
                                             j->tr_how, sizeof j->fa_how);
   if (st == LUMEN_OK) {

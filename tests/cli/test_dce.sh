@@ -156,9 +156,12 @@ nii mask3 small.nii.gz 8 8 2
 bad "mask on another grid" "mask 'small.nii.gz' is on another grid" dce --dce $P --t1map $T --mask small.nii.gz --out b5
 bad "T1 map on another grid" "T1 map 'small.nii.gz' is on another grid" dce --dce $P --t1map small.nii.gz --out b6
 cp $P noside.nii.gz
-bad "missing flip angle" "flip angle missing for 'noside.nii.gz'" dce --dce noside.nii.gz --t1map $T --out b7 --dt 5 --relaxivity 4.5
+bad "missing flip angle" "flip angle missing for 'noside.nii.gz'" dce --dce noside.nii.gz --t1map $T --out b7 --dt 5 --relaxivity 4.5 --tr 0.005
 bad "missing TR" "repetition time missing for 'noside.nii.gz'" dce --dce noside.nii.gz --t1map $T --out b8 --dt 5 --relaxivity 4.5 --flip-angle 20
 bad "missing relaxivity" "relaxivity missing for 'noside.nii.gz'" dce --dce noside.nii.gz --t1map $T --out b9 --dt 5 --flip-angle 20 --tr 0.005
+# every missing value in one message, each with its hint (issue 39 item 6: QIBA v6 took three runs)
+bad "all missing values in one message" "'noside.nii.gz' lacks [45] required values: flip angle: give --flip-angle DEG or FlipAngle in 'noside.json' \(not found\); repetition time: give --tr SECONDS.*; relaxivity: give --relaxivity R .*; (frame times: give --dt SECONDS.*; )?pre-contrast T1: give --t1map FILE, --vfa FILE..., or --t1 SECONDS" dce --dce noside.nii.gz --out b9b
+bad "two missing values: both named" "lacks 2 required values: repetition time: give --tr SECONDS.*; relaxivity: give --relaxivity R" dce --dce noside.nii.gz --t1map $T --out b9c --dt 5 --flip-angle 20
 nii const $T t1zero.nii.gz 0
 bad "zero T1 everywhere" "T1 map 't1zero.nii.gz': every voxel in the mask has T1 <= 0" dce --dce $P --t1map t1zero.nii.gz --out b10
 nii const $T t1negall.nii.gz -5

@@ -132,4 +132,11 @@ else
   echo "note: no liblumen.so beside $bin: the Python check did not run"
 fi
 
+# lumen dce on a GE series without relaxivity and frame times: both missing values in one message
+# whose hints name DICOM attributes, never a sidecar (issue 39 item 6)
+"$bin" dce --dce "$ge/In/SliceTimingRT/2_epiRT_IntAsc_GD0" --out dce_missing --t1 1 -q > dm.out 2> dm.err; rc=$?
+check "dce on a GE folder: relaxivity and frame times missing, one message naming DICOM attributes" \
+  "[ \$rc -ne 0 ] && grep -q 'lacks 2 required values: relaxivity: .*DICOM has no relaxivity attribute: ContrastBolusAgent (0018,0010).*; frame times: give --dt SECONDS (no TriggerTime (0018,1060)' dm.err && ! grep -q '[.]json' dm.err" ||
+  cat dm.err
+
 exit $fail

@@ -76,6 +76,10 @@ typedef struct lumen_pipe_config {
   double relaxivity;               /* r1, 1/(mM s); NaN = sidecar "ContrastAgentRelaxivity" or config, else error */
   double hematocrit;               /* default 0.45 */
   double blood_t1_s;               /* default 1.44 s (blood T1 for ROI AIFs) */
+  /* where relaxivity, hematocrit and blood_t1_s were set ("--hematocrit", "cfg.txt:3"), filled by
+     lumen_pipe_config_set; "" = not set there (the default; for the relaxivity, the sidecar or
+     headers): the run log's *_source entries */
+  char relaxivity_source[96], hematocrit_source[96], blood_t1_source[96];
   double t1_default_s;             /* T1 when no map is given (NaN: a map is required) */
   int baseline;                    /* baseline end frame (exclusive); 0 = detect */
   int baseline_start;              /* first baseline frame; -1 = 1 when baseline >= 3, else 0 */

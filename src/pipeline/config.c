@@ -262,6 +262,12 @@ static lumen_status set_field(lumen_ctx *ctx, lumen_pipe_config *cfg, const fiel
   if (st != LUMEN_OK) return st;
   if (k->kind == KEY_NUMBER) {
     *(double *)dst = d;
+    /* the run log says where the acquisition constants without a header field came from */
+    char *source = k->field == offsetof(lumen_pipe_config, relaxivity)   ? cfg->relaxivity_source
+                   : k->field == offsetof(lumen_pipe_config, hematocrit) ? cfg->hematocrit_source
+                   : k->field == offsetof(lumen_pipe_config, blood_t1_s) ? cfg->blood_t1_source
+                                                                         : NULL;
+    if (source) snprintf(source, sizeof cfg->relaxivity_source, "%s", where);
   } else {
     if (d != floor(d))
       return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "%s: %s = %g is not an integer", where, k->name, d);

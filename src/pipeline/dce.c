@@ -531,7 +531,7 @@ static lumen_status finite_or_absent(lumen_ctx *ctx, const char *sc, const char 
    get the checks the options got (lumen_pipe_config_check), as data errors naming the field. */
 static lumen_status acquisition_values(pipe_run *run, const lumen_acquisition *acq, const lumen_json *side, int found,
                                        int dicom, double *fa_deg, double *tr, double *r1, char *fa_how, char *tr_how,
-                                       size_t how_size) {
+                                       char *r1_how, size_t how_size) {
   lumen_ctx *ctx = run->ctx;
   const lumen_pipe_config *cfg = run->cfg;
   const int signal = cfg->input_type == LUMEN_PIPE_INPUT_SIGNAL;
@@ -551,9 +551,16 @@ static lumen_status acquisition_values(pipe_run *run, const lumen_acquisition *a
   else snprintf(tr_how, how_size, "%s '%s' %s", where, sc,
                 acq->repetition_time_key ? acq->repetition_time_key : "RepetitionTime");
   const char *tkey = acq->repetition_time_key ? acq->repetition_time_key : "RepetitionTime";
+  if (isfinite(cfg->relaxivity))
+    snprintf(r1_how, how_size, "%s", cfg->relaxivity_source[0] ? cfg->relaxivity_source : "option");
+  else if (rkey)
+    snprintf(r1_how, how_size, "sidecar '%s' %s", sc, rkey);
   lumen_status st = LUMEN_OK;
   if (!signal) {
-    if (!(*r1 > 0) || !isfinite(*r1)) *r1 = LUMEN_DEFAULT_RELAXIVITY; /* concentration input: only FXR uses it */
+    if (!(*r1 > 0) || !isfinite(*r1)) {
+      *r1 = LUMEN_DEFAULT_RELAXIVITY; /* concentration input: only FXR uses it */
+      snprintf(r1_how, how_size, "default (concentration input: used by fxr only)");
+    }
     return LUMEN_OK;
   }
   st = finite_or_absent(ctx, sc, "FlipAngle", *fa_deg, "a flip angle in degrees (1..90)");
@@ -606,7 +613,8 @@ typedef struct dce_job {
   int64_t nt;
   double fa_deg, tr, r1;
   int dicom;               /* the series is a DICOM folder or file */
-  char how_t[256], t1_how[512], base_how[256], fa_how[LUMEN_PIPE_PATH_MAX + 64], tr_how[LUMEN_PIPE_PATH_MAX + 64];
+  char how_t[256], t1_how[512], base_how[256], fa_how[LUMEN_PIPE_PATH_MAX + 64], tr_how[LUMEN_PIPE_PATH_MAX + 64],
+      r1_how[LUMEN_PIPE_PATH_MAX + 64];
   float *t10, *b1, *ninv_map;
   pipe_curves curves;      /* the concentration curves, converted in place over the series (dce) */
   int64_t *list;
@@ -736,7 +744,7 @@ static lumen_status dce_read_inputs(pipe_run *run, dce_job *j) {
   }
   if (st == LUMEN_OK) st = missing_values(run, j);
   if (st == LUMEN_OK) st = acquisition_values(run, &j->acq, j->side, j->found, j->dicom, &j->fa_deg, &j->tr, &j->r1, j->fa_how,
-                                            j->tr_how, sizeof j->fa_how);
+                                            j->tr_how, j->r1_how, sizeof j->fa_how);
   if (st == LUMEN_OK) {
     j->t_min = malloc(sizeof(double) * (size_t)j->nt);
     j->tissue_mean = calloc((size_t)j->nt, sizeof(double));
@@ -937,9 +945,14 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
     pipe_sb_json_num(b, j->tr);
     pipe_sb_printf(b, ", \"tr_source\": ");
     pipe_sb_json_str(b, j->tr_how);
-    pipe_sb_printf(b, ", \"relaxivity\": %g, \"hematocrit\": %g, \"blood_t1_s\": %g, \"b1_map\": %s, "
-                      "\"baseline_frames\": [%lld, %lld], \"baseline\": ",
-                   j->r1, cfg->hematocrit, cfg->blood_t1_s, j->b1 ? "true" : "false", (long long)j->sp.b0, (long long)j->sp.b1);
+    pipe_sb_printf(b, ", \"relaxivity\": %g, \"relaxivity_source\": ", j->r1);
+    pipe_sb_json_str(b, j->r1_how);
+    pipe_sb_printf(b, ", \"hematocrit\": %g, \"hematocrit_source\": ", cfg->hematocrit);
+    pipe_sb_json_str(b, cfg->hematocrit_source[0] ? cfg->hematocrit_source : "default");
+    pipe_sb_printf(b, ", \"blood_t1_s\": %g, \"blood_t1_source\": ", cfg->blood_t1_s);
+    pipe_sb_json_str(b, cfg->blood_t1_source[0] ? cfg->blood_t1_source : "default");
+    pipe_sb_printf(b, ", \"b1_map\": %s, \"baseline_frames\": [%lld, %lld], \"baseline\": ",
+                   j->b1 ? "true" : "false", (long long)j->sp.b0, (long long)j->sp.b1);
     pipe_sb_json_str(b, j->base_how);
     pipe_sb_printf(b, ", \"voxels\": %lld, \"voxels_unusable\": %lld, \"voxels_with_interpolated_samples\": %lld, "
                       "\"flagged_samples\": %lld, \"max_invalid_fraction\": %g, \"logarithm\": \"%s\"}",
@@ -947,10 +960,10 @@ static lumen_status dce_stage_a(pipe_run *run, dce_job *j) {
                    pipe_conc_name(pipe_conc_level(lumen_ctx_cpu_simd(ctx))));
     pipe_sb_printf(&run->text,
                    "read: %lld frames, times from %s, %.3f s\n"
-                   "stage A (%s): T1 %s; FA %g deg (%s), TR %g s (%s), r1 %g /mM/s, baseline frames [%lld, %lld) %s; %lld voxels, "
+                   "stage A (%s): T1 %s; FA %g deg (%s), TR %g s (%s), r1 %g /mM/s (%s), baseline frames [%lld, %lld) %s; %lld voxels, "
                    "%lld unusable, %lld with interpolated samples (%lld flagged samples); %.3f s\n",
                    (long long)j->nt, j->how_t, sum->seconds_read, j->signal ? "signal to concentration" : "skipped: concentration input",
-                   j->t1_how, j->fa_deg, j->fa_how, j->tr, j->tr_how, j->r1, (long long)j->sp.b0, (long long)j->sp.b1, j->base_how, (long long)j->nlist, (long long)j->n_bad,
+                   j->t1_how, j->fa_deg, j->fa_how, j->tr, j->tr_how, j->r1, j->r1_how, (long long)j->sp.b0, (long long)j->sp.b1, j->base_how, (long long)j->nlist, (long long)j->n_bad,
                    (long long)j->n_interp, (long long)j->n_flag, sum->seconds_a);
   }
   return st;

@@ -46,7 +46,7 @@ static int cmpd(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* The phantom's four volumes in memory: signal (x, y, z, t), T1 (ms), tissue mask, true parameters. */
+/* The phantom's four volumes in memory: signal (x, y, z, t), T1 (s), tissue mask, true parameters. */
 typedef struct {
   float *sig, *t1, *mask;
   double *truth;
@@ -80,7 +80,7 @@ static void synth_voxel(lumen_ctx *ctx, phantom *ph, int64_t v, int x, int yy, i
     for (int i = 0; i < NT; ++i) y[i] = 0;
     T10 = 1.5;
   }
-  ph->t1[v] = (float)(T10 * 1000); /* stored in ms: the pipeline detects the unit */
+  ph->t1[v] = (float)T10; /* seconds, BIDS's unit for a T1map: the demo's own run needs no unit correction */
   for (int i = 0; i < NT; ++i) r1v[i] = 1 / T10 + LUMEN_DEFAULT_RELAXIVITY * y[i];
   lumen_spgr_r1_to_signal(ctx, so, 5000, NT, r1v, s);
   for (int i = 0; i < NT; ++i) ph->sig[(int64_t)i * nv + v] = (float)(s[i] + 5 * gauss());
@@ -265,6 +265,9 @@ lumen_status lumen_pipeline_demo(lumen_ctx *ctx, const char *out_dir, int overwr
   lumen_pipe_summary sum;
   lumen_pipe_config cfg;
   lumen_pipe_config_init(&cfg);
+  /* the run log records the command that made it: the demo's own */
+  const char *line[] = {"lumen", "demo", "--out", out_dir, "--backend", backend};
+  if (st == LUMEN_OK) st = lumen_pipe_config_set_command_line(ctx, &cfg, backend ? 6 : 4, line);
   if (st == LUMEN_OK) st = run_demo_pipeline(ctx, &p, out_dir, overwrite, backend, &cfg, &sum);
   if (st == LUMEN_OK && summary) *summary = sum;
   if (st == LUMEN_OK && out) st = print_comparison(ctx, out_dir, &sum, out);

@@ -99,6 +99,13 @@ check "auto AIF fallback: in the run log's warnings" \
 # ---- reproducibility: the command line and the effective bounds in the run log
 check "run log: whole command line" \
   "python3 -c \"import json;j=json.load(open('o18/sub-demo_runlog.json'));assert j['command_line'].startswith('lumen dce --dce demo/sub-demo_dce.nii.gz'), j['command_line']\""
+# where every acquisition value came from (issue 39 item 7): relaxivity from the sidecar, the
+# hematocrit from its option, blood T1 the default; the demo records its own command line
+"$bin" dce $base --hematocrit 0.42 --out o_src -q 2> err.txt || cat err.txt
+check "run log: relaxivity, hematocrit and blood T1 sources" \
+  "python3 -c \"import json;a=json.load(open('o_src/sub-demo_runlog.json'))['stages']['A'];assert a['relaxivity_source'].endswith('sub-demo_dce.json\\' ContrastAgentRelaxivity') and a['hematocrit']==0.42 and a['hematocrit_source']=='--hematocrit' and a['blood_t1_source']=='default', a\""
+check "run log of the demo: its command line (was null)" \
+  "python3 -c \"import json;j=json.load(open('demo/sub-demo_runlog.json'));assert j['command_line']=='lumen demo --out demo', j['command_line']\""
 check "run log: effective bounds (not null) and preset" \
   "python3 -c \"import json;o=json.load(open('o18/sub-demo_runlog.json'))['stages']['D']['models']['tofts']['options'];assert o['bounds_preset']=='physical' and o['bounds']['Ktrans'][:2]==[0,5] and o['bounds']['ve'][:2]==[0.0001,1], o\""
 

@@ -36,7 +36,8 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 test-only:
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@rc=0; ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --output-junit junit.xml || rc=$$?; \
+	  python3 scripts/test-skips.py $(BUILD)/junit.xml; exit $$rc
 
 hostile:
 	$(MAKE) --no-print-directory build TEST_HOOKS=ON

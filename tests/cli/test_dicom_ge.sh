@@ -13,7 +13,7 @@
 set -u
 bin=${LUMEN_BIN:?LUMEN_BIN not set}
 py=/usr/bin/python3
-ge=${LUMEN_REFDATA:-/work/shared/data}/dicom_ge
+ge=${LUMEN_REFDATA:-${LUMEN_REFDATA_DEFAULT:-}}/dicom_ge
 [ -d "$ge/In" ] && [ -d "$ge/Ref" ] || { echo "reference data dicom_ge/ not found (LUMEN_REFDATA): skipped"; exit 77; }
 "$py" -c 'import numpy' 2>/dev/null || { echo "Debian python3-numpy missing (scripts/setup.sh): skipped"; exit 77; }
 . "$(dirname "$0")/lib.sh"

@@ -25,7 +25,7 @@ bin=${LUMEN_BIN:?LUMEN_BIN not set}
 py=/usr/bin/python3
 "$py" -c 'import pydicom, numpy' 2>/dev/null ||
   { echo "Debian python3-pydicom or python3-numpy missing (scripts/setup.sh): skipped"; exit 77; }
-q6=${LUMEN_REFDATA:-/work/shared/data}/qiba/v6_tofts/q6_dce.nii.gz
+q6=${LUMEN_REFDATA:-${LUMEN_REFDATA_DEFAULT:-}}/qiba/v6_tofts/q6_dce.nii.gz
 [ -f "$q6" ] || { echo "reference data qiba/v6_tofts not found (LUMEN_REFDATA): skipped"; exit 77; }
 . "$(dirname "$0")/lib.sh"
 ds="$py $LUMEN_CLI_TESTS/dicom_series.py"

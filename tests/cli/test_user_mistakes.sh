@@ -125,7 +125,7 @@ mistake "fit --times in s with --time-unit min" 1 "--times span 395 min \(6.6 h\
 check "fit: the same grid in seconds runs" "[ \$? -eq 0 ] && [ -s fit_ok.csv ]" || cat err.txt
 
 # ---- VFA inputs of different TR (issue 39, item 4): refused naming both inputs and their TR
-q4=${LUMEN_REFDATA:-/work/shared/data}/qiba/v4_etm_vfa
+q4=${LUMEN_REFDATA:-${LUMEN_REFDATA_DEFAULT:-}}/qiba/v4_etm_vfa
 if [ -f "$q4/q4_vfa_fa3.json" ]; then
   mkdir vfa_tr && for a in 3 15 35; do cp "$q4/q4_vfa_fa$a.nii.gz" "$q4/q4_vfa_fa$a.json" vfa_tr/; done
   sed -i 's/"RepetitionTime": 0.005/"RepetitionTime": 0.05/' vfa_tr/q4_vfa_fa35.json
@@ -148,7 +148,7 @@ fi
 
 # ---- a tissue mask does not change the automatic AIF (issue 39, item 1): QIBA v6 with a mask of the
 # tissue rows only (y 10..69) gives every patch within 1 % of the truth, the AIF of the run without mask
-q6=${LUMEN_REFDATA:-/work/shared/data}/qiba/v6_tofts/q6_dce.nii.gz
+q6=${LUMEN_REFDATA:-${LUMEN_REFDATA_DEFAULT:-}}/qiba/v6_tofts/q6_dce.nii.gz
 if [ -f "$q6" ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
   /usr/bin/python3 - "$q6" <<'PYEOF'
 import gzip, struct, sys

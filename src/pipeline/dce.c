@@ -234,7 +234,7 @@ static void record_model_fit(pipe_run *run, const model_fit *f, lumen_pipe_model
                    mname, (long long)nlist, (long long)ms->converged, (long long)ms->at_bound, bound_text,
                    (long long)ms->failed, res.backend_requested, res.backend_selected, res.backend_used, res.reason,
                    res.seconds, ms->fits_per_s, warm ? " (after an untimed warm-up fit)" : "");
-    pipe_judge_model(run, mname, nlist, ms->at_bound, ms->failed, bound_text);
+    pipe_judge_model(run, mname, model, &res, nlist, ms->at_bound, ms->failed, bound_text);
     if (strcmp(res.backend_used, res.backend_selected))
       pipe_warn(run, "%s: backend selected %s but used %s (%s)", mname, res.backend_selected, res.backend_used,
                 res.reason);
@@ -998,6 +998,12 @@ static lumen_status dce_stage_b(pipe_run *run, dce_job *j) {
     pipe_sb_json_str(b, aif_file); /* the prefix is the user's: escaped (issue 15) */
     pipe_sb_printf(b, "}");
     pipe_sb_printf(&run->text, "stage B (AIF %s): %s; plasma peak %.4g mM; %.3f s\n", j->aif.method, j->aif.detail, pk, sum->seconds_b);
+    if (!(pk >= PIPE_AIF_PEAK_MIN_MM)) {
+      char why[400];
+      snprintf(why, sizeof why, "the AIF (%s) peaks at %.3g mM plasma, far below a contrast dose's 2-20 mM: every "
+               "Ktrans scales with 1/AIF", j->aif.method, pk);
+      pipe_mark_unreliable(run, why);
+    }
   }
   return st;
 }

@@ -40,8 +40,17 @@ void pipe_at_bound_json(pipe_sb *b, char *text, size_t size, lumen_model model, 
   if (n && n + 1 < size) snprintf(text + n, size - n, ")");
 }
 
-void pipe_judge_model(pipe_run *run, const char *what, int64_t fitted, int64_t at_bound, int64_t failed,
-                      const char *bound_text) {
+void pipe_mark_unreliable(pipe_run *run, const char *why) {
+  pipe_warn(run, "results unreliable: %s; check the acquisition values (TR, flip angle, frame interval, relaxivity, "
+                 "T1) and the AIF", why);
+  if (run->sum && !run->sum->unreliable) {
+    run->sum->unreliable = 1;
+    snprintf(run->sum->unreliable_why, sizeof run->sum->unreliable_why, "%s", why);
+  }
+}
+
+void pipe_judge_model(pipe_run *run, const char *what, lumen_model model, const lumen_fit_results *res, int64_t fitted,
+                      int64_t at_bound, int64_t failed, const char *bound_text) {
   if (at_bound > 0)
     pipe_warn(run, "%s: %lld of %lld voxels rest on a bound of the fit%s: their values are the bound, not an estimate "
                    "(state at_bound); widen --bounds if the tissue allows",
@@ -53,13 +62,23 @@ void pipe_judge_model(pipe_run *run, const char *what, int64_t fitted, int64_t a
     char why[512];
     snprintf(why, sizeof why, "%s: %lld of %lld fitted voxels failed (states other than converged and at_bound)", what,
              (long long)failed, (long long)fitted);
-    pipe_warn(run, "results unreliable: %s; check the acquisition values (TR, flip angle, frame interval, relaxivity, "
-                   "T1) and the AIF", why);
-    if (run->sum && !run->sum->unreliable) {
-      run->sum->unreliable = 1;
-      snprintf(run->sum->unreliable_why, sizeof run->sum->unreliable_why, "%s", why);
-    }
+    pipe_mark_unreliable(run, why);
   }
+  /* Most voxels pinned at an upper bound (Ktrans at 5 /min, ve at 1, T1 at its maximum): the fit
+     is not estimating, whatever its states say (issue 39 item 1: a broken AIF gave 1700 of 3000
+     voxels at the Ktrans bound with exit 0). Only Ktrans and T1: a pile at a lower bound is what
+     tissue without vessels or enhancement gives (vp = 0, Ktrans = 0), and one at the upper bound of
+     a flow (2CXM's Fp) is the flow-unlimited limit the data allow, not a broken input. */
+  for (int k = 0; res && fitted > 0 && k < lumen_fit_param_count(model) && k < LUMEN_FIT_MAX_PARAMS; ++k)
+    if (2 * res->at_upper[k] > fitted &&
+        (!strcmp(lumen_fit_param_name(model, k), "Ktrans") || !strcmp(lumen_fit_param_name(model, k), "T1"))) {
+      char why[512];
+      snprintf(why, sizeof why, "%s: %lld of %lld fitted voxels rest on the upper bound of %s: the fit is pinned "
+               "there, not estimating", what, (long long)res->at_upper[k], (long long)fitted,
+               lumen_fit_param_name(model, k));
+      pipe_mark_unreliable(run, why);
+      break;
+    }
 }
 
 void pipe_bounds_json(pipe_sb *b, const lumen_fit_plan *plan, lumen_model model) {

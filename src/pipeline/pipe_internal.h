@@ -176,10 +176,17 @@ void pipe_state_legend(char *buf, size_t size);
 void pipe_at_bound_json(pipe_sb *b, char *text, size_t size, lumen_model model, const lumen_fit_results *res);
 /* Appends `"PARAM": [lo, hi, start], ...` for every fit parameter: the plan's effective values. */
 void pipe_bounds_json(pipe_sb *b, const lumen_fit_plan *plan, lumen_model model);
+/* Marks the run's results unreliable (exit 3, the report's banner, the run log's "unreliable") with why,
+   and warns; the first reason is kept. */
+void pipe_mark_unreliable(pipe_run *run, const char *why);
+/* A plasma AIF peaking below this (mM) is far below what a contrast dose gives (about 2-20 mM for
+   0.05-0.2 mmol/kg): a broken vessel search or ROI, or an AIF file in another unit (issue 39 item 1). */
+#define PIPE_AIF_PEAK_MIN_MM 1.0
 /* Judges one fitted model (or the T1 fit): a warning for voxels on a bound and for failed voxels; more than half the
-   voxels failing marks the run's results unreliable (summary) with a warning. */
-void pipe_judge_model(pipe_run *run, const char *what, int64_t fitted, int64_t at_bound, int64_t failed,
-                      const char *bound_text);
+   voxels failing, or more than half at the upper bound of one parameter, marks the run's results unreliable
+   (summary, exit 3) with a warning. */
+void pipe_judge_model(pipe_run *run, const char *what, lumen_model model, const lumen_fit_results *res, int64_t fitted,
+                      int64_t at_bound, int64_t failed, const char *bound_text);
 
 /* ---- the output folder (outdir.c) */
 /* The lock file of an output folder: one run at a time writes into a folder. */

@@ -283,7 +283,7 @@ static lumen_status t1_record(pipe_run *run, t1_job *job) {
     pipe_sb_printf(&run->text, "T1 (%s, %d volumes): %lld voxels, %lld converged, %lld at a bound%s, %lld failed; backend requested %s, selected %s, used %s (%s); %.3f s, %.0f fits/s\n",
                    job->mname, job->n, (long long)job->nl, (long long)conv, (long long)atb, bound_text, (long long)failed,
                    job->res.backend_requested, job->res.backend_selected, job->res.backend_used, job->res.reason, job->tf, fps);
-    pipe_judge_model(run, "T1", job->nl, atb, failed, bound_text);
+    pipe_judge_model(run, "T1", job->method, &job->res, job->nl, atb, failed, bound_text);
     if (strcmp(job->res.backend_used, job->res.backend_selected))
       pipe_warn(run, "T1: backend selected %s but used %s (%s)", job->res.backend_selected, job->res.backend_used, job->res.reason);
     pipe_curve_in ci = {job->method, job->plan, &job->res, job->list, job->nl, job->n, job->data, job->consts, job->xs, job->vfa ? 180 / PI : 1.0,

@@ -97,7 +97,7 @@ check "run log backend_requested auto" "[ \"\$(nii runlog out/sub-demo_runlog.js
 check "run log has input checksums" "python3 -c \"import json;j=json.load(open('out/sub-demo_runlog.json'));assert len(j['inputs'])==3 and all(len(i['xxh3_64'])==16 for i in j['inputs'])\""
 check "run log has output checksums" "python3 -c \"import json;j=json.load(open('out/sub-demo_runlog.json'));assert len(j['outputs'])>20 and all(len(o['xxh3_64'])==16 for o in j['outputs'])\""
 check "run log stage timings" "python3 -c \"import json;j=json.load(open('out/sub-demo_runlog.json'));s=j['stages'];assert all(k in s and 'seconds' in s[k] for k in 'ABD')\""
-check "T1 unit detected as ms" "grep -q 'in ms (detected' out/sub-demo_runlog.txt"
+check "T1 unit detected as s (the demo's map is in seconds)" "grep -q 'in s (detected' out/sub-demo_runlog.txt"
 check "outside the mask: state 6 and NaN" "[ \"\$(nii voxel out/sub-demo_model-tofts_param-state.nii.gz 31)\" = 6.0 ] && [ \"\$(nii voxel out/sub-demo_model-tofts_param-Ktrans.nii.gz 31)\" = nan ]"
 
 # ---- --overwrite

@@ -90,7 +90,9 @@ mistake "AIF table of 3 unnamed columns" 1 "three.txt.*column" o20 "$bin" dce --
 
 # ---- an automatic AIF that falls back says so, on the console and in the run log
 "$bin" dce --dce $P --t1map $T --mask $M --input-type concentration --out o21 2> err.txt; rc=$?
-check "auto AIF fallback: exit 0" "[ $rc -eq 0 ]"
+# (the signal read as concentration pins every voxel at the Ktrans bound: results unreliable, exit 3)
+check "auto AIF fallback: exit 3, every voxel pinned at the upper Ktrans bound" \
+  "[ $rc -eq 3 ] && grep -q 'results unreliable: tofts: .* fitted voxels rest on the upper bound of Ktrans' err.txt"
 check "auto AIF fallback: warning names Parker" "grep -q 'warning: AIF auto: .*Parker population AIF' err.txt"
 check "auto AIF fallback: the AIF used is printed" "grep -q 'AIF used: auto:population:parker (FALLBACK' err.txt"
 check "auto AIF fallback: in the run log's warnings" \
@@ -145,6 +147,18 @@ if [ -f "$q4/q4_vfa_fa3.json" ]; then
 else
   echo "note: reference data qiba/v4_etm_vfa not found (LUMEN_REFDATA): the VFA TR check did not run"
 fi
+
+# ---- an AIF far below a contrast dose's range (an ROI or file in another unit) makes the results
+# unreliable (exit 3), not a warning (issue 39 item 1): an AIF file peaking at 0.5 mM
+python3 -c "
+import math
+for i in range(80):
+    t = 5.0 * i
+    c = 0.0 if t < 30 else 0.5 * ((t - 30) / 20.0) * math.exp(1 - (t - 30) / 20.0)
+    print('%g %.6f' % (t, c))" > low_aif.txt
+"$bin" dce --dce $P --t1map $T --mask $M --aif file:low_aif.txt --models tofts --out o_lowaif -q 2> err.txt; rc=$?
+check "an AIF peaking at 0.5 mM: results unreliable, exit 3, the peak named" \
+  "[ $rc -eq 3 ] && grep -q 'results unreliable: the AIF (file) peaks at 0.5 mM plasma, far below a contrast dose' err.txt" || cat err.txt
 
 # ---- a tissue mask does not change the automatic AIF (issue 39, item 1): QIBA v6 with a mask of the
 # tissue rows only (y 10..69) gives every patch within 1 % of the truth, the AIF of the run without mask

@@ -127,8 +127,13 @@ int pipe_ticks(double lo, double hi, int max_n, double *ticks, double *step) {
 void pipe_tick_label(double v, double step, char *buf, size_t size) {
   if (!isfinite(v)) {
     snprintf(buf, size, "nan");
-  } else if (!(step >= 1e-3) || step >= 1e5 || fabs(v) >= 1e6) {
+  } else if (!(step > 0) || !isfinite(step)) {
     snprintf(buf, size, "%.3g", v);
+  } else if (step >= 1e5 || fabs(v) >= 1e6 || (step < 1e-3 && fabs(v) < 1e-3)) {
+    /* as many significant digits as tell neighbouring ticks apart (r2 ticks 0.9995, 0.9996, ...
+       read "1 1 1" with a fixed three: issue 39 item 9) */
+    int digits = fabs(v) > step ? (int)ceil(log10(fabs(v) / step) + 1e-9) + 1 : 1;
+    snprintf(buf, size, "%.*g", digits < 3 ? 3 : digits > 15 ? 15 : digits, v);
   } else {
     int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
     snprintf(buf, size, "%.*f", dec, v);

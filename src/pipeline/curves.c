@@ -75,8 +75,16 @@ void pipe_curve_figure(pipe_run *run, const pipe_curve_in *in) {
   plot.ylabel = in->ylabel;
   plot.y_from_zero = 1;
   static const int pct[3] = {10, 50, 90};
+  /* three distinct curves: where ranks tie (a parameter that many voxels share, a T1 at one value)
+     the 50th and 90th move up to the next distinct value (issue 39 item 9) */
+  int64_t pick[3];
   for (int j = 0; j < 3; ++j) {
-    int64_t k = r[(int64_t)floor((double)(n - 1) * pct[j] / 100.0 + 0.5)].k, v = in->list[k];
+    pick[j] = (int64_t)floor((double)(n - 1) * pct[j] / 100.0 + 0.5);
+    if (j > 0 && pick[j] <= pick[j - 1]) pick[j] = pick[j - 1] + 1 < n ? pick[j - 1] + 1 : n - 1;
+    while (j > 0 && pick[j] < n - 1 && r[pick[j]].v == r[pick[j - 1]].v) ++pick[j];
+  }
+  for (int j = 0; j < 3; ++j) {
+    int64_t k = r[pick[j]].k, v = in->list[k];
     double *meas = buf + in->nt * (1 + 2 * j), *fit = meas + in->nt, consts[LUMEN_FIT_NCONSTS];
     for (int c = 0; c < LUMEN_FIT_NCONSTS; ++c) consts[c] = in->consts ? in->consts[k * LUMEN_FIT_NCONSTS + c] : NAN;
     for (int64_t i = 0; i < in->nt; ++i)

@@ -230,10 +230,14 @@ static void record_model_fit(pipe_run *run, const model_fit *f, lumen_pipe_model
     pipe_sb_printf(b, ", \"bounds\": {");
     pipe_bounds_json(b, plan, model);
     pipe_sb_printf(b, "}}}");
+    /* the backend's reason (the CUDA probe's text) once: later models with the same say so */
+    const int same_reason = !strcmp(run->backend_reason_said, res.reason);
     pipe_sb_printf(&run->text, "stage D %-7s %lld voxels: %lld converged, %lld at a bound%s, %lld failed; backend requested %s, selected %s, used %s (%s); %.3f s, %.0f fits/s%s\n",
                    mname, (long long)nlist, (long long)ms->converged, (long long)ms->at_bound, bound_text,
-                   (long long)ms->failed, res.backend_requested, res.backend_selected, res.backend_used, res.reason,
-                   res.seconds, ms->fits_per_s, warm ? " (after an untimed warm-up fit)" : "");
+                   (long long)ms->failed, res.backend_requested, res.backend_selected, res.backend_used,
+                   same_reason ? "the reason above" : res.reason, res.seconds, ms->fits_per_s,
+                   warm ? " (after an untimed warm-up fit)" : "");
+    snprintf(run->backend_reason_said, sizeof run->backend_reason_said, "%s", res.reason);
     pipe_judge_model(run, mname, model, &res, nlist, ms->at_bound, ms->failed, bound_text);
     if (strcmp(res.backend_used, res.backend_selected))
       pipe_warn(run, "%s: backend selected %s but used %s (%s)", mname, res.backend_selected, res.backend_used,
@@ -376,8 +380,18 @@ static lumen_status write_model_maps(pipe_run *run, lumen_model model, const int
     *mm = (model_maps){model, resp, list, nlist, nt, run->nvox, np, lumen_fit_derived_count(model),
                        np + (run->cfg->fit_delay ? 1 : 0), mo, 0, {0}, {0}};
     model_map_list(mm, maps, run, resp->backend_used);
+    /* each voxel's fit state, for the figures: window of the converged voxels, at-bound voxels hatched */
+    uint8_t *vstate = run->cfg->report ? malloc((size_t)run->nvox) : NULL;
+    if (vstate) {
+      memset(vstate, 255, (size_t)run->nvox);
+      for (int64_t k = 0; k < nlist; ++k) vstate[list[k]] = (uint8_t)resp->state[k];
+      for (int i = 0; i < mm->n; ++i)
+        if (mm->kind[i] == MAP_PARAM || mm->kind[i] == MAP_DERIVED || mm->kind[i] == MAP_R2 || mm->kind[i] == MAP_DELAY)
+          maps[i].state = vstate;
+    }
     pipe_map_fill f = {fill_model_map, keep_model_map, mm};
     st = pipe_write_map_list(run, maps, mm->n, map, &f);
+    free(vstate);
   }
   free(maps);
   free(mm);
@@ -1092,7 +1106,7 @@ static lumen_status dce_select_models(pipe_run *run, dce_job *j) {
     char name[300];
     if (st == LUMEN_OK) {
       map_name(name, sizeof name, run->prefix, "best", "model");
-      st = pipe_write_map(run, name, best, "model", "1", "best", bu,
+      st = pipe_write_map(run, name, best, "model", "", "best", bu,
                           "model chosen by AIC: 0 tofts 1 etofts 2 patlak 3 2cum 4 2cxm 5 fxr", 1);
     }
     if (st == LUMEN_OK) {

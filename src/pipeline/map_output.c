@@ -67,10 +67,10 @@ static lumen_status record_map(pipe_run *run, const pipe_map_out *m) {
   snprintf(o->model, sizeof o->model, "%s", m->model ? m->model : "");
   o->is_map = 1;
   pipe_record_output(run, sname);
-  if (run->cfg->report) pipe_map_stats(run, m->data, o);  /* every map's row in the report table */
+  if (run->cfg->report) pipe_map_stats(run, m->data, m->state, o);  /* every map's row in the report table */
   lumen_status st = LUMEN_OK;
   if (m->figure && run->cfg->report) {
-    st = pipe_render_montage(run, m->data, o);
+    st = pipe_render_montage(run, m->data, m->state, o);
     if (st == LUMEN_ERR_NOT_BUILT) { lumen_ctx_clear_error(run->ctx); st = LUMEN_OK; }
   }
   return st;

@@ -55,6 +55,8 @@ typedef struct pipe_output {
   int has_hist;            /* hist holds the map's histogram (report.html) */
   int64_t hist[PIPE_HIST_BINS]; /* finite values in the mask: bins over [lo, hi], or category counts */
   int64_t n_below, n_above;/* finite values in the mask outside the window */
+  int window_converged;    /* the window is that of the converged voxels (pipe_map_stats) */
+  int64_t n_at_bound;      /* voxels at a bound (hatched in the figure) */
   int is_map;
   char checksum[17];
 } pipe_output;
@@ -93,6 +95,7 @@ typedef struct pipe_run {
   int locked;              /* lock_fd holds OUT/.lumen.lock (outdir.c) */
   int lock_fd;
   int old_runlog_removed;  /* pipe_before_write has run */
+  char backend_reason_said[512]; /* the last stage line's backend reason: the next says "as above" */
 } pipe_run;
 
 /* Checksums (checksum.c): XXH3 64-bit. PIPE_CHECKSUM_KEY names the field that holds one in the run
@@ -135,6 +138,9 @@ typedef struct pipe_map_out {
   const char *unit, *model, *backend_used;
   char description[256];
   int figure;
+  /* the fit state of each voxel (nvox, LUMEN_FIT_*; 255 not fitted) for a model's maps, or NULL: the
+     figure's window comes from the converged voxels and voxels at a bound are hatched */
+  const uint8_t *state;
 } pipe_map_out;
 /* Writes maps[0..n) as pipe_write_map one after the other would, with the same files, outputs,
    report rows, figures, log messages and error (that of the first map in the list that failed),
@@ -218,11 +224,12 @@ void pipe_fit_options_t1(const lumen_pipe_config *cfg, lumen_model method, doubl
 lumen_status pipe_write_runlog(pipe_run *run);
 lumen_status pipe_write_report(pipe_run *run);
 /* figure rendering (report.c) */
-/* Window (2nd..98th percentile), median, finite count and histogram of a map inside the mask. */
-void pipe_map_stats(pipe_run *run, const float *data, pipe_output *o);
+/* Window (2nd..98th percentile: of the converged voxels when state is given and has some, else of
+   every finite value inside the mask), median, finite count and histogram of a map inside the mask. */
+void pipe_map_stats(pipe_run *run, const float *data, const uint8_t *state, pipe_output *o);
 /* The map's standalone figure PNG: colour montage with title, colour bar or legend; o's window and
    histogram come from pipe_map_stats, which the caller (pipe_write_map) has run. */
-lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *o);
+lumen_status pipe_render_montage(pipe_run *run, const float *data, const uint8_t *state, pipe_output *o);
 struct pipe_plot;
 /* A standalone line-plot PNG (figures/NAME): title, numbered axes, legend. */
 lumen_status pipe_render_plot_png(pipe_run *run, const char *name, const struct pipe_plot *p);

@@ -37,12 +37,16 @@ static pipe_rgb category_rgb(const pipe_output *o, int k) {
   return !strcmp(o->param, "state") ? pipe_state_colour(k) : pipe_category_colour(k);
 }
 
-/* Display window: 2nd..98th percentile of the finite values inside the mask (categories: all);
-   the histogram over the window (categories: the count of each). */
-void pipe_map_stats(pipe_run *run, const float *data, pipe_output *o) {
+/* Display window: 2nd..98th percentile of the finite values inside the mask, of the converged
+   voxels only when the fit states are known (12.5 % of voxels at the Ktrans bound of 5 squeezed
+   every tissue patch into one dark colour: issue 39 item 9; categories: all); the histogram over
+   the window (categories: the count of each). */
+void pipe_map_stats(pipe_run *run, const float *data, const uint8_t *state, pipe_output *o) {
   double *v = malloc(sizeof(double) * (size_t)run->nvox);
   o->lo = o->hi = o->median = NAN;
   o->n_finite = o->n_below = o->n_above = 0;
+  o->window_converged = 0;
+  o->n_at_bound = 0;
   o->categorical = is_categorical(o);
   o->has_hist = 0;
   memset(o->hist, 0, sizeof o->hist);
@@ -55,6 +59,24 @@ void pipe_map_stats(pipe_run *run, const float *data, pipe_output *o) {
     o->median = pipe_median(v, n);
     o->lo = pipe_percentile(v, n, 2);
     o->hi = pipe_percentile(v, n, 98);
+    if (state && !is_categorical(o)) { /* the window of the converged voxels, when there are some */
+      double *c = malloc(sizeof(double) * (size_t)n);
+      int64_t nc = 0;
+      for (int64_t i = 0; c && i < run->nvox; ++i) {
+        if (!run->mask[i]) continue;
+        if (state[i] == LUMEN_FIT_AT_BOUND) ++o->n_at_bound;
+        if (state[i] == LUMEN_FIT_CONVERGED && isfinite(data[i])) c[nc++] = data[i];
+      }
+      if (nc > 0) {
+        double lo = pipe_percentile(c, nc, 2), hi = pipe_percentile(c, nc, 98);
+        if (hi > lo) {
+          o->lo = lo;
+          o->hi = hi;
+          o->window_converged = 1;
+        }
+      }
+      free(c);
+    }
     if (o->categorical) { o->lo = 0; o->hi = category_count(o) - 1; }
     if (!(o->hi > o->lo)) { o->lo = v[0]; o->hi = v[n - 1]; }
     if (!(o->hi > o->lo)) o->hi = o->lo + 1;
@@ -124,8 +146,15 @@ static pipe_rgb voxel_rgb(const pipe_run *run, const pipe_output *o, int64_t i, 
   return pipe_viridis((v - o->lo) / (o->hi - o->lo));
 }
 
-static void draw_tiles(pipe_canvas *c, const pipe_run *run, const float *data, const pipe_output *o,
-                       const montage *m) {
+/* A voxel at a bound of the fit: a dark diagonal across its square (tiles of 3 px or more), so
+   that its colour (the bound) is not read as an estimate. */
+static void hatch(pipe_canvas *c, int x, int y, int sc) {
+  if (sc < 3) return;
+  pipe_canvas_line(c, x, y + sc - 1, x + sc - 1, y, (pipe_rgb){20, 20, 20}, 1);
+}
+
+static void draw_tiles(pipe_canvas *c, const pipe_run *run, const float *data, const uint8_t *state,
+                       const pipe_output *o, const montage *m) {
   for (int s = 0; s < m->ns; ++s) {
     int64_t z = m->ns > 1 ? (int64_t)((double)s * (double)(run->nz - 1) / (double)(m->ns - 1) + 0.5) : 0;
     int ox = m->left + (s % m->cols) * m->cell_w, oy = m->top + (s / m->cols) * m->cell_h;
@@ -139,6 +168,8 @@ static void draw_tiles(pipe_canvas *c, const pipe_run *run, const float *data, c
         pipe_rgb col = voxel_rgb(run, o, i, data[i]);
         /* y up, as radiological viewers show the first voxel row at the bottom */
         pipe_canvas_fill(c, ox + (int)x * m->sc, oy + (int)(run->ny - 1 - y) * m->sc, m->sc, m->sc, col);
+        if (state && run->mask[i] && state[i] == LUMEN_FIT_AT_BOUND)
+          hatch(c, ox + (int)x * m->sc, oy + (int)(run->ny - 1 - y) * m->sc, m->sc);
       }
   }
 }
@@ -178,7 +209,14 @@ static int colour_bar(pipe_canvas *c, const pipe_output *o, int x, int y, int h,
   }
   swatch(c, x, by + h + 10, PIPE_NAN_RGB, "NaN in mask");
   swatch(c, x, by + h + 26, PIPE_OUTSIDE_RGB, "outside mask");
-  pipe_canvas_text(c, x, by + h + 44, 1, "2nd-98th pct", (pipe_rgb){90, 90, 90});
+  int ty = by + h + 42;
+  if (o->n_at_bound > 0) {
+    swatch(c, x, ty, (pipe_rgb){255, 255, 255}, "at a bound");
+    hatch(c, x + 1, ty, 10);
+    ty += 16;
+  }
+  pipe_canvas_text(c, x, ty + 2, 1, o->window_converged ? "2nd-98th pct," : "2nd-98th pct", (pipe_rgb){90, 90, 90});
+  if (o->window_converged) pipe_canvas_text(c, x, ty + 12, 1, "converged", (pipe_rgb){90, 90, 90});
   return width;
 }
 
@@ -201,7 +239,7 @@ static int category_legend(pipe_canvas *c, const pipe_output *o, int x, int y, i
   return w > 100 ? w : 100;
 }
 
-lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *o) {
+lumen_status pipe_render_montage(pipe_run *run, const float *data, const uint8_t *state, pipe_output *o) {
   montage m;
   montage_layout(run, &m);
   if ((int64_t)m.cols * m.cell_w > PIPE_FIGURE_MAX_SIDE || (int64_t)m.rows * m.cell_h > PIPE_FIGURE_MAX_SIDE) {
@@ -218,7 +256,7 @@ lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *
   int tiles_w = m.cols * m.cell_w, tiles_h = m.rows * m.cell_h;
   int bar_h = tiles_h - 70 < 120 ? 120 : tiles_h - 70 > 360 ? 360 : tiles_h - 70;
   int panel_w = o->categorical ? category_legend(NULL, o, 0, 0, 1) : colour_bar(NULL, o, 0, 0, bar_h, 1);
-  int panel_h = o->categorical ? 16 * (category_count(o) + 2) : bar_h + 64;
+  int panel_h = o->categorical ? 16 * (category_count(o) + 2) : bar_h + 90;
   int W = m.left + tiles_w + 10 + panel_w + 10, H = m.top + (tiles_h > panel_h ? tiles_h : panel_h) + 6;
   int tw = 20 + pipe_text_width(title, 2), sw = 20 + pipe_text_width(sub, 1);
   W = W > tw ? W : tw;
@@ -227,7 +265,7 @@ lumen_status pipe_render_montage(pipe_run *run, const float *data, pipe_output *
   if (pipe_canvas_init(&c, W, H) != 0) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory");
   pipe_canvas_text(&c, 10, 8, 2, title, PIPE_INK_RGB);
   pipe_canvas_text(&c, 10, 30, 1, sub, (pipe_rgb){70, 70, 70});
-  draw_tiles(&c, run, data, o, &m);
+  draw_tiles(&c, run, data, state, o, &m);
   int px = m.left + tiles_w + 10;
   if (o->categorical)
     category_legend(&c, o, px, m.top, 0);
@@ -319,6 +357,17 @@ static void html_image(pipe_sb *b, const char *src, const char *alt) {
   pipe_sb_printf(b, "\">");
 }
 
+/* How much a warning matters to the reader of the maps (issue 39 item 9): 0 critical (the results
+   are unreliable, the AIF is a fallback), 1 check (values corrected or not estimated: a unit read
+   otherwise, voxels at a bound or failed), 2 note (how the work ran: the backend used). */
+static int warning_severity(const char *w) {
+  if (strstr(w, "results unreliable") || (strstr(w, "AIF") && (strstr(w, "instead") || strstr(w, "fallback") ||
+                                                               strstr(w, "FALLBACK"))))
+    return 0;
+  if (strstr(w, "backend selected") || strstr(w, "backend used") || strstr(w, "skipped")) return 2;
+  return 1;
+}
+
 static void report_warnings(pipe_run *run, pipe_sb *b) {
   if (run->sum && run->sum->unreliable) {
     pipe_sb_printf(b, "<p class=\"unreliable\"><b>Results unreliable:</b> ");
@@ -330,15 +379,21 @@ static void report_warnings(pipe_run *run, pipe_sb *b) {
     pipe_sb_printf(b, "<p>None: no fallback (AIF, backend), no voxel failed or at a bound, no unit corrected.</p>\n");
     return;
   }
-  pipe_sb_printf(b, "<ul class=\"warnings\">\n"); /* pipe_warn's lines, at the top where a reader starts */
+  /* pipe_warn's lines, at the top where a reader starts, the most severe first */
+  static const char *const label[3] = {"critical", "check", "note"};
   char line[1024];
-  for (const char *w = pipe_next_warning(run->warnings.s, line, sizeof line); w;
-       w = pipe_next_warning(w, line, sizeof line)) {
-    pipe_sb_printf(b, "<li>");
-    pipe_sb_html(b, line);
-    pipe_sb_printf(b, "</li>\n");
+  for (int sev = 0; sev < 3; ++sev) {
+    int any = 0;
+    for (const char *w = pipe_next_warning(run->warnings.s, line, sizeof line); w;
+         w = pipe_next_warning(w, line, sizeof line)) {
+      if (warning_severity(line) != sev) continue;
+      if (!any++) pipe_sb_printf(b, "<ul class=\"warnings sev%d\">\n", sev);
+      pipe_sb_printf(b, "<li><b class=\"sev%d\">%s</b> ", sev, label[sev]);
+      pipe_sb_html(b, line);
+      pipe_sb_printf(b, "</li>\n");
+    }
+    if (any) pipe_sb_printf(b, "</ul>\n");
   }
-  pipe_sb_printf(b, "</ul>\n");
 }
 
 static void report_head(pipe_run *run, pipe_sb *b) {
@@ -356,7 +411,8 @@ static void report_head(pipe_run *run, pipe_sb *b) {
                  ".fig img{image-rendering:pixelated;max-width:100%%;border:1px solid #ccc;vertical-align:top}"
                  "svg.plot{max-width:100%%;height:auto;border:1px solid #ccc;vertical-align:top}"
                  "pre{background:#f4f4f4;padding:.5em;white-space:pre-wrap;overflow-wrap:anywhere}"
-                 ".warnings{background:#fff4d6;padding:.5em 2em}"
+                 ".warnings{background:#fff4d6;padding:.5em 2em}.warnings.sev0{background:#fdd;border:2px solid #c00}"
+                 ".warnings.sev2{background:#f2f2f2;color:#444}b.sev0{color:#c00}b.sev1{color:#a60}b.sev2{color:#666}"
                  ".unreliable{background:#fdd;border:2px solid #c00;padding:.5em}"
                  "</style></head><body>\n<h1>lumen ");
   pipe_sb_html(b, run->command);
@@ -422,8 +478,10 @@ static void report_histogram(pipe_sb *b, const pipe_output *o) {
 static void report_maps(pipe_run *run, pipe_sb *b) {
   pipe_sb_printf(b, "<h2>Maps</h2>\n<p>Each figure shows up to 12 slices (z increasing left to right, top to "
                     "bottom; y up), scaled up with nearest-neighbour; continuous maps in the viridis colour map "
-                    "from the 2nd to the 98th percentile of the values inside the mask (the colour bar gives the "
-                    "numbers and the unit), red where a voxel in the mask is NaN (not fitted or failed), light grey "
+                    "from the 2nd to the 98th percentile of the values inside the mask (of the converged voxels "
+                    "for a model's maps: voxels at a bound do not stretch the scale; the colour bar gives the "
+                    "numbers and the unit), voxels at a bound of the fit hatched (their value is the bound, not "
+                    "an estimate), red where a voxel in the mask is NaN (not fitted or failed), light grey "
                     "outside the mask; state and best-model maps in categorical colours with their legend. The "
                     "figure PNGs in figures/ stand alone.</p>\n<table><tr><th>map</th><th>unit</th><th>window</th>"
                     "<th>median</th><th>finite voxels in mask</th></tr>\n");
@@ -434,8 +492,15 @@ static void report_maps(pipe_run *run, pipe_sb *b) {
     html_link(b, o->name, o->name);
     pipe_sb_printf(b, "</td><td>");
     pipe_sb_html(b, o->unit[0] ? o->unit : "-");
-    pipe_sb_printf(b, "</td><td>%.4g .. %.4g</td><td>%.4g</td><td>%lld</td></tr>\n", o->lo, o->hi, o->median,
-                   (long long)o->n_finite);
+    if (o->categorical)
+      pipe_sb_printf(b, "</td><td>categories</td><td>-</td><td>%lld</td></tr>\n", (long long)o->n_finite);
+    else
+    {
+      pipe_sb_printf(b, "</td><td>%.4g .. %.4g%s</td><td>%.4g</td><td>%lld", o->lo, o->hi,
+                     o->window_converged ? " (converged)" : "", o->median, (long long)o->n_finite);
+      if (o->n_at_bound) pipe_sb_printf(b, " (%lld at a bound)", (long long)o->n_at_bound);
+      pipe_sb_printf(b, "</td></tr>\n");
+    }
   }
   pipe_sb_printf(b, "</table>\n");
   for (int i = 0; i < run->n_outputs; ++i) {

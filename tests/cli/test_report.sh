@@ -32,8 +32,8 @@ PY
 "$bin" dce --dce demo/sub-demo_dce.nii.gz --t1map t1ms.nii.gz --mask demo/sub-demo_mask.nii.gz --models tofts --out ms -q \
   > /dev/null 2> ms.err
 check "warning: a T1 map in ms read as ms (a unit correction)" \
-  "grep -q '<li>unit correction: T1 map .*read as milliseconds' ms/report.html" || cat ms.err
-check "warning: tofts voxels at a bound, with the count" "grep -Eq '<li>tofts: [0-9]+ of 864 voxels rest on a bound' $R"
+  "grep -q '<li><b class=.sev1.>check</b> unit correction: T1 map .*read as milliseconds' ms/report.html" || cat ms.err
+check "warning: tofts voxels at a bound, with the count" "grep -Eq '<li><b class=.sev1.>check</b> tofts: [0-9]+ of 864 voxels rest on a bound' $R"
 check "stage lines wrap (pre-wrap)" "grep -q 'pre{[^}]*white-space:pre-wrap' $R"
 # ---- 7. SVG plots with numbered axes and units
 check "AIF plot: inline SVG with both axis titles and its legend" \
@@ -61,13 +61,44 @@ check "best model figure: the etofts category colour, no viridis" \
 check "AIF figure PNG: RGB" "[ \"\$(ins png-info demo/figures/sub-demo_aif.png | cut -d' ' -f3)\" = 2 ]"
 check "report: categorical legend table for the state map" "grep -q '7 at_bound</td>' $R"
 
+# ---- issue 39 item 9: windows of the converged voxels, at-bound voxels hatched, categorical maps
+# without a scale, tick labels that differ, warnings by severity, the backend reason once
+check "tofts Ktrans: window of the converged voxels, the at-bound count in the table" \
+  "grep -Eq '<td>[0-9.e-]+ \.\. [0-9.e-]+ \(converged\)</td><td>[0-9.e-]+</td><td>864 \([0-9]+ at a bound\)</td>' $R"
+TK=demo/figures/sub-demo_model-tofts_param-Ktrans.png
+hatch_t=$(ins png-count $TK 20,20,20); hatch_e=$(ins png-count $K 20,20,20)
+check "tofts Ktrans figure: at-bound voxels hatched ($hatch_t hatch pixels; etofts, none at a bound: $hatch_e)" \
+  "[ \"$hatch_t\" -gt 100 ] && [ \"$hatch_e\" -eq 0 ]"
+check "best-model map: 'categories' in the table, no window, no unit '1'" \
+  "grep -q 'sub-demo_model-best_param-model.nii.gz</a></td><td>-</td><td>categories</td>' $R"
+python3 - "$R" > ticks.txt <<'PYEOF'
+import re, sys
+html = open(sys.argv[1]).read()
+bad = []
+for svg in re.findall(r'<svg.*?</svg>', html, re.S):
+    title = re.search(r'<title>(.*?)</title>', svg)
+    xt = re.findall(r'<text x="[0-9.]+" y="232.0" text-anchor="middle">([^<]*)</text>', svg)
+    if len(xt) != len(set(xt)):
+        bad.append((title.group(1) if title else '?', xt))
+print(bad or 'all tick labels distinct')
+sys.exit(1 if bad else 0)
+PYEOF
+trc=$?
+check "every histogram's tick labels differ (r2 read '1 1 1 1 1')" "[ $trc -eq 0 ]" || cat ticks.txt
+check "the backend's reason once: the second model's stage line says 'the reason above'" \
+  "[ \$(grep -c 'used cpu (the reason above)' demo/sub-demo_runlog.txt) -eq 1 ]"
+"$bin" dce --dce demo/sub-demo_dce.nii.gz --t1map demo/sub-demo_T1map.nii.gz --mask demo/sub-demo_mask.nii.gz \
+  --input-type concentration --models tofts -q --out sev 2> /dev/null
+check "warnings by severity: 'results unreliable' and the AIF fallback critical, listed before the bound warning" \
+  "grep -q '<li><b class=.sev0.>critical</b> results unreliable' sev/report.html && grep -q '<li><b class=.sev0.>critical</b> AIF auto: no usable vessel' sev/report.html && [ \$(grep -n 'class=.sev0.>critical' sev/report.html | head -1 | cut -d: -f1) -lt \$(grep -n 'class=.sev1.>check' sev/report.html | head -1 | cut -d: -f1) ]"
+
 # ---- a voxel that fails: NaN in the mask gets its colour, the warnings say so
 ins nifti-set demo/sub-demo_T1map.nii.gz bad_T1.nii.gz 5,3,0 0 || { echo "FAIL: nifti-set"; exit 1; }
 "$bin" dce --dce demo/sub-demo_dce.nii.gz --t1map bad_T1.nii.gz --mask demo/sub-demo_mask.nii.gz --models etofts \
   --aif parker -q --out bad 2> err.txt; rc=$?
 check "dce with one T1 = 0 voxel: exit 0" "[ $rc -eq 0 ]" || cat err.txt
 check "warning: the T1 <= 0 voxel, and 1 failed voxel" \
-  "grep -q '<li>T1 map .*1 voxels inside the mask have T1 &lt;= 0' bad/report.html && grep -q '<li>etofts: 1 of 864 fitted voxels failed' bad/report.html"
+  "grep -q '<li><b class=.sev1.>check</b> T1 map .*1 voxels inside the mask have T1 &lt;= 0' bad/report.html && grep -q '<li><b class=.sev1.>check</b> etofts: 1 of 864 fitted voxels failed' bad/report.html"
 nan1=$(ins png-count bad/figures/sub-demo_model-etofts_param-Ktrans.png 228,26,28)
 check "Ktrans figure: the failed voxel in the NaN colour (8x8 pixels more: $nan0 -> $nan1)" "[ \"$nan1\" = \$((nan0 + 64)) ]"
 check "state figure: the invalid_input colour" "ins png-has bad/figures/sub-demo_model-etofts_param-state.png 213,94,0"

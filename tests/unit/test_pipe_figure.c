@@ -70,6 +70,19 @@ static void ticks_and_labels(void **state) {
   assert_string_equal(lab, "0.0005");
   pipe_tick_label(1.5e6, 5e5, lab, sizeof lab);
   assert_string_equal(lab, "1.5e+06");
+  /* r2 near 1: neighbouring ticks read differently (they read "1 1 1 1 1": issue 39 item 9) */
+  n = pipe_ticks(0.99942, 0.99991, 6, t, &step);
+  assert_true(fabs(step - 1e-4) < 1e-15 && n == 5);
+  char prev[32] = "";
+  for (int i = 0; i < n; ++i) {
+    pipe_tick_label(t[i], step, lab, sizeof lab);
+    assert_true(strcmp(lab, prev) != 0);
+    snprintf(prev, sizeof prev, "%s", lab);
+  }
+  pipe_tick_label(t[0], step, lab, sizeof lab);
+  assert_string_equal(lab, "0.9995");
+  pipe_tick_label(2.5e-7, 1e-7, lab, sizeof lab);
+  assert_string_equal(lab, "2.5e-07");
   assert_int_equal(pipe_ticks(1, 1, 5, t, &step), 0);
   assert_int_equal(pipe_ticks(NAN, 1, 5, t, &step), 0);
 }

@@ -10,7 +10,11 @@
 void pipe_aif_free(pipe_aif *aif) {
   free(aif->cp);
   free(aif->cb);
+  free(aif->voxels);
+  free(aif->background);
   aif->cp = aif->cb = NULL;
+  aif->voxels = NULL;
+  aif->background = NULL;
 }
 
 /* ------------------------------------------------------------ biexponential AIF fit */
@@ -354,6 +358,16 @@ static lumen_status write_aif(pipe_run *run, const pipe_stage_b_in *in, pipe_aif
                "(dashed) against time, 0 .. %.2f min; AIF peak %.3g mM, tissue peak %.3g mM.",
                aif->method, in->t_min[in->nt - 1], pk, cmax);
     }
+    /* which voxels made it: the detected vessels or the ROI over the baseline image (not when auto
+       fell back to a population AIF: its candidates made no AIF) */
+    if (st == LUMEN_OK && aif->voxels && aif->background && !aif->fallback) {
+      char t[200];
+      snprintf(name, sizeof name, "%s_aif_voxels.png", run->prefix);
+      snprintf(t, sizeof t, "AIF voxels (%s): %lld, red", aif->method, (long long)aif->n_list);
+      st = pipe_render_voxel_overlay(run, name, t, aif->background, aif->voxels, aif->n_list);
+      if (st == LUMEN_ERR_NOT_BUILT) { lumen_ctx_clear_error(run->ctx); st = LUMEN_OK; }
+      else if (st == LUMEN_OK) snprintf(run->aif_voxels_png, sizeof run->aif_voxels_png, "figures/%s", name);
+    }
   }
   return st;
 }
@@ -508,6 +522,21 @@ lumen_status pipe_stage_b_signal(pipe_run *run, const pipe_stage_b_in *in, pipe_
   } else if (!strncmp(spec, "roi:", 4) || !strncmp(spec, "fitted:", 7)) {
     st = roi_list(run, spec + (spec[0] == 'f' ? 7 : 4), in->ref_path, &list, &n);
     if (st == LUMEN_OK) st = roi_curve(run, in, list, n, aif->cb, &used);
+  }
+  /* kept for the report: the voxels and the baseline image they are drawn over */
+  if (st == LUMEN_OK && n > 0 && run->cfg->report) {
+    aif->background = malloc(sizeof(float) * (size_t)in->nvox);
+    if (aif->background) {
+      const int64_t b0 = in->sp->b0, b1 = in->sp->b1 > b0 ? in->sp->b1 : b0 + 1;
+      for (int64_t v = 0; v < in->nvox; ++v) {
+        double s = 0;
+        for (int64_t i = b0; i < b1; ++i) s += in->sig[i * in->nvox + v];
+        aif->background[v] = (float)(s / (double)(b1 - b0));
+      }
+      aif->voxels = list;
+      aif->n_list = n;
+      list = NULL;
+    }
   }
   free(list);
   aif->n_voxels = used;

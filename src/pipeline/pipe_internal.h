@@ -87,6 +87,7 @@ typedef struct pipe_run {
   pipe_sb aif_json;        /* AIF curve summary for the report */
   pipe_sb warnings;        /* the run's warnings, one line each ('\n'-terminated; run log, report) */
   char aif_png[320];
+  char aif_voxels_png[320]; /* the AIF's voxels over the baseline image (figures/...), "" when none */
   char aif_caption[512];
   pipe_sb aif_svg;         /* the AIF plot for report.html */
   pipe_sb curves_svg;      /* fitted-curve plots for report.html (curves.c) */
@@ -233,6 +234,10 @@ lumen_status pipe_render_montage(pipe_run *run, const float *data, const uint8_t
 struct pipe_plot;
 /* A standalone line-plot PNG (figures/NAME): title, numbered axes, legend. */
 lumen_status pipe_render_plot_png(pipe_run *run, const char *name, const struct pipe_plot *p);
+/* figures/NAME: the slices holding any of the n voxels (up to 12), background in grey (2nd..98th
+   percentile of the image), the voxels in red: which voxels made the AIF (issue 39 item 1). */
+lumen_status pipe_render_voxel_overlay(pipe_run *run, const char *name, const char *title, const float *background,
+                                       const int64_t *voxels, int64_t n);
 
 /* The fitted-curve figure of one model (curves.c): measured samples and fitted model curves at
    the voxels at the 10th, 50th and 90th percentile of the headline parameter (Ktrans; T1) among
@@ -351,6 +356,9 @@ typedef struct pipe_aif {
   double biexp[6];
   int64_t n_voxels;        /* ROI / detected voxels */
   int fallback;            /* 1: --aif auto fell back to a population AIF (a warning of the run) */
+  int64_t *voxels;         /* the detected vessel or ROI voxels (n_list; owned), for the report's overlay */
+  int64_t n_list;
+  float *background;       /* nvox: the series' mean baseline signal (owned; NULL without a report) */
 } pipe_aif;
 typedef struct pipe_stage_b_in {
   const float *sig;        /* the series (nvox x nt), voxel fastest */

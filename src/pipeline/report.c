@@ -338,6 +338,77 @@ lumen_status pipe_render_plot_png(pipe_run *run, const char *name, const pipe_pl
   return st;
 }
 
+/* ---- the voxels of the AIF over the baseline image */
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+lumen_status pipe_render_voxel_overlay(pipe_run *run, const char *name, const char *title, const float *background,
+                                       const int64_t *voxels, int64_t n) {
+  montage m;
+  montage_layout(run, &m);
+  if (n < 1 || (int64_t)m.tw > PIPE_FIGURE_MAX_SIDE || (int64_t)m.th > PIPE_FIGURE_MAX_SIDE) return LUMEN_OK;
+  /* the slices that hold voxels of the list (up to 12), in z order */
+  int64_t *z = malloc(sizeof(int64_t) * (size_t)n);
+  double *v = malloc(sizeof(double) * (size_t)run->nvox);
+  uint8_t *mark = calloc((size_t)run->nvox, 1);
+  if (!z || !v || !mark) {
+    free(z); free(v); free(mark);
+    return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory");
+  }
+  const int64_t plane = run->nx * run->ny;
+  for (int64_t k = 0; k < n; ++k) {
+    z[k] = voxels[k] / plane;
+    if (voxels[k] >= 0 && voxels[k] < run->nvox) mark[voxels[k]] = 1;
+  }
+  qsort(z, (size_t)n, sizeof *z, cmp_i64);
+  int ns = 0;
+  for (int64_t k = 0; k < n && ns < 12; ++k)
+    if (k == 0 || z[k] != z[k - 1]) z[ns++] = z[k];
+  int64_t nv = 0;
+  for (int64_t i = 0; i < run->nvox; ++i) if (isfinite(background[i])) v[nv++] = background[i];
+  double lo = nv ? pipe_percentile(v, nv, 2) : 0, hi = nv ? pipe_percentile(v, nv, 98) : 1;
+  if (!(hi > lo)) hi = lo + 1;
+  m.ns = ns;
+  m.cols = (int)ceil(sqrt((double)ns));
+  m.rows = (ns + m.cols - 1) / m.cols;
+  char sub[400];
+  snprintf(sub, sizeof sub, "%s: the mean baseline signal in grey; %d slice%s (z), y up", run->prefix, ns,
+           ns == 1 ? "" : "s");
+  int W = m.left + m.cols * m.cell_w + 10, H = m.top + m.rows * m.cell_h + 6;
+  int tw = 20 + pipe_text_width(title, 2), sw = 20 + pipe_text_width(sub, 1);
+  W = W > tw ? W : tw;
+  W = W > sw ? W : sw;
+  pipe_canvas c;
+  lumen_status st = LUMEN_OK;
+  if (pipe_canvas_init(&c, W, H) != 0) {
+    st = lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "report: out of memory");
+  } else {
+    pipe_canvas_text(&c, 10, 8, 2, title, PIPE_INK_RGB);
+    pipe_canvas_text(&c, 10, 30, 1, sub, (pipe_rgb){70, 70, 70});
+    for (int s = 0; s < ns; ++s) {
+      int ox = m.left + (s % m.cols) * m.cell_w, oy = m.top + (s / m.cols) * m.cell_h;
+      char lab[32];
+      snprintf(lab, sizeof lab, "z=%lld", (long long)z[s]);
+      pipe_canvas_text(&c, ox, oy, 1, lab, PIPE_INK_RGB);
+      oy += TILE_LABEL;
+      for (int64_t y = 0; y < run->ny; ++y)
+        for (int64_t x = 0; x < run->nx; ++x) {
+          int64_t i = z[s] * plane + y * run->nx + x;
+          double f = isfinite(background[i]) ? (background[i] - lo) / (hi - lo) : 0;
+          uint8_t g = (uint8_t)lrint(255 * (f < 0 ? 0 : f > 1 ? 1 : f));
+          pipe_rgb col = mark[i] ? (pipe_rgb){228, 26, 28} : (pipe_rgb){g, g, g};
+          pipe_canvas_fill(&c, ox + (int)x * m.sc, oy + (int)(run->ny - 1 - y) * m.sc, m.sc, m.sc, col);
+        }
+    }
+    st = write_canvas(run, name, &c);
+    pipe_canvas_free(&c);
+  }
+  free(z); free(v); free(mark);
+  return st;
+}
+
 /* ------------------------------------------------------------ report.html */
 /* Every string that can come from the user (prefix, paths, file names, warnings that quote
    them) goes through pipe_sb_html; link targets through pipe_sb_href (strbuf.c). */
@@ -440,6 +511,12 @@ static void report_head(pipe_run *run, pipe_sb *b) {
       pipe_sb_printf(b, ".");
     }
     pipe_sb_printf(b, "</div>\n");
+    if (run->aif_voxels_png[0]) {
+      pipe_sb_printf(b, "<div class=\"fig\"><b>The voxels that made the AIF</b> (red, over the mean baseline "
+                        "signal; the slices that hold them):<br>");
+      html_image(b, run->aif_voxels_png, "AIF voxels");
+      pipe_sb_printf(b, "</div>\n");
+    }
   }
   if (run->curves_svg.s) {
     pipe_sb_printf(b, "<h2>Measured and fitted curves</h2>\n<p>Per model, the voxels at the 10th, 50th and 90th "

@@ -63,6 +63,10 @@ check "report: categorical legend table for the state map" "grep -q '7 at_bound<
 
 # ---- issue 39 item 9: windows of the converged voxels, at-bound voxels hatched, categorical maps
 # without a scale, tick labels that differ, warnings by severity, the backend reason once
+AV=demo/figures/sub-demo_aif_voxels.png
+nav=$(ins png-count $AV 228,26,28)
+check "the AIF's voxels over the baseline image: 72 vessel voxels x 64 pixels in red ($nav), linked in the report (issue 39 item 1)" \
+  "[ \"$nav\" = 4608 ] && grep -q 'src=\"./figures/sub-demo_aif_voxels.png\"' $R"
 check "tofts Ktrans: window of the converged voxels, the at-bound count in the table" \
   "grep -Eq '<td>[0-9.e-]+ \.\. [0-9.e-]+ \(converged\)</td><td>[0-9.e-]+</td><td>864 \([0-9]+ at a bound\)</td>' $R"
 TK=demo/figures/sub-demo_model-tofts_param-Ktrans.png

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "lumen_build_config.h"
@@ -12,27 +13,57 @@
 #include "cli/pipe_cli.h"
 #include "lumen/io.h"
 
+/* One bar per stage (read, A, B, each model's fit and maps, report; issue 39 item 10): a new label
+   starts a new bar; a bar never goes back (a part reporting below what was shown is not shown) and
+   reaches 100 % once; after a second it shows the time left, from the rate so far. */
 typedef struct progress_state {
   int tty;
   char label[64];
-  int last;
+  int last;        /* percent shown; -1 none yet; 100: done (later reports of the label ignored) */
+  int open;        /* a tty bar without its newline */
+  double t0;       /* when the label's bar started */
 } progress_state;
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void eta_text(const progress_state *p, double fraction, char *buf, size_t size) {
+  double el = now_s() - p->t0;
+  buf[0] = '\0';
+  if (fraction >= 1 || fraction < 0.02 || el < 1.0) return;
+  double left = el * (1 - fraction) / fraction;
+  if (left < 60) snprintf(buf, size, ", about %.0f s left", left < 1 ? 1 : left);
+  else snprintf(buf, size, ", about %.0f min left", left / 60);
+}
 
 static int progress_cb(void *user, double fraction, const char *stage) {
   progress_state *p = user;
-  if (strcmp(stage, "fit") != 0) {
-    if (strcmp(stage, p->label) != 0) { snprintf(p->label, sizeof p->label, "%s", stage); p->last = -1; }
+  if (strcmp(stage, "fit") != 0 && strcmp(stage, p->label) != 0) { /* a new stage: a new bar */
+    if (p->tty && p->open) fputc('\n', stderr);
+    snprintf(p->label, sizeof p->label, "%s", stage);
+    p->last = -1;
+    p->open = 0;
+    p->t0 = now_s();
   }
-  int pct = (int)(fraction * 100 + 0.5);
+  int pct = (int)(fraction * 100);  /* floor: 100 only when done */
+  if (p->last >= 100 || pct < p->last) return 0;
+  char eta[64];
+  eta_text(p, fraction, eta, sizeof eta);
   if (p->tty) {
-    int w = 40, k = (int)(fraction * w + 0.5);
-    fprintf(stderr, "\r%-12s [", p->label);
+    int w = 40, k = (int)(fraction * w);
+    fprintf(stderr, "\r%-22.22s [", p->label);
     for (int i = 0; i < w; ++i) fputc(i < k ? '#' : '.', stderr);
-    fprintf(stderr, "] %3d%%", pct);
+    fprintf(stderr, "] %3d%%%-24s", pct, eta);
+    p->open = pct < 100;
     if (pct >= 100) fputc('\n', stderr);
     fflush(stderr);
-  } else if (pct / 10 != p->last / 10 || (pct == 100 && p->last != 100)) {
-    fprintf(stderr, "lumen: %s %d%%\n", p->label, pct);
+  } else if (pct >= 100) { /* a log, not a terminal: each stage once when done, with its time */
+    fprintf(stderr, "lumen: %s done (%.2f s)\n", p->label, now_s() - p->t0);
+  } else if (pct / 10 != p->last / 10 && p->last >= 0 && now_s() - p->t0 >= 1.0) {
+    fprintf(stderr, "lumen: %s %d%%%s\n", p->label, pct, eta); /* a long stage: every 10 % */
   }
   p->last = pct;
   return 0;
@@ -283,6 +314,7 @@ void lumen_cli_pipe_progress(lumen_ctx *ctx, int quiet) {
   memset(&g_progress, 0, sizeof g_progress);
   g_progress.tty = isatty(2);
   g_progress.last = -1;
+  g_progress.t0 = now_s();
   snprintf(g_progress.label, sizeof g_progress.label, "working");
   lumen_ctx_set_progress(ctx, progress_cb, &g_progress);
 }

@@ -19,6 +19,13 @@ struct lumen_ctx {
   lumen_log_level log_level;
   lumen_progress_fn progress_fn;
   void *progress_user;
+  /* progress scopes (lumen_progress_scope_push): the innermost maps [0, 1] of a callee into
+     [base, base + span] of the scope's label */
+  struct {
+    double base, span;
+    char label[64];
+  } scope[LUMEN_PROGRESS_SCOPES];
+  int n_scopes;
   int threads;
   int online_cpus; /* the online cores at lumen_ctx_create: threads = 0 uses them all */
   lumen_device device;
@@ -88,6 +95,11 @@ lumen_status lumen_progress(lumen_ctx *ctx, double fraction, const char *stage) 
   if (fraction < 0) fraction = 0;
   if (fraction > 1) fraction = 1;
   pthread_mutex_lock(&ctx->lock);
+  if (ctx->n_scopes > 0) { /* a part of a labelled stage: its share of the stage's bar */
+    const int k = (ctx->n_scopes < LUMEN_PROGRESS_SCOPES ? ctx->n_scopes : LUMEN_PROGRESS_SCOPES) - 1;
+    fraction = ctx->scope[k].base + ctx->scope[k].span * fraction;
+    stage = ctx->scope[k].label;
+  }
   int stop = ctx->progress_fn(ctx->progress_user, fraction, stage ? stage : "");
   pthread_mutex_unlock(&ctx->lock);
   if (stop) return lumen_fail(ctx, LUMEN_ERR_CANCELLED, "%s: cancelled by the progress callback at %.1f %%",
@@ -131,6 +143,31 @@ lumen_status lumen_ctx_set_log(lumen_ctx *ctx, lumen_log_fn fn, void *user, lume
   ctx->log_user = user;
   ctx->log_level = level;
   return LUMEN_OK;
+}
+
+void lumen_progress_scope_push(lumen_ctx *ctx, double base, double span, const char *label) {
+  if (!ctx) return;
+  pthread_mutex_lock(&ctx->lock);
+  if (ctx->n_scopes < LUMEN_PROGRESS_SCOPES) {
+    const int k = ctx->n_scopes; /* k > 0 here reads scope[k - 1], which exists */
+    if (k > 0 && !label) { /* nested without a label of its own: a part of the outer scope's part */
+      base = ctx->scope[k - 1].base + ctx->scope[k - 1].span * base;
+      span *= ctx->scope[k - 1].span;
+      label = ctx->scope[k - 1].label;
+    }
+    ctx->scope[k].base = base;
+    ctx->scope[k].span = span;
+    snprintf(ctx->scope[k].label, sizeof ctx->scope[k].label, "%s", label ? label : "");
+  }
+  ctx->n_scopes++;
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+void lumen_progress_scope_pop(lumen_ctx *ctx) {
+  if (!ctx) return;
+  pthread_mutex_lock(&ctx->lock);
+  if (ctx->n_scopes > 0) ctx->n_scopes--;
+  pthread_mutex_unlock(&ctx->lock);
 }
 
 lumen_status lumen_ctx_set_progress(lumen_ctx *ctx, lumen_progress_fn fn, void *user) {

@@ -41,6 +41,14 @@ void *lumen_module_load(const char *name, const char *symbol, const char *build_
    ../libexec from there, else build_path; 1 and its path in out when one is a regular executable file. */
 int lumen_module_find_program(const char *name, const char *build_path, char *out, size_t size);
 
+/* Progress scopes: between push and pop, lumen_progress(ctx, f, any stage) reports base + span * f
+   under label (a pipeline stage's bar over the chunks of a fit, each chunk's fit reporting 0..1).
+   label NULL inside a scope: a part of that scope's [base, base + span]. Nested up to
+   LUMEN_PROGRESS_SCOPES deep (deeper pushes only count, so that pops match). */
+#define LUMEN_PROGRESS_SCOPES 4
+void lumen_progress_scope_push(lumen_ctx *ctx, double base, double span, const char *label);
+void lumen_progress_scope_pop(lumen_ctx *ctx);
+
 /* dst[b * ds + a] = src[a * ss + b] for a < na, b < nb (a block transposed); level: the vector
    level allowed (lumen_cpu_vector_level: 0 plain, >= 1 AVX); nan (or NULL): nan[b] = whether
    column b of src holds a NaN. Moves only: the same bits at every level. */

@@ -380,9 +380,12 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     lumen_fit_results *c = &pend[npend];
     chunk_view(res, model, done, c);
     /* src: the curves read where they lie, frame-major in the converted series */
+    /* the chunk's own progress (0..1) as its share of the model's bar */
+    lumen_progress_scope_push(ctx, (double)done / (double)nlist, (double)count / (double)nlist, NULL);
     st = data ? lumen_fit_execute(ctx, plan, count, data + done * nt, consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, c)
               : lumen_fit_execute_series(ctx, plan, count, src->base, src->list + done, src->nvox,
                                          consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, c);
+    lumen_progress_scope_pop(ctx);
     if (st != LUMEN_OK) break;
     add_counts(res, c, done == 0);
     done += count;

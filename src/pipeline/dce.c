@@ -426,13 +426,19 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const pipe_curve
   int oom = !ok || !map;
   if (oom) st = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "stage D (%s): out of memory for %lld voxels", mname, (long long)nlist);
   char label[64];
-  snprintf(label, sizeof label, "D %s", mname);
-  int64_t warm = st == LUMEN_OK && !cfg->fit_executor ? warm_up(ctx, plan, nlist, data, src, consts) : 0;
+  snprintf(label, sizeof label, "D %s fit", mname);
+  /* one bar for the model's fit (the chunks' own progress scaled into it: pipe_fit_chunked) and
+     one for its maps; the warm-up fit reports nothing of its own */
+  lumen_progress_scope_push(ctx, 0, 1, label);
   if (st == LUMEN_OK) st = lumen_progress(ctx, 0.0, label);
+  lumen_progress_scope_push(ctx, 0, 0, NULL);
+  int64_t warm = st == LUMEN_OK && !cfg->fit_executor ? warm_up(ctx, plan, nlist, data, src, consts) : 0;
+  lumen_progress_scope_pop(ctx);
   if (st == LUMEN_OK)
     st = cfg->fit_executor ? cfg->fit_executor(cfg->fit_executor_user, ctx, plan, model, nlist, nt, data, consts, &res)
                     : pipe_fit_chunked(run, plan, &o, nlist, nt, data, src, consts, t_min, cp, &res);
   if (st == LUMEN_OK) st = lumen_progress(ctx, 1.0, label);
+  lumen_progress_scope_pop(ctx);
   if (st != LUMEN_OK && !oom) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", lumen_ctx_last_error(ctx));
@@ -442,7 +448,11 @@ static lumen_status fit_model(pipe_run *run, lumen_model model, const pipe_curve
     model_fit f = {model, &o, plan, &res, list, nlist, nt, warm, data, src, consts, t_min};
     record_model_fit(run, &f, ms, mo);
     double tw = pipe_now();
-    st = write_model_maps(run, model, list, nlist, nt, &res, mo, map);
+    snprintf(label, sizeof label, "D %s maps", mname);
+    lumen_progress_scope_push(ctx, 0, 1, label);
+    st = lumen_progress(ctx, 0.0, label);
+    if (st == LUMEN_OK) st = write_model_maps(run, model, list, nlist, nt, &res, mo, map);
+    lumen_progress_scope_pop(ctx);
     *write_s += pipe_now() - tw;
   }
   free(map);
@@ -1181,6 +1191,24 @@ static lumen_status dce_stage_d(pipe_run *run, dce_job *j) {
   return st;
 }
 
+/* The report as a step of the run (its own progress bar). */
+static lumen_status report_step(pipe_run *run, dce_job *j) {
+  (void)j;
+  return pipe_write_report(run);
+}
+
+/* One stage of the run under its own progress bar: 0 % before, 100 % after, and whatever the
+   stage reports inside (a big file's read or write) within that bar. */
+static lumen_status pipe_stage_step(pipe_run *run, const char *label, lumen_status (*step)(pipe_run *, dce_job *),
+                                    dce_job *j) {
+  lumen_progress_scope_push(run->ctx, 0, 1, label);
+  lumen_status st = lumen_progress(run->ctx, 0.0, label);
+  if (st == LUMEN_OK) st = step(run, j);
+  if (st == LUMEN_OK) st = lumen_progress(run->ctx, 1.0, label);
+  lumen_progress_scope_pop(run->ctx);
+  return st;
+}
+
 lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lumen_pipe_summary *sum) {
   LUMEN_REQUIRE_NOT_NULL(ctx, cfg);
   lumen_pipe_summary dummy;
@@ -1211,11 +1239,11 @@ lumen_status lumen_pipeline_dce(lumen_ctx *ctx, const lumen_pipe_config *cfg, lu
   if (st == LUMEN_OK) st = dce_read_t1_b1(run, j);
   sum->masked = run->n_mask;
   sum->seconds_read = pipe_now() - j->t0;
-  if (st == LUMEN_OK) st = dce_stage_a(run, j);
-  if (st == LUMEN_OK) st = dce_stage_b(run, j);
-  if (st == LUMEN_OK) st = dce_stage_a_maps(run, j);
+  if (st == LUMEN_OK) st = pipe_stage_step(run, "A signal to concentration", dce_stage_a, j);
+  if (st == LUMEN_OK) st = pipe_stage_step(run, "B AIF", dce_stage_b, j);
+  if (st == LUMEN_OK) st = pipe_stage_step(run, "A maps", dce_stage_a_maps, j);
   if (st == LUMEN_OK) st = dce_stage_d(run, j);
-  if (st == LUMEN_OK) st = pipe_write_report(run);
+  if (st == LUMEN_OK) st = pipe_stage_step(run, "report", report_step, j);
   /* every output is written: the checkpoints go before the run log, so that a run log never
      stands beside a checkpoint (a kill in between leaves outputs without a run log: --resume
      then fits again, from scratch) */

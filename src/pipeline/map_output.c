@@ -219,7 +219,11 @@ lumen_status pipe_write_map_list(pipe_run *run, pipe_map_out *maps, int n, float
   lumen_status st = LUMEN_OK;
   for (int first = 0; first < n && st == LUMEN_OK;) {
     int end = fill_batch(run, maps, first, n, bufs, nb, f);
+    /* the batch's share of the caller's bar (the maps written so far) */
+    lumen_progress_scope_push(run->ctx, (double)first / n, (double)(end - first) / n, NULL);
     st = pipe_write_maps(run, maps + first, end - first);
+    lumen_progress_scope_pop(run->ctx);
+    if (st == LUMEN_OK) st = lumen_progress(run->ctx, (double)end / n, "maps");
     first = end;
   }
   for (int b = 1; b < nb; ++b) free(bufs[b]);

@@ -160,6 +160,35 @@ for i in range(80):
 check "an AIF peaking at 0.5 mM: results unreliable, exit 3, the peak named" \
   "[ $rc -eq 3 ] && grep -q 'results unreliable: the AIF (file) peaks at 0.5 mM plasma, far below a contrast dose' err.txt" || cat err.txt
 
+# ---- progress that tells the truth (issue 39 item 10): one line per stage when stderr is a log,
+# each stage once, in the run's order, every model's fit and maps apart; on a terminal (script)
+# no bar goes back and none is drawn again after its 100 %
+"$bin" dce $base --models tofts,etofts --out o_prog 2> prog.txt; rc=$?
+grep '^lumen: .* done (' prog.txt | sed 's/ done (.*//' > stages.txt
+check "progress: each stage once, in order, when stderr is a log" \
+  "[ $rc -eq 0 ] && [ \"\$(tr '\n' '|' < stages.txt)\" = 'lumen: A signal to concentration|lumen: B AIF|lumen: A maps|lumen: D tofts fit|lumen: D tofts maps|lumen: D etofts fit|lumen: D etofts maps|lumen: report|' ]" || cat prog.txt
+if command -v script > /dev/null; then
+  script -qc "$bin dce $base --models tofts --out o_prog_tty" /dev/null > tty.txt 2>&1
+  python3 - tty.txt > tty_check.txt <<'PYEOF'
+import re, sys
+text = open(sys.argv[1], errors="replace").read().replace("\r", "\n")
+seen, bad = {}, []
+for line in text.splitlines():
+    m = re.match(r"(\S.{0,21}?)\s+\[[#.]{40}\]\s+(\d+)%", line)
+    if not m:
+        continue
+    label, pct = m.group(1).strip(), int(m.group(2))
+    last = seen.get(label, -1)
+    if last >= 100 or pct < last:
+        bad.append((label, last, pct))
+    seen[label] = pct
+print(bad or "monotonic: %s" % sorted(seen))
+sys.exit(1 if bad or not all(v == 100 for v in seen.values()) or len(seen) < 5 else 0)
+PYEOF
+  prc=$?
+  check "progress on a terminal: every bar rises to 100 % once, none drawn again" "[ $prc -eq 0 ]" || cat tty_check.txt
+fi
+
 # ---- a tissue mask does not change the automatic AIF (issue 39, item 1): QIBA v6 with a mask of the
 # tissue rows only (y 10..69) gives every patch within 1 % of the truth, the AIF of the run without mask
 q6=${LUMEN_REFDATA:-${LUMEN_REFDATA_DEFAULT:-}}/qiba/v6_tofts/q6_dce.nii.gz

@@ -38,6 +38,16 @@ check "dce report: the inline SVG plots (AIF, fitted curves, histograms) rendere
 check "dce report: a PNG screenshot written" "[ \"\$(head -c 4 '$shots/report_screenshot.png' 2>/dev/null | tail -c 3)\" = PNG ]"
 [ -s "$shots/report_screenshot.png" ] && echo "screenshot: $shots/report_screenshot.png"
 
+# ---- a QIBA v6 run (third-party data): its report renders too (the hatched maps, the AIF voxels)
+q6=${LUMEN_REFDATA:-${LUMEN_REFDATA_DEFAULT:-}}/qiba/v6_tofts/q6_dce.nii.gz
+if [ -f "$q6" ]; then
+  "$bin" dce --dce "$q6" --relaxivity 4.5 --dt 0.5 --t1 1 --models tofts,etofts -q --out q6r > /dev/null 2> q6.err
+  browse qiba q6r/report.html "$shots/report_screenshot_qiba.png"
+  check "QIBA v6 report: the browser check passes (exit $rc)" "[ $rc -eq 0 ]" || cat q6.err
+else
+  echo "note: reference data qiba/v6_tofts not found: the QIBA report was not browsed"
+fi
+
 # ---- the checker rejects a broken page: a missing figure and a throwing inline script
 mkdir broken && cp -R demo/report.html demo/figures broken/
 bad='<img src="figures/missing-on-purpose.png" alt="missing"><svg id="empty-on-purpose" width="0" height="0"></svg>'

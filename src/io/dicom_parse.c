@@ -508,12 +508,15 @@ static lumen_status check_description(walker *w) {
                       path, (long long)in->rows, (long long)in->columns);
   if (in->samples_per_pixel != 1)
     return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
-                      "lumen_dicom_read: '%s': SamplesPerPixel is %d (colour), expected 1 (greyscale)", path,
+                      "lumen_dicom_read: '%s': colour DICOM (%s, SamplesPerPixel %d) is not supported: lumen's image "
+                      "operations and pipelines take greyscale images (SamplesPerPixel 1, MONOCHROME1/2); convert it to "
+                      "greyscale first", path, in->photometric[0] ? in->photometric : "no PhotometricInterpretation",
                       in->samples_per_pixel);
   if (strcmp(in->photometric, "MONOCHROME1") != 0 && strcmp(in->photometric, "MONOCHROME2") != 0)
     return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
-                      "lumen_dicom_read: '%s': PhotometricInterpretation is '%s', expected MONOCHROME1 or MONOCHROME2",
-                      path, in->photometric);
+                      "lumen_dicom_read: '%s': PhotometricInterpretation is '%s' (%s), expected MONOCHROME1 or "
+                      "MONOCHROME2: lumen takes greyscale images", path, in->photometric,
+                      !strncmp(in->photometric, "PALETTE", 7) ? "a palette colour image" : "colour");
   if (in->bits_allocated != 8 && in->bits_allocated != 16 && in->bits_allocated != 32)
     return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "lumen_dicom_read: '%s': BitsAllocated is %d, expected 8, 16 or 32",
                       path, in->bits_allocated);
@@ -667,6 +670,15 @@ static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *da
                       path, hdr->info.transfer_syntax);
   hdr->encapsulated = kind == 2;
   hdr->big_endian = w.big;
+  /* A data set written implicit VR under an explicit-VR transfer syntax (some secondary captures,
+     e.g. pydicom's SC_rgb_jpeg.dcm): where the first element's VR bytes are no VR and its implicit
+     length fits, the data set is read implicit, as pydicom and DCMTK read it. */
+  if (!w.implicit && !w.big && size - p >= 8) {
+    const uint8_t *v = w.d + p + 4;
+    uint32_t len = (uint32_t)w.d[p + 4] | (uint32_t)w.d[p + 5] << 8 | (uint32_t)w.d[p + 6] << 16 | (uint32_t)w.d[p + 7] << 24;
+    if ((v[0] < 'A' || v[0] > 'Z' || v[1] < 'A' || v[1] > 'Z') && (len == UNDEFINED || len <= size - p - 8))
+      w.implicit = 1;
+  }
   lumen_status s = walk_dataset(&w, &p, size, 0, 0);
   if (s == LUMEN_OK && headers_only && (!w.have_pixel || hdr->encapsulated))  /* not reached, or fragments */
     s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': the headers end past the first %zu bytes", path, size);

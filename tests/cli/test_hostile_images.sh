@@ -214,6 +214,26 @@ PYEOF
   done
 fi
 
+# ---- issue 40 item 12: a colour (RGB JPEG) DICOM says so, also when its data set is implicit VR
+# under an explicit transfer syntax (pydicom's SC_rgb_jpeg.dcm: "invalid value representation
+# (at byte 360)" before); a greyscale file written that way reads as its implicit original
+pyd=$(/usr/bin/python3 -c 'import pydicom, os; print(os.path.join(os.path.dirname(pydicom.__file__), "data", "test_files"))' 2>/dev/null)
+if [ -n "$pyd" ] && [ -f "$pyd/SC_rgb_jpeg.dcm" ]; then
+  "$bin" filter gaussian "$pyd/SC_rgb_jpeg.dcm" rgb.nii 2> rgb.err; rc=$?
+  check "RGB JPEG DICOM: refused (exit 1) as colour, naming RGB and what to do" \
+    "[ $rc -eq 1 ] && grep -q 'colour DICOM (RGB, SamplesPerPixel 3) is not supported.*convert it to greyscale first' rgb.err && [ ! -e rgb.nii ]" || cat rgb.err
+  /usr/bin/python3 -W ignore -c "
+import pydicom, sys
+ds = pydicom.dcmread(sys.argv[1] + '/MR_small_implicit.dcm')
+ds.file_meta.TransferSyntaxUID = '1.2.840.10008.1.2.1'
+ds.is_implicit_VR = True
+ds.save_as('impl_in_expl.dcm', write_like_original=True)" "$pyd"
+  "$bin" filter gaussian impl_in_expl.dcm ie.nii --sigma 1 -q 2> ie.err; rc1=$?
+  "$bin" filter gaussian "$pyd/MR_small_implicit.dcm" im.nii --sigma 1 -q 2>> ie.err; rc2=$?
+  check "implicit VR data set under an explicit transfer syntax: read as the implicit original" \
+    "[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && cmp -s <(tail -c +353 ie.nii) <(tail -c +353 im.nii)" || cat ie.err
+fi
+
 lib=$(dirname "$bin")/liblumen.so
 if [ -f "$lib" ] && ! ldd "$lib" 2>/dev/null | grep -q libasan && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
   LUMEN_LIBRARY="$lib" PYTHONPATH="${LUMEN_SOURCE_DIR:-$LUMEN_CLI_TESTS/../..}/python" /usr/bin/python3 - > tp.out 2>&1 <<'PYEOF'

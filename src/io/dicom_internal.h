@@ -218,6 +218,10 @@ typedef enum lumen_dicom_isolation {
    bytes at data_offset, then room for the pixels at pixels_offset; the helper writes the pixels
    and, on failure, msg, and exits 0 (decoded) or 3 (refused, msg says why). */
 #define LUMEN_DECODER_PROGRAM "lumen-dicom-decoder"
+/* The decoder process's CPU time is bounded by the image it decodes (RLIMIT_CPU: at least 2 s, and
+   1 s per 2 MB of decoded pixels): a mutated 5.5 KB JPEG-LS file kept CharLS busy for 6 s before it
+   failed (issue 40 item 13). Past it the process gets SIGXCPU, reported as a malformed file. */
+#define LUMEN_DECODER_CPU_S(decoded_bytes) (2 + (long)((decoded_bytes) / 2000000))
 #define LUMEN_DECODER_FD 3
 #define LUMEN_DECODER_MAGIC 0x4c4d4443u /* "LMDC" */
 typedef struct lumen_dicom_decode_request {
@@ -242,6 +246,10 @@ lumen_status lumen_dicom_decode_isolated(lumen_ctx *ctx, const char *path, const
                                          const lumen_dicom_header *hdr, lumen_dicom_isolation isolation, void *dst,
                                          int *isolated);
 
+/* In a decoder process (the forked child, the helper): RLIMIT_CPU to LUMEN_DECODER_CPU_S. */
+void lumen_dicom_limit_cpu(int64_t decoded_bytes);
+/* Test builds: a decoder that never ends (LUMEN_TEST_DICOM_CHILD_SPIN), for the CPU budget's test. */
+void lumen_dicom_test_spin(void);
 /* 1 when /proc/self/status says this process has exactly one thread. */
 int lumen_dicom_single_threaded(void);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +26,22 @@
 
 
 #define MSG_BYTES 256
+
+#if LUMEN_TEST_HOOKS
+void lumen_dicom_test_spin(void) {
+  for (volatile unsigned long i = 0;; i = i + 1) {
+  }
+}
+#endif
+
+void lumen_dicom_limit_cpu(int64_t decoded_bytes) {
+  rlim_t cpu = (rlim_t)LUMEN_DECODER_CPU_S(decoded_bytes);
+  struct rlimit r;
+  if (getrlimit(RLIMIT_CPU, &r) == 0 && r.rlim_cur != RLIM_INFINITY && r.rlim_cur < cpu) return; /* already lower */
+  r.rlim_cur = cpu;
+  if (r.rlim_max == RLIM_INFINITY || r.rlim_max > cpu + 1) r.rlim_max = cpu + 1;
+  (void)setrlimit(RLIMIT_CPU, &r);
+}
 
 int lumen_dicom_single_threaded(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -60,7 +77,7 @@ extern char **environ;
 
 /* The outcome of a decoder process (forked or spawned) as a status naming path. */
 static lumen_status decoder_outcome(lumen_ctx *ctx, const char *path, const lumen_dicom_info *in, pid_t pid,
-                                    char *msg, size_t msg_size) {
+                                    int64_t budget_bytes, char *msg, size_t msg_size) {
   int status = 0;
   pid_t got;
   do got = waitpid(pid, &status, 0);
@@ -69,6 +86,11 @@ static lumen_status decoder_outcome(lumen_ctx *ctx, const char *path, const lume
   if (got < 0)
     return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "lumen_dicom_read: waiting for the decoder of '%s': %s", path,
                       strerror(errno));
+  if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL))
+    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                      "lumen_dicom_read: GDCM failed decoding '%s' (%s): malformed pixel data (the decoder ran past "
+                      "its CPU budget of %ld s for %lld decoded bytes)",
+                      path, in->transfer_syntax, LUMEN_DECODER_CPU_S(budget_bytes), (long long)budget_bytes);
   if (WIFSIGNALED(status))
     return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                       "lumen_dicom_read: GDCM failed decoding '%s' (%s): malformed pixel data "
@@ -135,7 +157,7 @@ static lumen_status spawned(lumen_ctx *ctx, const char *path, const uint8_t *dat
     s = lumen_fail(ctx, LUMEN_ERR_INTERNAL, "lumen_dicom_read: '%s': cannot start the decoder %s: %s", path, helper,
                    strerror(rc));
   else
-    s = decoder_outcome(ctx, path, &hdr->info, pid, rq->msg, sizeof rq->msg);
+    s = decoder_outcome(ctx, path, &hdr->info, pid, hdr->decoded_bytes, rq->msg, sizeof rq->msg);
   if (s == LUMEN_OK) memcpy(dst, (uint8_t *)map + pixels_at, bytes);
   munmap(map, total);
   close(fd);
@@ -177,15 +199,17 @@ lumen_status lumen_dicom_decode_isolated(lumen_ctx *ctx, const char *path, const
     /* the child: default handlers, so an abort ends it plainly (never the parent's clean-up) */
     int sigs[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
+    lumen_dicom_limit_cpu(hdr->decoded_bytes);
     int null_fd = open("/dev/null", O_WRONLY);  /* an assert() message is ours to report, not GDCM's */
     if (null_fd >= 0) dup2(null_fd, 2);
 #if LUMEN_TEST_HOOKS
     if (getenv("LUMEN_TEST_DICOM_CHILD_ABORT")) abort();  /* test builds: a decoder that aborts */
+    if (getenv("LUMEN_TEST_DICOM_CHILD_SPIN")) lumen_dicom_test_spin(); /* ... or never ends */
 #endif
     int r = lumen_dicom_gdcm_decode(data, size, hdr, pixels, bytes, msg, MSG_BYTES);
     _exit(r == 0 ? 0 : 3);
   }
-  lumen_status s = decoder_outcome(ctx, path, in, pid, msg, MSG_BYTES);
+  lumen_status s = decoder_outcome(ctx, path, in, pid, hdr->decoded_bytes, msg, MSG_BYTES);
   if (s == LUMEN_OK) {
     memcpy(dst, pixels, bytes);
     *isolated = 1;

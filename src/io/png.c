@@ -52,6 +52,24 @@ static void on_warning(png_structp png, png_const_charp msg) {
   (void)msg;  /* libpng warnings (e.g. unknown chunks) are not errors; the library never prints */
 }
 
+/* The file as libpng reads it, with a budget for the image data: libpng inflates every IDAT byte
+   up to the end of the zlib stream, also those past the image's last row, so a PNG followed by
+   4 GiB of compressed data took 8-13 s whatever the memory limit (issue 40 item 13). Past
+   png_read_info the reads stop at budget bytes: 16 x the image's filtered size + 1 MiB, room for
+   deflate's worst case and IDAT chunks of any size down to a few bytes. */
+typedef struct png_source {
+  FILE *fp;
+  int64_t read, budget; /* budget < 0: none yet (the header and the chunks before IDAT) */
+} png_source;
+
+static void read_bytes(png_structp png, png_bytep data, png_size_t length) {
+  png_source *src = png_get_io_ptr(png);
+  if (src->budget >= 0 && src->read + (int64_t)length > src->budget)
+    png_error(png, "more image data than the image holds (IDAT past 16 x its size): a malformed or hostile file");
+  if (fread(data, 1, length, src->fp) != length) png_error(png, "unexpected end of file");
+  src->read += (int64_t)length;
+}
+
 lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_read_opts *opts, lumen_image **out,
                             int *bit_depth_out) {
   static const char fn[] = "lumen_png_read";
@@ -92,7 +110,8 @@ lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_re
     return lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s' is truncated or corrupt: %s", fn, path,
                       err.message[0] ? err.message : "libpng error");
   }
-  png_init_io(png, fp);
+  png_source source = {fp, 8, -1};
+  png_set_read_fn(png, &source, read_bytes);
   png_set_sig_bytes(png, 8);
   png_set_user_limits(png, LUMEN_PNG_MAX_SIDE, LUMEN_PNG_MAX_SIDE);
   png_set_chunk_malloc_max(png, (png_alloc_size_t)64 << 20);
@@ -142,8 +161,16 @@ lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_re
   }
   unsigned char *base = lumen_image_data(im);
   for (png_uint_32 y = 0; y < height; y++) rows[y] = base + (size_t)y * rowbytes;
+  {
+    /* the image's filtered size as stored: a filter byte and its samples per row (interlaced:
+       up to 7 passes, each row with its own filter byte) */
+    static const int channels_of[7] = {1, 0, 3, 1, 2, 0, 4};
+    const int ch = colour >= 0 && colour < 7 && channels_of[colour] ? channels_of[colour] : 4;
+    const int64_t filtered = (int64_t)height * (((int64_t)width * ch * depth + 7) / 8 + 1) * (interlace ? 2 : 1);
+    source.budget = source.read + 16 * filtered + ((int64_t)1 << 20);
+  }
   png_read_image(png, rows);
-  png_read_end(png, NULL);
+  /* no png_read_end: the image is whole; chunks after it (text, trailing data) are not read */
   png_destroy_read_struct(&png, &info, NULL);
   fclose(fp);
   free(rows);

@@ -214,6 +214,24 @@ PYEOF
   done
 fi
 
+# ---- issue 40 item 13: image data that go on past the image (one zlib stream holding 8 MiB more
+# than a 64 x 64 image): libpng inflated all of it (4 GiB: 8-13 s whatever --memory-limit); the
+# read stops at 16 x the image's size and refuses the file
+"$py" - <<'PYEOF'
+import os, random, struct, zlib
+def ch(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+raw = b''.join(b'\x00' + bytes((x + y) % 256 for x in range(64)) for y in range(64))
+co = zlib.compressobj()
+rnd = random.Random(40)
+data = co.compress(raw) + co.compress(bytes(rnd.getrandbits(8) for _ in range(8 << 20))) + co.flush()
+idat = b''.join(ch(b'IDAT', data[i:i + (1 << 16)]) for i in range(0, len(data), 1 << 16))
+open('overlong.png', 'wb').write(b'\x89PNG\r\n\x1a\n' + ch(b'IHDR', struct.pack('>IIBBBBB', 64, 64, 8, 0, 0, 0, 0))
+                               + idat + ch(b'IEND', b''))
+PYEOF
+"$bin" filter gaussian overlong.png ol_out.png --memory-limit 16M 2> ol.err; rc=$?
+check "PNG whose image data go on past the image: refused (exit 1) naming it, nothing written" \
+  "[ $rc -eq 1 ] && grep -q \"'overlong.png' is truncated or corrupt: more image data than the image holds\" ol.err && [ ! -e ol_out.png ]" || cat ol.err
+
 # ---- issue 40 item 12: a colour (RGB JPEG) DICOM says so, also when its data set is implicit VR
 # under an explicit transfer syntax (pydicom's SC_rgb_jpeg.dcm: "invalid value representation
 # (at byte 360)" before); a greyscale file written that way reads as its implicit original

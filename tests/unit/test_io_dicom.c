@@ -116,6 +116,17 @@ static void fork_equals_in_process(void **state) {
     assert_null(x);
     assert_non_null(strstr(lumen_ctx_last_error(ctx), "malformed pixel data (decoder aborted, signal 6)"));
     assert_non_null(strstr(lumen_ctx_last_error(ctx), f2));
+    /* a decoder that never ends (CharLS on a mutated JPEG-LS file spun 6 s): stopped by its CPU
+       budget (2 s for this small image), in the forked child and in the helper */
+    setenv("LUMEN_TEST_DICOM_CHILD_SPIN", "1", 1);
+    st = lumen_dicom_read_isolated(ctx, f2, NULL, LUMEN_DICOM_ISOLATE_ALWAYS, &x, NULL);
+    assert_int_equal(st, LUMEN_ERR_FORMAT);
+    assert_non_null(strstr(lumen_ctx_last_error(ctx), "the decoder ran past its CPU budget of 2 s"));
+    st = lumen_dicom_read_isolated(ctx, f2, NULL, LUMEN_DICOM_ISOLATE_HELPER, &x, NULL);
+    unsetenv("LUMEN_TEST_DICOM_CHILD_SPIN");
+    assert_int_equal(st, LUMEN_ERR_FORMAT);
+    assert_null(x);
+    assert_non_null(strstr(lumen_ctx_last_error(ctx), "the decoder ran past its CPU budget of 2 s"));
     /* the same through the helper program */
     setenv("LUMEN_TEST_DICOM_CHILD_ABORT", "1", 1);
     st = lumen_dicom_read_isolated(ctx, f2, NULL, LUMEN_DICOM_ISOLATE_HELPER, &x, NULL);

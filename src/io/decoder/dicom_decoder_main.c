@@ -39,8 +39,10 @@ int main(int argc, char **argv) {
       rq->pixels_offset > (int64_t)bytes - rq->pixels_size || rq->pixel_offset < 0 || rq->pixel_offset > rq->data_size)
     return refuse(rq, "malformed request");
   rq->msg[0] = '\0';
+  lumen_dicom_limit_cpu(rq->pixels_size);
 #if LUMEN_TEST_HOOKS
   if (getenv("LUMEN_TEST_DICOM_CHILD_ABORT")) abort(); /* test builds: a decoder that aborts */
+  if (getenv("LUMEN_TEST_DICOM_CHILD_SPIN")) lumen_dicom_test_spin(); /* ... or never ends */
 #endif
   char why[sizeof rq->msg];
   if (!lumen_dicom_gdcm_load(why, sizeof why)) return refuse(rq, why);

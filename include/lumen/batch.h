@@ -64,7 +64,9 @@ typedef struct lumen_batch_opts {
                               writes its item in turn (no read-ahead) */
   int64_t memory_limit;    /* bytes the items in flight may hold (input, result and the op's
                               scratch of each item read and not yet written, plus pinned
-                              buffers); 0 = no limit. One item always proceeds, even over it */
+                              buffers); 0 = no limit. An item that alone needs more is refused
+                              (LUMEN_ERR_OUT_OF_MEMORY naming its need and the limit), as the
+                              command line refuses it */
   int threads;             /* CPU threads of each worker; 0 = the context's threads, divided
                               among the CPU workers when there are several */
   int64_t item_voxels;     /* voxels of the largest image, sizing the pinned buffers and the op's

@@ -200,8 +200,9 @@ class _Plan(object):
 class _Run(object):
     """The state the callbacks share; exceptions raised in a callback are kept per item."""
 
-    def __init__(self, items, plan, outputs, progress):
+    def __init__(self, items, plan, outputs, progress, memory_limit=None):
         self.items, self.plan, self.outputs, self.progress = items, plan, outputs, progress
+        self.memory_limit = memory_limit or 0  # bytes; the file readers refuse what needs more
         self.n = len(items)
         self.shapes = [None] * self.n
         self.meta = [None] * self.n
@@ -225,7 +226,9 @@ class _Run(object):
             elif callable(item):  # a loader: reads on the engine's reader thread
                 a = item()
             else:
-                a, meta = _io.read_image(os.fspath(item))
+                # an image over the limit is refused from its header, before it is decoded (the
+                # engine then refuses any item whose charge alone exceeds the limit, as the CLI does)
+                a, meta = _io.read_image(os.fspath(item), max_bytes=self.memory_limit)
             a = _im._prepare(a)
             self.shapes[i], self.meta[i] = a.shape, meta
             dims = (c_int64 * a.ndim)(*reversed(a.shape))
@@ -358,7 +361,7 @@ def process_images(inputs, op, /, devices="auto", outputs=None, overlap=True, me
     ndim = first.ndim if first is not None else len(np.atleast_1d(op_kwargs.get("sigma", 1.0)))
     plan = _Plan(op, op_kwargs, ndim)
     opts = _batch_opts(devices, overlap, memory_limit, threads)
-    run = _Run(items, plan, outputs, progress)
+    run = _Run(items, plan, outputs, progress, memory_limit)
     report = _new(_Report, "lumen_batch_report_init")
     if n:
         _execute(run, plan, opts, report)

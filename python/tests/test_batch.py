@@ -83,9 +83,11 @@ def test_arrays_equal_single_op(op, kw, single):
     runs = [(None, True, None), ("cpu,cpu", True, 1), ("cpu", False, 1), ("cpu,cpu", False, None)]
     if not lumen.cuda_available():  # "auto" is the CPU here; on a GPU it would compare GPU with CPU results
         runs.append(("auto", True, None))
+    one = None  # the charge of one item (first run, no limit): room for exactly one, one at a time
     for devices, overlap, limit in runs:
-        got, rep = lumen.process_images(inputs, op, devices=devices, overlap=overlap, memory_limit=limit,
-                                        return_report=True, **kw)
+        got, rep = lumen.process_images(inputs, op, devices=devices, overlap=overlap,
+                                        memory_limit=one if limit else None, return_report=True, **kw)
+        one = one or rep["item_bytes"]
         assert len(got) == N and rep["written"] == N and rep["failed_item"] == -1
         assert sum(rep["per_worker"]) == N
         if devices == "cpu,cpu":
@@ -173,8 +175,9 @@ def test_errors(tmp_path):
     png, _ = _write_files(tmp_path, images)
     paths = png[:2] + [str(tmp_path / "missing.png")] + png[3:]
     outs = [str(tmp_path / ("o%d.png" % i)) for i in range(N)]
+    one = lumen.process_images(png[:1], "otsu", return_report=True)[1]["item_bytes"]
     with pytest.raises(lumen.LumenError):
-        lumen.process_images(paths, "otsu", outputs=outs, memory_limit=1)
+        lumen.process_images(paths, "otsu", outputs=outs, memory_limit=one)
     assert [os.path.exists(o) for o in outs] == [True, True, False, False, False]
 
     def boom(a, device):
@@ -184,8 +187,9 @@ def test_errors(tmp_path):
 
     with pytest.raises(RuntimeError, match="boom at 1"):
         lumen.process_images(images, boom)
+    one = lumen.process_images(images[:1], "gaussian", return_report=True)[1]["item_bytes"]
     with pytest.raises(lumen.LumenError, match="cancelled"):
-        lumen.process_images(images, "gaussian", memory_limit=1, progress=lambda done, n: done >= 2)
+        lumen.process_images(images, "gaussian", memory_limit=one, progress=lambda done, n: done >= 2)
     calls = []
     lumen.process_images(images, "gaussian", progress=lambda done, n: calls.append((done, n)))
     assert calls[0] == (0, N) and calls[-1] == (N, N)
@@ -264,3 +268,30 @@ def test_other_algorithms_keep_the_python_path():
             return output
 
     assert _pipeline._lumen_op(Mine("dog", convention="lumen")) is None
+
+
+def test_memory_limit_refuses_an_image_over_it(tmp_path):
+    """Issue 40 item 14: one rule with the CLI: an image that alone needs more than memory_limit is
+    refused (a file from its header, before it is decoded: a 20000 x 20000 PNG of 390 KB took 3.5 GB),
+    naming what it needs and the limit; under the limit it runs."""
+    import struct
+    import zlib
+
+    def ch(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+
+    w = h = 20000
+    co = zlib.compressobj(9)
+    row = b"\x00" * (w + 1)
+    idat = b"".join(co.compress(row) for _ in range(h)) + co.flush()
+    big = tmp_path / "big.png"
+    big.write_bytes(b"\x89PNG\r\n\x1a\n" + ch(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+                    + ch(b"IDAT", idat) + ch(b"IEND", b""))
+    with pytest.raises(lumen.LumenMemoryError, match=r"big.png.*needs 400000000 bytes, over the memory limit of 67108864"):
+        lumen.process_images([str(big)], "gaussian", memory_limit=64 << 20)
+    a = np.zeros((2000, 2000), np.float32)  # an array: the engine's charge (input, copy, result, scratch)
+    with pytest.raises(lumen.LumenMemoryError, match=r"item 0 \(4000000 voxels\) needs about \d+ MiB .*over the memory "
+                                                     r"limit of 16 MiB"):
+        lumen.process_images([a], "gaussian", memory_limit=16 << 20)
+    got = lumen.process_images([a], "gaussian", memory_limit=1 << 30)
+    assert got[0].shape == a.shape

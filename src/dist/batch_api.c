@@ -30,6 +30,7 @@ typedef struct bstate {
   lumen_status failed_status;
   char failed_msg[1024];
   int cancelled;
+  int64_t limit, scratch;         /* opts->memory_limit (0: none); the op's scratch per item */
 } bstate;
 
 /* ------------------------------------------------------------------ contexts, failures */
@@ -90,6 +91,20 @@ static lumen_status wrap_input(lumen_ctx *ctx, const lumen_image *src, lumen_ima
   return LUMEN_OK;
 }
 
+/* One rule for every entry point (issue 40 item 14): an image whose charge alone (the input, its
+   float32 copy, the result and the op's scratch, as the engine charges it) exceeds memory_limit is
+   refused, as `lumen filter` refuses it; it used to run alone, over the limit. */
+static lumen_status over_limit(const bstate *t, lumen_ctx *ctx, int64_t i, const lumen_image *im) {
+  if (t->limit <= 0 || !im) return LUMEN_OK;
+  const int64_t count = lumen_image_count(im), f32 = 4 * count;
+  const int64_t need = lumen_image_nbytes(im) + f32 + t->scratch + (lumen_image_dtype(im) != LUMEN_DTYPE_FLOAT32 ? f32 : 0);
+  if (need <= t->limit) return LUMEN_OK;
+  return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY,
+                    "item %lld (%lld voxels) needs about %.0f MiB (input, float32 copy, result and the op's working "
+                    "buffers), over the memory limit of %.4g MiB; raise memory_limit or downscale the image",
+                    (long long)i, (long long)count, ceil((double)need / 1048576.0), (double)t->limit / 1048576.0);
+}
+
 static lumen_status b_read(void *user, lumen_ctx *ctx, int64_t i, lumen_image **out) {
   bstate *t = user;
   *out = NULL;
@@ -98,12 +113,20 @@ static lumen_status b_read(void *user, lumen_ctx *ctx, int64_t i, lumen_image **
   if (i == 0 && t->first) {
     *out = t->first;
     t->first = NULL;
-    return LUMEN_OK;
+    lumen_status s = over_limit(t, ctx, i, *out);
+    if (s != LUMEN_OK) {
+      lumen_image_free(*out);
+      *out = NULL;
+      record(t, i, s, "read", ctx);
+    }
+    return s;
   }
   lumen_ctx_clear_error(ctx);
   lumen_status s = t->cb->inputs ? wrap_input(ctx, t->cb->inputs[i], out) : t->cb->read(t->cb->user, ctx, i, out);
   if (s == LUMEN_OK && !*out) {
     s = lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "the read callback returned LUMEN_OK and no image");
+  } else if (s == LUMEN_OK && (s = over_limit(t, ctx, i, *out)) != LUMEN_OK) {
+    /* refused: over the memory limit alone (the message is on ctx) */
   } else if (s == LUMEN_OK && lumen_image_device(*out).kind != LUMEN_DEVICE_CPU) {
     char nm[16];
     lumen_device_format(lumen_image_device(*out), nm, sizeof nm);
@@ -332,6 +355,8 @@ static lumen_status run_engine(bstate *t, const lumen_batch_opts *o, const lumen
   int64_t scratch = t->op ? lumen_dist_op_scratch(t->op->cmd, lumen_batch_named_op_charge_name(t->op, t->cb->op_opts),
                                                   count, op_threads)
                           : lumen_dist_op_scratch("compute", "compute", count, op_threads); /* 4 float32 images */
+  t->limit = o->memory_limit;
+  t->scratch = scratch;
   lumen_dist_imgbatch b = {.n = t->n, .devs = devs, .device_given = given, .overlap = !o->no_overlap,
                            .memory_limit = o->memory_limit, .count = count, .scratch = scratch, .threads = threads,
                            .user = t, .context = b_context, .read = b_read, .write = b_write, .compute = b_compute,

@@ -345,7 +345,9 @@ static void *serial_worker(void *arg) {
     pthread_mutex_lock(&r->mu);
     int64_t i = r->next++;
     int go = i < r->n && admit(r, i, r->est_known ? r->est : r->limit + 1);
-    if (go) charge(r, i, 0);
+    /* charged with the estimate while it is read: another worker must not be admitted beside it
+       as if it held nothing (two items in flight under a limit that holds one) */
+    if (go) charge(r, i, r->est_known ? r->est : 0);
     pthread_mutex_unlock(&r->mu);
     if (!go) break;
     void *data = NULL;

@@ -203,7 +203,9 @@ lumen_status lumen_dicom_decode_isolated(lumen_ctx *ctx, const char *path, const
     int null_fd = open("/dev/null", O_WRONLY);  /* an assert() message is ours to report, not GDCM's */
     if (null_fd >= 0) dup2(null_fd, 2);
 #if LUMEN_TEST_HOOKS
-    if (getenv("LUMEN_TEST_DICOM_CHILD_ABORT")) abort();  /* test builds: a decoder that aborts */
+    /* test builds: a decoder that aborts ("1": every decoder process, "child": the forked ones) */
+    const char *ab = getenv("LUMEN_TEST_DICOM_CHILD_ABORT");
+    if (ab && (!strcmp(ab, "1") || !strcmp(ab, "child"))) abort();
     if (getenv("LUMEN_TEST_DICOM_CHILD_SPIN")) lumen_dicom_test_spin(); /* ... or never ends */
 #endif
     int r = lumen_dicom_gdcm_decode(data, size, hdr, pixels, bytes, msg, MSG_BYTES);

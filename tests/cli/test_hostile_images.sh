@@ -252,6 +252,17 @@ ds.save_as('impl_in_expl.dcm', write_like_original=True)" "$pyd"
     "[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && cmp -s <(tail -c +353 ie.nii) <(tail -c +353 im.nii)" || cat ie.err
 fi
 
+# ---- issue 40 item 1: `lumen filter --batch` past its read-ahead budget decodes on the reader
+# thread (the process has threads): there the decode runs in the helper program, so a decoder that
+# aborts (test hook, helper only) fails that item with a message, never the process (it died of
+# SIGABRT); the items decoded before the threads started (forked) are written
+if [ -n "$pyd" ] && "$bin" --version | grep -q "test hooks"; then
+  for i in 1 2 3 4 5 6; do echo "$pyd/MR_small_RLE.dcm ra$i.nii"; done > ra.txt
+  LUMEN_TEST_DICOM_CHILD_ABORT=helper "$bin" filter gaussian --batch ra.txt --memory-limit 70K -q 2> ra.err; rc=$?
+  check "filter --batch: a decoder abort past the read-ahead budget is an error (exit 1), not SIGABRT; the earlier items written" \
+    "[ $rc -eq 1 ] && grep -q 'malformed pixel data (decoder aborted, signal 6)' ra.err && [ -s ra1.nii ]" || { echo "rc $rc"; cat ra.err; }
+fi
+
 lib=$(dirname "$bin")/liblumen.so
 if [ -f "$lib" ] && ! ldd "$lib" 2>/dev/null | grep -q libasan && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
   LUMEN_LIBRARY="$lib" PYTHONPATH="${LUMEN_SOURCE_DIR:-$LUMEN_CLI_TESTS/../..}/python" /usr/bin/python3 - > tp.out 2>&1 <<'PYEOF'

@@ -76,15 +76,31 @@ def _fresh_build_dir(bdir):
     os.makedirs(bdir, exist_ok=True)
 
 
+def _driver_present():
+    """True when nvidia-smi lists a GPU (an NVIDIA driver is installed and answers)."""
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def build_liblumen(bdir):
     """Configures and builds liblumen in bdir; returns the path of the library's real file."""
     cmake = _cmake()
     _fresh_build_dir(bdir)
     args = [cmake, "-S", ROOT, "-B", bdir, "-DCMAKE_BUILD_TYPE=Release", "-DLUMEN_TESTS=OFF",
             "-DLUMEN_TEST_HOOKS=OFF", "-DLUMEN_MPI=OFF", "-DLUMEN_WERROR=OFF"]
-    # passed every time (ON: CUDA when nvcc is found, CMake's default), so that a kept build folder
-    # configured with OFF does not stay CPU-only once the variable is unset
-    cuda = os.environ.get("LUMEN_CUDA", "").strip() or "ON"
+    # passed every time, so that a kept build folder does not keep an earlier choice. Unset: the
+    # CUDA tier only where an NVIDIA driver answers (nvidia-smi -L): compiling every CUDA
+    # architecture took most of a 10-minute `pip install .` on machines that cannot run it
+    # (issue 43 item 4); LUMEN_CUDA=ON builds it anyway (when nvcc is found), OFF never.
+    cuda = os.environ.get("LUMEN_CUDA", "").strip()
+    if not cuda:
+        cuda = "ON" if _driver_present() else "OFF"
+        if cuda == "OFF":
+            sys.stderr.write("lumen build: no NVIDIA driver answered (nvidia-smi -L): building without the CUDA "
+                             "tier; set LUMEN_CUDA=ON to build it anyway\n")
     if cuda.upper() not in ("ON", "OFF", "1", "0", "TRUE", "FALSE", "YES", "NO"):
         _fail("LUMEN_CUDA=%s: expected OFF (no CUDA tier) or ON (CUDA when nvcc is found)" % cuda)
     args.append("-DLUMEN_CUDA=" + cuda)

@@ -4,7 +4,10 @@
 # On a system without apt-get it lists what to install and goes on (the build then reports
 # which optional parts are off).
 set -euo pipefail
-
+# --demo: only what `make demo` needs (the compiler and the libraries the lumen program links),
+# so that a newcomer sees the demo in minutes; `make test` installs the rest.
+DEMO_PACKAGES=(gcc make cmake pkg-config zlib1g-dev libnifti2-dev libcjson-dev libpng-dev libxxhash-dev
+  libdeflate-dev libgsl-dev libfftw3-dev)
 # Build tools and libraries (DESIGN.md "Dependencies"). CUDA is optional and not installed here.
 PACKAGES=(
   gcc make cmake pkg-config
@@ -35,6 +38,10 @@ PACKAGES=(
 #   GDCM's CMake config names, which CMake otherwise warns about)
 OPTIONAL=(chromium libgdcm-dev libgdcm-tools python3-pydicom)
 
+if [ "${1:-}" = "--demo" ]; then
+  PACKAGES=("${DEMO_PACKAGES[@]}")
+  OPTIONAL=()
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

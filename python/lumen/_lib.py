@@ -49,6 +49,10 @@ def _candidates():
 
 
 def _load():
+    # OpenMP's idle threads sleep rather than spin (docs/BENCHMARKS.md "shared cores"): libgomp
+    # reads OMP_WAIT_POLICY when it is loaded, which liblumen does now, unless the process loaded
+    # it before; a value the user set wins. Other OpenMP libraries loaded later see it too.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     tried = []
     for path, where in _candidates():
         try:

@@ -1,5 +1,6 @@
 /* lumen: command-line entry point; dispatches to one function per command. */
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
@@ -30,6 +31,20 @@ static void usage(FILE *out) {
           "\n'lumen <command> --help' describes a command's options.\n"
           "Start with 'lumen backends' after installing, to check the build and the machine.\n");
 }
+
+/* OpenMP's idle threads sleep rather than spin (issue 43 item 1): with other work on the cores
+   (a laptop, a shared server, `lumen batch --jobs`, a CI runner) libgomp's default spinning made 2
+   threads slower than 1 and cost 1.4-2.7x the CPU per fit. libgomp reads OMP_WAIT_POLICY once, when
+   it is loaded, before main runs; a function in the program's .preinit_array runs before any
+   library's initialisers. A user's own OMP_WAIT_POLICY wins (setenv does not overwrite). */
+static void passive_openmp(int argc, char **argv, char **envp) {
+  (void)argc;
+  (void)argv;
+  (void)envp;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+}
+__attribute__((section(".preinit_array"), used)) static void (*const lumen_preinit)(int, char **, char **) =
+    passive_openmp;
 
 int main(int argc, char **argv) {
   /* a file-size limit (ulimit -f) makes the write that crosses it fail with EFBIG, which every

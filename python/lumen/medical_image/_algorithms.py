@@ -30,7 +30,7 @@ def _convention(value):
 def _data(image):
     if getattr(image, "pixel_data", None) is None:
         raise DicomDataNotLoadedError("Image pixel_data is None. Call .load() first.")
-    return np.asarray(image.pixel_data, np.float32)
+    return np.asarray(image._array, np.float32)
 
 
 class Algorithm(object):
@@ -97,12 +97,12 @@ class FebdsAlgorithm(Algorithm):
             Filters.laplacian_of_gaussian(image, output, sigma=2.0, device=dev)
         else:
             FrequencyOperations.fft(image, output, device=dev)
-            kernel = InMemoryImage(array=np.zeros(np.shape(output.pixel_data), np.float32))
+            kernel = InMemoryImage(array=np.zeros(np.shape(output._array), np.float32))
             Filters.butterworth_kernel(output, kernel, device=dev)
-            output.pixel_data = output.pixel_data * kernel.pixel_data
+            output.pixel_data = output._array * kernel._array
             FrequencyOperations.inverse_fft(output, output, device=dev)
         # the original's abs is torch.abs(x.float()): a complex x (fft) loses its imaginary part first
-        enhanced = np.ascontiguousarray(np.real(output.pixel_data), np.float32)
+        enhanced = np.ascontiguousarray(np.real(output._array), np.float32)
         output.pixel_data = _lo.absolute(enhanced, device=dev, precision=self._precision())
         Filters.median_filter(output, output, size=5, device=dev)
         Filters.gamma_correction(output, output, gamma=1.25, device=dev)
@@ -269,7 +269,7 @@ class SbrgAlgorithm(Algorithm):
         dilated = edges.clone()
         MorphologyOperations.dilation(edges, dilated, radius=2, device=dev)
         MorphologyOperations.erosion(dilated, output, radius=2, device=dev)
-        output.pixel_data = (np.asarray(output.pixel_data) > 0).astype(np.float32)
+        output.pixel_data = (np.asarray(output._array) > 0).astype(np.float32)
         return output
 
 
@@ -282,7 +282,7 @@ class MammographyPreprocessing(object):
         """uint8 0/1: the original's Otsu (256 / 4096 bins, linspace bin centres) then the largest
         4-connected component (lumen.largest_component; scipy.ndimage.label's default)."""
         dev = str(resolve_device(image, explicit=device))
-        otsu = Threshold.otsu_threshold(image, None, device=dev).pixel_data
+        otsu = Threshold.otsu_threshold(image, None, device=dev)._array
         mask = _lo.largest_component(otsu, connectivity=1, device=dev).astype(np.uint8)
         return _result(output, mask)
 
@@ -290,7 +290,7 @@ class MammographyPreprocessing(object):
     @requires_loaded
     def apply_breast_mask(image, output=None, device=None):
         """The image times its breast mask (float32)."""
-        mask = MammographyPreprocessing.breast_mask(image, device=device).pixel_data
+        mask = MammographyPreprocessing.breast_mask(image, device=device)._array
         masked = _data(image) * mask.astype(np.float32)
         return _result(output, masked)
 

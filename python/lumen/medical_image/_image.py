@@ -1,17 +1,21 @@
-"""medical_image.data.Image over numpy: pixel_data is a float32 numpy array (the original holds
-a float32 torch tensor); a torch tensor given to from_array is copied to the host as numpy.
+"""medical_image.data.image.Image over lumen: pixel_data is held as _arrays.py says (a CPU torch
+tensor when torch is installed, else numpy; the original always holds a torch tensor); arrays
+given to from_array become float32, as the original's .float().
 
 Image is concrete here (the original's is abstract): Image.from_file reads PNG or NIfTI at
 once through lumen's readers; load() is then a no-op. to(device) records the device the ops
 run on (lumen moves the data per op); pin_memory() is a no-op (lumen pins its own staging
 buffers)."""
 import copy
+import json
 import os
 
 import numpy as np
 
 from ._device import Device
 from ._files import read_array
+from . import _arrays
+from ._annotation import Annotation
 
 
 class DicomDataNotLoadedError(ValueError):
@@ -19,11 +23,9 @@ class DicomDataNotLoadedError(ValueError):
 
 
 def _as_float32(array):
-    if hasattr(array, "detach") and hasattr(array, "cpu"):  # a torch tensor, without importing torch
-        array = array.detach().cpu().float().numpy()
-    if not isinstance(array, np.ndarray):
+    if not (_arrays.is_tensor(array) or isinstance(array, np.ndarray)):
         raise TypeError("array must be a NumPy array or a PyTorch tensor")
-    return np.ascontiguousarray(array, dtype=np.float32)
+    return _arrays.as_float32(array)
 
 
 class Image(object):
@@ -32,7 +34,7 @@ class Image(object):
     def __init__(self, file_path=None, array=None, width=None, height=None, source_image=None):
         self.file_path = None
         self._width, self._height = width, height
-        self.pixel_data = None
+        self._pixels = None
         self._device = Device("cpu")
         self.annotations = None
         if file_path is not None:
@@ -44,9 +46,22 @@ class Image(object):
         elif source_image is not None:
             self.file_path = source_image.file_path
             self._width, self._height = source_image._width, source_image._height
-            if source_image.pixel_data is not None:
-                self.pixel_data = np.array(source_image.pixel_data, copy=True)
-            self.annotations = copy.deepcopy(source_image.annotations)
+            self._pixels = _arrays.to_backend(_arrays.clone(source_image.pixel_data))
+            self.annotations = [a.copy() for a in source_image.annotations] if source_image.annotations else None
+
+    @property
+    def pixel_data(self):
+        """The pixels: a torch tensor when torch is installed, else a numpy array (or None)."""
+        return self._pixels
+
+    @pixel_data.setter
+    def pixel_data(self, value):
+        self._pixels = _arrays.to_backend(value)
+
+    @property
+    def _array(self):
+        """A numpy view of pixel_data (what lumen computes on), or None."""
+        return _arrays.to_numpy(self._pixels)
 
     @property
     def width(self):
@@ -95,8 +110,11 @@ class Image(object):
         new = self.__class__.__new__(self.__class__)
         new.file_path = self.file_path
         new._width, new._height, new._device = self._width, self._height, self._device
-        new.pixel_data = None if self.pixel_data is None else np.array(self.pixel_data, copy=True)
-        new.annotations = copy.deepcopy(self.annotations)
+        new._pixels = _arrays.clone(self._pixels)
+        new.annotations = [a.copy() for a in self.annotations] if self.annotations else None
+        for heavy in ("dicom_data", "_pil_image"):  # as the original: the heavy objects stay behind
+            if hasattr(self, heavy):
+                setattr(new, heavy, None)
         return new
 
     @classmethod
@@ -119,10 +137,75 @@ class Image(object):
     def empty(cls, width=None, height=None):
         return cls(width=width, height=height)
 
+    def add_annotation(self, annotation):
+        if self.annotations is None:
+            self.annotations = []
+        self.annotations.append(annotation)
+
+    def remove_annotation(self, index):
+        if self.annotations is None or not -len(self.annotations) <= index < len(self.annotations):
+            raise IndexError("Annotation index %s out of range" % index)
+        return self.annotations.pop(index)
+
+    def to_json(self, file_path=None):
+        """The image's path, size, class name and annotations (no pixels) as JSON; also written
+        to file_path when given."""
+        text = json.dumps({"file_path": self.file_path, "width": self.width, "height": self.height,
+                           "image_type": type(self).__name__,
+                           "annotations": [a.to_dict() for a in (self.annotations or [])]}, indent=2)
+        if file_path:
+            with open(file_path, "w") as f:
+                f.write(text)
+        return text
+
+    @classmethod
+    def from_json(cls, json_input):
+        """An image of this class from to_json's text or a file holding it (pixels not loaded;
+        a file_path that no longer exists is dropped)."""
+        data = _json_data(json_input)
+        path = data.get("file_path")
+        img = cls.__new__(cls)
+        Image.__init__(img, file_path=path if path and os.path.exists(path) else None,
+                       width=data.get("width"), height=data.get("height"))
+        for heavy in cls._heavy:
+            setattr(img, heavy, None)
+        if data.get("annotations"):
+            img.annotations = [Annotation.from_dict(a) for a in data["annotations"]]
+        return img
+
+    _heavy = ()  # attributes a subclass holds its decoder's objects in (None until load())
+
+    def display_info(self):
+        """Logs the path, pixel type and shape, size and annotation count (logger "medical_image")."""
+        from ._logging import logger
+        logger.info("=== Image Info ===")
+        logger.info("File: %s", os.path.basename(self.file_path) if self.file_path else "<None>")
+        if self.pixel_data is not None:
+            logger.info("Pixel Data: Loaded, %s, shape %s, device %s", self.pixel_data.dtype,
+                        tuple(self.pixel_data.shape), self.device)
+        else:
+            logger.info("Pixel Data: Not loaded")
+        logger.info("Width: %s  Height: %s", self.width, self.height)
+        logger.info("Annotations: %s", "%d items" % len(self.annotations) if self.annotations else "None")
+
     def __repr__(self):
         status = "loaded" if self.pixel_data is not None else "unloaded"
         return "%s(path='%s', %sx%s, %s, device=%s)" % (self.__class__.__name__, self.file_path, self.width,
                                                        self.height, status, self.device)
+
+
+def _json_data(json_input):
+    if os.path.isfile(json_input):
+        with open(json_input) as f:
+            return json.load(f)
+    return json.loads(json_input)
+
+
+def image_from_json(json_input):
+    """The Image subclass named by the JSON's image_type (DicomImage, PNGImage, else InMemoryImage)."""
+    from ._dicom import DicomImage
+    kinds = {"DicomImage": DicomImage, "PNGImage": PNGImage, "InMemoryImage": InMemoryImage}
+    return kinds.get(_json_data(json_input).get("image_type"), InMemoryImage).from_json(json_input)
 
 
 class InMemoryImage(Image):
@@ -130,12 +213,15 @@ class InMemoryImage(Image):
 
 
 class PNGImage(Image):
-    """An Image read from a .png file on load()."""
+    """An Image read from a .png file on load() (lumen's PNG reader: colour becomes luminance;
+    the original keeps Pillow's (H, W, 3))."""
+    _heavy = ("_pil_image",)
 
     def __init__(self, file_path):
         super().__init__(file_path=file_path)
         if os.path.splitext(self.file_path)[1].lower() != ".png":
             raise ValueError("Unsupported file type: %s" % os.path.splitext(self.file_path)[1])
+        self._pil_image = None
 
 
 def requires_loaded(func):

@@ -45,7 +45,7 @@ def _pixels(image):
     """The algorithm classes' input (their _data): the pixels as float32, loaded or an error."""
     if getattr(image, "pixel_data", None) is None:
         raise DicomDataNotLoadedError("Image pixel_data is None. Call .load() first.")
-    return np.asarray(image.pixel_data, np.float32)
+    return np.asarray(image._array, np.float32)
 
 
 def _lumen_op(algorithm):

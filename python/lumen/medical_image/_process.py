@@ -1,7 +1,7 @@
 """medical_image.process over lumen: Filters, Threshold, MorphologyOperations, Metrics,
 FrequencyOperations. Each op takes (image, output, ...) as the original, runs lumen on the
 resolved device at the default precision (get_default_precision), sets output.pixel_data
-(numpy) and returns output.
+(numpy, or a torch tensor when torch is installed: _arrays.py) and returns output.
 
 Where lumen's own default differs, the original's convention is kept (docs/BINDINGS.md):
 median borders (mirror, PyTorch 'reflect'), the LoG form (Gaussian with edge borders, then the
@@ -45,7 +45,7 @@ class Filters(object):
     def convolution(image, output, kernel, device=None):
         """Correlation with zero borders (the original's F.conv2d after a zero pad; odd kernels)."""
         k = np.asarray(kernel.detach().cpu().numpy() if hasattr(kernel, "detach") else kernel, np.float32)
-        res = _lo.convolve(image.pixel_data, k, mode="constant", cval=0.0, correlate=True,
+        res = _lo.convolve(image._array, k, mode="constant", cval=0.0, correlate=True,
                            device=_dev(image, device), precision=_precision())
         return _set(output, res)
 
@@ -53,7 +53,7 @@ class Filters(object):
     @requires_loaded
     def gaussian_filter(image, output, sigma, device=None, truncate=4.0):
         """Gaussian with edge-replicated borders (the original's 'replicate'), radius int(truncate sigma + 0.5)."""
-        a = image.pixel_data
+        a = image._array
         res = _li.gaussian(a, float(sigma), mode="nearest", truncate=truncate, spatial_dims=_sdims(a),
                            device=_dev(image, device), precision=_precision())
         return _set(output, res)
@@ -64,7 +64,7 @@ class Filters(object):
         """Median over size x size with mirror borders (PyTorch 'reflect'; lumen's default is scipy's reflect)."""
         if size % 2 == 0:
             raise ValueError("Median filter size must be odd")
-        a = image.pixel_data
+        a = image._array
         res = _li.median(a, int(size), mode="mirror", spatial_dims=_sdims(a), device=_dev(image, device),
                          precision=_precision())
         return _set(output, res)
@@ -107,7 +107,7 @@ class Filters(object):
             high_sigma = low_sigma * 1.6
         if high_sigma < low_sigma:
             raise ValueError("high_sigma must be >= low_sigma")
-        a = image.pixel_data
+        a = image._array
         if high_sigma == low_sigma:
             return _set(output, np.zeros(a.shape, np.float32))
         res = _li.dog(a, float(low_sigma), float(high_sigma), mode="nearest", truncate=truncate,
@@ -119,7 +119,7 @@ class Filters(object):
     def laplacian_of_gaussian(image, output, sigma, device=None):
         """The original's form: Gaussian (edge borders), then the 4-neighbour Laplacian with mirror
         borders (lumen's discrete=True); a 2-D image gives a (1, H, W) result, as the original."""
-        a = image.pixel_data
+        a = image._array
         res = _li.gaussian_laplace(a, float(sigma), mode="nearest", discrete=True, spatial_dims=_sdims(a),
                                    device=_dev(image, device), precision=_precision())
         return _set(output, res[np.newaxis] if res.ndim == 2 else res)
@@ -128,7 +128,7 @@ class Filters(object):
     @requires_loaded
     def gamma_correction(image, output, gamma, device=None):
         """4095 (x / 4095) ** gamma (values below 0 are clamped to 0 by lumen)."""
-        res = _lo.gamma(image.pixel_data, float(gamma), max_value=4095.0, device=_dev(image, device),
+        res = _lo.gamma(image._array, float(gamma), max_value=4095.0, device=_dev(image, device),
                         precision=_precision())
         return _set(output, res)
 
@@ -136,7 +136,7 @@ class Filters(object):
     @requires_loaded
     def contrast_adjust(image, output, contrast, brightness, device=None):
         """clamp(a x + b, 0, bins) on the values truncated to integers (as the original's int32)."""
-        x = np.trunc(image.pixel_data).astype(np.float32)
+        x = np.trunc(image._array).astype(np.float32)
         res = _lo.contrast(x, float(contrast), float(brightness), bins=0, device=_dev(image, device),
                            precision=_precision())
         return _set(output, res)
@@ -174,7 +174,7 @@ class Threshold(object):
     @requires_loaded
     def otsu_threshold(image, output=None, device=None):
         """uint8 mask image > t, t the original's Otsu threshold (its bin centres)."""
-        a = np.asarray(image.pixel_data, np.float32)
+        a = np.asarray(image._array, np.float32)
         t = _otsu_original(a, _dev(image, device))
         mask = (a > np.float32(t)).astype(np.uint8)
         if output is None:
@@ -189,7 +189,7 @@ class Threshold(object):
         sauvola mirrors: the image is edge-padded here and the border cropped)."""
         if window_size % 2 == 0:
             raise ValueError("Window size must be an odd integer.")
-        a = _plane(image.pixel_data)
+        a = _plane(image._array)
         p = window_size // 2
         padded = np.pad(a, p, mode="edge")
         m = _lo.sauvola(padded, window=window_size, k=k, r=float(r), foreground=255, device=_dev(image, device))
@@ -203,8 +203,8 @@ class Threshold(object):
     def binarize(image, output, alpha, device=None):
         """uint8 (lv^2 >= alpha gv^2) with the original's unbiased (n - 1) variances: lv over a
         5 x 5 window with mirror borders, gv of the whole image."""
-        lv = Metrics.local_variance(image, _scratch(), 5, device=device).pixel_data
-        gv = Metrics.variance(image, _scratch(), device=device).pixel_data
+        lv = Metrics.local_variance(image, _scratch(), 5, device=device)._array
+        gv = Metrics.variance(image, _scratch(), device=device)._array
         return _set(output, (lv.astype(np.float32) ** 2 >= np.float32(alpha) * gv ** 2).astype(np.uint8))
 
 
@@ -241,7 +241,7 @@ class MorphologyOperations(object):
         """Dilation then erosion with a kernel_size square, zero padding each time; int64 result
         (truncated, as the original's .to(torch.int64))."""
         dev = _dev(image, device)
-        d = _pad_zero_op(image.pixel_data, "dilate", kernel_size // 2, dev)
+        d = _pad_zero_op(image._array, "dilate", kernel_size // 2, dev)
         e = _pad_zero_op(d, "erode", kernel_size // 2, dev)
         return _set(output, np.trunc(e).astype(np.int64))
 
@@ -249,7 +249,7 @@ class MorphologyOperations(object):
     @requires_loaded
     def region_fill(image, output, device=None):
         """scipy.ndimage.binary_fill_holes of image != 0 (lumen.fill_holes), float32 0/1."""
-        res = _li.fill_holes(np.asarray(image.pixel_data) != 0, device=_dev(image, device))
+        res = _li.fill_holes(np.asarray(image._array) != 0, device=_dev(image, device))
         return _set(output, res.astype(np.float32))
 
     @staticmethod
@@ -260,19 +260,19 @@ class MorphologyOperations(object):
     @staticmethod
     @requires_loaded
     def erosion(image, output, radius=4, device=None):
-        return _set(output, _pad_zero_op(image.pixel_data, "erode", radius, _dev(image, device)))
+        return _set(output, _pad_zero_op(image._array, "erode", radius, _dev(image, device)))
 
     @staticmethod
     @requires_loaded
     def dilation(image, output, radius=4, device=None):
-        return _set(output, _pad_zero_op(image.pixel_data, "dilate", radius, _dev(image, device)))
+        return _set(output, _pad_zero_op(image._array, "dilate", radius, _dev(image, device)))
 
     @staticmethod
     @requires_loaded
     def white_top_hat(image, output, radius=4, device=None):
         """max(I - dilation(erosion(I)), 0), both zero-padded (the original's opening)."""
         dev = _dev(image, device)
-        a = _plane(np.asarray(image.pixel_data, np.float32))
+        a = _plane(np.asarray(image._array, np.float32))
         opened = _pad_zero_op(_pad_zero_op(a, "erode", radius, dev), "dilate", radius, dev)
         return _set(output, np.maximum(a - opened, np.float32(0)))
 
@@ -283,7 +283,7 @@ class Metrics(object):
     @requires_loaded
     def entropy(image, decimals=4, device=None):
         """Shannon entropy (bits) of an int(max - min + 1)-bin histogram over [min, max], rounded."""
-        a = np.asarray(image.pixel_data, np.float32)
+        a = np.asarray(image._array, np.float32)
         bins = int(float(a.max()) - float(a.min()) + 1)
         return round(_lo.entropy(a, bins=bins, device=_dev(image, device)), decimals)
 
@@ -292,8 +292,8 @@ class Metrics(object):
     def joint_entropy(image1, image2, decimals=4, device=None):
         """Entropy of the pair codes a * bins_b + b kept within [0, bins_a bins_b - 1] (the original's
         histogram: one bin per pair for integer images whose minimum is 0), rounded."""
-        a = np.asarray(image1.pixel_data, np.float64).ravel()
-        b = np.asarray(image2.pixel_data, np.float64).ravel()
+        a = np.asarray(image1._array, np.float64).ravel()
+        b = np.asarray(image2._array, np.float64).ravel()
         bins_a = int(a.max() - a.min() + 1)
         bins_b = int(b.max() - b.min() + 1)
         codes = a * bins_b + b
@@ -316,7 +316,7 @@ class Metrics(object):
             if kh != kw:
                 raise ValueError("local_variance: kernel %r: lumen computes square windows only" % (kernel,))
             kernel = kh
-        a = _plane(image.pixel_data)
+        a = _plane(image._array)
         n = kernel * kernel
         lv = _lo.local_variance(a, window=kernel, mode="mirror", device=_dev(image, device), precision=_precision())
         return _set(output, (lv * np.float32(n / (n - 1) if n > 1 else np.nan)).astype(np.float32))
@@ -325,7 +325,7 @@ class Metrics(object):
     @requires_loaded
     def variance(image, output, device=None):
         """Unbiased (n - 1) variance of the whole image as a 0-d float32 array."""
-        _, v = _lo.variance(image.pixel_data, ddof=1, device=_dev(image, device))
+        _, v = _lo.variance(image._array, ddof=1, device=_dev(image, device))
         return _set(output, np.array(v, dtype=np.float32))
 
 
@@ -335,9 +335,9 @@ class FrequencyOperations(object):
     @staticmethod
     @requires_loaded
     def fft(image, output, device=None):
-        return _set(output, np.fft.fft2(np.asarray(image.pixel_data, np.float32)).astype(np.complex64))
+        return _set(output, np.fft.fft2(np.asarray(image._array, np.float32)).astype(np.complex64))
 
     @staticmethod
     @requires_loaded
     def inverse_fft(image, output, device=None):
-        return _set(output, np.fft.ifft2(np.asarray(image.pixel_data)).astype(np.complex64))
+        return _set(output, np.fft.ifft2(np.asarray(image._array)).astype(np.complex64))

@@ -1,0 +1,2 @@
+"""The module layout of medical_image.algorithms.algorithm over lumen."""
+from .._algorithms import Algorithm  # noqa: F401

@@ -1,0 +1,2 @@
+"""The module layout of medical_image.algorithms.breast_mask over lumen."""
+from .._algorithms import BreastMaskAlgorithm  # noqa: F401

@@ -1,0 +1,2 @@
+"""The module layout of medical_image.algorithms.kmeans over lumen."""
+from .._algorithms import KMeansAlgorithm  # noqa: F401

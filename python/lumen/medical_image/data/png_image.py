@@ -1,0 +1,2 @@
+"""The module layout of medical_image.data.png_image over lumen."""
+from .._image import PNGImage  # noqa: F401

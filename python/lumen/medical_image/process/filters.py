@@ -1,0 +1,2 @@
+"""The module layout of medical_image.process.filters over lumen."""
+from .._process import Filters  # noqa: F401

@@ -1,0 +1,2 @@
+"""The module layout of medical_image.process.frequency over lumen."""
+from .._process import FrequencyOperations  # noqa: F401

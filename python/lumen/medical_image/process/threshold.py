@@ -1,0 +1,2 @@
+"""The module layout of medical_image.process.threshold over lumen."""
+from .._process import Threshold  # noqa: F401

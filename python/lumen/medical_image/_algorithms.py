@@ -354,7 +354,16 @@ class MammographyPreprocessing(object):
                 return int(dicom.BitsStored)
             except (AttributeError, TypeError):
                 pass
-        return None  # lumen.normalize_bits infers 8 / 12 / 16 from the maximum, as the original
+        peak = float(np.max(image._array))  # as the original: 8 / 12 / 16 from the maximum
+        return 8 if peak <= 255 else 12 if peak <= 4095 else 16
+
+
+from . import _mammo_helpers  # noqa: E402
+
+MammographyPreprocessing._otsu_binary = staticmethod(_mammo_helpers.otsu_binary)
+MammographyPreprocessing._largest_connected_component = staticmethod(_mammo_helpers.largest_connected_component)
+MammographyPreprocessing._intensity_window = staticmethod(_mammo_helpers.intensity_window)
+MammographyPreprocessing._build_gabor_bank = staticmethod(_mammo_helpers.build_gabor_bank)
 
 
 def _result(output, data):

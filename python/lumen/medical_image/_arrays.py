@@ -56,9 +56,18 @@ def to_backend(x):
     a = np.asarray(x)
     if a.dtype.byteorder not in ("=", "|") or not a.flags.writeable or a.strides and min(a.strides) < 0:
         a = np.array(a, dtype=a.dtype.newbyteorder("="), copy=True)
-    if a.dtype == np.uint16 or a.dtype == np.uint32:  # torch's unsigned 16/32-bit support is partial
-        a = a.astype(np.int32 if a.dtype == np.uint16 else np.int64)
     return torch.from_numpy(np.ascontiguousarray(a))
+
+
+_LUMEN_TYPES = {np.dtype(t) for t in (np.float32, np.float64, np.uint8, np.uint16, np.bool_, np.complex64,
+                                       np.complex128)}
+
+
+def for_lumen(a):
+    """a, or a float32 copy when lumen's ops do not take its type (int16, int32, float16, ...)."""
+    if a is None or a.dtype in _LUMEN_TYPES:
+        return a
+    return a.astype(np.float32)
 
 
 def clone(x):

@@ -26,6 +26,18 @@ class Device(str):
         name = name.strip().lower() or "cpu"
         return str.__new__(cls, name)
 
+    def __eq__(self, other):
+        """Also equal to the torch.device of the same name (cuda and cuda:0 stay distinct, as in torch)."""
+        if not isinstance(other, str) and hasattr(other, "type") and hasattr(other, "index"):
+            other = str(other)
+        return str.__eq__(self, other)
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = str.__hash__
+
     @property
     def type(self):
         return self.split(":", 1)[0]
@@ -72,8 +84,14 @@ def get_default_precision():
 
 
 def get_dtype():
-    """numpy dtype of the default precision (bfloat16, which numpy lacks, is returned as float32
-    holding bfloat16-rounded values)."""
+    """The default precision's dtype: torch's (float32, float16, bfloat16) when pixel data is held
+    as torch tensors (_arrays.py), else numpy's (bfloat16, which numpy lacks, as float32 holding
+    bfloat16-rounded values)."""
+    from ._arrays import torch_module
+    torch = torch_module()
+    if torch is not None:
+        return {Precision.FULL: torch.float32, Precision.HALF: torch.float16,
+                Precision.BFLOAT16: torch.bfloat16}[get_default_precision()]
     return {Precision.FULL: np.dtype(np.float32), Precision.HALF: np.dtype(np.float16),
             Precision.BFLOAT16: np.dtype(np.float32)}[get_default_precision()]
 

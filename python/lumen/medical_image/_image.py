@@ -60,8 +60,9 @@ class Image(object):
 
     @property
     def _array(self):
-        """A numpy view of pixel_data (what lumen computes on), or None."""
-        return _arrays.to_numpy(self._pixels)
+        """A numpy view of pixel_data (what lumen computes on: float32 when lumen does not take
+        the stored type), or None."""
+        return _arrays.for_lumen(_arrays.to_numpy(self._pixels))
 
     @property
     def width(self):
@@ -89,7 +90,13 @@ class Image(object):
         return self
 
     def pin_memory(self):
-        """No-op (numpy host memory; lumen stages device copies itself); returns self."""
+        """Pins a torch tensor's memory where torch can (a CUDA build); numpy stays as it is
+        (lumen stages its own device copies). Returns self."""
+        if _arrays.is_tensor(self._pixels) and not self._pixels.is_pinned():
+            try:
+                self._pixels = self._pixels.pin_memory()
+            except RuntimeError:  # torch without a CUDA driver cannot pin
+                pass
         return self
 
     def ensure_loaded(self):

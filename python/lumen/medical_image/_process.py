@@ -143,14 +143,19 @@ class Filters(object):
 
     @staticmethod
     def gaussian_filter_batch(images, sigma, device=None, truncate=4.0):
-        """A (B, C, H, W) batch (numpy or torch) -> the filtered (B, C, H, W) float32 numpy array."""
+        """A (B, C, H, W) batch (numpy or torch) -> the filtered (B, C, H, W) float32 batch, a
+        torch tensor on the input's device when given one."""
         a = images.detach().cpu().float().numpy() if hasattr(images, "detach") else np.asarray(images, np.float32)
         shape = a.shape
         flat = np.ascontiguousarray(a.reshape((-1,) + shape[-2:]), np.float32)
         dev = str(resolve_device(explicit=device)) if device is not None else None
         res = _lo.gaussian_batch(flat, float(sigma), mode="nearest", truncate=truncate, device=dev,
                                  precision=_precision())
-        return res.reshape(shape)
+        res = res.reshape(shape)
+        if hasattr(images, "detach"):
+            import torch  # the input is a tensor, so torch is there
+            return torch.from_numpy(np.ascontiguousarray(res)).to(images.device)
+        return res
 
 
 def _otsu_original(a, device):

@@ -70,6 +70,54 @@ static void read_bytes(png_structp png, png_bytep data, png_size_t length) {
   src->read += (int64_t)length;
 }
 
+/* Every colour type and depth read as one grey channel of 8 or 16 bits in host order. */
+static void grey_transforms(png_structp png, png_infop info, int colour, int depth, int interlace) {
+  if (colour == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+  if (colour == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
+  if (colour & PNG_COLOR_MASK_ALPHA || png_get_valid(png, info, PNG_INFO_tRNS)) png_set_strip_alpha(png);
+  if (colour & PNG_COLOR_MASK_COLOR || colour == PNG_COLOR_TYPE_PALETTE)
+    png_set_rgb_to_gray_fixed(png, 1, 21268, 71514);  /* Rec. 709: 0.21268, 0.71514 (blue: the rest) */
+  const uint16_t one = 1;
+  if (depth == 16 && *(const unsigned char *)&one == 1) png_set_swap(png);  /* to host order */
+  if (interlace != PNG_INTERLACE_NONE) png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+}
+
+/* The image's filtered size as stored: a filter byte and its samples per row (interlaced: up to 7
+   passes, each row with its own filter byte). */
+static int64_t filtered_bytes(png_uint_32 width, png_uint_32 height, int colour, int depth, int interlace) {
+  static const int channels_of[7] = {1, 0, 3, 1, 2, 0, 4};
+  const int ch = colour >= 0 && colour < 7 && channels_of[colour] ? channels_of[colour] : 4;
+  return (int64_t)height * (((int64_t)width * ch * depth + 7) / 8 + 1) * (interlace ? 2 : 1);
+}
+
+/* *im (uint8 or uint16) replaced by its float32 values (to_float 2: scaled to [0, 1]). */
+static lumen_status widen_to_float(lumen_ctx *ctx, lumen_image **im, int to_float) {
+  const int64_t dims[2] = {lumen_image_dim(*im, 0), lumen_image_dim(*im, 1)};
+  const int wide = lumen_image_dtype(*im) == LUMEN_DTYPE_UINT16;
+  lumen_image *f = NULL;
+  lumen_status s = lumen_image_create(ctx, 2, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &f);
+  if (s != LUMEN_OK) {
+    lumen_image_free(*im);
+    *im = NULL;
+    return s;
+  }
+  float *dst = lumen_image_data(f);
+  const int64_t n = dims[0] * dims[1];
+  const float scale = to_float == 2 ? 1.0f / (wide ? 65535.0f : 255.0f) : 1.0f;
+  if (wide) {
+    const uint16_t *src = lumen_image_const_data(*im);
+    for (int64_t i = 0; i < n; i++) dst[i] = (float)src[i] * scale;
+  } else {
+    const uint8_t *src = lumen_image_const_data(*im);
+    for (int64_t i = 0; i < n; i++) dst[i] = (float)src[i] * scale;
+  }
+  lumen_image_free(*im);
+  *im = f;
+  return LUMEN_OK;
+}
+
 lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_read_opts *opts, lumen_image **out,
                             int *bit_depth_out) {
   static const char fn[] = "lumen_png_read";
@@ -119,16 +167,7 @@ lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_re
   png_uint_32 width = 0, height = 0;
   int depth = 0, colour = 0, interlace = 0;
   png_get_IHDR(png, info, &width, &height, &depth, &colour, &interlace, NULL, NULL);
-  if (colour == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
-  if (colour == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
-  if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
-  if (colour & PNG_COLOR_MASK_ALPHA || png_get_valid(png, info, PNG_INFO_tRNS)) png_set_strip_alpha(png);
-  if (colour & PNG_COLOR_MASK_COLOR || colour == PNG_COLOR_TYPE_PALETTE)
-    png_set_rgb_to_gray_fixed(png, 1, 21268, 71514);  /* Rec. 709: 0.21268, 0.71514 (blue: the rest) */
-  const uint16_t one = 1;
-  if (depth == 16 && *(const unsigned char *)&one == 1) png_set_swap(png);  /* to host order */
-  if (interlace != PNG_INTERLACE_NONE) png_set_interlace_handling(png);
-  png_read_update_info(png, info);
+  grey_transforms(png, info, colour, depth, interlace);
   int out_depth = png_get_bit_depth(png, info);
   int channels = png_get_channels(png, info);
   size_t rowbytes = png_get_rowbytes(png, info);
@@ -161,14 +200,7 @@ lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_re
   }
   unsigned char *base = lumen_image_data(im);
   for (png_uint_32 y = 0; y < height; y++) rows[y] = base + (size_t)y * rowbytes;
-  {
-    /* the image's filtered size as stored: a filter byte and its samples per row (interlaced:
-       up to 7 passes, each row with its own filter byte) */
-    static const int channels_of[7] = {1, 0, 3, 1, 2, 0, 4};
-    const int ch = colour >= 0 && colour < 7 && channels_of[colour] ? channels_of[colour] : 4;
-    const int64_t filtered = (int64_t)height * (((int64_t)width * ch * depth + 7) / 8 + 1) * (interlace ? 2 : 1);
-    source.budget = source.read + 16 * filtered + ((int64_t)1 << 20);
-  }
+  source.budget = source.read + 16 * filtered_bytes(width, height, colour, depth, interlace) + ((int64_t)1 << 20);
   png_read_image(png, rows);
   /* no png_read_end: the image is whole; chunks after it (text, trailing data) are not read */
   png_destroy_read_struct(&png, &info, NULL);
@@ -176,24 +208,8 @@ lumen_status lumen_png_read(lumen_ctx *ctx, const char *path, const lumen_png_re
   free(rows);
   lumen_image *result = im;
   if (to_float) {
-    lumen_image *f = NULL;
-    s = lumen_image_create(ctx, 2, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &f);
-    if (s != LUMEN_OK) {
-      lumen_image_free(result);
-      return s;
-    }
-    float *dst = lumen_image_data(f);
-    int64_t n = (int64_t)width * (int64_t)height;
-    float scale = to_float == 2 ? 1.0f / (elem == 2 ? 65535.0f : 255.0f) : 1.0f;
-    if (elem == 2) {
-      const uint16_t *src = lumen_image_const_data(result);
-      for (int64_t i = 0; i < n; i++) dst[i] = (float)src[i] * scale;
-    } else {
-      const uint8_t *src = lumen_image_const_data(result);
-      for (int64_t i = 0; i < n; i++) dst[i] = (float)src[i] * scale;
-    }
-    lumen_image_free(result);
-    result = f;
+    s = widen_to_float(ctx, &result, to_float);
+    if (s != LUMEN_OK) return s;
   }
   *out = result;
   if (bit_depth_out) *bit_depth_out = out_depth;

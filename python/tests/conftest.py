@@ -29,6 +29,7 @@ def _build_dir():
 
 BUILD = _build_dir()
 LIBFILE = os.environ.get("LUMEN_LIBRARY") or os.path.join(BUILD, "liblumen.so")
+os.environ.setdefault("LUMEN_MEDICAL_IMAGE_ARRAYS", "numpy")  # the binding's tests check numpy results
 if os.environ.get("LUMEN_TEST_INSTALLED") != "1":
     os.environ["LUMEN_LIBRARY"] = LIBFILE
     sys.path.insert(0, PYDIR)

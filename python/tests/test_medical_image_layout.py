@@ -64,14 +64,92 @@ def test_flat_names_and_same_classes():
 
 
 def test_placeholders_say_what_they_need():
-    from lumen.medical_image.algorithms.deep_segmentation import DeepSegmentationAlgorithm
     from lumen.medical_image.datasets import INbreastDataset
-    with pytest.raises(ValueError):
-        DeepSegmentationAlgorithm()
-    with pytest.raises(NotImplementedError, match="weights"):
-        DeepSegmentationAlgorithm(checkpoint_path="model.pt")
     with pytest.raises(NotImplementedError, match="INbreast"):
         INbreastDataset("/nowhere")
+
+
+def _has_torch():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_deep_segmentation_without_torch_names_it():
+    if _has_torch():
+        pytest.skip("torch is installed")
+    from lumen.medical_image.algorithms.deep_segmentation import DeepSegmentationAlgorithm
+    with pytest.raises(ImportError, match="pip install torch"):
+        DeepSegmentationAlgorithm(model=object())
+
+
+def test_deep_segmentation_with_a_small_model():
+    """A fixed-logit model: a 6 x 6 lesion at (row 10, col 12) of each 32 x 32 window (stride 32:
+    six windows tile the 64 x 96 image): the mask, probability map, annotations, window counts."""
+    torch = pytest.importorskip("torch")
+    from lumen.medical_image.algorithms.deep_segmentation import DeepSegmentationAlgorithm
+    from lumen.medical_image._deep import _clahe_u8, _contours
+
+    class Hot(torch.nn.Module):
+        def forward(self, x):
+            out = torch.full((x.shape[0], 1) + tuple(x.shape[2:]), -6.0)
+            out[:, :, 10:16, 12:18] = 6.0
+            return out
+
+    with pytest.raises(ValueError, match="checkpoint_path or model"):
+        DeepSegmentationAlgorithm(device="cpu")
+    with pytest.raises(ValueError, match="blend"):
+        DeepSegmentationAlgorithm(model=Hot(), blend="max", device="cpu")
+    algo = DeepSegmentationAlgorithm(model=Hot(), patch_size=32, stride=32, device="cpu", crop_to_breast=False,
+                                     min_lesion_area=4)
+    assert algo.device == "cpu" and algo.stride == 32 and algo.threshold == 0.5
+    img = mi.InMemoryImage(array=np.random.default_rng(0).random((64, 96)).astype(np.float32) * 4095)
+    out = algo(img, img.clone())
+    mask = _arrays.to_numpy(out.pixel_data)
+    want = np.zeros((64, 96), np.float32)
+    for y in (0, 32):
+        for x in (0, 32, 64):
+            want[y + 10:y + 16, x + 12:x + 18] = 1
+    np.testing.assert_array_equal(mask, want)
+    assert algo.patches_inferred == 6 and algo.patches_skipped == 0 and algo.breast_bbox is None
+    prob = algo.probability_map.numpy()
+    assert prob.shape == (64, 96) and 0.0 <= prob.min() and prob.max() <= 1.0
+    assert algo.lesion_count == len(out.annotations) == 6
+    for ann in out.annotations:
+        assert ann.shape is mi.GeometryType.POLYGON and ann.label == "microcalcification"
+        x0, y0, x1, y1 = ann.metadata["bbox"]
+        assert ann.metadata["area"] == 36 and (x1 - x0, y1 - y0) == (5, 5)
+        assert 0.99 < ann.metadata["confidence"] <= 1.0
+    # min_lesion_area drops them all; the Gaussian blend leaves a 0/1 mask
+    big = DeepSegmentationAlgorithm(model=Hot(), patch_size=32, stride=16, device="cpu", min_lesion_area=10 ** 6)
+    out = big(img, img.clone())
+    assert out.annotations == [] and big.lesion_count == 0
+    assert set(np.unique(_arrays.to_numpy(out.pixel_data)).tolist()) <= {0.0, 1.0}
+    # CLAHE: float32 in [0, 1], a tensor for a tensor; a constant image stays constant
+    ramp = torch.linspace(0, 1, 64 * 64).reshape(64, 64)
+    c = DeepSegmentationAlgorithm._apply_clahe(ramp)
+    assert c.dtype == torch.float32 and c.shape == (64, 64) and 0 <= float(c.min()) and float(c.max()) <= 1
+    assert np.unique(_clahe_u8(np.full((20, 30), 7, np.uint8))).size == 1
+    # contours: a 2 x 2 square's level-0.5 outline (closed: first point repeated)
+    sq = np.zeros((5, 5), np.uint8)
+    sq[1:3, 1:3] = 1
+    (ring,) = _contours(sq)
+    assert ring[0] == ring[-1] and len(ring) == 9
+    assert set(ring) == {(0.5, 1.0), (0.5, 2.0), (1.0, 2.5), (2.0, 2.5), (2.5, 2.0), (2.5, 1.0), (2.0, 0.5),
+                         (1.0, 0.5)}
+
+
+def test_deep_segmentation_clahe_matches_opencv():
+    pytest.importorskip("torch")
+    cv2 = pytest.importorskip("cv2")
+    from lumen.medical_image._deep import _clahe_u8
+    rng = np.random.default_rng(3)
+    for shape in ((64, 64), (100, 77), (33, 9)):
+        a = (rng.random(shape) * 255).astype(np.uint8)
+        a[: shape[0] // 2] //= 3
+        np.testing.assert_array_equal(_clahe_u8(a), cv2.createCLAHE(clipLimit=2.0, tileGridSize=(8, 8)).apply(a))
 
 
 def test_dicom_image_matches_pydicom():

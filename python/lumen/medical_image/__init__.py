@@ -20,9 +20,10 @@ the image's device (Image.to) with lumen's CPU fallback.
 Also here: the algorithm classes (FEBDS, top-hat, k-means, FCM, PFCM, SBRG, breast mask, DICOM and
 GRAIL windows, bit-depth normalisation), MammographyPreprocessing, AsyncGPUPipeline and
 MultiGPUAlgorithm; Image.from_file reads PNG, NIfTI and DICOM; DicomImage, PatchGrid,
-RegionOfInterest, Annotation, image JSON, BaseDataset's COCO export. Names only (they raise
-NotImplementedError saying what they need): DeepSegmentationAlgorithm (model weights) and the
-INbreast / CBIS-DDSM datasets with their download, pairing and mask helpers (the data).
+RegionOfInterest, Annotation, image JSON, BaseDataset's COCO export; DeepSegmentationAlgorithm
+(a torch model run by sliding windows; needs torch). Names only (they raise NotImplementedError
+saying what they need): the INbreast / CBIS-DDSM datasets with their download, pairing and mask
+helpers (the data).
 """
 from ._device import (Device, resolve_device, Precision, set_default_precision, get_default_precision, get_dtype,
                       DeviceContext, gpu_safe, check_gpu_budget, estimate_image_bytes)

@@ -13,7 +13,9 @@
 # it), pytest; mis_suite_prepare.py unpacks the wheel and rewrites the tests' imports
 # (medical_image.tests -> mis_tests, medical_image -> lumen.medical_image) and writes the DICOM
 # fixture; pytest runs them with PYTHONPATH=<repo>/python and LUMEN_LIBRARY=<build>/liblumen.so,
-# then the unmodified tests against the original package; the counts are printed.
+# then the unmodified tests against the original package; the counts are printed, and
+# mis_suite_compare.py's per-test tables (exit status 1 when a test passing against the original
+# does not pass against lumen; it is the script's exit status).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -64,3 +66,6 @@ run original "$WORK/original/medical_image/tests" "$WORK/original"
 echo "== counts (of the tests collected in the files run)"
 "$VPY" "$HERE/mis_suite_counts.py" lumen "$WORK/lumen.xml"
 "$VPY" "$HERE/mis_suite_counts.py" original "$WORK/original.xml"
+echo "== per test, the original against lumen (also in $WORK/compare.md)"
+"$VPY" "$HERE/mis_suite_compare.py" "$WORK/original.xml" "$WORK/lumen.xml" | tee "$WORK/compare.md"
+exit "${PIPESTATUS[0]}"

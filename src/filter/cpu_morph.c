@@ -1,6 +1,6 @@
 /* CPU morphology (grey and binary erosion, dilation, opening, closing, white top-hat with disk,
- * square, ball and cube elements), hole filling, connected-component labelling and the largest
- * component.
+ * square, ball and cube elements) and hole filling (labelling and the largest component:
+ * cpu_label.c).
  *
  * Erosion/dilation: the element is a list of x-runs (dz, dy, half-width); the image is padded
  * with the identity (+inf for erosion, -inf for dilation), which equals scikit-image's behaviour
@@ -280,118 +280,6 @@ lumen_status lf_cpu_morphology(lumen_ctx *ctx, lf_call *call) {
 }
 
 /* ------------------------------------------------------------------ regions */
-
-typedef struct nb_list {
-  int n;
-  int d[26][3];
-} nb_list;
-
-static void neighbours(int spatial, int connectivity, nb_list *nb) {
-  nb->n = 0;
-  int zr = spatial > 2 ? 1 : 0, yr = spatial > 1 ? 1 : 0;
-  for (int dz = -zr; dz <= zr; dz++)
-    for (int dy = -yr; dy <= yr; dy++)
-      for (int dx = -1; dx <= 1; dx++) {
-        int m = abs(dx) + abs(dy) + abs(dz);
-        if (m == 0 || m > connectivity) continue;
-        nb->d[nb->n][0] = dx;
-        nb->d[nb->n][1] = dy;
-        nb->d[nb->n][2] = dz;
-        nb->n++;
-      }
-}
-
-/* BFS flood fill of the component of seed where sel(v) holds; marks with label. */
-static void flood(const uint8_t *fg, uint8_t want, int32_t *mark, int32_t label, int64_t seed, const lf_geom *g,
-                  const nb_list *nb, int64_t *queue) {
-  const int64_t n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
-  int64_t head = 0, tail = 0;
-  queue[tail++] = seed;
-  mark[seed] = label;
-  while (head < tail) {
-    int64_t i = queue[head++];
-    int64_t x = i % n0, y = (i / n0) % n1, z = i / (n0 * n1);
-    for (int k = 0; k < nb->n; k++) {
-      int64_t xx = x + nb->d[k][0], yy = y + nb->d[k][1], zz = z + nb->d[k][2];
-      if (xx < 0 || xx >= n0 || yy < 0 || yy >= n1 || zz < 0 || zz >= n2) continue;
-      int64_t j = (zz * n1 + yy) * n0 + xx;
-      if (mark[j] == 0 && fg[j] == want) {
-        mark[j] = label;
-        queue[tail++] = j;
-      }
-    }
-  }
-}
-
-int64_t lf_cpu_label_core(const float *in, int32_t *labels, const lf_geom *g, int connectivity) {
-  nb_list nb;
-  neighbours(g->spatial, connectivity, &nb);
-  uint8_t *fg = malloc((size_t)g->block);
-  int64_t *queue = malloc((size_t)g->block * sizeof *queue);
-  if (!fg || !queue) {
-    free(fg);
-    free(queue);
-    return -1;
-  }
-  int64_t count = 0;
-  for (int64_t b = 0; b < g->batch; b++) {
-    const float *src = in + b * g->block;
-    int32_t *lab = labels + b * g->block;
-    for (int64_t i = 0; i < g->block; i++) {
-      fg[i] = src[i] != 0.0f;
-      lab[i] = 0;
-    }
-    for (int64_t i = 0; i < g->block; i++)
-      if (fg[i] && lab[i] == 0) {
-        if (count >= INT32_MAX) {
-          free(fg);
-          free(queue);
-          return -2;
-        }
-        flood(fg, 1, lab, (int32_t)++count, i, g, &nb, queue);
-      }
-  }
-  free(fg);
-  free(queue);
-  return count;
-}
-
-lumen_status lf_cpu_label(lumen_ctx *ctx, lf_call *call) {
-  const lumen_region_opts *o = call->opts;
-  int64_t c = lf_cpu_label_core(call->in_f32[0], lumen_image_data(call->out), &call->geom, o->connectivity);
-  if (c == -1) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_label: out of host memory");
-  if (c < 0) return lumen_fail(ctx, LUMEN_ERR_OVERFLOW, "lumen_filter_label: more than 2^31 - 1 components");
-  call->count = c;
-  return LUMEN_OK;
-}
-
-lumen_status lf_cpu_largest_component(lumen_ctx *ctx, lf_call *call) {
-  const lumen_region_opts *o = call->opts;
-  const int64_t n = call->geom.total;
-  int32_t *lab = malloc((size_t)n * sizeof *lab);
-  if (!lab) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_largest_component: out of host memory");
-  int64_t c = lf_cpu_label_core(call->in_f32[0], lab, &call->geom, o->connectivity);
-  if (c < 0) {
-    free(lab);
-    return lumen_fail(ctx, c == -1 ? LUMEN_ERR_OUT_OF_MEMORY : LUMEN_ERR_OVERFLOW,
-                      "lumen_filter_largest_component: labelling failed");
-  }
-  int64_t *size = calloc((size_t)c + 1, sizeof *size);
-  if (!size) {
-    free(lab);
-    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_filter_largest_component: out of host memory");
-  }
-  for (int64_t i = 0; i < n; i++) size[lab[i]]++;
-  int32_t best = 0;
-  for (int64_t l = 1; l <= c; l++)
-    if (best == 0 || size[l] > size[best]) best = (int32_t)l;
-  uint8_t *m = lumen_image_data(call->out);
-  for (int64_t i = 0; i < n; i++) m[i] = best != 0 && lab[i] == best;
-  call->count = c;
-  free(size);
-  free(lab);
-  return LUMEN_OK;
-}
 
 /* Hole filling (scipy.ndimage.binary_fill_holes): background reachable from the border through
  * background (with the given connectivity) stays background, everything else becomes foreground.

@@ -192,10 +192,10 @@ static lumen_status run_device(lumen_ctx *ctx, lf_call *call, lumen_device dev, 
 }
 
 /* CPU ops that read a uint8 input directly (x != 0), avoiding a float32 copy of a mask: binary
-   box morphology and hole filling (single input). */
+   box morphology, hole filling, labelling and the largest component (single input). */
 static int takes_u8(const lf_call *call) {
   if (call->nin != 1) return 0;
-  if (call->op == LF_OP_FILL_HOLES) return 1;
+  if (call->op == LF_OP_FILL_HOLES || call->op == LF_OP_LABEL || call->op == LF_OP_LARGEST_COMPONENT) return 1;
   if (call->op == LF_OP_MORPHOLOGY) {
     const lumen_morph_opts *o = call->opts;
     return o && o->binary && (o->element == LUMEN_ELEMENT_SQUARE || o->element == LUMEN_ELEMENT_CUBE);

@@ -11,15 +11,64 @@
 
 /* ------------------------------------------------------------------ point operations */
 
-static void min_max(const float *x, int64_t n, int threads, float *mn, float *mx) {
-  float lo = x[0], hi = x[0];
-#pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi) num_threads(threads)
-  for (int64_t i = 0; i < n; i++) {
-    lo = x[i] < lo ? x[i] : lo;
-    hi = x[i] > hi ? x[i] : hi;
+/* min and max of x[lo, hi) into *mn, *mx (which hold a start value), as the serial loop
+   m = x < m ? x : m (NaNs skipped): SSE's minps / maxps are exactly that, 16 lanes at a time */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static void min_max_part(const float *x, int64_t lo, int64_t hi, float *mn, float *mx) {
+  __m128 l[4], h[4];
+  for (int j = 0; j < 4; j++) l[j] = _mm_set1_ps(*mn), h[j] = _mm_set1_ps(*mx);
+  int64_t i = lo;
+  for (; i + 16 <= hi; i += 16)
+    for (int j = 0; j < 4; j++) {
+      const __m128 v = _mm_loadu_ps(x + i + 4 * j);
+      l[j] = _mm_min_ps(v, l[j]);
+      h[j] = _mm_max_ps(v, h[j]);
+    }
+  float lv[16], hv[16];
+  for (int j = 0; j < 4; j++) _mm_storeu_ps(lv + 4 * j, l[j]), _mm_storeu_ps(hv + 4 * j, h[j]);
+  for (int j = 0; j < 16; j++) {
+    *mn = lv[j] < *mn ? lv[j] : *mn;
+    *mx = hv[j] > *mx ? hv[j] : *mx;
   }
-  *mn = lo;
-  *mx = hi;
+  for (; i < hi; i++) {
+    *mn = x[i] < *mn ? x[i] : *mn;
+    *mx = x[i] > *mx ? x[i] : *mx;
+  }
+}
+#else
+static void min_max_part(const float *x, int64_t lo, int64_t hi, float *mn, float *mx) {
+  for (int64_t i = lo; i < hi; i++) {
+    *mn = x[i] < *mn ? x[i] : *mn;
+    *mx = x[i] > *mx ? x[i] : *mx;
+  }
+}
+#endif
+
+static void min_max(const float *x, int64_t n, int threads, float *mn, float *mx) {
+  enum { MAXT = 256 };
+  float pl[MAXT], ph[MAXT];
+  const int T = threads > 1 && n >= 65536 ? (threads < MAXT ? threads : MAXT) : 1;
+  int used = 1;
+  pl[0] = ph[0] = x[0];
+#pragma omp parallel num_threads(T)
+  {
+#ifdef _OPENMP
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+    const int t = 0, nt = 1;
+#endif
+    float l = x[0], h = x[0];
+    min_max_part(x, n * t / nt, n * (t + 1) / nt, &l, &h);
+    pl[t] = l;
+    ph[t] = h;
+    if (t == 0) used = nt;
+  }
+  *mn = *mx = x[0];
+  for (int t = 0; t < used; t++) {
+    *mn = pl[t] < *mn ? pl[t] : *mn;
+    *mx = ph[t] > *mx ? ph[t] : *mx;
+  }
 }
 
 /* m * powf(max(x / m, 0), g) without the scalar powf: v^g = 2^(g log2 v) evaluated in double
@@ -170,6 +219,8 @@ lumen_status lf_cpu_contrast(lumen_ctx *ctx, lf_call *call) {
 typedef struct hist_spec {
   int nb;
   float mn, mx;
+  float scale_f; /* nb / (mx - mn) */
+  int use_f;     /* the product estimate: nb <= 2^16 and a scale far from float's range */
   float *edges; /* nb + 1 */
 } hist_spec;
 
@@ -181,6 +232,9 @@ static int hist_init_mm(hist_spec *h, float mn, float mx, int nb) {
   h->nb = nb;
   h->mn = mn;
   h->mx = mx;
+  const double scale = (double)nb / ((double)mx - (double)mn);
+  h->scale_f = (float)scale;
+  h->use_f = nb <= 65536 && scale < 1e30;
   h->edges = malloc((size_t)(nb + 1) * sizeof *h->edges);
   if (!h->edges) return -1;
   double step = ((double)mx - (double)mn) / nb;
@@ -195,14 +249,37 @@ static int hist_init(hist_spec *h, const float *x, int64_t n, int nb, int thread
   return hist_init_mm(h, mn, mx, nb);
 }
 
+/* the bin of v: numpy's estimate f = (v - mn) / (mx - mn) nb (up to 2^16 bins a product by
+   nb / (mx - mn) instead, within 0.02 bins of it and faster), corrected by one against the edges
+   (numpy's rule; the branches are predictable, a branch-free form is slower) */
 static inline int hist_bin(const hist_spec *h, float v) {
-  float f = ((v - h->mn) / (h->mx - h->mn)) * (float)h->nb;
-  int idx = (int)f;
-  if (idx >= h->nb) idx = h->nb - 1;
-  if (idx < 0) idx = 0;
+  const int nb = h->nb;
+  int idx;
+  if (h->use_f) {
+    const float f = (v - h->mn) * h->scale_f;
+    idx = f >= (float)nb ? nb - 1 : f > 0.0f ? (int)f : 0;
+  } else {
+    const float f = ((v - h->mn) / (h->mx - h->mn)) * (float)nb;
+    idx = f >= (float)nb ? nb - 1 : f > 0.0f ? (int)f : 0;
+  }
   if (idx > 0 && v < h->edges[idx]) idx--;
-  if (idx < h->nb - 1 && v >= h->edges[idx + 1]) idx++;
+  if (idx < nb - 1 && v >= h->edges[idx + 1]) idx++;
   return idx;
+}
+
+/* counts of x[lo, hi) into pc (nb bins) through 4 interleaved copies (pc4: 4 nb zeroed
+   counters), so that runs of equal bins (a flat background) do not serialise on one counter */
+static void hist_part(const hist_spec *h, const float *x, int64_t lo, int64_t hi, int64_t *pc, int64_t *pc4) {
+  const int nb = h->nb;
+  int64_t i = lo;
+  for (; i + 4 <= hi; i += 4) {
+    pc4[hist_bin(h, x[i])]++;
+    pc4[nb + hist_bin(h, x[i + 1])]++;
+    pc4[2 * nb + hist_bin(h, x[i + 2])]++;
+    pc4[3 * nb + hist_bin(h, x[i + 3])]++;
+  }
+  for (; i < hi; i++) pc4[hist_bin(h, x[i])]++;
+  for (int b = 0; b < nb; b++) pc[b] += pc4[b] + pc4[nb + b] + pc4[2 * nb + b] + pc4[3 * nb + b];
 }
 
 /* Counts per bin; *known (may be NULL) holds the data's min and max when the caller has them.
@@ -219,7 +296,8 @@ static lumen_status histogram_mm(lumen_ctx *ctx, const float *x, int64_t n, int 
   }
   int64_t *c = *counts;
   int T = threads > 1 && n >= 65536 ? threads : 1;
-  int64_t *priv = T > 1 ? calloc((size_t)T * (size_t)nb, sizeof *priv) : NULL;
+  /* per thread: its counts (nb) and 4 interleaved copies (4 nb) */
+  int64_t *priv = calloc((size_t)T * 5 * (size_t)nb, sizeof *priv);
   if (!priv) {
     for (int64_t i = 0; i < n; i++) c[hist_bin(h, x[i])]++;
     return LUMEN_OK;
@@ -231,12 +309,11 @@ static lumen_status histogram_mm(lumen_ctx *ctx, const float *x, int64_t n, int 
 #else
     const int t = 0, nt = 1;
 #endif
-    int64_t *pc = priv + (size_t)t * (size_t)nb;
-    const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-    for (int64_t i = lo; i < hi; i++) pc[hist_bin(h, x[i])]++;
+    int64_t *pc = priv + (size_t)t * 5 * (size_t)nb;
+    hist_part(h, x, n * t / nt, n * (t + 1) / nt, pc, pc + nb);
   }
   for (int t = 0; t < T; t++)
-    for (int b = 0; b < nb; b++) c[b] += priv[(size_t)t * (size_t)nb + b];
+    for (int b = 0; b < nb; b++) c[b] += priv[(size_t)t * 5 * (size_t)nb + b];
   free(priv);
   return LUMEN_OK;
 }

@@ -283,7 +283,7 @@ class MammographyPreprocessing(object):
         4-connected component (lumen.largest_component; scipy.ndimage.label's default)."""
         dev = str(resolve_device(image, explicit=device))
         otsu = Threshold.otsu_threshold(image, None, device=dev)._array
-        mask = _lo.largest_component(otsu, connectivity=1, device=dev).astype(np.uint8)
+        mask = _lo.largest_component(otsu, connectivity=1, device=dev)  # uint8 already
         return _result(output, mask)
 
     @staticmethod

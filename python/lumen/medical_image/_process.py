@@ -9,10 +9,13 @@ median borders (mirror, PyTorch 'reflect'), the LoG form (Gaussian with edge bor
 (linspace(min, max, bins)), Sauvola's edge borders, unbiased (n - 1) local/global variances,
 and the zero padding of erosion, dilation, closing and top-hat (a square window of 2r + 1,
 as the original's max-pooling, not the disk its docstring names)."""
+import ctypes
+
 import numpy as np
 
 from .. import _image as _li
 from .. import _image_ops as _lo
+from .._lib import lib, check
 from ._device import resolve_device, _precision
 from ._image import InMemoryImage, requires_loaded
 
@@ -158,6 +161,19 @@ class Filters(object):
         return res
 
 
+def _otsu_value(a, bins, device):
+    """lumen_filter_otsu's threshold alone (no mask image: the caller thresholds at the original's
+    bin centre, not at lumen's)."""
+    o = _li._new_opts("otsu")
+    o.bins = int(bins)
+    _lo._exec(o, device, None, _li._Report())
+    with _lo._Wrapped([a]) as w:
+        t = ctypes.c_double()
+        check(lib.lumen_filter_otsu(w.ctx, w.images[0], ctypes.byref(o), ctypes.byref(t), None),
+              "lumen_filter_otsu", w.ctx)
+    return t.value
+
+
 def _otsu_original(a, device):
     """The original's Otsu: bins 256 when max <= 255 else 4096 over [min, max], the threshold the
     bin centre linspace(min, max, bins)[i]. The histogram index i is lumen's (whose centres are
@@ -167,10 +183,15 @@ def _otsu_original(a, device):
     bins = 256 if hi <= 255 else 4096
     if hi == lo:
         return lo
-    t, _ = _li.otsu(a, bins=bins, device=device)
+    t = _otsu_value(a, bins, device)
     i = int(round((t - lo) / ((hi - lo) / bins) - 0.5))
     i = min(max(i, 0), bins - 1)
     return float(np.linspace(lo, hi, bins, dtype=np.float32)[i])
+
+
+def _greater_u8(a, t):
+    """uint8 0/1 of a > t: numpy's bool result viewed as bytes (no second pass)."""
+    return np.greater(a, np.float32(t)).view(np.uint8)
 
 
 class Threshold(object):
@@ -181,7 +202,7 @@ class Threshold(object):
         """uint8 mask image > t, t the original's Otsu threshold (its bin centres)."""
         a = np.asarray(image._array, np.float32)
         t = _otsu_original(a, _dev(image, device))
-        mask = (a > np.float32(t)).astype(np.uint8)
+        mask = _greater_u8(a, t)
         if output is None:
             return _mask_image(mask)
         return _set(output, mask)

@@ -34,9 +34,10 @@ PACKAGES=(
 #   chromium: tests/cli/test_report_browser.sh renders report.html in a real browser (issue 17)
 #   libgdcm-dev: DICOM input (issue 18, docs/DICOM.md; lumen builds without it and says so);
 #   python3-pydicom: the DICOM tests' independent reference (tests/cli/test_dicom.sh)
+#   libmicrohttpd-dev: lumen view's HTTP server (docs/VIEW.md; lumen builds without it and says so)
 #   libgdcm-tools: gdcmconv for scripts/bench_mammo_read.sh's compressed files (and the files
 #   GDCM's CMake config names, which CMake otherwise warns about)
-OPTIONAL=(chromium libgdcm-dev libgdcm-tools python3-pydicom)
+OPTIONAL=(chromium libgdcm-dev libgdcm-tools python3-pydicom libmicrohttpd-dev)
 
 if [ "${1:-}" = "--demo" ]; then
   PACKAGES=("${DEMO_PACKAGES[@]}")

@@ -26,6 +26,7 @@ int lumen_cmd_segment(int argc, char **argv);
 int lumen_cmd_batch(int argc, char **argv);
 int lumen_cmd_merge(int argc, char **argv);
 int lumen_cmd_convert(int argc, char **argv);
+int lumen_cmd_view(int argc, char **argv);
 /* The options of `lumen filter ARGS` / `lumen segment ARGS` (argv[0] the command, then the op or
    algorithm and its options, no inputs needed) checked as the command would, nothing read:
    LUMEN_EXIT_OK, or LUMEN_EXIT_USAGE with the message printed. lumen batch checks its "-- OPTIONS"

@@ -16,6 +16,7 @@ static const lumen_cli_command commands[] = {
   {"batch", lumen_cmd_batch, "run dce, t1, filter or segment over a list or a BIDS dataset (derivatives)"},
   {"convert", lumen_cmd_convert, "DICOM files or folders to NIfTI + BIDS JSON, one per series (as lumen reads them)"},
   {"merge", lumen_cmd_merge, "assemble the parts of 'lumen dce --shard K/N' into the outputs of one run"},
+  {"view", lumen_cmd_view, "a finished dce output folder in the browser: any voxel's curves and fits, ROIs"},
 };
 static const int command_count = (int)(sizeof commands / sizeof commands[0]);
 

@@ -341,7 +341,10 @@ static lb_src call_src(const lf_call *call) {
   return src;
 }
 
-static int threads_of(const lf_call *call) { return call->threads > 0 ? call->threads : 1; }
+/* the call's threads; one below 2^16 voxels, where starting a team costs more than it saves */
+static int threads_of(const lf_call *call) {
+  return call->threads > 1 && call->geom.block >= ((int64_t)1 << 16) ? call->threads : 1;
+}
 
 lumen_status lf_cpu_label(lumen_ctx *ctx, lf_call *call) {
   const lumen_region_opts *o = call->opts;

@@ -2,7 +2,8 @@
  * against a plain flood-fill reference: random masks of several densities, every connectivity,
  * 2-D and 3-D, uint8 and float32 inputs, batches (spatial_dims below the image's dims: labels
  * continue across the batch, the largest component is over all of it), and edge cases (empty,
- * full, one voxel, one row and one column). */
+ * full, one voxel, one row and one column); images above 2^16 voxels take the threaded path
+ * (rows scanned in parallel, bands united in parallel and joined). */
 #include <stdlib.h>
 #include <string.h>
 #include "test_support.h"
@@ -116,7 +117,7 @@ static const double densities[] = {0.05, 0.3, 0.5, 0.593, 0.75, 0.97};
 static void test_random_2d(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  const int64_t shapes[][2] = {{53, 41}, {257, 3}, {1, 64}, {64, 1}, {130, 97}, {37, 301}};
+  const int64_t shapes[][2] = {{53, 41}, {257, 3}, {1, 64}, {64, 1}, {130, 97}, {37, 301}, {300, 260}};
   uint64_t seed = 42;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (size_t d = 0; d < sizeof densities / sizeof densities[0]; d++) {
@@ -136,7 +137,7 @@ static void test_random_2d(void **state) {
 static void test_random_3d(void **state) {
   (void)state;
   lumen_ctx *ctx = lumen_test_ctx();
-  const int64_t shapes[][3] = {{17, 13, 11}, {31, 2, 9}, {5, 29, 23}};
+  const int64_t shapes[][3] = {{17, 13, 11}, {31, 2, 9}, {5, 29, 23}, {41, 40, 41}};
   uint64_t seed = 7;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (size_t d = 0; d < sizeof densities / sizeof densities[0]; d++) {

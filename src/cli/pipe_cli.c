@@ -382,5 +382,9 @@ void lumen_cli_pipe_print_summary(const char *cmd, const lumen_pipe_summary *s) 
   }
   fprintf(stderr, "lumen %s: %d files written; run log %s%s%s; %.2f s\n", cmd, s->n_outputs, s->runlog,
           s->report[0] ? ", report " : "", s->report, s->seconds_total);
+  const char *slash = strrchr(s->runlog, '/');
+  if (!strcmp(cmd, "dce") && slash) /* the viewer of this run's voxels (docs/VIEW.md) */
+    fprintf(stderr, "lumen %s: any voxel's curves and fits in the browser: lumen view %.*s\n", cmd,
+            (int)(slash - s->runlog), s->runlog);
 }
 #endif

@@ -498,6 +498,10 @@ static void report_head(pipe_run *run, pipe_sb *b) {
   pipe_sb_printf(b, ", ");
   html_link(b, txt, txt);
   pipe_sb_printf(b, ".</p>\n");
+  if (!strcmp(run->command, "dce"))
+    pipe_sb_printf(b, "<p>Any voxel's measured curve, every model's fit and ROI statistics in the browser: "
+                      "<code>lumen view %s</code> (docs/VIEW.md; the measured curves need <code>--save-conc</code>)."
+                      "</p>\n", "&lt;this folder&gt;");
   report_warnings(run, b);
   pipe_sb_printf(b, "<h2>Stage summaries</h2>\n<pre>");
   pipe_sb_html(b, run->text.s);

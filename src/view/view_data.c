@@ -264,8 +264,8 @@ lumen_status view_info_json(view_run *run, pipe_sb *b) {
     pipe_sb_printf(b, "%s", i ? ", " : "");
     pipe_sb_json_num(b, run->cp[i]);
   }
-  pipe_sb_printf(b, "], \"at_bound\": %d, \"measured\": %s, \"hint\": ", (int)LUMEN_FIT_AT_BOUND,
-                 run->conc_file[0] ? "true" : "false");
+  pipe_sb_printf(b, "], \"at_bound\": %d, \"not_fitted\": %d, \"measured\": %s, \"hint\": ", (int)LUMEN_FIT_AT_BOUND,
+                 (int)LUMEN_FIT_NOT_FITTED, run->conc_file[0] ? "true" : "false");
   rerun_hint(run, b);
   pipe_sb_printf(b, ", \"maps\": [");
   for (int i = 0; i < run->n_maps; ++i) {

@@ -1,7 +1,7 @@
 /* The page of `lumen view` (view_http.h): plain HTML and JavaScript written here, no library and
    no network access; it asks the server for the run's maps, a voxel's curves and an ROI's
    statistics (view_data.h). Model curves come from the C library (lumen_fit_plan_eval on the
-   server), never from JavaScript. */
+   server), never from JavaScript. GENERATED from view_page.html by scripts/make_view_page.py. */
 #include "view/view_http.h"
 
 const char lumen_view_page[] =
@@ -27,7 +27,7 @@ const char lumen_view_page[] =
 "<p class=\"note\" id=\"hint\"></p>\n"
 "<div id=\"main\">\n"
 "<div><canvas id=\"cv\" width=\"512\" height=\"512\"></canvas>\n"
-"<div>voxel <b id=\"vox\">-</b>; value <b id=\"val\">-</b>. Click a voxel (arrow keys move it); red: NaN in the map; hatched: at a bound of the fit.</div></div>\n"
+"<div>voxel <b id=\"vox\">-</b>; value <b id=\"val\">-</b>. Click a voxel (arrow keys move it); red: NaN in the map;<br>grey: not fitted (outside the mask); hatched: at a bound of the fit.</div></div>\n"
 "<div><svg id=\"plot\" width=\"560\" height=\"330\"></svg>\n"
 "<div id=\"params\"></div><div id=\"roi\"></div></div>\n"
 "</div>\n"
@@ -63,7 +63,8 @@ const char lumen_view_page[] =
 "  const lo = S.lo, hi = S.hi;\n"
 "  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {\n"
 "    const v = sl.values[y * w + x];\n"
-"    const c = v === null ? [228, 26, 28] : colour((v - lo) / (hi - lo));\n"
+"    const st = S.state ? S.state.values[y * w + x] : null;\n"
+"    const c = st === S.info.not_fitted ? [236, 236, 236] : v === null ? [228, 26, 28] : colour((v - lo) / (hi - lo));\n"
 "    const bound = S.state && S.state.values[y * w + x] === S.info.at_bound;\n"
 "    for (let dy = 0; dy < S.scale; dy++) for (let dx = 0; dx < S.scale; dx++) {\n"
 "      const px = x * S.scale + dx, py = (h - 1 - y) * S.scale + dy, o = 4 * (py * cv.width + px);\n"
@@ -116,7 +117,7 @@ const char lumen_view_page[] =
 "    s += '<text x=\"' + X(tv) + '\" y=\"' + (H - B + 14) + '\" text-anchor=\"middle\">' + (+tv.toPrecision(3)) + '</text>';\n"
 "  }\n"
 "  s += '<text x=\"' + ((W - R + L) / 2) + '\" y=\"' + (H - 6) + '\" text-anchor=\"middle\">time (min)</text>';\n"
-"  s += '<text x=\"12\" y=\"' + (T - 8) + '\">concentration (mM)</text>';\n"
+"  s += '<text transform=\"rotate(-90)\" x=\"' + (-(T + H - B) / 2) + '\" y=\"12\" text-anchor=\"middle\">concentration (mM)</text>';\n"
 "  series.forEach((se, i) => {\n"
 "    const col = se.colour || COLS[i % COLS.length];\n"
 "    if (se.dots) se.y.forEach((v, k) => { if (v !== null) s += '<circle cx=\"' + X(t[k]) + '\" cy=\"' + Y(v) + '\" r=\"2\" fill=\"' + col + '\"/>'; });\n"
@@ -202,5 +203,4 @@ const char lumen_view_page[] =
 "  S.showVoxel = showVoxel; S.showRoi = showRoi; S.loadSlice = loadSlice;\n"
 "}\n"
 "init();\n"
-"</script></body></html>\n"
-"\n";
+"</script></body></html>\n";

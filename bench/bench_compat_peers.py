@@ -3,14 +3,17 @@
 calls on the same synthetic mammograms, timed in one process (a benchmark, not a test; issue 19).
 
     LUMEN_LIBRARY=build/liblumen.so PYTHONPATH=python VENV/bin/python bench/bench_compat_peers.py \\
-        [--sizes 512x416,1024x832] [--repeats 3] [--skip-slow-above PIXELS]
+        [--sizes 512x416,1024x832] [--repeats 3] [--skip-slow-above PIXELS] [--only SUBSTR,...]
 
 VENV: torch + medical-image-std (`make bench-peers` makes build-peers/venv). Both run on the CPU
 (device "cpu"): torch with its default threads, lumen with its context default (all cores).
 Per op and size: the best-of-repeats seconds of each, the ratio original / lumen, and how the
 outputs agree (Dice for masks, max relative difference for images), so a fast wrong answer
 shows. Ops the original takes minutes for (GRAIL, PFCM, SBRG on large images) run only up to
---skip-slow-above pixels."""
+--skip-slow-above pixels. --only keeps the ops whose name contains one of the substrings (e.g.
+--only otsu,BreastMask). Where scipy is importable, a second table times lumen.label /
+lumen.largest_component against scipy.ndimage.label (+ bincount / argmax) on each size's Otsu
+mask and on a random mask of density 0.5 (4-connectivity, scipy's default)."""
 import argparse
 import os
 import sys
@@ -67,12 +70,54 @@ def row(name, size, t_o, t_l, agree):
     sys.stdout.flush()
 
 
+def label_table(sizes, repeats):
+    """lumen's labelling against scipy.ndimage.label (same labels; the largest component as
+    scipy users write it: label, bincount, argmax, compare)."""
+    try:
+        import scipy.ndimage as ndi
+    except ImportError:
+        print("\n(scipy not importable: no labelling table)")
+        return
+    import lumen
+    import lumen._image_ops as lo
+
+    def sp_largest(m):
+        lab, _ = ndi.label(m)
+        c = np.bincount(lab.ravel())
+        c[0] = 0
+        return (lab == c.argmax()).view(np.uint8)
+
+    print("\n| labelling | size | mask | scipy s | lumen s | speed-up | same result |")
+    print("|---|---|---|---:|---:|---:|---|")
+    for size in sizes.split(","):
+        h, w = (int(v) for v in size.split("x"))
+        img = synthetic_mammogram(h, w)
+        masks = [("Otsu", (img > np.float32(lumen.otsu(img)[0])).view(np.uint8)),
+                 ("random 0.5", (np.random.default_rng(0).random((h, w)) < 0.5).view(np.uint8))]
+        for mname, m in masks:
+            t_s = best_of(lambda: ndi.label(m), repeats)
+            t_l = best_of(lambda: lumen.label(m, connectivity=1), repeats)
+            same = bool((ndi.label(m)[0] == lumen.label(m, connectivity=1)[0]).all())
+            print("| label | %s | %s | %.4f | %.4f | %.1fx | %s |" % (size, mname, t_s, t_l, t_s / t_l, same))
+            t_s = best_of(lambda: sp_largest(m), repeats)
+            t_l = best_of(lambda: lo.largest_component(m, connectivity=1), repeats)
+            same = bool((sp_largest(m) == lo.largest_component(m, connectivity=1)).all())
+            print("| largest component | %s | %s | %.4f | %.4f | %.1fx | %s |" % (size, mname, t_s, t_l, t_s / t_l, same))
+            sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="512x416,1024x832")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-slow-above", type=int, default=60000)
+    ap.add_argument("--only", default="", help="comma-separated substrings of the op names to keep")
+    ap.add_argument("--no-label-table", action="store_true")
     args = ap.parse_args()
+    only = [v.lower() for v in args.only.split(",") if v]
+
+    def keep(name):
+        return not only or any(v in name.lower() for v in only)
     import lumen
     import lumen.medical_image as lm
     try:
@@ -90,6 +135,8 @@ def main():
         h, w = (int(v) for v in size.split("x"))
         img = synthetic_mammogram(h, w)
         for name, kind, call in FUNCS:
+            if not keep(name):
+                continue
             o_in, l_in = mi.InMemoryImage(array=img.copy()), lm.Image.from_array(img.copy())
             o_out, l_out = o_in.clone(), l_in.clone()
             t_o = best_of(lambda: call(mi, o_in, o_out), args.repeats)
@@ -97,7 +144,7 @@ def main():
             agree = (_mask_agreement if kind == "mask" else _float_agreement)(o_out.pixel_data, l_out.pixel_data)
             row(name, size, t_o, t_l, agree)
         for name, cls, kw, kind, slow in ALGOS:
-            if slow and h * w > args.skip_slow_above:
+            if (slow and h * w > args.skip_slow_above) or not keep(name):
                 continue
             arr = img / np.float32(4095.0) if cls == "TopHatAlgorithm" else img
             o_in, l_in = mi.InMemoryImage(array=arr.copy()), lm.Image.from_array(arr.copy())
@@ -109,6 +156,8 @@ def main():
             t_l = best_of(lambda: l_algo(l_in, l_out), 1 if slow else args.repeats)
             agree = (_mask_agreement if kind == "mask" else _float_agreement)(o_out.pixel_data, l_out.pixel_data)
             row(name, size, t_o, t_l, agree)
+    if not args.no_label_table:
+        label_table(args.sizes, max(args.repeats, 3))
 
 
 if __name__ == "__main__":

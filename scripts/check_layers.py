@@ -15,14 +15,14 @@ Layers, low to high (a folder may include its own rank and below):
                          (fit/fit_cuda.h, filter/filter_cuda.h)
   4 cuda                 the CUDA backend: implements fit's and filter's backend interfaces
   5 pipeline             lumen dce / t1 (stages, run log, report)
-  6 dist, view           shards, MPI, batches (drive the pipeline); the viewer of a run's outputs
+  6 scale, view          shards, MPI, batches (drive the pipeline); the viewer of a run's outputs
                          (reads what the pipeline wrote, with its string builder)
   7 cli                  the command line (front end: parses, prints, calls the library)
 """
 import os, re, sys
 
 RANK = {'core': 1, 'models': 1, 'solver': 1, 'io': 2, 'cpu': 2, 'fit': 3, 'filter': 3, 'segment': 3, 'diag': 3,
-        'cuda': 4, 'pipeline': 5, 'dist': 6, 'view': 6, 'cli': 7}
+        'cuda': 4, 'pipeline': 5, 'scale': 6, 'view': 6, 'cli': 7}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -36,7 +36,7 @@ typedef enum lumen_pipe_input_type {
 
 /* A stage D executor of `lumen dce`: fits the n curves (nt samples each; consts may be NULL) in
    place of the pipeline's own lumen_fit_execute calls and fills res as lumen_fit_execute would.
-   The distributed runs set one (src/dist: a --shard part fits its range, MPI ranks share the
+   The distributed runs set one (src/scale: a --shard part fits its range, MPI ranks share the
    work); NULL (the default) fits in this process. */
 typedef lumen_status (*lumen_pipe_fit_fn)(void *user, lumen_ctx *ctx, const lumen_fit_plan *plan, lumen_model model,
                                           int64_t n, int64_t nt, const float *data, const float *consts,

@@ -22,7 +22,7 @@
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
 #include "lumen/device.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 #include "lumen/io.h"
 #include "lumen/pipeline.h"
 

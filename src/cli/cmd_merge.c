@@ -1,5 +1,5 @@
 /* lumen merge (assembles `lumen dce --shard K/N` parts) and the distributed `lumen dce` runs
-   (--shard K/N, mpirun -np N); the work is in src/dist (src/dist/dist_internal.h, docs/SCALE.md). */
+   (--shard K/N, mpirun -np N); the work is in src/scale (src/scale/dist_internal.h, docs/SCALE.md). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 #include "cli/pipe_cli.h"
 
 /* Runs the dce pipeline on argv (argv[0] = "dce") with a stage D hook. out_override replaces

@@ -1,5 +1,5 @@
 /* The image-command machinery of `lumen filter` and `lumen segment` (and their batches,
- * image_batch.c), written once: the command state and its start, input/output pairs and --batch
+ * filter_batch_cli.c), written once: the command state and its start, input/output pairs and --batch
  * lists, reading and writing by extension, the progress display and the summary line (the
  * lumen_imgcli_* functions, declared in image_cli.h). */
 #include <errno.h>

@@ -1,12 +1,12 @@
 /* The image-command machinery shared by `lumen filter` and `lumen segment`: input/output pairs
    and --batch lists, reading and writing by extension, the progress display and the summary
    line (image_cli.c); the batch of images over several devices with overlapped reading and
-   writing (image_batch.c). */
+   writing (filter_batch_cli.c). */
 #ifndef LUMEN_CLI_IMAGE_CLI_H
 #define LUMEN_CLI_IMAGE_CLI_H
 
 #include "cli/cli.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 #include "lumen/io.h"
 
 typedef struct lumen_imgcli {
@@ -93,7 +93,7 @@ int lumen_imgcli_dicom_shape(lumen_imgcli *c, const char *path, int *ndim, int64
 void lumen_imgcli_dicom_preload(lumen_imgcli *c);
 void lumen_imgcli_dicom_free(lumen_imgcli *c);
 
-/* ---- image_batch.c: a batch of images over the devices of --device */
+/* ---- filter_batch_cli.c: a batch of images over the devices of --device */
 
 /* The header probe refuses a PNG over LUMEN_PNG_MAX_SIDE (lumen/io.h) per side before any
    arithmetic on the sides, like the reader. */

@@ -1,4 +1,4 @@
-/* Asynchronous host <-> CUDA transfers for a device worker of an image batch (src/dist/xfer.c,
+/* Asynchronous host <-> CUDA transfers for a device worker of an image batch (src/scale/xfer.c,
    docs/SCALE.md): per worker two non-blocking streams (uploads, downloads) and an event per
    staging slot, so that copies overlap the filter kernels, which run on the legacy default
    stream (src/cuda/filter_common.cuh). Implemented in src/cuda/runtime_iface.cu; without CUDA

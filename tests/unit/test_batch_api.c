@@ -103,7 +103,7 @@ static void check_named(const char *op, const void *op_opts, single_fn single) {
         }
         if (l == 0) assert_string_equal(rep.devices, "default");
         /* never two in flight, also with no_overlap and several workers (each item counts as
-           in flight from its admission, src/dist/stages.c serial_worker) */
+           in flight from its admission, src/scale/stages.c serial_worker) */
         if (tight) {
           if (rep.peak_bytes > rep.item_bytes + rep.pinned_bytes)
             fail_msg("%s on %s (no_overlap %d, limit %lld): peak %lld bytes, one item %lld", op,

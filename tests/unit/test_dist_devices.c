@@ -1,4 +1,4 @@
-/* src/dist devices and stages: device lists ("cpu,cpu", "cuda:all" with and without GPUs), the
+/* src/scale devices and stages: device lists ("cpu,cpu", "cuda:all" with and without GPUs), the
    GPU of an MPI rank, and the reader / device workers / writer executor: a batch of Gaussian
    filters on 1, 2 and 3 workers (with and without overlap, with a failing "GPU" worker that
    falls back per image) equals the 1-worker result bit for bit; a failed item stops the batch
@@ -11,7 +11,7 @@
 #include <string.h>
 #include "filter/filter_internal.h"
 #include "test_support.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 
 /* ------------------------------------------------------------------ device lists */
 

@@ -1,4 +1,4 @@
-/* src/dist image batches and distributed dce command lines, without the command line: a batch
+/* src/scale image batches and distributed dce command lines, without the command line: a batch
    of in-memory images on 1 and 2 CPU workers (with and without overlap) writes every result once,
    in input order, with the progress and scalar of each; a failing op stops it like a serial run
    and names the image; which run `lumen dce ARGS` is and the rewritten arguments; the PNG
@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include "core/internal.h"
 #include "test_support.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 #include "io/png_probe.h"
 
 /* ------------------------------------------------------------------ image batches */

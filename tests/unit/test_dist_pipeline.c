@@ -1,5 +1,5 @@
-/* The pipelining device worker of src/dist/stages.c with the pinned double buffers of
-   src/dist/xfer.c, on a fake device whose copies happen only when they are waited for (as a
+/* The pipelining device worker of src/scale/stages.c with the pinned double buffers of
+   src/scale/xfer.c, on a fake device whose copies happen only when they are waited for (as a
    stream would do them later): a staging buffer refilled too early, or a result read before its
    download, gives wrong bytes. Checked: outputs equal the serial single-worker run bit for bit
    (1 and 2 "GPU" workers, mixed with a CPU worker, with a memory limit, with device
@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "dist/xfer.h"
+#include "scale/xfer.h"
 #include "test_support.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 
 #define NIMG 24
 #define NVOX 3000

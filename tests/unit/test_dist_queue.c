@@ -1,4 +1,4 @@
-/* src/dist: voxel ranges, --shard parsing, the shared work queue (results identical for any
+/* src/scale: voxel ranges, --shard parsing, the shared work queue (results identical for any
    number of workers, first error stops it), the bounded FIFO (memory cap), and subject
    discovery from a list file and a BIDS folder. */
 #include <math.h>
@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "test_support.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 
 static void ranges(void **state) {
   (void)state;

@@ -1,5 +1,5 @@
 /* Reader / device workers / writer for a batch of images (lumen_dist_stages_run in
-   src/dist/dist_internal.h): the reader reads ahead under a memory cap into the shared queue, one
+   src/scale/dist_internal.h): the reader reads ahead under a memory cap into the shared queue, one
    host thread per device takes the next image from it (a pipelining worker keeps up to three:
    the next one moving in, the current one computing, the previous one moving out), the writer
    writes the results in input order. Every item is charged from its read until it is written;
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/internal.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 
 enum { SLOT_PENDING = 0, SLOT_DONE, SLOT_FAILED, SLOT_DROPPED };
 

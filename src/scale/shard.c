@@ -1,4 +1,4 @@
-/* Voxel ranges, shard part files and their merge (src/dist/dist_internal.h, docs/SCALE.md). */
+/* Voxel ranges, shard part files and their merge (src/scale/dist_internal.h, docs/SCALE.md). */
 #include <errno.h>
 #include <stddef.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include "core/internal.h"
 #include "io/io_internal.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 #include "pipeline/fit_counts.h"
 
 void lumen_dist_range(int64_t n, int k, int nparts, int64_t *lo, int64_t *hi) {

@@ -1,11 +1,11 @@
 /* Device lists for image batches ("cpu,cpu", "cuda:all", "cuda:0,cuda:1") and the choice of one
-   GPU per MPI rank (src/dist/dist_internal.h, docs/SCALE.md). */
+   GPU per MPI rank (src/scale/dist_internal.h, docs/SCALE.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/internal.h"
 #include "lumen/device.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 
 static const char expected[] = "expected a comma-separated list of cpu, cuda, cuda:N or cuda:all";
 

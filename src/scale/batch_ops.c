@@ -1,8 +1,8 @@
-/* The library ops of a public image batch by name (src/dist/batch_ops.h): one row per op with
+/* The library ops of a public image batch by name (src/scale/batch_ops.h): one row per op with
    its options struct's size and init, and a run wrapper with one signature for all (calling
    lumen_gaussian_opts_init through a void (*)(void *) would be undefined, hence the wrappers). */
 #include <string.h>
-#include "dist/batch_ops.h"
+#include "scale/batch_ops.h"
 #include "lumen/filter.h"
 #include "lumen/segment.h"
 

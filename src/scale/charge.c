@@ -1,12 +1,12 @@
 /* What an image op holds besides its input and its result while it runs (lumen_dist_op_scratch
-   in src/dist/dist_internal.h): the scratch buffers the CPU paths of src/filter and src/segment
+   in src/scale/dist_internal.h): the scratch buffers the CPU paths of src/filter and src/segment
    allocate, in quarters of one float32 image of the batch's shape (F) plus MiB per CPU thread,
    keyed by the command-line names. Measured on a 1024 x 1024 float32 image, one image per run
    with 1 and 2 threads (peak RSS less the run on an 8 x 8 image, less input and result; the
    comments give the measured F), rounded up. A CUDA op's scratch lives on the device. */
 #include <stdint.h>
 #include <string.h>
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 
 typedef struct op_scratch {
   const char *cmd, *op;

@@ -1,5 +1,5 @@
 /* The library ops a public image batch runs by name (lumen_batch_callbacks.op, include/lumen/batch.h):
-   filter ops and segmentation algorithms, each with its options struct. Internal to src/dist. */
+   filter ops and segmentation algorithms, each with its options struct. Internal to src/scale. */
 #ifndef LUMEN_DIST_BATCH_OPS_H
 #define LUMEN_DIST_BATCH_OPS_H
 
@@ -9,7 +9,7 @@
 
 typedef struct lumen_batch_named_op {
   const char *name;    /* "gaussian", "febds", ... */
-  const char *cmd;     /* "filter" or "segment": the scratch table's command (src/dist/charge.c) */
+  const char *cmd;     /* "filter" or "segment": the scratch table's command (src/scale/charge.c) */
   size_t opts_size;    /* sizeof its options struct (which starts with a lumen_filter_exec) */
   void (*init)(void *opts);
   /* runs the op; *value: its number (threshold, count, bits) or left NaN */

@@ -1,7 +1,7 @@
-/* Pinned double buffers of a pipelining device worker (src/dist/xfer.h). */
+/* Pinned double buffers of a pipelining device worker (src/scale/xfer.h). */
 #include <stdlib.h>
 #include <string.h>
-#include "dist/xfer.h"
+#include "scale/xfer.h"
 #include "core/cuda_iface.h"
 #include "filter/xfer_iface.h"
 

@@ -1,4 +1,4 @@
-/* MPI: one voxel range per rank, gathered on rank 0 (src/dist/dist_internal.h). The MPI calls
+/* MPI: one voxel range per rank, gathered on rank 0 (src/scale/dist_internal.h). The MPI calls
    themselves are in a module, liblumen_mpi.so (mpi_module/), built when Open MPI is found (CMake
    option LUMEN_MPI) and loaded only when an MPI launcher started the process: every other lumen
    run starts without Open MPI's seven libraries. */
@@ -10,8 +10,8 @@
 #include "core/internal.h"
 #include "fit/fit_internal.h"
 #include "lumen/device.h"
-#include "dist/dist_internal.h"
-#include "dist/mpi_module/mpi_ops.h"
+#include "scale/dist_internal.h"
+#include "scale/mpi_module/mpi_ops.h"
 
 int lumen_dist_mpi_launched(void) {
   return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");

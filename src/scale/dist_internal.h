@@ -99,7 +99,7 @@ void lumen_dist_mpi_barrier(void);
 int lumen_dist_mpi_launched(void);
 
 /* ------------------------------------------------------- the command line of distributed runs */
-/* src/dist/dce_args.c: `lumen dce ARGS` (argv[0] = "dce") as a shard, an MPI rank or a plain run. */
+/* src/scale/dce_args.c: `lumen dce ARGS` (argv[0] = "dce") as a shard, an MPI rank or a plain run. */
 
 typedef enum lumen_dist_dce_run {
   LUMEN_DIST_DCE_PLAIN = 0, /* no --shard, no MPI launcher (or no MPI in this build), or -h/--help */
@@ -234,7 +234,7 @@ typedef struct lumen_dist_stage_stats {
 
 /* Bytes an image op ("filter" / "segment" and the op or algorithm name, e.g. "gaussian",
    "febds") holds while it runs on the CPU besides its input and its float32 result: scratch
-   buffers, estimated per op from the voxel count and the CPU threads (src/dist/charge.c; an
+   buffers, estimated per op from the voxel count and the CPU threads (src/scale/charge.c; an
    unknown op: 4 float32 images). A non-float32 input adds its float32 copy (the caller's). */
 int64_t lumen_dist_op_scratch(const char *cmd, const char *op, int64_t count, int threads);
 
@@ -253,7 +253,7 @@ lumen_status lumen_dist_stages_run(lumen_ctx *ctx, const lumen_dist_devices *dev
                                    lumen_dist_stage_stats *stats);
 
 /* The memory budget of an image batch, from the shape in the headers before any image is
-   decoded (src/dist/charge.c; sizes from hostile headers saturate at INT64_MAX):
+   decoded (src/scale/charge.c; sizes from hostile headers saturate at INT64_MAX):
    lumen_dist_image_voxels: dims[0] * dims[1] * dims[2] * dims[3];
    lumen_dist_voxel_charge: bytes per voxel of an input of elem bytes per voxel with its result:
      the input, the float32 result and a float32 copy unless the input is one;
@@ -265,11 +265,11 @@ int64_t lumen_dist_image_charge(const char *cmd, const char *op, int elem, int64
 
 /* ------------------------------------------------------------------------- image batches */
 
-/* A batch of images over the devices of a list (src/dist/image_batch.c, docs/SCALE.md): the
+/* A batch of images over the devices of a list (src/scale/image_batch.c, docs/SCALE.md): the
    stages above with images as items. A reader thread reads ahead under the memory limit, one
    worker per device runs the op, the results are written in input order, so every output equals
    a single-device serial run. An image is charged for its input, its result and the op's
-   scratch; a CUDA worker pipelines its images through pinned double buffers (src/dist/xfer.h),
+   scratch; a CUDA worker pipelines its images through pinned double buffers (src/scale/xfer.h),
    charged too. The front end (the command line, a binding) gives the reading, computing and
    writing of one item and prints the messages; the callbacks may run on several threads. */
 

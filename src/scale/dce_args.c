@@ -1,4 +1,4 @@
-/* The command line of a distributed `lumen dce` run (src/dist/dist_internal.h): which run it is
+/* The command line of a distributed `lumen dce` run (src/scale/dist_internal.h): which run it is
    (a shard, an MPI rank or a plain run), the arguments rewritten for the pipeline and the part
    file, and the private folder of an MPI rank other than 0. */
 #define _XOPEN_SOURCE 700
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 
 const char *lumen_dist_arg_value(int argc, char *const *argv, const char *name) {
   const char *value = NULL;

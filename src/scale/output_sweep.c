@@ -1,9 +1,9 @@
 /* The temporaries of killed runs swept from the output folders of a batch
-   (lumen_dist_sweep_output_folders in src/dist/dist_internal.h). */
+   (lumen_dist_sweep_output_folders in src/scale/dist_internal.h). */
 #include <stdlib.h>
 #include <string.h>
 #include "io/io_internal.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 
 static int compare_strings(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);

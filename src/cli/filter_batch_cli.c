@@ -1,6 +1,6 @@
 /* A batch of images for `lumen filter` and `lumen segment` (image_cli.h): the headers are
    checked before any work, then the library's image batch (lumen_dist_imgbatch_run in
-   src/dist/dist_internal.h: a reader thread under --memory-limit, one worker per device of
+   src/scale/dist_internal.h: a reader thread under --memory-limit, one worker per device of
    --device, pinned double buffers on a CUDA worker, the writer in input order) runs the op, so
    every output equals a single-device serial run (docs/SCALE.md). This file is the glue: the
    lumen_imgcli reading and writing, the messages, the progress and the statistics line. */

@@ -1,7 +1,7 @@
-/* liblumen_mpi.so: lumen's MPI calls on Open MPI (mpi_ops.h), loaded by src/dist/mpi.c only when
+/* liblumen_mpi.so: lumen's MPI calls on Open MPI (mpi_ops.h), loaded by src/scale/mpi.c only when
    an MPI launcher started the process. */
 #include <mpi.h>
-#include "dist/mpi_module/mpi_ops.h"
+#include "scale/mpi_module/mpi_ops.h"
 
 static int init(int *argc, char ***argv, int *rank, int *size) {
   int inited = 0, rc = MPI_Initialized(&inited);

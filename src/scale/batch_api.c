@@ -1,7 +1,7 @@
 /* The public image batch (include/lumen/batch.h): a thin wrapper over the engine of
-   `lumen filter --batch` (lumen_dist_imgbatch_run, src/dist/image_batch.c). This file checks the
+   `lumen filter --batch` (lumen_dist_imgbatch_run, src/scale/image_batch.c). This file checks the
    arguments, resolves the device list, gives the engine its callbacks (the caller's, or the
-   arrays and the library ops by name of src/dist/batch_ops.c), keeps the status and message of
+   arrays and the library ops by name of src/scale/batch_ops.c), keeps the status and message of
    the lowest failed item and fills the report. The engine itself is unchanged. */
 #include <math.h>
 #include <pthread.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include "core/internal.h"
 #include "lumen/batch.h"
-#include "dist/batch_ops.h"
-#include "dist/dist_internal.h"
+#include "scale/batch_ops.h"
+#include "scale/dist_internal.h"
 
 typedef struct bstate {
   lumen_ctx *ctx;                 /* the caller's */

@@ -1,5 +1,5 @@
 /* The MPI calls lumen makes, as a table that liblumen_mpi.so (mpi_module.c, the only file that
-   includes mpi.h) hands to src/dist/mpi.c when an MPI launcher started the process: a lumen
+   includes mpi.h) hands to src/scale/mpi.c when an MPI launcher started the process: a lumen
    program or library that runs without mpirun never loads Open MPI. Every call is on
    MPI_COMM_WORLD and returns 0 on success (MPI_SUCCESS), else an MPI error code. */
 #ifndef LUMEN_DIST_MPI_OPS_H

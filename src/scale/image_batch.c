@@ -1,4 +1,4 @@
-/* A batch of images (lumen_dist_imgbatch_run in src/dist/dist_internal.h): the stages of
+/* A batch of images (lumen_dist_imgbatch_run in src/scale/dist_internal.h): the stages of
    stages.c with decoded images as items, a context per reader, writer and device worker, and
    on a CUDA worker pinned double buffers (xfer.h) so that uploads and downloads overlap the op.
    The front end reads, computes and writes one image through its callbacks. */
@@ -9,8 +9,8 @@
 #include <string.h>
 #include "core/internal.h"
 #include "lumen/device.h"
-#include "dist/dist_internal.h"
-#include "dist/xfer.h"
+#include "scale/dist_internal.h"
+#include "scale/xfer.h"
 
 typedef struct job {
   lumen_image *in, *res;

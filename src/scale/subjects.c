@@ -1,4 +1,4 @@
-/* Subjects of a batch: a list file or a BIDS dataset (src/dist/dist_internal.h). */
+/* Subjects of a batch: a list file or a BIDS dataset (src/scale/dist_internal.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include "core/internal.h"
 #include "io/io_internal.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 
 void lumen_dist_subjects_clear(lumen_dist_subjects *s) {
   if (!s) return;

@@ -1,10 +1,10 @@
 /* The shared work queue (worker threads over a batch of items) and a bounded FIFO for
-   reader -> compute -> writer stages (src/dist/dist_internal.h). */
+   reader -> compute -> writer stages (src/scale/dist_internal.h). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "core/internal.h"
-#include "dist/dist_internal.h"
+#include "scale/dist_internal.h"
 
 typedef struct pool {
   lumen_dist_item_fn fn;

@@ -69,6 +69,7 @@ typedef struct bench_opts {
   int64_t volume[4];         /* --volume NXxNYxNZxNT (0: none; default 256x256x32x80 when a tier is cuda) */
   int volume_set;            /* --volume given */
   int probe;                 /* the scalar probe's row beside every Tofts row (default on; --no-probe) */
+  int simd;                  /* lumen_cpu_simd limit of the context (--simd; default auto) */
   int ci;                    /* ask for the 95 % confidence intervals and R^2, as lumen dce does (default on; --no-ci) */
   int repeat;                /* measurements per row, the fastest reported (default 3; --quick: 1) */
 } bench_opts;
@@ -79,6 +80,7 @@ static void usage(FILE *f) {
           "  --quick               a few-second run (small sizes)\n"
           "  --no-ci               do not ask for confidence intervals and R^2 (lumen dce asks for both)\n"
           "  --no-probe            leave out the scalar probe row (bench/probe_tofts.c) beside Tofts rows\n"
+          "  --simd off|avx2|avx512  cap the vector instructions of the fit lanes (lumen_ctx_set_cpu_simd)\n"
           "  --models LIST         models of the per-model table (default: all fitted models)\n"
           "  --tiers LIST          tiers to time (default: cpu,cpu_single,standard)\n"
           "  --model-curves N      curves per model in the per-model table (default 100000)\n"
@@ -151,6 +153,12 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
       o->ci = 0;
     } else if (!strcmp(a, "--no-probe")) {
       o->probe = 0;
+    } else if (v && !strcmp(a, "--simd")) {
+      if (!strcmp(v, "off")) o->simd = LUMEN_CPU_SIMD_OFF;
+      else if (!strcmp(v, "avx2")) o->simd = LUMEN_CPU_SIMD_AVX2;
+      else if (!strcmp(v, "avx512")) o->simd = LUMEN_CPU_SIMD_AVX512;
+      else return -1;
+      ++i;
     } else if (!strcmp(a, "--quick")) {
       o->budget = 0.5;
       o->repeat = 1;
@@ -391,6 +399,7 @@ typedef struct measure {
   double median_rel_err;  /* over curves with a finite result */
   double finite_frac;     /* curves with a finite result */
   double converged_frac;
+  double iters_per_fit;   /* mean lumen_fit_results.iterations (every start and restart) */
   int64_t curves;
   double kernel_s;        /* tier cuda: time the GPU ran the fitting kernels (lumen_fit_results.kernel_seconds) */
   double *param0;         /* curves: the reported Ktrans / T1 (for agreement), caller frees */
@@ -450,13 +459,15 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   const int np = lumen_model_param_count(d->model);
   double *params = malloc((size_t)curves * (size_t)np * sizeof *params);
   int32_t *state = malloc((size_t)curves * sizeof *state);
+  int32_t *iters = malloc((size_t)curves * sizeof *iters);
   double *err = malloc((size_t)curves * sizeof *err);
   double *ci_lo = ci ? malloc((size_t)curves * (size_t)np * sizeof *ci_lo) : NULL;
   double *ci_hi = ci ? malloc((size_t)curves * (size_t)np * sizeof *ci_hi) : NULL;
   double *r2 = ci ? malloc((size_t)curves * sizeof *r2) : NULL;
   me.param0 = malloc((size_t)curves * sizeof *me.param0);
-  if (!params || !state || !err || !me.param0 || (ci && (!ci_lo || !ci_hi || !r2))) {
+  if (!params || !state || !iters || !err || !me.param0 || (ci && (!ci_lo || !ci_hi || !r2))) {
     snprintf(me.why, sizeof me.why, "out of memory");
+    free(iters);
     free(ci_lo);
     free(ci_hi);
     free(r2);
@@ -473,6 +484,7 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
      for every tier and are not fitting */
   touch_pages(params, (size_t)curves * (size_t)np * sizeof *params);
   touch_pages(state, (size_t)curves * sizeof *state);
+  touch_pages(iters, (size_t)curves * sizeof *iters);
   if (ci) {
     touch_pages(ci_lo, (size_t)curves * (size_t)np * sizeof *ci_lo);
     touch_pages(r2, (size_t)curves * sizeof *r2);
@@ -492,7 +504,7 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
   double secs = 0, cpu_secs = 0;
   while (done < curves && s == LUMEN_OK && (done == 0 || secs < budget)) {
     int64_t nc = curves - done < chunk ? curves - done : chunk;
-    lumen_fit_results res = {.params = params + done * np, .state = state + done,
+    lumen_fit_results res = {.params = params + done * np, .state = state + done, .iterations = iters + done,
                              .ci_lo = ci_lo ? ci_lo + done * np : NULL, .ci_hi = ci_hi ? ci_hi + done * np : NULL,
                              .r2 = r2 ? r2 + done : NULL};
     double t0 = lumen_now_seconds(), u0 = cpu_s();
@@ -512,8 +524,10 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
     me.fits_per_s = (double)curves / secs;
     me.fits_per_cpu_s = cpu_secs > 0 ? (double)curves / cpu_secs : NAN;
     int64_t nf = 0, nc = 0;
+    double it_sum = 0;
     for (int64_t c = 0; c < curves; ++c) {
       double v = params[c * np];  /* public parameter 0: Ktrans, or T1 */
+      it_sum += iters[c];
       me.param0[c] = v;
       if (state[c] == LUMEN_FIT_CONVERGED || state[c] == LUMEN_FIT_AT_BOUND) ++nc; /* at_bound: converged, on a bound */
       if (isfinite(v)) err[nf++] = fabs(v - d->truth[c]) / d->truth[c];
@@ -521,9 +535,11 @@ static measure run_tier(lumen_ctx *ctx, const dataset *d, const char *tier, int6
     me.median_rel_err = median_inplace(err, nf);
     me.finite_frac = (double)nf / (double)curves;
     me.converged_frac = (double)nc / (double)curves;
+    me.iters_per_fit = it_sum / (double)curves;
   }
   free(params);
   free(state);
+  free(iters);
   free(err);
   free(r2);
   free(ci_lo);
@@ -563,6 +579,7 @@ static measure run_probe(lumen_ctx *ctx, const dataset *d, int64_t curves) {
   me.median_rel_err = median_inplace(err, nf);
   me.finite_frac = (double)nf / (double)curves;
   me.converged_frac = NAN;
+  me.iters_per_fit = NAN;
   free(kt); free(ve); free(err);
   return me;
 }
@@ -570,8 +587,8 @@ static measure run_probe(lumen_ctx *ctx, const dataset *d, int64_t curves) {
 /* ------------------------------------------------------------------ tables */
 
 static void print_header(void) {
-  printf("| model | points | curves | tier (used) | fits/s | fits/CPU-s | median rel. err | converged | vs standard: speed, median rel. diff |\n");
-  printf("|---|---:|---:|---|---:|---:|---:|---:|---|\n");
+  printf("| model | points | curves | tier (used) | fits/s | fits/CPU-s | median rel. err | converged | iter/fit | vs standard: speed, median rel. diff |\n");
+  printf("|---|---:|---:|---|---:|---:|---:|---:|---:|---|\n");
 }
 
 static void fmt_rate(char *buf, size_t size, double r) {
@@ -586,7 +603,7 @@ static int is_standard(const char *tier) { return strcmp(tier, "standard") == 0;
 static void bench_rows(lumen_ctx *ctx, const bench_opts *bo, lumen_model m, int points, int64_t curves) {
   dataset d;
   if (dataset_make(&d, m, points, curves, bo->seed) != 0) {
-    printf("| %s | %d | %lld | - | data generation failed | | | | |\n", lumen_model_name(m), points, (long long)curves);
+    printf("| %s | %d | %lld | - | data generation failed | | | | | |\n", lumen_model_name(m), points, (long long)curves);
     return;
   }
   measure ms[MAX_LIST + 1];
@@ -618,7 +635,7 @@ static void bench_rows(lumen_ctx *ctx, const bench_opts *bo, lumen_model m, int 
     const measure *me = &ms[t];
     char rate[32], crate[32], cmp[96] = "";
     if (!me->ok) {
-      printf("| %s | %d | %lld | %s | n/a (%s) | | | | |\n", lumen_model_name(m), d.n, (long long)me->curves, names[t],
+      printf("| %s | %d | %lld | %s | n/a (%s) | | | | | |\n", lumen_model_name(m), d.n, (long long)me->curves, names[t],
              me->why);
       continue;
     }
@@ -650,8 +667,10 @@ static void bench_rows(lumen_ctx *ctx, const bench_opts *bo, lumen_model m, int 
     }
     char conv[16] = "-"; /* the probe reports no state */
     if (!isnan(me->converged_frac)) snprintf(conv, sizeof conv, "%.1f %%", 100.0 * me->converged_frac);
-    printf("| %s | %d | %lld | %s (%s) | %s | %s | %.2e | %s | %s |\n", lumen_model_name(m), d.n,
-           (long long)me->curves, names[t], used, rate, crate, me->median_rel_err, conv, cmp);
+    char its[16] = "-"; /* iterations per fit, every start and restart counted */
+    if (!isnan(me->iters_per_fit)) snprintf(its, sizeof its, "%.2f", me->iters_per_fit);
+    printf("| %s | %d | %lld | %s (%s) | %s | %s | %.2e | %s | %s | %s |\n", lumen_model_name(m), d.n,
+           (long long)me->curves, names[t], used, rate, crate, me->median_rel_err, conv, its, cmp);
   }
   fflush(stdout);
   for (int t = 0; t < nt; ++t) free(ms[t].param0);
@@ -701,6 +720,11 @@ int main(int argc, char **argv) {
   lumen_ctx *ctx = NULL;
   if (lumen_ctx_create(&ctx) != LUMEN_OK) {
     fprintf(stderr, "bench_fit: cannot create a context\n");
+    return 1;
+  }
+  if (bo.simd != LUMEN_CPU_SIMD_AUTO && lumen_ctx_set_cpu_simd(ctx, (lumen_cpu_simd)bo.simd) != LUMEN_OK) {
+    fprintf(stderr, "bench_fit: --simd: %s\n", lumen_ctx_last_error(ctx));
+    lumen_ctx_destroy(ctx);
     return 1;
   }
   time_t now = time(NULL);

@@ -442,6 +442,112 @@ LUMEN_API lumen_status lumen_dicom_series_sidecar(lumen_ctx *ctx, const lumen_di
    the DICOM Part 10 signature, or such a file. */
 LUMEN_API int lumen_dicom_is_series_input(const char *path);
 
+/* --------------------------------------------------------------------------- image formats */
+
+/* The image formats, decided once (src/io/image_formats.c, one row per format: name, suffixes, a
+   content test, reader, writer, what it holds). The command line, lumen batch's BIDS scan, the
+   pipelines and the Python binding ask these functions what a path holds; no other place looks
+   at a file name's suffix or at a file's first bytes (docs/FILES.md "Formats"). */
+typedef enum lumen_image_format {
+  LUMEN_IMAGE_FORMAT_UNKNOWN = 0,
+  LUMEN_IMAGE_FORMAT_PNG = 1,          /* PNG, grey or colour (read as luminance) */
+  LUMEN_IMAGE_FORMAT_NIFTI = 2,        /* NIfTI-1/2 single file, .nii or .nii.gz */
+  LUMEN_IMAGE_FORMAT_DICOM = 3,        /* one DICOM Part 10 file (signature "DICM" at byte 128) */
+  LUMEN_IMAGE_FORMAT_DICOM_FOLDER = 4, /* a folder holding DICOM files: one image, or one series */
+  LUMEN_IMAGE_FORMAT_COUNT
+} lumen_image_format;
+
+/* What a format can hold (lumen_format_info.holds). */
+#define LUMEN_FORMAT_HOLDS_2D 1u
+#define LUMEN_FORMAT_HOLDS_3D 2u
+#define LUMEN_FORMAT_HOLDS_4D 4u
+#define LUMEN_FORMAT_HOLDS_SERIES 8u /* one image spread over several files */
+
+typedef struct lumen_format_info {
+  int format;              /* a lumen_image_format */
+  const char *name;        /* "png", "nifti", "dicom", "dicom_folder" (static strings) */
+  const char *description; /* one line, e.g. "NIfTI-1/2 single file (gzip or not)" */
+  const char *suffixes;    /* the name endings it is known by, lower case, space-separated
+                              (".nii .nii.gz"); "" for a folder */
+  unsigned holds;          /* LUMEN_FORMAT_HOLDS_* bits */
+  int can_write;           /* lumen_image_write_any writes it (PNG: 2-D only) */
+  /* set by lumen_image_probe and lumen_image_format_of_name (0 in lumen_image_format_get's rows): */
+  int by_content;          /* 1: decided by the content (signature, header magic, a DICOM file in
+                              the folder); 0: by the name alone */
+  int suffix_length;       /* bytes at the end of the path that are one of this format's suffixes
+                              (0: the name has none of them), so that NAME = path minus them */
+} lumen_format_info;
+
+/* The rows of the table, for listings and bindings: index 0 .. lumen_image_format_count() - 1.
+   LUMEN_ERR_INVALID_ARGUMENT for an index out of range (info cleared). */
+LUMEN_API int lumen_image_format_count(void);
+LUMEN_API lumen_status lumen_image_format_get(int index, lumen_format_info *info);
+
+/* The format a name asks for, by its suffix alone (case-insensitive; nothing is opened): for
+   outputs and for BIDS file names. Returns info->format (LUMEN_IMAGE_FORMAT_UNKNOWN with info
+   cleared when no suffix of the table ends path). info may be NULL. */
+LUMEN_API int lumen_image_format_of_name(const char *path, lumen_format_info *info);
+
+/* What path holds, by its content first: the PNG signature, a NIfTI-1/2 header (its size field
+   and magic, inside the gzip stream of a compressed file), the DICOM Part 10 signature; a folder
+   is a DICOM folder when it (or a folder under it, 4 levels down) holds a DICOM file. Only when
+   the content tells nothing (unreadable, empty, truncated, damaged, not a regular file) does the
+   name's suffix decide (by_content 0), so that the format's reader gives its precise message. A
+   file whose content and suffix disagree is read as its content says, with a warning naming both.
+   Never blocks (a FIFO or device is not opened for reading) and reads at most 64 KiB.
+   Errors (info cleared, the message naming the file and the likely mistake): LUMEN_ERR_IO (no
+   such file or folder), LUMEN_ERR_FORMAT (neither content nor name known: "not a PNG, NIfTI or
+   DICOM file ... expected .png, .nii, .nii.gz, .dcm or a folder of DICOM files"; an empty file;
+   a folder without a DICOM file), LUMEN_ERR_INVALID_ARGUMENT (path or info NULL). */
+LUMEN_API lumen_status lumen_image_probe(lumen_ctx *ctx, const char *path, lumen_format_info *info);
+
+typedef struct lumen_image_read_opts {
+  int format;              /* 0: lumen_image_probe decides; else read as this lumen_image_format */
+  int64_t max_bytes;       /* the readers' memory limit; 0 = default (lumen_io_default_max_bytes) */
+  int max_ndim;            /* 0: 4; 2 or 3: an image of more dimensions is refused before its
+                              pixels are read (LUMEN_ERR_UNSUPPORTED, naming its shape) */
+  int nifti_keep_type;     /* lumen_nifti_read_opts.keep_type (0: float32, scaled) */
+  int png_to_float;        /* lumen_png_read_opts.to_float (0: uint8 / uint16 as stored) */
+  const char *series_uid;  /* a DICOM folder's series (lumen_dicom_series_opts.series_uid) */
+  int headers_only;        /* 1: the format, the shape and the header info, no pixel; *out stays NULL */
+} lumen_image_read_opts;
+
+typedef struct lumen_image_read_info {
+  lumen_format_info format;      /* the row read (by_content as the probe said) */
+  int ndim;                      /* the image's (as it is or would be returned) */
+  int64_t dims[4];               /* 1 beyond ndim */
+  lumen_dtype dtype;             /* element type returned */
+  int png_bit_depth;             /* PNG: 8 or 16 */
+  lumen_nifti_info nifti;        /* NIfTI: the header */
+  lumen_dicom_info dicom;        /* DICOM file, or the one file of a DICOM folder of one image */
+  lumen_dicom_series_info series;/* DICOM folder of several files: the series (owns frame_times_s:
+                                    free with lumen_image_read_info_clear) */
+  int is_series;                 /* 1 when series is set */
+} lumen_image_read_info;
+
+/* Reads any image of the table: probes path (unless opts->format is given), then calls the
+   format's reader (lumen_png_read, lumen_nifti_read, lumen_dicom_read, lumen_dicom_read of the
+   only DICOM file of a folder or lumen_dicom_series_read of several) with the options above. The
+   image equals what that reader returns. opts and info may be NULL; info is overwritten (clear a
+   used one first). Errors: the probe's and the reader's (their messages name the file), and
+   LUMEN_ERR_UNSUPPORTED for more dimensions than max_ndim. */
+LUMEN_API lumen_status lumen_image_read_any(lumen_ctx *ctx, const char *path, const lumen_image_read_opts *opts,
+                                            lumen_image **out, lumen_image_read_info *info);
+LUMEN_API void lumen_image_read_info_clear(lumen_image_read_info *info); /* frees series.frame_times_s */
+
+typedef struct lumen_image_write_opts {
+  int overwrite;                     /* replace an existing file (overrides the per-format flag) */
+  const lumen_png_write_opts *png;   /* NULL: defaults */
+  const lumen_nifti_write_opts *nifti;
+} lumen_image_write_opts;
+
+/* Writes a host image in the format its name asks for (lumen_image_format_of_name): .png by
+   lumen_png_write, .nii / .nii.gz by lumen_nifti_write. Errors: LUMEN_ERR_INVALID_ARGUMENT for a
+   name of no writable format ("expected .png, .nii or .nii.gz") or an image of more dimensions
+   than the format holds (a 3-D image to PNG), and the writer's. */
+LUMEN_API lumen_status lumen_image_write_any(lumen_ctx *ctx, const char *path, const lumen_image *image,
+                                             const lumen_image_write_opts *opts);
+
 /* ------------------------------------------------------------------------------ text tables */
 
 /* Numeric text tables for `lumen fit` (curves, frame times, AIFs). Format: one row per line;

@@ -102,10 +102,16 @@ static void describe_head(const lumen_sniff *s, char *buf, size_t size) {
     snprintf(buf, size, "a gzip stream without a NIfTI header in it");
     return;
   }
+  char text[17];
   size_t printable = 0;
-  while (printable < s->n && printable < 16 && s->head[printable] >= 0x20 && s->head[printable] < 0x7f) printable++;
+  for (; printable < s->n && printable < 16; printable++) { /* line ends and tabs shown as spaces */
+    unsigned char c = s->head[printable];
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    if (c < 0x20 || c >= 0x7f) break;
+    text[printable] = (char)c;
+  }
   if (printable >= 4) {
-    snprintf(buf, size, "it starts with the text '%.*s'", (int)printable, (const char *)s->head);
+    snprintf(buf, size, "it starts with the text '%.*s'", (int)printable, text);
     return;
   }
   size_t used = (size_t)snprintf(buf, size, "its first bytes are");

@@ -14,12 +14,6 @@
 
 #define CMD "filter"
 
-static const char *const filter_ops[] = {
-  "gaussian", "dog", "log", "median", "gamma", "abs", "contrast", "convolve", "bandpass", "otsu", "sauvola",
-  "local_variance", "variance_binarize", "erode", "dilate", "open", "close", "tophat", "fill_holes", "label",
-  "largest_component", "entropy", "mutual_information", "variance"};
-#define N_FILTER_OPS ((int)(sizeof filter_ops / sizeof filter_ops[0]))
-
 static void filter_help(FILE *out) {
   fprintf(out,
           "usage: lumen filter OP IN OUT [IN OUT ...] [options]\n"
@@ -32,29 +26,10 @@ static void filter_help(FILE *out) {
           "follows the extension (PNG or NIfTI). Masks are written as 8-bit\n"
           "PNG (0/255) or uint8 NIfTI (0/1); float results as float32 NIfTI or PNG (--png-scale).\n"
           "\n"
-          "ops and their options (default):\n"
-          "  gaussian          --sigma S (1) --sigma-axis X,Y,Z (0 = sigma) --units voxels|mm --truncate T (4)\n"
-          "                    --mode M (nearest) --cval V (0) --spatial-dims D (0 = all; 2 = per slice)\n"
-          "  dog               --low-sigma S (1) --high-sigma S (1.6 x low) --mode (nearest) --truncate\n"
-          "  log               Laplacian of Gaussian: --sigma S (2) --mode (reflect) --discrete (reference form)\n"
-          "  median            --size N (3, odd) --mode (reflect) --cval\n"
-          "  gamma             --gamma G (1) --max-value M (4095)\n"
-          "  abs               absolute value |x|\n"
-          "  contrast          --contrast C (0) --brightness B (0) --bins N (0 = 255 or 4095 by range)\n"
-          "  convolve          --kernel V,V,... (required) --kernel-dims NX[,NY[,NZ]] --mode (reflect) --correlate\n"
-          "  bandpass          Butterworth: --d0 D (21) --width W (32) --order N (3)\n"
-          "  otsu              mask I > t: --bins N (0 = 256 for [0,255] data, else 4096); prints t\n"
-          "  sauvola           --window N (15, odd) --k K (0.5) --r R (128) --output-threshold --foreground F (255)\n"
-          "  local_variance    --window N (5) --mode (mirror)\n"
-          "  variance_binarize --window N (5) --alpha A (1)\n"
-          "  erode, dilate, open, close, tophat\n"
-          "                    --element disk|square|ball|cube (disk) --radius R (4) --size N (7) --binary\n"
-          "  fill_holes, label, largest_component   --connectivity C (1)\n"
-          "  entropy           --bins N (256; 0 = one per value); prints bits\n"
-          "  mutual_information A B   --bins N (256)\n"
-          "  variance          --ddof D (0); prints mean and variance\n"
-          "  (--spatial-dims applies to every op that filters: 2 filters each slice of a 3-D image)\n"
-          "  modes: reflect, nearest, constant, wrap, mirror\n"
+          "ops and their options (default), from the op registry (docs/FILTERS.md; [CPU]: no CUDA kernel):\n");
+  lumen_opcli_help_ops(out, LUMEN_OP_KIND_FILTER, LUMEN_OP_KIND_STATISTIC);
+  fprintf(out,
+          "  modes: reflect, nearest, constant, wrap, mirror; '-' and '_' are one in names\n"
           "\n"
           "common options:\n"
           "  --device D        cpu, cuda or cuda:N (default: the context default, cpu); ops without a CUDA\n"
@@ -75,7 +50,6 @@ static void filter_help(FILE *out) {
 
 /* one image of a batch (lumen_imgbatch_fn): the op on the worker's device */
 typedef struct filter_job {
-  const char *op;
   const fvals *f;
   int precision;
 } filter_job;
@@ -89,7 +63,7 @@ static lumen_status filter_one(void *user, lumen_ctx *ctx, int64_t item, const c
   ex.device = device;
   ex.precision = fj->precision;
   ex.report = rep;
-  lumen_status s = lumen_filtercli_run(ctx, fj->op, fj->f, ex, in, out, is_mask, scalar);
+  lumen_status s = lumen_filtercli_run(ctx, fj->f, ex, in, out, is_mask, scalar);
   *png_bits = lumen_image_dtype(in) == LUMEN_DTYPE_UINT16 ? 16 : 8;
   if (s == LUMEN_OK && lumen_image_dtype(*out) == LUMEN_DTYPE_INT32) *png_bits = 16;
   return s;
@@ -124,14 +98,11 @@ static int stats_line(lumen_imgcli *c, const char *fmt, ...) {
 }
 
 static int stats_ops(lumen_imgcli *c, const fvals *f, lumen_filter_exec ex) {
-  lumen_stats_opts o;
-  lumen_stats_opts_init(&o);
+  lumen_stats_opts o = *(const lumen_stats_opts *)lumen_op_args_opts(f->args);
   o.exec = ex;
   lumen_filter_report rep;
   o.exec.report = &rep;
   memset(&rep, 0, sizeof rep);
-  if (f->has_bins) o.bins = f->bins;
-  o.ddof = f->ddof;
   int mi = strcmp(c->op, "mutual_information") == 0;
   if (mi && c->njobs != 2) {
     lumen_cli_error(CMD, "mutual_information needs two inputs A B, got %d", c->njobs);
@@ -181,21 +152,34 @@ static int stats_ops(lumen_imgcli *c, const fvals *f, lumen_filter_exec ex) {
   return rc;
 }
 
-/* The op name (aliases resolved) and every option, before anything is read: LUMEN_EXIT_OK, or
-   LUMEN_EXIT_USAGE with the message printed. */
+/* The op (a filter or statistic of the registry, by name or alias) and every option, before
+   anything is read: LUMEN_EXIT_OK, or LUMEN_EXIT_USAGE with the message printed. */
 static int filter_parse(lumen_imgcli *c, fvals *f, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (a[0] == '-' && a[1]) {
       int r = lumen_imgcli_common(c, argc, argv, &i);
-      if (r == 0) r = lumen_filtercli_opt(f, argc, argv, &i);
+      if (r == 0 && !f->op) {
+        lumen_cli_error(CMD, "give the op before its options ('%s')", a);
+        return LUMEN_EXIT_USAGE;
+      }
+      if (r == 0) r = lumen_opcli_opt(CMD, LUMEN_OPCLI_FILTER, f, argc, argv, &i);
       if (r < 0) return LUMEN_EXIT_USAGE;
       if (r == 0) {
-        lumen_cli_error(CMD, "unknown option '%s' (see 'lumen filter --help')", a);
+        lumen_cli_error(CMD, "unknown option '%s' for %s (see 'lumen filter --help')", a, f->op->name);
         return LUMEN_EXIT_USAGE;
       }
     } else if (!c->op) {
-      c->op = a;
+      const lumen_op_info *op = lumen_op_find_kind(LUMEN_OP_KIND_FILTER, a);
+      if (!op) op = lumen_op_find_kind(LUMEN_OP_KIND_STATISTIC, a);
+      if (!op) {
+        char names[1024];
+        lumen_opcli_op_names(names, sizeof names, LUMEN_OP_KIND_FILTER, LUMEN_OP_KIND_STATISTIC);
+        lumen_cli_error(CMD, "unknown op '%s', expected one of: %s", a, names);
+        return LUMEN_EXIT_USAGE;
+      }
+      if (!lumen_opcli_begin(CMD, op, f)) return LUMEN_EXIT_FAILURE;
+      c->op = op->name;
     } else {
       c->pos[c->npos++] = argv[i];
     }
@@ -204,24 +188,14 @@ static int filter_parse(lumen_imgcli *c, fvals *f, int argc, char **argv) {
     lumen_cli_error(CMD, "no op given (see 'lumen filter --help')");
     return LUMEN_EXIT_USAGE;
   }
-  int known = 0;
-  for (int k = 0; k < N_FILTER_OPS; k++) known |= strcmp(c->op, filter_ops[k]) == 0;
-  if (strcmp(c->op, "gaussian_laplace") == 0) c->op = "log", known = 1;
-  if (strcmp(c->op, "laplace") == 0) c->op = "log", known = 1;
-  if (!known) {
-    fprintf(stderr, "lumen filter: unknown op '%s', expected one of:", c->op);
-    for (int k = 0; k < N_FILTER_OPS; k++) fprintf(stderr, "%s %s", k ? "," : "", filter_ops[k]);
-    fputc('\n', stderr);
-    return LUMEN_EXIT_USAGE;
-  }
-  return lumen_filtercli_check_values(c->op, f) ? LUMEN_EXIT_OK : LUMEN_EXIT_USAGE;
+  return lumen_filtercli_check_values(f) ? LUMEN_EXIT_OK : LUMEN_EXIT_USAGE;
 }
 
 int lumen_cmd_filter_check(int argc, char **argv) {
   lumen_imgcli c;
   fvals f = {0};
   int rc = lumen_imgcli_begin(&c, CMD, argc) ? filter_parse(&c, &f, argc, argv) : LUMEN_EXIT_FAILURE;
-  free(f.kernel);
+  lumen_opcli_free(&f);
   lumen_imgcli_free(&c);
   return rc;
 }
@@ -236,7 +210,7 @@ int lumen_cmd_filter(int argc, char **argv) {
     goto out;
   }
   if ((rc = filter_parse(&c, &f, argc, argv)) != LUMEN_EXIT_OK) goto out;
-  int stats = strcmp(c.op, "entropy") == 0 || strcmp(c.op, "variance") == 0 || strcmp(c.op, "mutual_information") == 0;
+  int stats = f.op->kind == LUMEN_OP_KIND_STATISTIC;
   if ((rc = lumen_imgcli_start(&c, !stats)) != LUMEN_EXIT_OK) goto out;
   lumen_filter_exec ex;
   lumen_filter_exec_init(&ex);
@@ -252,10 +226,10 @@ int lumen_cmd_filter(int argc, char **argv) {
     rc = LUMEN_EXIT_FAILURE;
     goto out;
   }
-  filter_job fj = {c.op, &f, c.precision};
-  rc = lumen_imgbatch_run(&c, filter_one, &fj, c.op, strcmp(c.op, "label") == 0 ? "labels" : "threshold");
+  filter_job fj = {&f, c.precision};
+  rc = lumen_imgbatch_run(&c, filter_one, &fj, c.op, f.op->scalar);
 out:
-  free(f.kernel);
+  lumen_opcli_free(&f);
   lumen_imgcli_free(&c);
   return rc;
 }

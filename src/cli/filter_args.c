@@ -1,263 +1,212 @@
-/* lumen filter's op options: parsed into fvals and checked against the library's ranges before
-   anything is read; filter_cli.h. */
-#include <errno.h>
+/* The op options of lumen filter and lumen segment, read by the registry's descriptors
+   (src/filter/op_table.c): --NAME for every option (dashes for underscores, the aliases too),
+   --NAME alone and --no-NAME for bools, each value checked against the option's range before
+   anything is read (a usage error naming the option, its value and the range); filter_cli.h. */
 #include <math.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/filter_cli.h"
 
-#define CMD "filter"
-
-static int parse_list(const char *opt, const char *text, double *v, int max, int *n) {
-  *n = 0;
-  const char *p = text;
-  while (*p) {
-    char *end;
-    errno = 0;
-    double x = strtod(p, &end);
-    if (end == p || errno == ERANGE || *n >= max) {
-      lumen_cli_error(CMD, "%s expects up to %d numbers separated by commas, got '%s'", opt, max, text);
-      return 0;
-    }
-    v[(*n)++] = x;
-    p = end;
-    if (*p == ',') p++;
-    else if (*p) {
-      lumen_cli_error(CMD, "%s expects numbers separated by commas, got '%s'", opt, text);
-      return 0;
-    }
-  }
-  if (*n == 0) {
-    lumen_cli_error(CMD, "%s expects numbers, got '%s'", opt, text);
+int lumen_opcli_begin(const char *cmd, const lumen_op_info *op, fvals *f) {
+  f->op = op;
+  f->args = NULL;
+  if (!f->ctx && lumen_ctx_create(&f->ctx) != LUMEN_OK) {
+    lumen_cli_error(cmd, "out of memory");
     return 0;
   }
-  return 1;
+  if (lumen_op_args_create(f->ctx, op->name, &f->args) == LUMEN_OK) return 1;
+  lumen_cli_error(cmd, "%s", lumen_ctx_last_error(f->ctx));
+  return 0;
 }
 
-/* The op options that take a number or are switches: where the value goes in fvals and which
-   has_ flag says it was given (NO_FLAG: none; the field's zero is its default). */
-typedef enum { FOPT_DOUBLE, FOPT_INT, FOPT_SWITCH } fopt_kind;
-typedef struct {
-  const char *name;
-  fopt_kind kind;
-  size_t field, flag;
-} fopt;
-#define NO_FLAG SIZE_MAX
-#define F_DBL(name, field, flag) {name, FOPT_DOUBLE, offsetof(fvals, field), offsetof(fvals, flag)}
-#define F_INT(name, field, flag) {name, FOPT_INT, offsetof(fvals, field), offsetof(fvals, flag)}
-static const fopt filter_opts[] = {
-  F_DBL("--sigma", sigma, has_sigma),
-  F_DBL("--truncate", truncate, has_truncate),
-  F_DBL("--cval", cval, has_cval),
-  F_DBL("--low-sigma", low, has_low),
-  F_DBL("--high-sigma", high, has_high),
-  F_DBL("--gamma", gamma, has_gamma),
-  F_DBL("--max-value", max_value, has_max),
-  F_DBL("--d0", d0, has_d0),
-  F_DBL("--width", width, has_width),
-  F_DBL("--k", k, has_k),
-  F_DBL("--r", r, has_r),
-  F_DBL("--alpha", alpha, has_alpha),
-  F_INT("--spatial-dims", spatial, has_spatial),
-  F_INT("--size", size, has_size),
-  F_INT("--bins", bins, has_bins),
-  F_INT("--order", order, has_order),
-  F_INT("--window", window, has_window),
-  F_INT("--foreground", fg, has_fg),
-  F_INT("--radius", radius, has_radius),
-  F_INT("--connectivity", conn, has_conn),
-  {"--contrast", FOPT_DOUBLE, offsetof(fvals, contrast), NO_FLAG},
-  {"--brightness", FOPT_DOUBLE, offsetof(fvals, brightness), NO_FLAG},
-  {"--ddof", FOPT_INT, offsetof(fvals, ddof), NO_FLAG},
-  {"--discrete", FOPT_SWITCH, offsetof(fvals, discrete), NO_FLAG},
-  {"--correlate", FOPT_SWITCH, offsetof(fvals, correlate), NO_FLAG},
-  {"--binary", FOPT_SWITCH, offsetof(fvals, binary), NO_FLAG},
-  {"--output-threshold", FOPT_SWITCH, offsetof(fvals, outthr), NO_FLAG},
-};
-#undef F_DBL
-#undef F_INT
-
-/* An option of filter_opts: 1 consumed, 0 not one of them, -1 bad value. */
-static int filter_table_opt(fvals *f, const char *a, const char *v, int *i) {
-  const fopt *o = NULL;
-  for (size_t k = 0; k < sizeof filter_opts / sizeof filter_opts[0] && !o; k++)
-    if (strcmp(a, filter_opts[k].name) == 0) o = &filter_opts[k];
-  if (!o) return 0;
-  void *field = (char *)f + o->field;
-  if (o->kind == FOPT_SWITCH) return *(int *)field = 1;
-  LUMEN_IMGCLI_TAKE_VALUE(CMD, a, v, i);
-  int ok = o->kind == FOPT_DOUBLE ? lumen_imgcli_number(CMD, a, v, field) : lumen_imgcli_int(CMD, a, v, field);
-  if (!ok) return -1;
-  if (o->flag != NO_FLAG) *(int *)((char *)f + o->flag) = 1;
-  return 1;
+void lumen_opcli_free(fvals *f) {
+  lumen_op_args_free(f->args);
+  lumen_ctx_destroy(f->ctx);
+  f->args = NULL;
+  f->ctx = NULL;
 }
 
-/* --mode, --units, --element: a name. 1 consumed, 0 not one of them, -1 bad value. */
-static int filter_name_opt(fvals *f, const char *a, const char *v, int *i) {
-  if (strcmp(a, "--mode") != 0 && strcmp(a, "--units") != 0 && strcmp(a, "--element") != 0) return 0;
-  LUMEN_IMGCLI_TAKE_VALUE(CMD, a, v, i);
-  if (strcmp(a, "--mode") == 0) {
-    if (lumen_boundary_parse(v, &f->mode) != LUMEN_OK) {
-      lumen_cli_error(CMD, "--mode is '%s', expected reflect, nearest, constant, wrap or mirror", v);
-      return -1;
-    }
-    return f->has_mode = 1;
-  }
-  if (strcmp(a, "--units") == 0) {
-    if (strcmp(v, "voxels") == 0) f->units = LUMEN_UNITS_VOXELS;
-    else if (strcmp(v, "mm") == 0) f->units = LUMEN_UNITS_MM;
-    else {
-      lumen_cli_error(CMD, "--units is '%s', expected voxels or mm", v);
-      return -1;
-    }
-    return f->has_units = 1;
-  }
-  static const char *const el[] = {"disk", "square", "ball", "cube"};
-  for (int k = 0; k < 4; k++)
-    if (strcmp(v, el[k]) == 0) {
-      f->element = (lumen_element)k;
-      return f->has_element = 1;
-    }
-  lumen_cli_error(CMD, "--element is '%s', expected disk, square, ball or cube", v);
+/* "--OPT is V, expected R" or "--OPT: NAME is V, expected R" */
+static int range_error(const char *cmd, lumen_opcli_style style, const char *opt, const lumen_op_option *o, double v) {
+  char range[256];
+  lumen_op_option_range_text(o, range, sizeof range);
+  if (style == LUMEN_OPCLI_SEGMENT) lumen_cli_error(cmd, "%s: %s is %g, expected %s", opt, o->name, v, range);
+  else lumen_cli_error(cmd, "%s is %g, expected %s", opt, v, range);
   return -1;
 }
 
-/* --kernel V,V,...: the values as float. 1, or -1 (message printed, or out of memory). */
-static int parse_kernel(fvals *f, const char *opt, const char *v) {
-  int n = 0, cap = 1;
-  for (const char *p = v; *p; p++) cap += *p == ',';
-  double *tmp = malloc((size_t)cap * sizeof *tmp);
-  free(f->kernel);
-  f->kernel = malloc((size_t)cap * sizeof *f->kernel);
-  if (!tmp || !f->kernel || !parse_list(opt, v, tmp, cap, &n)) {
-    free(tmp);
-    return -1;
+static int enum_error(const char *cmd, lumen_opcli_style style, const char *opt, const lumen_op_option *o,
+                      const char *text) {
+  char names[256] = "";
+  size_t len = 0;
+  for (int k = 0; o->enum_names[k] && len < sizeof names; k++) {
+    int n = snprintf(names + len, sizeof names - len, "%s%s", k ? ", " : "", o->enum_names[k]);
+    if (n < 0) break;
+    len += (size_t)n;
   }
-  for (int k = 0; k < n; k++) f->kernel[k] = (float)tmp[k];
-  f->nkernel = n;
-  free(tmp);
-  return 1;
-}
-
-/* --sigma-axis, --kernel, --kernel-dims: a comma list. 1 consumed, 0 not one of them, -1 bad value. */
-static int filter_list_opt(fvals *f, const char *a, const char *v, int *i) {
-  if (strcmp(a, "--sigma-axis") != 0 && strcmp(a, "--kernel") != 0 && strcmp(a, "--kernel-dims") != 0) return 0;
-  LUMEN_IMGCLI_TAKE_VALUE(CMD, a, v, i);
-  if (strcmp(a, "--kernel") == 0) return parse_kernel(f, a, v);
-  double d[3];
-  int n;
-  if (!parse_list(a, v, d, 3, &n)) return -1;
-  if (strcmp(a, "--sigma-axis") == 0) {
-    memcpy(f->sigma_axis, d, (size_t)n * sizeof d[0]);
-    return f->has_sigma_axis = 1;
+  if (style == LUMEN_OPCLI_SEGMENT) {
+    lumen_cli_error(cmd, "%s is '%s', expected one of %s", opt, text, names);
+  } else {
+    lumen_op_option_range_text(o, names, sizeof names);
+    lumen_cli_error(cmd, "%s is '%s', expected %s", opt, text, names);
   }
-  f->kndim = n;
-  for (int k = 0; k < n; k++) f->kdims[k] = (int64_t)d[k];
-  return 1;
+  return -1;
 }
 
-/* Op-specific options. Returns 1 consumed, 0 unknown, -1 bad value. */
-int lumen_filtercli_opt(fvals *f, int argc, char **argv, int *i) {
-  const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-  int r = filter_table_opt(f, a, v, i);
-  if (r == 0) r = filter_name_opt(f, a, v, i);
-  if (r == 0) r = filter_list_opt(f, a, v, i);
-  return r;
-}
-
-/* ---- option values: checked against the library's rules before anything is read, so a bad value
-   is a usage error (exit 2) that names the option, not a failure of the first image */
-
-#define REQ(cond, opt, value, expected) \
-  if (!lumen_imgcli_require(CMD, (cond), opt, (double)(value), expected)) return 0
-
-static int odd_window(int w, int max) { return w >= 1 && (w & 1) && w <= max; }
-
-static int check_smoothing(const char *op, const fvals *f) {
-  if (f->has_truncate) REQ(isfinite(f->truncate) && f->truncate > 0, "--truncate", f->truncate, "> 0");
-  if (strcmp(op, "dog") == 0) {
-    lumen_dog_opts o;
-    lumen_dog_opts_init(&o);
-    if (f->has_low) o.low_sigma = f->low;
-    if (f->has_sigma) o.low_sigma = f->sigma;
-    if (f->has_high) o.high_sigma = f->high;
-    REQ(isfinite(o.low_sigma) && o.low_sigma > 0, f->has_sigma ? "--sigma" : "--low-sigma", o.low_sigma, "> 0");
-    if (f->has_high && o.high_sigma != 0.0 && !(isfinite(o.high_sigma) && o.high_sigma > o.low_sigma)) {
-      lumen_cli_error(CMD, "--high-sigma is %g, expected > --low-sigma (%g), or 0 (= 1.6 x --low-sigma)", o.high_sigma,
-                      o.low_sigma);
-      return 0;
+/* The value of a scalar option as the command line reads it (its messages), then its range. */
+static int check_value(const char *cmd, lumen_opcli_style style, const char *opt, const lumen_op_option *o,
+                       const char *text) {
+  double v = 0;
+  if (o->type == LUMEN_OPT_ENUM) {
+    for (int k = 0; o->enum_names[k]; k++)
+      if (strcmp(text, o->enum_names[k]) == 0) return 1;
+    return enum_error(cmd, style, opt, o, text);
+  }
+  if (o->type == LUMEN_OPT_INT) {
+    int n;
+    if (!lumen_imgcli_int(cmd, opt, text, &n)) return -1;
+    v = n;
+  } else if (o->type == LUMEN_OPT_DOUBLE) {
+    if ((o->flags & LUMEN_OPT_NAN_OK) && (strcmp(text, "auto") == 0 || strcmp(text, "nan") == 0)) return 1;
+    if (!lumen_imgcli_number(cmd, opt, text, &v)) return -1;
+  } else if (o->type == LUMEN_OPT_UINT64) {
+    if (!lumen_imgcli_number(cmd, opt, text, &v)) return -1;
+    if (!(v >= 0 && v < 18446744073709551616.0 && v == floor(v))) {
+      lumen_cli_error(cmd, "%s is '%s', expected an integer from 0 to 2^64-1", opt, text);
+      return -1;
     }
     return 1;
+  } else {
+    return 1; /* lists: the library's reading decides */
   }
-  if (f->has_sigma) REQ(isfinite(f->sigma) && f->sigma > 0, "--sigma", f->sigma, "> 0");
-  for (int a = 0; a < 3 && f->has_sigma_axis && op[0] == 'g'; a++)
-    REQ(isfinite(f->sigma_axis[a]) && f->sigma_axis[a] >= 0, "--sigma-axis value", f->sigma_axis[a],
-        "> 0 (or 0 = --sigma)");
-  return 1;
+  return lumen_op_option_value_ok(o, v) ? 1 : range_error(cmd, style, opt, o, v);
 }
 
-static int check_window_ops(const char *op, const fvals *f) {
-  if (strcmp(op, "median") == 0 && f->has_size)
-    REQ(odd_window(f->size, 255), "--size", f->size, "an odd size 1..255");
-  if (strcmp(op, "sauvola") == 0) {
-    if (f->has_window) REQ(odd_window(f->window, 200001), "--window", f->window, "an odd size >= 1");
-    if (f->has_k) REQ(isfinite(f->k), "--k", f->k, "a finite value");
-    if (f->has_r) REQ(isfinite(f->r) && f->r > 0, "--r", f->r, "> 0");
-    if (f->has_fg) REQ(f->fg >= 1 && f->fg <= 255, "--foreground", f->fg, "1..255");
+int lumen_opcli_opt(const char *cmd, lumen_opcli_style style, fvals *f, int argc, char **argv, int *i) {
+  const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+  if (strncmp(a, "--", 2) != 0 || !f->op) return 0;
+  const lumen_op_option *o = lumen_op_option_find(f->op, a + 2);
+  int negated = 0;
+  if (!o && strncmp(a + 2, "no-", 3) == 0) {
+    o = lumen_op_option_find(f->op, a + 5);
+    negated = 1;
+    if (o && o->type != LUMEN_OPT_BOOL) o = NULL;
   }
-  if (strcmp(op, "local_variance") == 0 || strcmp(op, "variance_binarize") == 0) {
-    if (f->has_window) REQ(odd_window(f->window, 200001), "--window", f->window, "an odd size >= 1");
-    if (f->has_alpha) REQ(isfinite(f->alpha) && f->alpha >= 0, "--alpha", f->alpha, ">= 0");
+  if (!o) return 0;
+  lumen_status s;
+  if (o->type == LUMEN_OPT_BOOL) {
+    char key[128];
+    snprintf(key, sizeof key, "%s%s", negated ? "no_" : "", o->name);
+    s = lumen_op_args_set(f->ctx, f->args, key, NULL);
+  } else {
+    LUMEN_IMGCLI_TAKE_VALUE(cmd, a, v, i);
+    if (check_value(cmd, style, a, o, v) < 0) return -1;
+    s = lumen_op_args_set(f->ctx, f->args, o->name, v);
+  }
+  if (s != LUMEN_OK) lumen_cli_error(cmd, "%s: %s", a, lumen_ctx_last_error(f->ctx));
+  return s == LUMEN_OK ? 1 : -1;
+}
+
+/* ------------------------------------------------------------------ --help and messages */
+
+static int kind_in(const lumen_op_info *op, int kind, int kind2) {
+  return (int)op->kind == kind || (int)op->kind == kind2;
+}
+
+void lumen_opcli_op_names(char *buf, size_t size, int kind, int kind2) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int k = 0; k < lumen_op_count() && len < size; k++) {
+    const lumen_op_info *op = lumen_op_at(k);
+    if (!kind_in(op, kind, kind2)) continue;
+    int n = snprintf(buf + len, size - len, "%s%s", len ? ", " : "", op->name);
+    if (n < 0) break;
+    len += (size_t)n;
+  }
+}
+
+/* "--sigma S (1)", "--mode reflect|nearest|... (nearest)", "--binary", "--no-fill-holes" */
+static void option_usage(const lumen_op_info *op, int j, char *buf, size_t size) {
+  const lumen_op_option *o = &op->options[j];
+  char name[64], def[64], meta[128];
+  snprintf(name, sizeof name, "%s", o->name);
+  for (char *p = name; *p; p++)
+    if (*p == '_') *p = '-';
+  lumen_op_option_default_text(op, j, def, sizeof def);
+  switch (o->type) {
+    case LUMEN_OPT_BOOL:
+      snprintf(buf, size, strcmp(def, "on") == 0 ? "--no-%s" : "--%s", name);
+      return;
+    case LUMEN_OPT_ENUM: {
+      size_t len = 0;
+      meta[0] = '\0';
+      for (int k = 0; o->enum_names[k] && len < sizeof meta; k++) {
+        int n = snprintf(meta + len, sizeof meta - len, "%s%s", k ? "|" : "", o->enum_names[k]);
+        if (n < 0) break;
+        len += (size_t)n;
+      }
+      break;
+    }
+    case LUMEN_OPT_DOUBLE3:
+    case LUMEN_OPT_INT64_3: snprintf(meta, sizeof meta, "X[,Y[,Z]]"); break;
+    case LUMEN_OPT_FLOATS: snprintf(meta, sizeof meta, "V,V,..."); break;
+    case LUMEN_OPT_POINTS: snprintf(meta, sizeof meta, "X,Y[,Z]"); break;
+    default: snprintf(meta, sizeof meta, "%c", o->name[0] >= 'a' && o->name[0] <= 'z' ? o->name[0] - 32 : 'V');
+  }
+  if (o->type == LUMEN_OPT_FLOATS || o->type == LUMEN_OPT_POINTS || o->type == LUMEN_OPT_INT64_3)
+    snprintf(buf, size, "--%s %s", name, meta);
+  else
+    snprintf(buf, size, "--%s %s (%s)", name, meta, def);
+}
+
+void lumen_opcli_help_ops(FILE *out, int kind, int kind2) {
+  for (int k = 0; k < lumen_op_count(); k++) {
+    const lumen_op_info *op = lumen_op_at(k);
+    if (!kind_in(op, kind, kind2)) continue;
+    char head[96];
+    snprintf(head, sizeof head, "%s%s%s%s", op->name, op->aliases ? " (" : "", op->aliases ? op->aliases : "",
+             op->aliases ? ")" : "");
+    fprintf(out, "  %-18s %s%s\n", head, op->doc, lumen_op_has_cuda(op) ? "" : " [CPU]");
+    int col = 0;
+    for (int j = 0; j < op->n_options; j++) {
+      char u[256];
+      option_usage(op, j, u, sizeof u);
+      int w = (int)strlen(u) + 1;
+      if (col == 0 || col + w > 100) {
+        fprintf(out, "%s                     ", col ? "\n" : "");
+        col = 21;
+      }
+      fprintf(out, " %s", u);
+      col += w;
+    }
+    if (col) fputc('\n', out);
+  }
+}
+
+double lumen_opcli_value(const fvals *f, const char *option) {
+  const lumen_op_option *o = lumen_op_option_find(f->op, option);
+  const char *p = (const char *)lumen_op_args_opts(f->args);
+  if (!o || !p) return NAN;
+  if (o->type == LUMEN_OPT_DOUBLE) {
+    double v;
+    memcpy(&v, p + o->offset, sizeof v);
+    return v;
+  }
+  int v;
+  memcpy(&v, p + o->offset, sizeof v);
+  return v;
+}
+
+int lumen_filtercli_check_values(const fvals *f) {
+  if (strcmp(f->op->name, "dog") == 0) {
+    double low = lumen_opcli_value(f, "low_sigma"), high = lumen_opcli_value(f, "high_sigma");
+    if (high != 0.0 && !(high > low)) {
+      lumen_cli_error("filter", "--high-sigma is %g, expected > --low-sigma (%g), or 0 (= 1.6 x --low-sigma)", high,
+                      low);
+      return 0;
+    }
   }
   return 1;
 }
-
-static int check_morph(const char *op, const fvals *f) {
-  if (lumen_filtercli_morph_op(op) < 0) return 1;
-  lumen_element el = f->has_element ? f->element : LUMEN_ELEMENT_DISK;
-  if (el == LUMEN_ELEMENT_DISK || el == LUMEN_ELEMENT_BALL) {
-    if (f->has_radius) REQ(f->radius >= 0 && f->radius <= 1000, "--radius", f->radius, "0..1000");
-  } else if (f->has_size) {
-    REQ(odd_window(f->size, 200001), "--size", f->size, "an odd size >= 1");
-  }
-  return 1;
-}
-
-static int check_levels(const char *op, const fvals *f) {
-  if (strcmp(op, "gamma") == 0) {
-    if (f->has_gamma) REQ(isfinite(f->gamma) && f->gamma > 0, "--gamma", f->gamma, "> 0");
-    if (f->has_max) REQ(isfinite(f->max_value) && f->max_value > 0, "--max-value", f->max_value, "> 0");
-  }
-  if (strcmp(op, "contrast") == 0) {
-    REQ(isfinite(f->contrast), "--contrast", f->contrast, "a finite value");
-    REQ(isfinite(f->brightness), "--brightness", f->brightness, "a finite value");
-    if (f->has_bins) REQ(f->bins >= 0, "--bins", f->bins, "0 (auto) or > 0");
-  }
-  if (strcmp(op, "bandpass") == 0) {
-    if (f->has_d0) REQ(isfinite(f->d0) && f->d0 >= 0, "--d0", f->d0, ">= 0");
-    if (f->has_width) REQ(isfinite(f->width) && f->width > 0, "--width", f->width, "> 0");
-    if (f->has_order) REQ(f->order >= 1 && f->order <= 64, "--order", f->order, "1..64");
-  }
-  if (strcmp(op, "otsu") == 0 && f->has_bins)
-    REQ(f->bins >= 0 && f->bins <= (1 << 24), "--bins", f->bins, "0 (auto) or 1..2^24");
-  if (strcmp(op, "entropy") == 0 && f->has_bins)
-    REQ(f->bins >= 0 && f->bins <= 65536, "--bins", f->bins, "0..65536");
-  if (strcmp(op, "mutual_information") == 0 && f->has_bins)
-    REQ(f->bins >= 1 && f->bins <= 4096, "--bins", f->bins, "1..4096");
-  if (strcmp(op, "variance") == 0) REQ(f->ddof == 0 || f->ddof == 1, "--ddof", f->ddof, "0 or 1");
-  return 1;
-}
-
-/* 1 when the values of the op's options are within the library's ranges that do not depend on
-   the image (the rest is checked when the op runs: exit 2 as well). */
-int lumen_filtercli_check_values(const char *op, const fvals *f) {
-  int region = strcmp(op, "fill_holes") == 0 || strcmp(op, "label") == 0 || strcmp(op, "largest_component") == 0;
-  if (region && f->has_conn) REQ(f->conn >= 1, "--connectivity", f->conn, "1..the spatial dims");
-  if (strcmp(op, "gaussian") == 0 || strcmp(op, "dog") == 0 || strcmp(op, "log") == 0)
-    if (!check_smoothing(op, f)) return 0;
-  return check_window_ops(op, f) && check_morph(op, f) && check_levels(op, f);
-}
-#undef REQ

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "cli/image_cli.h"
 #include "core/internal.h"
+#include "filter/op_registry.h"
 #include "io/png_probe.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -118,9 +119,19 @@ void lumen_imgbatch_set_shape(lumen_imgcli *c, int ndim, const int64_t dims[4], 
   c->count0 = lumen_dist_image_voxels(dims);
 }
 
+/* The scratch table's name of the command's op (src/scale/charge.c): "log" for gaussian_laplace,
+   "tophat" for white_tophat, "open" for a morphology by its op (the registry's charge name). */
+static const char *charge_name(const lumen_imgcli *c) {
+  const lumen_op_info *op = lumen_op_find_kind(strcmp(c->cmd, "segment") == 0 ? LUMEN_OP_KIND_SEGMENT
+                                                                              : LUMEN_OP_KIND_FILTER, c->op);
+  const lumen_op_row *r = lumen_op_row_of(op);
+  if (!r) return c->op;
+  return r->charge ? r->charge : strcmp(op->name, "morphology") == 0 ? "open" : op->name;
+}
+
 /* What the batch charges for one image, from the header instead of the decoded image. */
 int64_t lumen_imgbatch_image_bytes(const lumen_imgcli *c, int threads) {
-  return lumen_dist_image_charge(c->cmd, c->op, c->elem0, c->count0, threads);
+  return lumen_dist_image_charge(c->cmd, charge_name(c), c->elem0, c->count0, threads);
 }
 
 int lumen_imgbatch_fits(lumen_imgcli *c, const char *path, int threads) {
@@ -235,7 +246,7 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
   glue g = {c, scalar_name ? scalar_name : "value"};
   lumen_dist_imgbatch b = {.n = c->njobs, .devs = &c->devs, .device_given = c->device != NULL,
                            .overlap = !c->no_overlap, .memory_limit = c->memory_limit, .count = c->count0,
-                           .scratch = lumen_dist_op_scratch(c->cmd, c->op, c->count0, op_threads),
+                           .scratch = lumen_dist_op_scratch(c->cmd, charge_name(c), c->count0, op_threads),
                            .threads = threads, .user = &g, .context = glue_context, .read = glue_read,
                            .write = glue_write, .compute = fn, .compute_user = user, .progress = glue_progress, .failed = glue_failed};
   lumen_dist_imgbatch_out o;

@@ -1,38 +1,48 @@
-/* lumen filter (cmd_filter.c) in parts: its op options (filter_args.c) and the op runners
-   (filter_run.c). */
+/* lumen filter and lumen segment over the op registry (include/lumen/ops.h): the op options as
+   the command line spells them (filter_args.c: --low-sigma for low_sigma, --no-fill-holes, range
+   errors naming the option), the op lists of --help, and the op runner (filter_run.c). */
 #ifndef LUMEN_CLI_FILTER_CLI_H
 #define LUMEN_CLI_FILTER_CLI_H
 
+#include <stdio.h>
 #include "cli/image_cli.h"
+#include "filter/op_registry.h"
 
-/* The op options as given: a value and, where the op's default must be kept otherwise, a has_ flag. */
+/* How a command words its usage errors (kept as each command always wrote them). */
+typedef enum {
+  LUMEN_OPCLI_FILTER = 0, /* "--sigma is -1, expected > 0"; "--mode is 'x', expected reflect, ..." */
+  LUMEN_OPCLI_SEGMENT     /* "--k: k is 1, expected 2..16"; "--method is 'x', expected one of dog, ..." */
+} lumen_opcli_style;
+
+/* The op options given: the registry's args of the op. */
 typedef struct fvals {
-  double sigma, sigma_axis[3], truncate, cval, low, high, gamma, max_value, contrast, brightness, d0, width, k, r,
-      alpha;
-  int has_sigma, has_sigma_axis, has_truncate, has_cval, has_mode, has_low, has_high, has_gamma, has_max, has_bins,
-      has_d0, has_width, has_order, has_window, has_k, has_r, has_alpha, has_size, has_radius, has_element, has_conn,
-      has_units, has_spatial;
-  lumen_boundary mode;
-  lumen_units units;
-  lumen_element element;
-  int spatial, size, bins, order, window, fg, has_fg, outthr, discrete, correlate, binary, radius, conn, ddof;
-  float *kernel;
-  int nkernel;
-  int64_t kdims[3];
-  int kndim;
+  const lumen_op_info *op;
+  lumen_op_args *args;
+  lumen_ctx *ctx; /* its own: the library's messages of list values (the command's starts later) */
 } fvals;
 
-/* An op option at argv[*i] (its value, if any, steps *i): 1 consumed, 0 not an op option, -1 a bad
-   value (message printed). */
-int lumen_filtercli_opt(fvals *f, int argc, char **argv, int *i);
-/* 1 when the values of the op's options are within the library's ranges that do not depend on
-   the image; 0 with the message printed (a usage error). */
-int lumen_filtercli_check_values(const char *op, const fvals *f);
-/* The lumen_morph_op of erode, dilate, open, close, tophat; -1 for another op. */
-int lumen_filtercli_morph_op(const char *op);
-/* Runs the op on one image (the statistics ops excepted). *is_mask tells the writer; *scalar is
-   the op's number (otsu: the threshold, label: the count). */
-lumen_status lumen_filtercli_run(lumen_ctx *ctx, const char *op, const fvals *f, lumen_filter_exec ex,
-                                 const lumen_image *in, lumen_image **out, int *is_mask, double *scalar);
+/* An option of f->op at argv[*i] (its value, if any, steps *i): 1 consumed, 0 not one of the op's
+   options, -1 a bad value (message printed: a usage error). */
+int lumen_opcli_opt(const char *cmd, lumen_opcli_style style, fvals *f, int argc, char **argv, int *i);
+/* Fresh args of op (and a context for their messages): 1, or 0 (out of memory: message printed). */
+int lumen_opcli_begin(const char *cmd, const lumen_op_info *op, fvals *f);
+void lumen_opcli_free(fvals *f);
+/* The ops of kind with their options and defaults, for --help (kind2: a second kind, or -1). */
+void lumen_opcli_help_ops(FILE *out, int kind, int kind2);
+/* The names of the ops of kind (and kind2) for an error message: "gaussian, dog, ..." */
+void lumen_opcli_op_names(char *buf, size_t size, int kind, int kind2);
+/* A number of the options struct (a DOUBLE or INT field): for the cross checks of a command. */
+double lumen_opcli_value(const fvals *f, const char *option);
+
+/* The filter's cross checks that no single range says (dog: high_sigma > low_sigma): 1, or 0
+   with the message printed. */
+int lumen_filtercli_check_values(const fvals *f);
+/* Runs the op on one image with the worker's exec. *is_mask tells the writer; *scalar is the
+   op's number (otsu: the threshold, label: the count). */
+lumen_status lumen_filtercli_run(lumen_ctx *ctx, const fvals *f, lumen_filter_exec ex, const lumen_image *in,
+                                 lumen_image **out, int *is_mask, double *scalar);
+/* 1 when the op's output is written as a mask (0/255 PNG): a uint8 result of a MASK op, or of a
+   VARIES op whose labels option is off. */
+int lumen_opcli_is_mask(const fvals *f, const lumen_image *out);
 
 #endif

@@ -8,6 +8,7 @@
 #include "lumen/image.h"
 #include "lumen/filter.h"
 #include "lumen/segment.h"
+#include "lumen/ops.h"
 #include "lumen/batch.h"
 #include "lumen/models.h"
 #include "lumen/health.h"

@@ -31,6 +31,7 @@ from ._image_ops import (gaussian_batch, gaussian_many, gamma, absolute, contras
 from ._segment import (febds, tophat, kmeans, fcm, pfcm, region_grow, breast_mask, window,
                        normalize_bits, grail, grail_metric, febds_methods, segment_algorithms)
 from ._batch import process_images, batch_ops
+from ._ops import op_registry, op_info, run_op
 from . import _lib as _l
 
 
@@ -54,4 +55,4 @@ __all__ += ["gaussian_batch", "gaussian_many", "gamma", "absolute", "contrast", 
             "mutual_information", "variance"]
 __all__ += ["febds", "tophat", "kmeans", "fcm", "pfcm", "region_grow", "breast_mask", "window",
             "normalize_bits", "grail", "grail_metric", "febds_methods", "segment_algorithms"]
-__all__ += ["process_images", "batch_ops"]
+__all__ += ["process_images", "batch_ops", "op_registry", "op_info", "run_op"]

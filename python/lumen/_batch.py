@@ -32,6 +32,7 @@ from . import _image as _im
 from . import _image_ops as _lo
 from . import _segment as _seg
 from . import _io
+from . import _ops
 from ._lib import lib, check, cstr, pystr, P, c_int, c_int64, c_double, c_void_p, c_char_p
 from ._device import _Device
 
@@ -89,19 +90,46 @@ _ST = {name: _lib.status_code(name) for name in ("invalid_argument", "io_error",
 
 # ---------------------------------------------------------------------------- ops by name
 
-# the Python op -> the C name lumen_batch_run takes; "absolute" is the C "abs"
-_FILTERS = {"gaussian": (_im.gaussian, "gaussian"), "dog": (_im.dog, "dog"),
-            "gaussian_laplace": (_im.gaussian_laplace, "gaussian_laplace"), "median": (_im.median, "median"),
-            "morphology": (_im.morphology, "morphology"), "otsu": (_im.otsu, "otsu"),
-            "fill_holes": (_im.fill_holes, "fill_holes"), "label": (_im.label, "label"),
-            "gamma": (_lo.gamma, "gamma"), "absolute": (_lo.absolute, "abs"), "contrast": (_lo.contrast, "contrast"),
-            "bandpass": (_lo.bandpass, "bandpass"), "sauvola": (_lo.sauvola, "sauvola"),
-            "local_variance": (_lo.local_variance, "local_variance"),
-            "variance_binarize": (_lo.variance_binarize, "variance_binarize"),
-            "largest_component": (_lo.largest_component, "largest_component")}
+# the Python op -> (its function, the C name lumen_batch_run takes: the registry's name of it,
+# lumen_op_find, so "absolute" is the C "abs" and "gaussian_laplace" answers to "log" too)
+def _registry_name(name):
+    info = _ops.op_info(name)
+    if info is None:
+        raise ImportError("lumen: %r is no op of the C registry (include/lumen/ops.h): python/lumen/_batch.py "
+                          "and src/filter/op_table.c are out of step" % name)
+    return info["name"]
+
+
+_FILTERS = {n: (fn, _registry_name(n)) for n, fn in (
+    ("gaussian", _im.gaussian), ("dog", _im.dog), ("gaussian_laplace", _im.gaussian_laplace),
+    ("median", _im.median), ("morphology", _im.morphology), ("otsu", _im.otsu), ("fill_holes", _im.fill_holes),
+    ("label", _im.label), ("gamma", _lo.gamma), ("absolute", _lo.absolute), ("contrast", _lo.contrast),
+    ("bandpass", _lo.bandpass), ("sauvola", _lo.sauvola), ("local_variance", _lo.local_variance),
+    ("variance_binarize", _lo.variance_binarize), ("largest_component", _lo.largest_component))}
 _SEGMENTS = {"febds": (_seg.febds, "febds"), "tophat": (_seg.tophat, "tophat"), "kmeans": (_seg.kmeans, "kmeans"),
              "fcm": (_seg.fcm, "fcm"), "pfcm": (_seg.pfcm, "fcm"), "breast_mask": (_seg.breast_mask, "breast_mask"),
              "window": (_seg.window, "window"), "normalize_bits": (_seg.normalize_bits, "normalize_bits")}
+for _n in _SEGMENTS:
+    _registry_name(_n)
+# the ops with a Python function of their own that stays per image in Python (a tuple result,
+# or a list or pointer option the hand-built struct would have to keep alive)
+_PYTHON_ONLY = ("grail", "convolve", "region_grow")
+_HAND_WRITTEN = {c for _f, c in _FILTERS.values()} | set(_SEGMENTS)
+
+
+def _registry_batch_ops():
+    """The registry's image ops that no hand-written Python function covers (erode, dilate, ...):
+    their options are set by name (lumen_op_args) and they run in C."""
+    out = []
+    for info in _ops.op_registry():
+        name = info["name"]
+        if info["kind"] == "statistic" or name in _HAND_WRITTEN or name in _PYTHON_ONLY:
+            continue
+        if lib.lumen_batch_op_known(cstr(name)):
+            out.append(name)
+    return out
+
+
 _NOT_FIELDS = ("image", "device", "precision", "raw_bits", "return_report")
 
 
@@ -109,7 +137,7 @@ def batch_ops():
     """The op names process_images runs in C (the others given by name run per image in Python)."""
     names = [n for n in list(_FILTERS) + list(_SEGMENTS)
              if lib.lumen_batch_op_known(cstr(_FILTERS[n][1] if n in _FILTERS else n))]
-    return sorted(names)
+    return sorted(names + _registry_batch_ops())
 
 
 def _check_kwargs(name, fn, kwargs):
@@ -166,7 +194,7 @@ class _Plan(object):
     """What runs: cname and opts (the C op by name), or fn (a Python compute per image)."""
 
     def __init__(self, op, kwargs, ndim):
-        self.cname = self.opts = self.fn = None
+        self.cname = self.opts = self.fn = self.args = None
         self.raw_bits = bool(kwargs.get("raw_bits", False))
         self.kind = op if op in ("otsu", "label") else "image"
         if callable(op):
@@ -178,6 +206,13 @@ class _Plan(object):
             self.opts, self.cname = _filter_opts(name, kwargs, ndim), _FILTERS[name][1]
         elif name in _SEGMENTS and lib.lumen_batch_op_known(cstr(name)):
             self.opts, self.cname = _segment_opts(name, kwargs), name
+        elif _ops.op_info(name) is not None and _ops.op_info(name)["name"] in _registry_batch_ops():
+            # a registry op without a Python function of its own: its options by name, run in C
+            self.cname = _ops.op_info(name)["name"]
+            self.raw_bits = False
+            opts = {k: v for k, v in kwargs.items() if k not in ("raw_bits",)}
+            self.args = _ops.OpArgs(self.cname, _lib.context_obj().handle, opts)
+            return
         else:
             fn = getattr(sys.modules[__package__], name, None)  # the public op of that name, per image in Python
             if not callable(fn) or name.startswith("_") or name == "process_images":
@@ -397,7 +432,9 @@ def _execute(run, plan, opts, report):
             cb.compute = COMPUTE_FN(run.compute)
             keep.append(cb.compute)
         else:
-            cb.op, cb.op_opts = cstr(plan.cname), ctypes.cast(ctypes.pointer(plan.opts), c_void_p)
+            cb.op = cstr(plan.cname)
+            cb.op_opts = c_void_p(plan.args.opts) if plan.args is not None else ctypes.cast(ctypes.pointer(plan.opts),
+                                                                                            c_void_p)
         if run.progress is not None:
             cb.progress = PROGRESS_FN(run.on_progress)
             keep.append(cb.progress)

@@ -346,6 +346,46 @@ LUMEN_API lumen_status lumen_filter_mutual_information(lumen_ctx *ctx, const lum
 LUMEN_API lumen_status lumen_filter_variance(lumen_ctx *ctx, const lumen_image *in, const lumen_stats_opts *opts, double *mean,
                                    double *variance);
 
+/* ---------------------------------------------------------------- fused host primitives
+   One threaded pass each over float32 host images (the compat layer lumen.medical_image uses
+   them in place of several numpy or torch passes). in and out are host images (out: of in's
+   voxel count, allocated by the caller, e.g. a wrapped numpy array). */
+
+/* The smallest and largest finite voxel (NaN and +-Inf skipped; 0, 0 when none is finite);
+   finite (may be NULL): how many are finite; integral (may be NULL): 1 when every finite voxel
+   is an integer of magnitude <= 2^24. */
+LUMEN_API lumen_status lumen_filter_finite_range(lumen_ctx *ctx, const lumen_image *in, double *min, double *max,
+                                                 int64_t *finite, int *integral);
+/* out = clamp((in - offset) / divisor, 0, 1) * out_max, each step in float32 (offset, divisor
+   and out_max rounded to float first; NaN stays NaN), as torch evaluates it: DICOM windowing
+   (offset = centre - width / 2, divisor = width) and bit-depth normalisation (offset 0,
+   divisor 2^bits - 1). out may be in. The divisor must be non-zero. */
+LUMEN_API lumen_status lumen_filter_scale_clamp(lumen_ctx *ctx, const lumen_image *in, double offset, double divisor,
+                                                double out_max, lumen_image *out);
+/* medical-image-std's Otsu threshold: bins 256 when the largest finite voxel is <= 255, else
+   4096, over the finite range (numpy.histogram's edges); lumen_filter_otsu's class split; the
+   threshold the bin centre linspace(min, max, bins)[i] (numpy's float64 linspace rounded to
+   float32). A constant image gives its value. mask (uint8, may be NULL) = in > threshold. */
+LUMEN_API lumen_status lumen_filter_otsu_linspace(lumen_ctx *ctx, const lumen_image *in, lumen_image *mask,
+                                                  double *threshold);
+
+typedef struct lumen_fcm_values_result {
+  int applicable;      /* 1: every voxel finite and an integer, max - min + 1 <= counts_len and 2^20;
+                          0: nothing else is set (use lumen_segment_fcm) */
+  double min, max;     /* the data range; counts[i] is the number of voxels of value min + i */
+  int k;
+  double centers[16];  /* ascending (LUMEN_CLUSTER_MAX of lumen/segment.h) */
+  int iterations;
+  int converged;
+} lumen_fcm_values_result;
+/* lumen_segment_fcm (c clusters, fuzziness m, its stopping rule and k-means++ seeding from seed)
+   for integer-valued images, iterating over the counts of each value (written to counts, which
+   holds counts_len entries) instead of every voxel: the same seeds and memberships, centres
+   equal to rounding (the sums are taken in another order); hard labels: the nearest centre. */
+LUMEN_API lumen_status lumen_filter_fcm_values(lumen_ctx *ctx, const lumen_image *in, int c, double m,
+                                               int max_iterations, double tolerance, uint64_t seed, int64_t *counts,
+                                               int64_t counts_len, lumen_fcm_values_result *result);
+
 #ifdef __cplusplus
 }
 #endif

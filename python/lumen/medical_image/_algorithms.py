@@ -12,6 +12,7 @@ from .. import _image_ops as _lo
 from ._device import Device, Precision, get_default_precision, resolve_device, _precision
 from ._image import InMemoryImage, DicomDataNotLoadedError, requires_loaded
 from ._process import Filters, Threshold, MorphologyOperations, FrequencyOperations, _plane
+from . import _fast
 
 _CONVENTIONS = ("original", "lumen")
 
@@ -31,6 +32,12 @@ def _data(image):
     if getattr(image, "pixel_data", None) is None:
         raise DicomDataNotLoadedError("Image pixel_data is None. Call .load() first.")
     return np.asarray(image._array, np.float32)
+
+
+def _host_fast(dev):
+    """The fused C primitives (_fast.py) serve CPU calls at full precision (others take lumen's
+    device-aware ops, which store half / bfloat16 results)."""
+    return dev == "cpu" and _precision() == "full" and _fast.available()
 
 
 class Algorithm(object):
@@ -202,11 +209,41 @@ class FCMAlgorithm(_Clustering):
         self.n_iter, self.converged, self.mc_label = 0, False, -1
 
     def apply(self, image, output):
+        if self._dev(image) == "cpu" and _fast.available():
+            a = _plane(_data(image))
+            res = _fast.fcm_values(a, self.c, self.m, self.max_iter, self.tol, self.random_state)
+            if res is not None:
+                return self._from_values(a, res, output)
         a = self._cluster(_seg.fcm, image, c=self.c, m=self.m, max_iterations=self.max_iter, tolerance=self.tol,
                           seed=self.random_state)
         z = a.reshape(-1).astype(np.float64)
         self.membership = _fcm_membership(_sq_dist(z, self.centroids[:, 0]), self.m).astype(np.float32)
         output.pixel_data = self._mc_mask()
+        return output
+
+    def _from_values(self, a, res, output):
+        """The results from lumen_filter_fcm_values (integer data): every per-voxel quantity is a
+        function of the value, so it is computed once per value (the same float64 formulas as
+        the per-voxel path) and gathered through the voxels' value indices."""
+        centers, counts, lo, self.n_iter, self.converged = res
+        k = centers.size
+        vals = np.arange(lo, lo + counts.size, dtype=np.float64)
+        lab = np.argmin(np.abs(vals[None, :] - centers[:, None]), axis=0)  # nearest; ties: the lower
+        present = counts > 0
+        self.centroids = centers.astype(np.float32)[:, None]
+        self.mc_label = int(np.argmax(self.centroids[:, 0]))
+        sizes = np.bincount(lab[present], weights=counts[present], minlength=k).astype(np.int64)
+        self.stats = [{"id": i, "centroid": float(centers[i]), "pixels": int(sizes[i]), "is_mc": i == self.mc_label}
+                      for i in range(k)]
+        idx = a.astype(np.intp)
+        idx -= lo
+        self.labels = lab.astype(np.int64)[idx]
+        q = _quantized(centers, lab)
+        self.quantized = q[idx]
+        mask = (q == q[present].max()).astype(np.float32)
+        u = _fcm_membership(_sq_dist(vals, self.centroids[:, 0]), self.m).astype(np.float32)
+        self.membership = u[:, idx.reshape(-1)]
+        output.pixel_data = mask[idx]
         return output
 
 
@@ -301,8 +338,15 @@ class MammographyPreprocessing(object):
         image.dicom_data's WindowCenter/WindowWidth, else the data's middle and range."""
         a = _data(image)
         wc, ww = MammographyPreprocessing._resolve_wc_ww(image, window_center, window_width, a)
-        res = _seg.window(a, center=wc, width=ww, out_max=255.0, device=str(resolve_device(image, explicit=device)),
-                          precision=_precision())
+        dev = str(resolve_device(image, explicit=device))
+        if _host_fast(dev):
+            if wc is None:  # the original's fallback: the data's middle and range (finite voxels here)
+                lo, hi, _, _ = _fast.finite_range(a)
+                wc, ww = (lo + hi) / 2.0, float(hi - lo) or 1.0
+            lower = wc - ww / 2.0
+            if _fast.scale_clamp_takes(lower, ww, 255.0):  # one pass, torch's float32 steps
+                return _result(output, _fast.scale_clamp(a, lower, ww, 255.0))
+        res = _seg.window(a, center=wc, width=ww, out_max=255.0, device=dev, precision=_precision())
         return _result(output, res)
 
     @staticmethod
@@ -324,11 +368,15 @@ class MammographyPreprocessing(object):
     def normalize_bit_depth(image, output=None, bits_stored=None, target_max=255.0, device=None):
         """clamp(x / (2^bits - 1), 0, 1) * target_max (lumen.normalize_bits); bits: the argument,
         else image.dicom_data.BitsStored, else 8 / 12 / 16 from the maximum."""
+        a = _data(image)
+        dev = str(resolve_device(image, explicit=device))
         if bits_stored is None:
-            bits_stored = MammographyPreprocessing._detect_bits_stored(image)
-        res = _seg.normalize_bits(_data(image), bits=bits_stored, target=target_max,
-                                  device=str(resolve_device(image, explicit=device)),
-                                  precision=_precision())
+            bits_stored = MammographyPreprocessing._detect_bits_stored(image, a if _host_fast(dev) else None)
+        if _host_fast(dev) and isinstance(bits_stored, int) and 1 <= bits_stored <= 64:
+            source_max = float((1 << bits_stored) - 1)
+            if _fast.scale_clamp_takes(0.0, source_max, target_max):  # one pass, torch's float32 steps
+                return _result(output, _fast.scale_clamp(a, 0.0, source_max, target_max))
+        res = _seg.normalize_bits(a, bits=bits_stored, target=target_max, device=dev, precision=_precision())
         return _result(output, res)
 
     @staticmethod
@@ -347,14 +395,21 @@ class MammographyPreprocessing(object):
         return None, None  # lumen.window: the data's middle and range (the original's fallback)
 
     @staticmethod
-    def _detect_bits_stored(image):
+    def _detect_bits_stored(image, f32=None):
+        """f32: image's float32 data, whose maximum lumen then finds in one threaded pass (numpy's
+        when a value is not finite: NaN or Inf give 16, as the original's max)."""
         dicom = getattr(image, "dicom_data", None)
         if dicom is not None:
             try:
                 return int(dicom.BitsStored)
             except (AttributeError, TypeError):
                 pass
-        peak = float(np.max(image._array))  # as the original: 8 / 12 / 16 from the maximum
+        peak = None
+        if f32 is not None:
+            _, hi, finite, _ = _fast.finite_range(f32)
+            peak = hi if finite == f32.size else None
+        if peak is None:
+            peak = float(np.max(image._array))  # as the original: 8 / 12 / 16 from the maximum
         return 8 if peak <= 255 else 12 if peak <= 4095 else 16
 
 

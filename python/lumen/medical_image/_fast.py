@@ -1,0 +1,129 @@
+"""ctypes bindings of lumen's fused host primitives (include/lumen/filter.h, "fused host
+primitives"; src/filter/cpu_scale_clamp.c, cpu_otsu_linspace.c, cpu_fcm_values.c), which the
+compat layer runs in place of several numpy passes: one threaded C pass each, on float32 arrays.
+
+available() is False when the loaded library predates them; the callers then keep their numpy
+or lumen._segment paths."""
+import ctypes
+from ctypes import POINTER, byref, c_double, c_int, c_int64, c_uint64, c_void_p
+
+import numpy as np
+
+from .._lib import lib, check, context_obj
+from .._device import _Device
+from .._image import _dtype_code
+
+
+class _FcmValuesResult(ctypes.Structure):
+    """lumen_fcm_values_result"""
+    _fields_ = [("applicable", c_int), ("min", c_double), ("max", c_double), ("k", c_int),
+                ("centers", c_double * 16), ("iterations", c_int), ("converged", c_int)]
+
+
+def _bind(name, *argtypes):
+    f = getattr(lib, name, None)
+    if f is not None:
+        f.restype = c_int
+        f.argtypes = list(argtypes)
+    return f
+
+
+_range = _bind("lumen_filter_finite_range", c_void_p, c_void_p, POINTER(c_double), POINTER(c_double),
+               POINTER(c_int64), POINTER(c_int))
+_scale_clamp = _bind("lumen_filter_scale_clamp", c_void_p, c_void_p, c_double, c_double, c_double, c_void_p)
+_otsu = _bind("lumen_filter_otsu_linspace", c_void_p, c_void_p, c_void_p, POINTER(c_double))
+_fcm = _bind("lumen_filter_fcm_values", c_void_p, c_void_p, c_int, c_double, c_int, c_double, c_uint64,
+             POINTER(c_int64), c_int64, POINTER(_FcmValuesResult))
+_CODES = {np.dtype(np.float32): _dtype_code("float32"), np.dtype(np.uint8): _dtype_code("uint8")}
+FCM_MAX_VALUES = 1 << 16  # integer data spanning more values take lumen_segment_fcm
+
+
+def available():
+    return None not in (_range, _scale_clamp, _otsu, _fcm)
+
+
+class _Wrapped(object):
+    """Host lumen_images over C-contiguous float32 / uint8 arrays (flat: the primitives are per
+    voxel), freed on exit; the arrays must outlive the block."""
+
+    def __init__(self, *arrays):
+        self.ctx = context_obj().handle
+        self.images = []
+        self._arrays = arrays
+
+    def __enter__(self):
+        for a in self._arrays:
+            img = c_void_p()
+            dims = (c_int64 * 1)(a.size)
+            try:
+                check(lib.lumen_image_wrap(self.ctx, c_void_p(a.ctypes.data), 1, dims, _CODES[a.dtype], _Device(0, 0),
+                                           byref(img)), "lumen_image_wrap", self.ctx)
+            except Exception:
+                self.__exit__(None, None, None)
+                raise
+            self.images.append(img)
+        return self
+
+    def __exit__(self, *exc):
+        for img in self.images:
+            lib.lumen_image_free(img)
+        self.images = []
+        return False
+
+
+def _f32(a):
+    return np.ascontiguousarray(a, np.float32)
+
+
+def finite_range(a):
+    """(min, max, finite count, integral) of the finite values of a (float32 view or copy)."""
+    a = _f32(a)
+    lo, hi, n, integral = c_double(), c_double(), c_int64(), c_int()
+    with _Wrapped(a) as w:
+        check(_range(w.ctx, w.images[0], byref(lo), byref(hi), byref(n), byref(integral)),
+              "lumen_filter_finite_range", w.ctx)
+    return lo.value, hi.value, n.value, bool(integral.value)
+
+
+def scale_clamp_takes(offset, divisor, out_max):
+    """Whether lumen_filter_scale_clamp takes these (finite in float32, a non-zero divisor)."""
+    with np.errstate(over="ignore"):
+        o, d, m = (np.float32(v) for v in (offset, divisor, out_max))
+    return bool(np.isfinite(o) and np.isfinite(d) and np.isfinite(m) and d != 0)
+
+
+def scale_clamp(a, offset, divisor, out_max):
+    """clamp((a - offset) / divisor, 0, 1) * out_max in float32 (torch's evaluation): a new
+    float32 array of a's shape."""
+    a = _f32(a)
+    out = np.empty(a.shape, np.float32)
+    with _Wrapped(a, out) as w:
+        check(_scale_clamp(w.ctx, w.images[0], float(offset), float(divisor), float(out_max), w.images[1]),
+              "lumen_filter_scale_clamp", w.ctx)
+    return out
+
+
+def otsu_linspace(a, mask=True):
+    """(threshold, uint8 mask of a > threshold or None): medical-image-std's Otsu."""
+    a = _f32(a)
+    m = np.empty(a.shape, np.uint8) if mask else None
+    t = c_double()
+    with _Wrapped(*((a, m) if mask else (a,))) as w:
+        check(_otsu(w.ctx, w.images[0], w.images[1] if mask else None, byref(t)), "lumen_filter_otsu_linspace", w.ctx)
+    return t.value, m
+
+
+def fcm_values(a, c, m, max_iterations, tolerance, seed):
+    """lumen_segment_fcm on the value counts of integer-valued a: (centres ascending, counts of
+    the values lo .. hi, lo, iterations, converged), or None when a is not integer-valued and
+    finite within FCM_MAX_VALUES values."""
+    a = _f32(a)
+    counts = np.zeros(FCM_MAX_VALUES, np.int64)
+    r = _FcmValuesResult()
+    with _Wrapped(a) as w:
+        check(_fcm(w.ctx, w.images[0], int(c), float(m), int(max_iterations), float(tolerance), int(seed),
+                   counts.ctypes.data_as(POINTER(c_int64)), counts.size, byref(r)), "lumen_filter_fcm_values", w.ctx)
+    if not r.applicable:
+        return None
+    lo, hi = int(r.min), int(r.max)
+    return (np.array(r.centers[:r.k], np.float64), counts[:hi - lo + 1], lo, int(r.iterations), bool(r.converged))

@@ -1,0 +1,239 @@
+/* The fused host primitives of include/lumen/filter.h (cpu_scale_clamp.c, cpu_otsu_linspace.c,
+ * cpu_fcm_values.c, cpu_values.c) against independent references: a plain float32 loop for
+ * the scale-clamp map, a plain loop for the finite range, lumen_filter_otsu (its own histogram)
+ * for the Otsu bin, lumen_segment_fcm (every voxel) for the fuzzy c-means on value counts; sizes
+ * below and above 2^16 voxels (the threaded paths), NaN / Inf / -0 voxels, and bad arguments. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "test_support.h"
+
+static uint64_t lcg(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return *s >> 33;
+}
+
+static lumen_image *f32_image(lumen_ctx *ctx, int64_t n) {
+  int64_t dims[1] = {n};
+  return lumen_test_image(ctx, 1, dims, LUMEN_DTYPE_FLOAT32);
+}
+
+/* a breast-like integer image: a zero background, a body of 200..2700, a few bright spots */
+static void fill_mammo(float *x, int64_t n, uint64_t seed) {
+  for (int64_t i = 0; i < n; i++)
+    x[i] = (i % 97) < 30 ? 0.0f : (float)(200 + (lcg(&seed) % 1500) + ((i % 1013) == 0 ? 1000 : 0));
+}
+
+static void test_scale_clamp(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int64_t sizes[] = {1, 7, 100003};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    const int64_t n = sizes[k];
+    lumen_image *in = f32_image(ctx, n), *out = f32_image(ctx, n);
+    float *x = lumen_image_data(in);
+    uint64_t s = 7 + (uint64_t)k;
+    for (int64_t i = 0; i < n; i++) x[i] = (float)((double)lcg(&s) / 2147483648.0 * 5000.0 - 300.0);
+    if (n > 4) x[1] = NAN, x[2] = INFINITY, x[3] = -INFINITY, x[4] = -0.0f;
+    const double cases[][3] = {{500.0, 2000.0, 255.0}, {0.0, 4095.0, 255.0}, {-12.5, 77.7, 1.0}};
+    for (int c = 0; c < 3; c++) {
+      assert_int_equal(lumen_filter_scale_clamp(ctx, in, cases[c][0], cases[c][1], cases[c][2], out), LUMEN_OK);
+      const float o = (float)cases[c][0], d = (float)cases[c][1], m = (float)cases[c][2];
+      const float *y = lumen_image_const_data(out);
+      for (int64_t i = 0; i < n; i++) {
+        volatile float v = (x[i] - o) / d; /* each step rounded to float */
+        float w = v < 0.0f ? 0.0f : v;
+        w = w > 1.0f ? 1.0f : w;
+        const float ref = w * m;
+        if (isnan(ref))
+          assert_true(isnan(y[i]));
+        else
+          assert_true(y[i] == ref);
+      }
+    }
+    /* in place */
+    float *copy = malloc((size_t)n * sizeof *copy);
+    assert_non_null(copy);
+    assert_int_equal(lumen_filter_scale_clamp(ctx, in, 0.0, 4095.0, 255.0, out), LUMEN_OK);
+    memcpy(copy, lumen_image_const_data(out), (size_t)n * sizeof *copy);
+    assert_int_equal(lumen_filter_scale_clamp(ctx, in, 0.0, 4095.0, 255.0, in), LUMEN_OK);
+    assert_memory_equal(copy, lumen_image_const_data(in), (size_t)n * sizeof *copy);
+    free(copy);
+    lumen_image_free(in);
+    lumen_image_free(out);
+  }
+  lumen_image *a = f32_image(ctx, 10), *b = f32_image(ctx, 11);
+  memset(lumen_image_data(a), 0, 10 * sizeof(float));
+  assert_int_equal(lumen_filter_scale_clamp(ctx, a, 0.0, 0.0, 1.0, a), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_scale_clamp(ctx, a, 0.0, 1.0, 1.0, b), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_scale_clamp(ctx, a, 0.0, 1.0, 1.0, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_scale_clamp(ctx, NULL, 0.0, 1.0, 1.0, a), LUMEN_ERR_INVALID_ARGUMENT);
+  int64_t d1[1] = {10};
+  lumen_image *u8 = lumen_test_image(ctx, 1, d1, LUMEN_DTYPE_UINT8);
+  assert_int_equal(lumen_filter_scale_clamp(ctx, u8, 0.0, 1.0, 1.0, a), LUMEN_ERR_INVALID_ARGUMENT);
+  lumen_image_free(u8);
+  lumen_image_free(a);
+  lumen_image_free(b);
+  lumen_ctx_destroy(ctx);
+}
+
+static void check_range(lumen_ctx *ctx, const lumen_image *in) {
+  const float *x = lumen_image_const_data(in);
+  const int64_t n = lumen_image_count(in);
+  float lo = INFINITY, hi = -INFINITY;
+  int64_t fin = 0;
+  int integral = 1;
+  for (int64_t i = 0; i < n; i++) {
+    if (!isfinite(x[i])) continue;
+    fin++;
+    lo = fminf(lo, x[i]);
+    hi = fmaxf(hi, x[i]);
+    if (!(fabsf(x[i]) <= 16777216.0f && x[i] == truncf(x[i]))) integral = 0;
+  }
+  if (!fin) lo = hi = 0;
+  double mn, mx;
+  int64_t f;
+  int in_;
+  assert_int_equal(lumen_filter_finite_range(ctx, in, &mn, &mx, &f, &in_), LUMEN_OK);
+  assert_true(mn == lo && mx == hi);
+  assert_int_equal(f, fin);
+  assert_int_equal(in_, integral);
+}
+
+static void test_finite_range(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int64_t n = 100003;
+  lumen_image *in = f32_image(ctx, n);
+  float *x = lumen_image_data(in);
+  fill_mammo(x, n, 3);
+  check_range(ctx, in);     /* integers */
+  x[5000] = 17.5f;
+  check_range(ctx, in);     /* one that is not */
+  x[5000] = 33554432.0f;    /* an integer above 2^24 */
+  check_range(ctx, in);
+  x[5000] = NAN;
+  x[77] = -INFINITY;
+  check_range(ctx, in);     /* non-finite voxels are skipped */
+  for (int64_t i = 0; i < n; i++) x[i] = NAN;
+  check_range(ctx, in);     /* none finite: 0, 0 */
+  double a, b;
+  assert_int_equal(lumen_filter_finite_range(ctx, in, NULL, &b, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_finite_range(ctx, NULL, &a, &b, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  lumen_image_free(in);
+  lumen_ctx_destroy(ctx);
+}
+
+/* lumen_filter_otsu's bin (its own histogram) mapped to the linspace centre, and the mask */
+static void check_otsu(lumen_ctx *ctx, lumen_image *in) {
+  const float *x = lumen_image_const_data(in);
+  const int64_t n = lumen_image_count(in);
+  float lo = x[0], hi = x[0];
+  for (int64_t i = 0; i < n; i++) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
+  const int nb = hi <= 255.0f ? 256 : 4096;
+  lumen_otsu_opts o;
+  lumen_otsu_opts_init(&o);
+  o.bins = nb;
+  double t_lumen, t;
+  assert_int_equal(lumen_filter_otsu(ctx, in, &o, &t_lumen, NULL), LUMEN_OK);
+  int64_t dims[1] = {n};
+  lumen_image *mask = lumen_test_image(ctx, 1, dims, LUMEN_DTYPE_UINT8);
+  assert_int_equal(lumen_filter_otsu_linspace(ctx, in, mask, &t), LUMEN_OK);
+  const double step = ((double)hi - lo) / nb;
+  const int i = (int)nearbyint((t_lumen - lo) / step - 0.5);
+  const float ref = i == nb - 1 ? hi : (float)((double)i * (((double)hi - lo) / (nb - 1)) + lo);
+  assert_true((float)t == ref);
+  const uint8_t *m = lumen_image_const_data(mask);
+  for (int64_t k = 0; k < n; k++) assert_int_equal(m[k], x[k] > ref);
+  lumen_image_free(mask);
+}
+
+static void test_otsu_linspace(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int64_t sizes[] = {1000, 100003};
+  for (size_t k = 0; k < 2; k++) {
+    const int64_t n = sizes[k];
+    lumen_image *in = f32_image(ctx, n);
+    float *x = lumen_image_data(in);
+    fill_mammo(x, n, 11 + k);
+    check_otsu(ctx, in); /* integers: counts per value */
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] * 0.37f + 0.1f;
+    check_otsu(ctx, in); /* fractions: per-voxel bins */
+    for (int64_t i = 0; i < n; i++) x[i] = (float)((int64_t)x[i] % 250);
+    check_otsu(ctx, in); /* max <= 255: 256 bins */
+    for (int64_t i = 0; i < n; i++) x[i] = 42.0f;
+    double t;
+    assert_int_equal(lumen_filter_otsu_linspace(ctx, in, NULL, &t), LUMEN_OK);
+    assert_true(t == 42.0); /* a constant image gives its value */
+    x[3] = NAN;
+    x[4] = 100.0f;
+    assert_int_equal(lumen_filter_otsu_linspace(ctx, in, NULL, &t), LUMEN_OK); /* NaN skipped */
+    assert_true(t >= 42.0 && t < 100.0);
+    assert_int_equal(lumen_filter_otsu_linspace(ctx, in, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+    lumen_image_free(in);
+  }
+  lumen_ctx_destroy(ctx);
+}
+
+static void test_fcm_values(void **state) {
+  (void)state;
+  lumen_ctx *ctx = lumen_test_ctx();
+  const int64_t n = 150001;
+  lumen_image *in = f32_image(ctx, n);
+  float *x = lumen_image_data(in);
+  fill_mammo(x, n, 5);
+  int64_t *counts = calloc(65536, sizeof *counts);
+  assert_non_null(counts);
+  for (int c = 2; c <= 3; c++) {
+    lumen_fcm_opts o;
+    lumen_fcm_opts_init(&o);
+    o.c = c;
+    o.output = LUMEN_CLUSTER_LABELS;
+    lumen_cluster_result ref;
+    lumen_image *labels = NULL;
+    assert_int_equal(lumen_segment_fcm(ctx, in, &o, &labels, &ref), LUMEN_OK);
+    lumen_fcm_values_result r;
+    assert_int_equal(lumen_filter_fcm_values(ctx, in, c, o.m, o.max_iterations, o.tolerance, o.seed, counts, 65536, &r),
+                     LUMEN_OK);
+    assert_int_equal(r.applicable, 1);
+    assert_int_equal(r.k, c);
+    assert_int_equal(r.iterations, ref.iterations);
+    assert_int_equal(r.converged, ref.converged);
+    for (int j = 0; j < c; j++) lumen_test_assert_close(r.centers[j], ref.centers[j], 0, 1e-9, "centre");
+    /* counts and the nearest-centre labels */
+    int64_t total = 0;
+    for (int64_t v = 0; v <= (int64_t)(r.max - r.min); v++) total += counts[v];
+    assert_int_equal(total, n);
+    const uint8_t *lab = lumen_image_const_data(labels);
+    for (int64_t i = 0; i < n; i++) {
+      int best = 0;
+      for (int j = 1; j < c; j++)
+        if (fabs(x[i] - r.centers[j]) < fabs(x[i] - r.centers[best])) best = j;
+      assert_int_equal(best, lab[i]);
+    }
+    lumen_image_free(labels);
+  }
+  lumen_fcm_values_result r;
+  x[10] = 0.5f; /* not integer-valued: not applicable */
+  assert_int_equal(lumen_filter_fcm_values(ctx, in, 2, 2.0, 100, 1e-3, 42, counts, 65536, &r), LUMEN_OK);
+  assert_int_equal(r.applicable, 0);
+  x[10] = NAN; /* not finite: not applicable (lumen_segment_fcm reports the voxel) */
+  assert_int_equal(lumen_filter_fcm_values(ctx, in, 2, 2.0, 100, 1e-3, 42, counts, 65536, &r), LUMEN_OK);
+  assert_int_equal(r.applicable, 0);
+  x[10] = 7.0f; /* more values than counts holds */
+  assert_int_equal(lumen_filter_fcm_values(ctx, in, 2, 2.0, 100, 1e-3, 42, counts, 100, &r), LUMEN_OK);
+  assert_int_equal(r.applicable, 0);
+  assert_int_equal(lumen_filter_fcm_values(ctx, in, 1, 2.0, 100, 1e-3, 42, counts, 65536, &r),
+                   LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_fcm_values(ctx, in, 2, 1.0, 100, 1e-3, 42, counts, 65536, &r),
+                   LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_fcm_values(ctx, in, 2, 2.0, 100, 1e-3, 42, NULL, 65536, &r),
+                   LUMEN_ERR_INVALID_ARGUMENT);
+  free(counts);
+  lumen_image_free(in);
+  lumen_ctx_destroy(ctx);
+}
+
+LUMEN_TEST_MAIN(cmocka_unit_test(test_scale_clamp), cmocka_unit_test(test_finite_range),
+                cmocka_unit_test(test_otsu_linspace), cmocka_unit_test(test_fcm_values))

@@ -7,11 +7,17 @@
 set -euo pipefail
 build=${1:?BUILD_DIR}; out=${2:?OUTDIR}; vox=${3:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
-"$build/lumen" view "$out" > /tmp/bench_view.$$ 2>&1 &
-pid=$!
+pid=
+start_server() { # a fresh server (nothing read yet); sets pid and url
+  [ -z "$pid" ] || { kill "$pid"; wait "$pid" 2>/dev/null || true; }
+  : > /tmp/bench_view.$$
+  "$build/lumen" view "$out" > /tmp/bench_view.$$ 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do grep -q '^lumen view: http' /tmp/bench_view.$$ && break; sleep 0.1; done
+  url=$(grep -o 'http://[^ ]*' /tmp/bench_view.$$)
+}
 trap 'kill $pid 2>/dev/null; rm -f /tmp/bench_view.$$' EXIT
-for _ in $(seq 600); do grep -q '^lumen view: http' /tmp/bench_view.$$ && break; sleep 0.1; done
-url=$(grep -o 'http://[^ ]*' /tmp/bench_view.$$)
+start_server
 python3 - "$url" "$vox" <<'PY'
 import json, sys, time, urllib.request
 url, vox = sys.argv[1].rstrip("/"), sys.argv[2]
@@ -38,6 +44,8 @@ print("%-44s %8.1f ms" % ("ROI of %d voxels (best of 3)" % (w * h), t("/api/roi?
 PY
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -n "$browser" ]; then
-  python3 "$here/tests/cli/view_browser_check.py" "$url" --browser "$browser" ${vox:+--voxel $vox} --roi 0,0,9,9 |
+  start_server # the page's first click reads as a user's first click does
+  other=$(python3 -c 'import json,sys,urllib.request; m=[x for x in json.load(urllib.request.urlopen(sys.argv[1]+"/api/info"))["maps"] if x["model"]!="best" and x["param"] not in ("Ktrans","state","model")]; print(m[0]["model"]+" "+m[0]["param"])' "${url%/}")
+  python3 "$here/tests/cli/view_browser_check.py" "$url" --browser "$browser" ${vox:+--voxel $vox} --roi 0,0,99,99 --other-map "$other" |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print("page (chromium): ready %.0f ms, voxel click to plot %.0f ms, ROI %.0f ms" % (1e3*d["ready_s"], 1e3*d["click_s"], 1e3*d["roi_s"]))'
 fi

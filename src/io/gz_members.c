@@ -1,8 +1,9 @@
-/* Parallel gzip members (gz_members.h). A batch holds up to `threads` members; the members of a
-   batch are compressed in parallel (OpenMP), then written in order, so memory stays at about
-   2 x threads x GZ_MEMBER_BYTES whatever the file size. */
+/* Parallel gzip members (gz_members.h). A batch holds up to `threads` chunks of GZ_CHUNK_BYTES;
+   the chunks are compressed in parallel (OpenMP), each as consecutive members of GZ_MEMBER_BYTES,
+   then written in order, so memory stays at about 2 x threads x GZ_CHUNK_BYTES whatever the file size. */
 #include "io/gz_members.h"
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lumen_build_config.h"
@@ -14,9 +15,9 @@ struct lumen_gz_members {
   int level, threads;
   lumen_gz_sink sink;
   void *user;
-  unsigned char *in;      /* threads x GZ_MEMBER_BYTES */
+  unsigned char *in;      /* threads x GZ_CHUNK_BYTES */
   size_t used;
-  unsigned char **out;    /* per member: its compressed bytes */
+  unsigned char **out;    /* per chunk: its members' compressed bytes */
   size_t *out_len, out_cap;
   int wrote;              /* at least one member written */
 };
@@ -30,7 +31,7 @@ lumen_gz_members *lumen_gz_members_create(int level, int threads, lumen_gz_sink 
   z->threads = threads < 1 ? 1 : threads > 64 ? 64 : threads;
   z->sink = sink;
   z->user = user;
-  z->in = malloc((size_t)z->threads * GZ_MEMBER_BYTES);
+  z->in = malloc((size_t)z->threads * GZ_CHUNK_BYTES);
   z->out = calloc((size_t)z->threads, sizeof *z->out);
   z->out_len = calloc((size_t)z->threads, sizeof *z->out_len);
   if (!z->in || !z->out || !z->out_len) {
@@ -40,10 +41,52 @@ lumen_gz_members *lumen_gz_members_create(int level, int threads, lumen_gz_sink 
   return z;
 }
 
-/* Compresses and writes the buffered bytes as ceil(used / GZ_MEMBER_BYTES) members (one empty
-   member when nothing was ever written and `finish` is set). */
+static void put_le32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* One member: a gzip header whose extra field carries the 'LM' subfield (the member's compressed
+   and uncompressed sizes, gz_members.h), the raw deflate stream, CRC-32 and length. 0 on failure. */
+static size_t compress_member(struct libdeflate_compressor *c, const unsigned char *in, size_t len, unsigned char *out) {
+  const size_t bound = libdeflate_deflate_compress_bound(c, len);
+  const size_t n = libdeflate_deflate_compress(c, in, len, out + GZ_MEMBER_HEADER, bound);
+  if (!n) return 0;
+  const size_t total = GZ_MEMBER_HEADER + n + 8;
+  static const unsigned char head[16] = {0x1f, 0x8b, 8, 4 /* FEXTRA */, 0, 0, 0, 0, 0, 255 /* OS unknown */,
+                                         12, 0 /* XLEN */, 'L', 'M', 8, 0 /* subfield LEN */};
+  memcpy(out, head, sizeof head);
+  put_le32(out + 16, (uint32_t)total);
+  put_le32(out + 20, (uint32_t)len);
+  put_le32(out + total - 8, libdeflate_crc32(0, in, len));
+  put_le32(out + total - 4, (uint32_t)len);
+  return total;
+}
+
+/* Chunk m of the batch (its bytes [off, off + len)) as consecutive members into z->out[m]; an
+   empty chunk is one empty member. 0 when a compressor or buffer cannot be had. */
+static size_t compress_chunk(lumen_gz_members *z, int m, size_t off, size_t len) {
+  struct libdeflate_compressor *c = libdeflate_alloc_compressor(z->level);
+  const size_t per = GZ_MEMBER_HEADER + 8 + (c ? libdeflate_deflate_compress_bound(c, GZ_MEMBER_BYTES) : 0);
+  if (c && !z->out[m]) z->out[m] = malloc(per * (GZ_CHUNK_BYTES / GZ_MEMBER_BYTES));
+  size_t used = 0;
+  for (size_t at = 0; c && z->out[m] && (at < len || at == 0); at += GZ_MEMBER_BYTES) {
+    const size_t n = len - at < GZ_MEMBER_BYTES ? len - at : GZ_MEMBER_BYTES;
+    const size_t k = compress_member(c, z->in + off + at, n, z->out[m] + used);
+    if (!k) {
+      used = 0;
+      break;
+    }
+    used += k;
+    if (len == 0) break;
+  }
+  libdeflate_free_compressor(c);
+  return used;
+}
+
+/* Compresses and writes the buffered bytes, a chunk per thread (one empty member when nothing
+   was ever written and `finish` is set). */
 static int flush_batch(lumen_gz_members *z, int finish) {
-  int nm = (int)((z->used + GZ_MEMBER_BYTES - 1) / GZ_MEMBER_BYTES);
+  int nm = (int)((z->used + GZ_CHUNK_BYTES - 1) / GZ_CHUNK_BYTES);
   if (nm == 0 && !(finish && !z->wrote)) return 0;
   if (nm == 0) nm = 1;
   int failed = 0;
@@ -51,15 +94,11 @@ static int flush_batch(lumen_gz_members *z, int finish) {
 #pragma omp parallel for num_threads(nm < z->threads ? nm : z->threads) schedule(static, 1) reduction(| : failed)
 #endif
   for (int m = 0; m < nm; ++m) {
-    size_t off = (size_t)m * GZ_MEMBER_BYTES;
+    size_t off = (size_t)m * GZ_CHUNK_BYTES;
     size_t len = z->used > off ? z->used - off : 0;
-    if (len > GZ_MEMBER_BYTES) len = GZ_MEMBER_BYTES;
-    struct libdeflate_compressor *c = libdeflate_alloc_compressor(z->level);
-    size_t bound = c ? libdeflate_gzip_compress_bound(c, len) : 0;
-    if (c && !z->out[m]) z->out[m] = malloc(libdeflate_gzip_compress_bound(c, GZ_MEMBER_BYTES));
-    z->out_len[m] = c && z->out[m] ? libdeflate_gzip_compress(c, z->in + off, len, z->out[m], bound) : 0;
+    if (len > GZ_CHUNK_BYTES) len = GZ_CHUNK_BYTES;
+    z->out_len[m] = compress_chunk(z, m, off, len);
     if (!z->out_len[m]) failed = 1;
-    libdeflate_free_compressor(c);
   }
   if (failed) return ENOMEM;
   for (int m = 0; m < nm; ++m) {
@@ -73,7 +112,7 @@ static int flush_batch(lumen_gz_members *z, int finish) {
 
 int lumen_gz_members_write(lumen_gz_members *z, const void *data, size_t n) {
   const unsigned char *p = data;
-  const size_t cap = (size_t)z->threads * GZ_MEMBER_BYTES;
+  const size_t cap = (size_t)z->threads * GZ_CHUNK_BYTES;
   while (n > 0) {
     size_t k = cap - z->used < n ? cap - z->used : n;
     memcpy(z->in + z->used, p, k);

@@ -184,6 +184,22 @@ static void find_models(view_run *run, const char *conv, int fit_delay) {
   }
 }
 
+/* The warm-up thread: every indexable volume opened, one at a time under the mutex (a request
+   waits at most for one header walk). */
+static void *warm_up(void *arg) {
+  view_run *run = arg;
+  int64_t d[4] = {run->nx, run->ny, run->nz, run->nt};
+  for (int i = -1; i < run->n_maps && !run->closing; ++i) {
+    view_volume *v = i < 0 ? (run->conc_file[0] ? &run->conc : NULL) : &run->maps[i].vol;
+    if (!v) continue;
+    pthread_mutex_lock(&run->mu);
+    view_volume_open(run->ctx, v, d, 0); /* a file read whole, or one that fails, waits for its request */
+    lumen_ctx_clear_error(run->ctx);
+    pthread_mutex_unlock(&run->mu);
+  }
+  return NULL;
+}
+
 lumen_status view_open(lumen_ctx *ctx, const char *dir, view_run *run) {
   memset(run, 0, sizeof *run);
   run->ctx = ctx;
@@ -195,13 +211,23 @@ lumen_status view_open(lumen_ctx *ctx, const char *dir, view_run *run) {
   if (st == LUMEN_OK) st = read_aif(run);
   if (st == LUMEN_OK) st = list_maps(run);
   if (st == LUMEN_OK) find_models(run, conv, fit_delay);
+  /* maps: one member holds a voxel's value and a slice; the series: a voxel's frames, each in its
+     own member, and the next clicks' (neighbours share the members) */
+  for (int i = 0; st == LUMEN_OK && i < run->n_maps; ++i)
+    st = view_volume_init(&run->maps[i].vol, run->dir, run->maps[i].file, run->nvox, (size_t)4 << 20);
+  if (st == LUMEN_OK && run->conc_file[0])
+    st = view_volume_init(&run->conc, run->dir, run->conc_file, run->nvox * run->nt, (size_t)256 << 20);
+  if (st == LUMEN_ERR_OUT_OF_MEMORY) lumen_fail(ctx, st, "lumen view: out of memory");
+  if (st == LUMEN_OK) run->warm_started = pthread_create(&run->warm, NULL, warm_up, run) == 0;
   return st;
 }
 
 void view_close(view_run *run) {
-  for (int i = 0; i < run->n_maps; ++i) free(run->maps[i].data);
+  run->closing = 1;
+  if (run->warm_started) pthread_join(run->warm, NULL);
+  for (int i = 0; i < run->n_maps; ++i) view_volume_free(&run->maps[i].vol);
   for (int m = 0; m < run->n_models; ++m) lumen_fit_plan_destroy(run->models[m].plan);
-  free(run->conc);
+  view_volume_free(&run->conc);
   free(run->t_min);
   free(run->cp);
   pthread_mutex_destroy(&run->mu);
@@ -209,32 +235,28 @@ void view_close(view_run *run) {
 
 /* ------------------------------------------------------------------ reading on first use */
 
-/* A NIfTI of the folder as float32 with the run's grid (dims: 3 or 4 with nt frames). */
-static float *read_volume(view_run *run, const char *file, int ndim) {
-  char path[4400];
-  join(path, sizeof path, run->dir, file);
-  lumen_image *im = NULL;
-  if (lumen_nifti_read(run->ctx, path, NULL, &im, NULL) != LUMEN_OK) return NULL;
-  int ok = lumen_image_dtype(im) == LUMEN_DTYPE_FLOAT32 && lumen_image_dim(im, 0) == run->nx &&
-           lumen_image_dim(im, 1) == run->ny && lumen_image_dim(im, 2) == run->nz &&
-           (ndim == 3 ? lumen_image_count(im) == run->nvox : lumen_image_dim(im, 3) == run->nt);
-  float *out = ok ? malloc(sizeof(float) * (size_t)lumen_image_count(im)) : NULL;
-  if (out) memcpy(out, lumen_image_const_data(im), sizeof(float) * (size_t)lumen_image_count(im));
-  else if (!ok) lumen_fail(run->ctx, LUMEN_ERR_FORMAT, "lumen view: '%s' is not a float32 volume of the run's grid", path);
-  lumen_image_free(im);
-  return out;
+static const int64_t *dims_of(const view_run *run, int64_t d[4]) {
+  d[0] = run->nx, d[1] = run->ny, d[2] = run->nz, d[3] = run->nt;
+  return d;
 }
 
-/* Map i's values (under run->mu); NULL when it cannot be read. */
-static const float *map_data(view_run *run, int i) {
-  if (i < 0 || i >= run->n_maps) return NULL;
-  if (!run->maps[i].data) run->maps[i].data = read_volume(run, run->maps[i].file, 3);
-  return run->maps[i].data;
+/* Values [first, first + n) of map i (under run->mu). */
+static lumen_status map_values(view_run *run, int i, int64_t first, int64_t n, float *dst) {
+  int64_t d[4];
+  if (i < 0 || i >= run->n_maps) return LUMEN_ERR_INVALID_ARGUMENT;
+  return view_volume_read(run->ctx, &run->maps[i].vol, dims_of(run, d), first, n, dst);
 }
 
-static const float *conc_data(view_run *run) {
-  if (!run->conc && run->conc_file[0]) run->conc = read_volume(run, run->conc_file, 4);
-  return run->conc;
+/* The measured concentration of voxel v, frame by frame (under run->mu). */
+static lumen_status conc_of_voxel(view_run *run, int64_t v, double *out) {
+  int64_t d[4];
+  for (int64_t i = 0; i < run->nt; ++i) {
+    float x;
+    lumen_status st = view_volume_read(run->ctx, &run->conc, dims_of(run, d), i * run->nvox + v, 1, &x);
+    if (st != LUMEN_OK) return st;
+    out[i] = x;
+  }
+  return LUMEN_OK;
 }
 
 static int map_index(const view_run *run, const char *file) {
@@ -301,29 +323,39 @@ lumen_status view_slice_json(view_run *run, const char *map, int64_t z, pipe_sb 
   const int i = map_index(run, map);
   if (i < 0) return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT, "no map '%s' in the run", map);
   if (z < 0 || z >= run->nz) return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT, "slice %lld outside 0..%lld", (long long)z, (long long)run->nz - 1);
-  pthread_mutex_lock(&run->mu);
-  const float *v = map_data(run, i);
-  pthread_mutex_unlock(&run->mu);
-  if (!v) return lumen_fail(run->ctx, LUMEN_ERR_IO, "the map '%s' cannot be read", map);
   const int64_t plane = run->nx * run->ny;
+  float *v = malloc(sizeof(float) * (size_t)plane);
+  if (!v) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen view: out of memory");
+  pthread_mutex_lock(&run->mu);
+  lumen_status st = map_values(run, i, z * plane, plane, v);
+  pthread_mutex_unlock(&run->mu);
+  if (st != LUMEN_OK) {
+    free(v);
+    return st;
+  }
   double lo, hi;
-  window_of(v + z * plane, plane, &lo, &hi);
+  window_of(v, plane, &lo, &hi);
   pipe_sb_printf(b, "{\"map\": ");
   pipe_sb_json_str(b, map);
   pipe_sb_printf(b, ", \"z\": %lld, \"w\": %lld, \"h\": %lld, \"lo\": %.9g, \"hi\": %.9g, \"values\": [", (long long)z,
                  (long long)run->nx, (long long)run->ny, lo, hi);
   for (int64_t k = 0; k < plane; ++k) {
-    const float x = v[z * plane + k];
+    const float x = v[k];
     if (isfinite(x)) pipe_sb_printf(b, "%s%.7g", k ? "," : "", (double)x);
     else pipe_sb_printf(b, "%snull", k ? "," : "");
   }
   pipe_sb_printf(b, "]}");
+  free(v);
   return b->oom ? lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen view: out of memory") : LUMEN_OK;
 }
 
+/* map's value at voxel v; NaN when the run has no such map or it cannot be read */
 static double value_at(view_run *run, int map, int64_t v) {
-  const float *d = map_data(run, map);
-  return d ? (double)d[v] : NAN;
+  float x;
+  if (map < 0) return NAN;
+  if (map_values(run, map, v, 1, &x) == LUMEN_OK) return x;
+  lumen_ctx_clear_error(run->ctx);
+  return NAN;
 }
 
 /* One model's answer at voxel v: parameters with their 95 % intervals, state, r2, AIC, the curve. */
@@ -377,21 +409,26 @@ lumen_status view_voxel_json(view_run *run, int64_t x, int64_t y, int64_t z, pip
     return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT, "voxel (%lld, %lld, %lld) outside the image", (long long)x,
                       (long long)y, (long long)z);
   const int64_t v = (z * run->ny + y) * run->nx + x;
+  double *c = malloc(sizeof(double) * (size_t)run->nt);
+  if (!c) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen view: out of memory");
   pthread_mutex_lock(&run->mu);
-  const float *c = conc_data(run);
   pipe_sb_printf(b, "{\"voxel\": [%lld, %lld, %lld], \"measured\": ", (long long)x, (long long)y, (long long)z);
-  if (c) {
+  const int measured = run->conc_file[0] && conc_of_voxel(run, v, c) == LUMEN_OK;
+  if (measured) {
     pipe_sb_printf(b, "[");
     for (int64_t i = 0; i < run->nt; ++i) {
       pipe_sb_printf(b, "%s", i ? ", " : "");
-      pipe_sb_json_num(b, c[i * run->nvox + v]);
+      pipe_sb_json_num(b, c[i]);
     }
     pipe_sb_printf(b, "]");
   } else {
     pipe_sb_printf(b, "null");
   }
+  free(c);
   pipe_sb_printf(b, ", \"hint\": ");
-  rerun_hint(run, b);
+  if (!measured && run->conc_file[0]) pipe_sb_json_str(b, lumen_ctx_last_error(run->ctx)); /* a damaged series says so */
+  else rerun_hint(run, b);
+  lumen_ctx_clear_error(run->ctx);
   pipe_sb_printf(b, ", \"models\": {");
   for (int m = 0; m < run->n_models; ++m) {
     pipe_sb_printf(b, "%s", m ? ", " : "");
@@ -406,13 +443,16 @@ lumen_status view_voxel_json(view_run *run, int64_t x, int64_t y, int64_t z, pip
 }
 
 /* mean, median, first and third quartile of the finite values of map i in the rectangle */
-static int64_t rect_stats(view_run *run, int i, int64_t x0, int64_t y0, int64_t x1, int64_t y1, int64_t z, double *t, double s[4]) {
-  const float *d = map_data(run, i);
+static int64_t rect_stats(view_run *run, int i, int64_t x0, int64_t y0, int64_t x1, int64_t y1, int64_t z, float *rows,
+                          double *t, double s[4]) {
+  const int64_t first = (z * run->ny + y0) * run->nx;
+  const int ok = map_values(run, i, first, (y1 - y0 + 1) * run->nx, rows) == LUMEN_OK;
+  if (!ok) lumen_ctx_clear_error(run->ctx);
   int64_t k = 0;
   double sum = 0;
-  for (int64_t y = y0; d && y <= y1; ++y)
+  for (int64_t y = y0; ok && y <= y1; ++y)
     for (int64_t x = x0; x <= x1; ++x) {
-      const double v = d[(z * run->ny + y) * run->nx + x];
+      const double v = rows[(y - y0) * run->nx + x];
       if (isfinite(v)) { t[k++] = v; sum += v; }
     }
   s[0] = k ? sum / (double)k : NAN;
@@ -422,16 +462,39 @@ static int64_t rect_stats(view_run *run, int i, int64_t x0, int64_t y0, int64_t 
   return k;
 }
 
+/* The mean measured curve of the rectangle (finite values; NaN where none), rows: (y1-y0+1) x nx floats. */
+static lumen_status roi_curve(view_run *run, int64_t x0, int64_t y0, int64_t x1, int64_t y1, int64_t z, float *rows,
+                              double *curve) {
+  int64_t d[4];
+  for (int64_t i = 0; i < run->nt; ++i) {
+    lumen_status st = view_volume_read(run->ctx, &run->conc, dims_of(run, d), i * run->nvox + (z * run->ny + y0) * run->nx,
+                                       (y1 - y0 + 1) * run->nx, rows);
+    if (st != LUMEN_OK) return st;
+    double sum = 0;
+    int64_t k = 0;
+    for (int64_t y = y0; y <= y1; ++y)
+      for (int64_t x = x0; x <= x1; ++x) {
+        const double v = rows[(y - y0) * run->nx + x];
+        if (isfinite(v)) { sum += v; k++; }
+      }
+    curve[i] = k ? sum / (double)k : NAN;
+  }
+  return LUMEN_OK;
+}
+
 lumen_status view_roi(view_run *run, int64_t x0, int64_t y0, int64_t x1, int64_t y1, int64_t z, int csv, pipe_sb *b) {
   if (x0 > x1) { int64_t t = x0; x0 = x1; x1 = t; }
   if (y0 > y1) { int64_t t = y0; y0 = y1; y1 = t; }
   if (x0 < 0 || y0 < 0 || z < 0 || x1 >= run->nx || y1 >= run->ny || z >= run->nz)
     return lumen_fail(run->ctx, LUMEN_ERR_INVALID_ARGUMENT, "rectangle outside the image");
   const int64_t n = (x1 - x0 + 1) * (y1 - y0 + 1);
-  double *t = malloc(sizeof(double) * (size_t)n);
-  if (!t) return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen view: out of memory");
+  double *t = malloc(sizeof(double) * (size_t)n), *curve = malloc(sizeof(double) * (size_t)run->nt);
+  float *rows = malloc(sizeof(float) * (size_t)((y1 - y0 + 1) * run->nx));
+  if (!t || !curve || !rows) {
+    free(t), free(curve), free(rows);
+    return lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen view: out of memory");
+  }
   pthread_mutex_lock(&run->mu);
-  const float *c = conc_data(run);
   if (csv) pipe_sb_printf(b, "# lumen view ROI of '%s': x %lld..%lld, y %lld..%lld, z %lld (%lld voxels)\nmap,finite,mean,median,q1,q3\n",
                           run->prefix, (long long)x0, (long long)x1, (long long)y0, (long long)y1, (long long)z, (long long)n);
   else pipe_sb_printf(b, "{\"voxels\": %lld, \"rect\": [%lld, %lld, %lld, %lld, %lld], \"stats\": {", (long long)n,
@@ -440,7 +503,7 @@ lumen_status view_roi(view_run *run, int64_t x0, int64_t y0, int64_t x1, int64_t
   for (int i = 0; i < run->n_maps; ++i) {
     if (!strcmp(run->maps[i].param, "state") || !strcmp(run->maps[i].param, "model")) continue; /* categories */
     double s[4];
-    const int64_t k = rect_stats(run, i, x0, y0, x1, y1, z, t, s);
+    const int64_t k = rect_stats(run, i, x0, y0, x1, y1, z, rows, t, s);
     if (csv) {
       pipe_sb_printf(b, "%s,%lld,%.9g,%.9g,%.9g,%.9g\n", run->maps[i].file, (long long)k, s[0], s[1], s[2], s[3]);
       continue;
@@ -460,25 +523,19 @@ lumen_status view_roi(view_run *run, int64_t x0, int64_t y0, int64_t x1, int64_t
   }
   if (!csv) {
     pipe_sb_printf(b, "}, \"mean_curve\": ");
-    if (c) {
+    if (run->conc_file[0] && roi_curve(run, x0, y0, x1, y1, z, rows, curve) == LUMEN_OK) {
       pipe_sb_printf(b, "[");
       for (int64_t i = 0; i < run->nt; ++i) {
-        double sum = 0;
-        int64_t k = 0;
-        for (int64_t y = y0; y <= y1; ++y)
-          for (int64_t x = x0; x <= x1; ++x) {
-            const double v = c[i * run->nvox + (z * run->ny + y) * run->nx + x];
-            if (isfinite(v)) { sum += v; k++; }
-          }
         pipe_sb_printf(b, "%s", i ? ", " : "");
-        pipe_sb_json_num(b, k ? sum / (double)k : NAN);
+        pipe_sb_json_num(b, curve[i]);
       }
       pipe_sb_printf(b, "]}");
     } else {
+      lumen_ctx_clear_error(run->ctx);
       pipe_sb_printf(b, "null}");
     }
   }
   pthread_mutex_unlock(&run->mu);
-  free(t);
+  free(t), free(curve), free(rows);
   return b->oom ? lumen_fail(run->ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen view: out of memory") : LUMEN_OK;
 }

@@ -1,13 +1,15 @@
 /* What `lumen view` reads from a finished `lumen dce` output folder and the answers it gives
    (src/view/view_data.c; docs/VIEW.md). Everything is read from the folder the user names, as
    untrusted input: map names come from the folder's listing, never from a request; maps and the
-   concentration series are read on first use and kept. Thread-safe (one mutex). */
+   concentration series are opened on first use and read a slice or a voxel at a time
+   (view_volume.h). Thread-safe (one mutex). */
 #ifndef LUMEN_VIEW_DATA_H
 #define LUMEN_VIEW_DATA_H
 #include <pthread.h>
 #include <stdint.h>
 #include "lumen/lumen.h"
 #include "pipeline/pipe_internal.h"
+#include "view/view_volume.h"
 
 #define VIEW_MAX_MAPS 512
 #define VIEW_MAX_MODELS LUMEN_MODEL_COUNT
@@ -16,7 +18,7 @@
 typedef struct view_map {
   char file[300];   /* PREFIX_model-M_param-P.nii.gz */
   char model[32], param[48];
-  float *data;      /* nvox values once read (NULL before) */
+  view_volume vol;  /* its nvox values */
 } view_map;
 
 typedef struct view_model {
@@ -37,11 +39,16 @@ typedef struct view_run {
   view_model models[VIEW_MAX_MODELS];
   int n_models;
   char conc_file[300];           /* PREFIX_desc-conc_dce.nii.gz, "" when the run did not save it */
-  float *conc;                   /* nt x nvox once read */
+  view_volume conc;              /* nt x nvox values (when conc_file is set) */
   pthread_mutex_t mu;
+  pthread_t warm;                /* opens the volumes while the page loads */
+  int warm_started;
+  volatile int closing;
 } view_run;
 
-/* Reads the folder's run log, AIF table and map listing (not the maps). LUMEN_ERR_* with a message
+/* Reads the folder's run log, AIF table and map listing (not the maps), then opens the maps and
+   the series on a thread of its own (their headers and member indexes: ~10,000 member headers for
+   a 2.1 M-voxel series), so that the first click finds them open. LUMEN_ERR_* with a message
    naming the folder and what is missing. */
 lumen_status view_open(lumen_ctx *ctx, const char *dir, view_run *run);
 void view_close(view_run *run);

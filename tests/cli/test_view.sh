@@ -36,6 +36,38 @@ pid=$!
 for _ in $(seq 100); do grep -q '^lumen view: http' v2.out && break; sleep 0.1; done
 kill -INT $pid; wait $pid; rc=$?
 check "SIGINT (Ctrl-C): exit 0" "[ $rc -eq 0 ] && grep -q 'stopped (SIGINT)' v2.err"
+# the series rewritten by another tool (one gzip stream: read whole) and damaged (one member: refused)
+cp -r vout vfor; cp -r vout vbad
+"$py" - vfor/sub-demo_desc-conc_dce.nii.gz vbad/sub-demo_desc-conc_dce.nii.gz <<'PY'
+import gzip, sys
+raw = gzip.open(sys.argv[1]).read()
+open(sys.argv[1], "wb").write(gzip.compress(raw, 6))
+b = bytearray(open(sys.argv[2], "rb").read()); b[len(b) // 2] ^= 0x5a; open(sys.argv[2], "wb").write(b)
+PY
+for d in vfor vbad; do
+  "$bin" view $d > $d.out 2> $d.err &
+  vpid=$!
+  for _ in $(seq 100); do grep -q '^lumen view: http' $d.out && break; sleep 0.1; done
+  u=$(grep -o 'http://[^ ]*' $d.out)
+  "$py" - "$u" vout/sub-demo_desc-conc_dce.nii.gz > $d.ans <<'PY'
+import gzip, json, struct, sys, urllib.request
+import numpy as np
+raw = gzip.open(sys.argv[2]).read()
+conc = np.frombuffer(raw, "<f4", 32 * 24 * 2 * 80, 352).reshape(80, 2, 24, 32)
+ok = True
+for x, y, z in ((9, 8, 1), (31, 23, 0), (0, 0, 1)):
+    v = json.load(urllib.request.urlopen(sys.argv[1] + "api/voxel?x=%d&y=%d&z=%d" % (x, y, z), timeout=20))
+    m = v["measured"]
+    print("measured" if m is not None and np.array_equal(np.array(m, "f4"), conc[:, z, y, x], equal_nan=True) else "none" if m is None else "wrong", v["hint"])
+json.load(urllib.request.urlopen(sys.argv[1] + "api/info", timeout=20))
+print("alive")
+PY
+  kill $vpid; wait $vpid 2>/dev/null
+done
+check "a series written by another gzip tool: every voxel's measured curve read whole, exact" \
+  "[ \$(grep -c '^measured' vfor.ans) -eq 3 ] && grep -q alive vfor.ans" || cat vfor.ans vfor.err
+check "a damaged series: no curve where the damage is, the hint names the file, the server answers on" \
+  "grep -q '^none .*sub-demo_desc-conc_dce.nii.gz. is damaged' vbad.ans && grep -q alive vbad.ans" || cat vbad.ans vbad.err
 mkdir -p empty
 timeout 10 "$bin" view empty > v3.out 2> v3.err; rc=$?
 check "a folder without a run log: refused naming it (exit 1)" "[ $rc -eq 1 ] && grep -q \"'empty' holds 0 run logs\" v3.err" || cat v3.err

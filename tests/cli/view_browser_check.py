@@ -52,6 +52,7 @@ def main():
     ap.add_argument("--screenshot")
     ap.add_argument("--voxel", default="9,8,1")
     ap.add_argument("--roi", default="6,6,11,11")
+    ap.add_argument("--other-map", default="etofts vp", help="the map picked second: 'MODEL PARAM'")
     a = ap.parse_args()
     vx, vy, vz = (int(v) for v in a.voxel.split(","))
     x0, y0, x1, y1 = (int(v) for v in a.roi.split(","))
@@ -91,11 +92,13 @@ def main():
             wait_for(br, s, "window.lumenView.voxel[0] === %d" % (vx + 1))
             out["after_arrow"] = ev(br, s, "window.lumenView.voxel")
             # another map and slice
+            label = a.other_map
+            tail = "%s_param-%s.nii.gz" % tuple(label.split(" ", 1))
             ev(br, s, """(() => { const m = document.getElementById('map');
-                m.value = Array.from(m.options).find(o => o.textContent === 'etofts vp').value; m.onchange(); })()""")
-            wait_for(br, s, "window.lumenView.slice && window.lumenView.slice.map.endsWith('etofts_param-vp.nii.gz')")
+                m.value = Array.from(m.options).find(o => o.textContent === %s).value; m.onchange(); })()""" % json.dumps(label))
+            wait_for(br, s, "window.lumenView.slice && window.lumenView.slice.map.endsWith(%s)" % json.dumps(tail))
             ev(br, s, "(() => { const z = document.getElementById('z'); z.value = 0; z.oninput(); })()")
-            wait_for(br, s, "window.lumenView.slice.z === 0 && window.lumenView.slice.map.endsWith('etofts_param-vp.nii.gz')")
+            wait_for(br, s, "window.lumenView.slice.z === 0 && window.lumenView.slice.map.endsWith(%s)" % json.dumps(tail))
             out["slice"] = ev(br, s, "({map: window.lumenView.slice.map, z: window.lumenView.slice.z, v: window.lumenView.slice.values.slice(0, 64)})")
             # an ROI drawn with the mouse on slice z of the voxel
             ev(br, s, "(() => { const z = document.getElementById('z'); z.value = %d; z.oninput(); "

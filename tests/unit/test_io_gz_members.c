@@ -1,14 +1,17 @@
 /* Parallel gzip members (src/io/gz_members.c) and the atomic writer's use of them: every size
    (empty, one byte, a member exactly, a member and a byte, several batches) decompresses with
    zlib's own inflate, member after member, to the bytes written; the number of members is
-   ceil(n / 1 MiB) (one for an empty input); the bytes do not depend on the thread count; a
-   .nii.gz of several members reads back through lumen_nifti_read and zlib's gzread. */
+   ceil(n / 64 KiB) (one for an empty input); the bytes do not depend on the thread count; a
+   .nii.gz of several members reads back through lumen_nifti_read and zlib's gzread.
+   The random-access reader (src/io/gz_index.c) over such files: any byte range equals the data,
+   a damaged member fails alone (EIO), one-stream gzip and truncated or lying headers do not open. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 #include "test_support.h"
+#include "io/gz_index.h"
 #include "io/gz_members.h"
 #include "io/io_internal.h"
 #include "lumen/io.h"
@@ -74,7 +77,7 @@ static unsigned char *pattern(size_t n) {
 static void sizes_and_threads(void **state) {
   (void)state;
   const size_t mb = GZ_MEMBER_BYTES;
-  const size_t sizes[] = {0, 1, 1000, mb, mb + 1, 5 * mb + 123};
+  const size_t sizes[] = {0, 1, 1000, mb, mb + 1, 5 * mb + 123, GZ_CHUNK_BYTES, 3 * GZ_CHUNK_BYTES + 7};
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; ++si) {
     const size_t n = sizes[si];
     unsigned char *data = pattern(n);
@@ -141,11 +144,144 @@ static void nifti_of_several_members(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
+/* data -> a file of lumen's members (2 threads) at path */
+static void write_members(const char *path, const unsigned char *data, size_t n) {
+  sinkbuf b = {0};
+  lumen_gz_members *z = lumen_gz_members_create(1, 2, to_memory, &b);
+  assert_non_null(z);
+  assert_int_equal(lumen_gz_members_write(z, data, n), 0);
+  assert_int_equal(lumen_gz_members_finish(z), 0);
+  lumen_gz_members_free(z);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(b.p, 1, b.n, f), b.n);
+  fclose(f);
+  free(b.p);
+}
+
+static void index_reads_any_range(void **state) {
+  (void)state;
+  const size_t n = 3 * GZ_CHUNK_BYTES + 4321;
+  unsigned char *data = pattern(n), *got = malloc(n);
+  assert_non_null(got);
+  const char *path = lumen_test_join(g_dir, "indexed.gz");
+  write_members(path, data, n);
+  for (size_t cache = 0; cache <= ((size_t)8 << 20); cache += (size_t)8 << 20) { /* one slot, and all */
+    lumen_gz_index *g = lumen_gz_index_open(path, cache);
+    assert_non_null(g);
+    assert_int_equal(lumen_gz_index_size(g), n);
+    assert_int_equal(lumen_gz_index_members(g), (int)((n + GZ_MEMBER_BYTES - 1) / GZ_MEMBER_BYTES));
+    assert_int_equal(lumen_gz_index_read(g, 0, n, got), 0); /* everything, across every member */
+    assert_memory_equal(got, data, n);
+    uint32_t x = 7;
+    for (int k = 0; k < 300; ++k) { /* ranges anywhere, in any order, some across a member's end */
+      x = x * 1664525u + 1013904223u;
+      const size_t off = x % n, len = (x >> 7) % 200000 % (n - off) + 1;
+      assert_int_equal(lumen_gz_index_read(g, off, len, got), 0);
+      assert_memory_equal(got, data + off, len);
+    }
+    assert_int_equal(lumen_gz_index_read(g, n - 1, 1, got), 0);
+    assert_int_equal(got[0], data[n - 1]);
+    assert_int_equal(lumen_gz_index_read(g, n, 0, got), 0);
+    assert_int_equal(lumen_gz_index_read(g, n - 1, 2, got), ERANGE);
+    assert_int_equal(lumen_gz_index_read(g, UINT64_MAX, 2, got), ERANGE);
+    lumen_gz_index_close(g);
+  }
+  free(got);
+  free(data);
+  remove(path);
+}
+
+static unsigned char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *p = malloc(*n + 1);
+  assert_non_null(p);
+  assert_int_equal(fread(p, 1, *n, f), *n);
+  fclose(f);
+  return p;
+}
+
+static void spill(const char *path, const unsigned char *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(p, 1, n, f), n);
+  fclose(f);
+}
+
+static void index_refuses_damage(void **state) {
+  (void)state;
+  const size_t n = 5 * GZ_MEMBER_BYTES;
+  unsigned char *data = pattern(n), *got = malloc(n);
+  assert_non_null(got);
+  const char *path = lumen_test_join(g_dir, "damaged.gz");
+  write_members(path, data, n);
+  size_t fn;
+  unsigned char *file = slurp(path, &fn);
+  const uint32_t first = (uint32_t)file[16] | (uint32_t)file[17] << 8 | (uint32_t)file[18] << 16 | (uint32_t)file[19] << 24;
+  /* a byte of member 2's compressed data flipped: member 2 fails, the others still read */
+  unsigned char *bad = malloc(fn);
+  assert_non_null(bad);
+  memcpy(bad, file, fn);
+  size_t at = 0;
+  for (int m = 0; m < 2; ++m) at += (uint32_t)bad[at + 16] | (uint32_t)bad[at + 17] << 8 | (uint32_t)bad[at + 18] << 16;
+  bad[at + GZ_MEMBER_HEADER + 40] ^= 0x5a;
+  spill(path, bad, fn);
+  lumen_gz_index *g = lumen_gz_index_open(path, 1 << 20);
+  assert_non_null(g);
+  assert_int_equal(lumen_gz_index_read(g, 2 * GZ_MEMBER_BYTES + 5, 10, got), EIO);
+  assert_int_equal(lumen_gz_index_read(g, GZ_MEMBER_BYTES, GZ_MEMBER_BYTES, got), 0);
+  assert_memory_equal(got, data + GZ_MEMBER_BYTES, GZ_MEMBER_BYTES);
+  assert_int_equal(lumen_gz_index_read(g, 3 * GZ_MEMBER_BYTES, 100, got), 0);
+  assert_memory_equal(got, data + 3 * GZ_MEMBER_BYTES, 100);
+  lumen_gz_index_close(g);
+  /* truncated: the last member ends past the file */
+  spill(path, file, fn - 3);
+  errno = 0;
+  assert_null(lumen_gz_index_open(path, 1 << 20));
+  assert_int_equal(errno, EINVAL);
+  /* a header that claims more bytes than the file holds */
+  memcpy(bad, file, fn);
+  bad[19] = 0x7f;
+  spill(path, bad, fn);
+  assert_null(lumen_gz_index_open(path, 1 << 20));
+  assert_int_equal(errno, EINVAL);
+  /* a header that claims fewer: the next "member" starts inside member 0's data */
+  memcpy(bad, file, fn);
+  bad[16] = (unsigned char)(first - 100), bad[17] = (unsigned char)((first - 100) >> 8);
+  spill(path, bad, fn);
+  assert_null(lumen_gz_index_open(path, 1 << 20));
+  /* empty, and not gzip at all */
+  spill(path, file, 0);
+  assert_null(lumen_gz_index_open(path, 1 << 20));
+  spill(path, data, 1000);
+  assert_null(lumen_gz_index_open(path, 1 << 20));
+  assert_int_equal(errno, ENOTSUP);
+  /* one zlib stream (another writer's .gz): not indexable, the caller reads it whole */
+  gzFile gz = gzopen(path, "wb1");
+  assert_non_null(gz);
+  assert_int_equal(gzwrite(gz, data, 100000), 100000);
+  gzclose(gz);
+  assert_null(lumen_gz_index_open(path, 1 << 20));
+  assert_int_equal(errno, ENOTSUP);
+  /* a folder */
+  assert_null(lumen_gz_index_open(g_dir, 1 << 20));
+  free(bad);
+  free(file);
+  free(got);
+  free(data);
+  remove(path);
+}
+
 int main(void) {
   if (!lumen_gz_members_available()) {
     printf("skip: lumen built without libdeflate (libdeflate-dev): .nii.gz is written by zlib\n");
     return LUMEN_TEST_SKIP;
   }
-  const struct CMUnitTest tests[] = {cmocka_unit_test(sizes_and_threads), cmocka_unit_test(nifti_of_several_members)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(sizes_and_threads), cmocka_unit_test(nifti_of_several_members),
+                                     cmocka_unit_test(index_reads_any_range), cmocka_unit_test(index_refuses_damage)};
   return lumen_test_run_in_dir(g_dir, sizeof g_dir, "gz_members", tests, LUMEN_TEST_COUNT(tests), NULL, NULL);
 }

@@ -442,6 +442,29 @@ LUMEN_API lumen_status lumen_dicom_series_sidecar(lumen_ctx *ctx, const lumen_di
    the DICOM Part 10 signature, or such a file. */
 LUMEN_API int lumen_dicom_is_series_input(const char *path);
 
+/* -------------------------------------------------------------------- atomic files (any text) */
+
+/* A file being written atomically, for front ends that write their own formats (lumen fit's CSV):
+   data go to ".NAME.tmp-PID-N" in NAME's folder (optionally through gzip, gzip_level 1..9; 0 =
+   none); commit fsyncs it, renames it to NAME (refusing an existing NAME unless overwrite) and
+   fsyncs the folder; abort removes it. Even with overwrite only a regular file is replaced: a
+   symlink, FIFO, device node, socket or folder at NAME is refused, at open and again right before
+   the rename. After a failed write/commit the temporary file is already gone and only
+   lumen_atomic_abort (harmless) remains to be called (src/io/io_atomic.c). */
+typedef struct lumen_atomic_file lumen_atomic_file;
+LUMEN_API lumen_status lumen_atomic_open(lumen_ctx *ctx, const char *path, int overwrite, int gzip_level,
+                                         lumen_atomic_file **out);
+LUMEN_API lumen_status lumen_atomic_write(lumen_atomic_file *f, const void *data, size_t n);
+LUMEN_API lumen_status lumen_atomic_commit(lumen_atomic_file *f); /* frees f */
+LUMEN_API void lumen_atomic_abort(lumen_atomic_file *f);          /* frees f; NULL allowed */
+/* Removes the atomic writer's temporaries (".NAME.tmp-PID-TAG", regular files only) in DIR whose
+   process no longer runs (a killed run's leftovers); returns how many it removed. Commands call it
+   once per output folder before writing (src/io/io_stale.c). */
+LUMEN_API int lumen_io_remove_stale_temporaries(const char *dir);
+/* "a FIFO (named pipe)", "a character device", "a symbolic link", "a folder", ... for a st_mode
+   (the words of lumen's messages about a path that is not a regular file). */
+LUMEN_API const char *lumen_io_kind_name(unsigned mode);
+
 /* --------------------------------------------------------------------------- image formats */
 
 /* The image formats, decided once (src/io/image_formats.c, one row per format: name, suffixes, a
@@ -504,8 +527,9 @@ LUMEN_API lumen_status lumen_image_probe(lumen_ctx *ctx, const char *path, lumen
 typedef struct lumen_image_read_opts {
   int format;              /* 0: lumen_image_probe decides; else read as this lumen_image_format */
   int64_t max_bytes;       /* the readers' memory limit; 0 = default (lumen_io_default_max_bytes) */
-  int max_ndim;            /* 0: 4; 2 or 3: an image of more dimensions is refused before its
-                              pixels are read (LUMEN_ERR_UNSUPPORTED, naming its shape) */
+  int max_ndim;            /* 0: 4; 1 to 3: an image of more dimensions is refused
+                              (LUMEN_ERR_UNSUPPORTED, naming its shape), after the read, so that a
+                              damaged file's own error comes first; with headers_only, from the header */
   int nifti_keep_type;     /* lumen_nifti_read_opts.keep_type (0: float32, scaled) */
   int png_to_float;        /* lumen_png_read_opts.to_float (0: uint8 / uint16 as stored) */
   const char *series_uid;  /* a DICOM folder's series (lumen_dicom_series_opts.series_uid) */
@@ -556,6 +580,12 @@ LUMEN_API lumen_status lumen_image_write_any(lumen_ctx *ctx, const char *path, c
    ends and a UTF-8 BOM are accepted; numbers as strtod reads them ("nan" and "inf" included).
    Errors give "FILE:LINE:COLUMN: ..." with the offending token: a bad number, an empty field
    (",,"), rows of unequal length (unless allow_ragged), no rows at all. */
+/* Reads a whole small text file (a list of inputs, a table) into a NUL-terminated buffer (free with
+   free()). Refuses, without blocking, anything but a regular file (a FIFO, a device: "'PATH' is a
+   FIFO (named pipe), expected a regular file") and a file over max_bytes (0 = 64 MiB). length may be NULL. */
+LUMEN_API lumen_status lumen_text_file_read(lumen_ctx *ctx, const char *path, int64_t max_bytes, char **out,
+                                            size_t *length);
+
 typedef struct lumen_table_opts {
   int allow_ragged;         /* rows may differ in length; missing cells are NaN */
   int allow_header;         /* a first row with a non-numeric token is taken as column names */

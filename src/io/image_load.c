@@ -1,6 +1,5 @@
 /* The readers and writers of the loader table (image_formats.c): each format's own reader called
-   with lumen_image_read_opts, a header read first where the shape can be refused before the
-   pixels (max_ndim, headers_only). */
+   with lumen_image_read_opts; with headers_only, its header reader (the shape, no pixel). */
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,7 +37,7 @@ lumen_status lumen_load_png(lumen_ctx *ctx, const char *path, const lumen_image_
 lumen_status lumen_load_nifti(lumen_ctx *ctx, const char *path, const lumen_image_read_opts *opts, lumen_image **out,
                               lumen_image_read_info *info) {
   lumen_nifti_read_opts o = {.keep_type = opts->nifti_keep_type, .max_bytes = opts->max_bytes};
-  if (opts->headers_only || (opts->max_ndim > 0 && opts->max_ndim < 4)) { /* the shape before the voxels */
+  if (opts->headers_only) {
     lumen_status s = lumen_nifti_read_header(ctx, path, &o, &info->nifti);
     if (s != LUMEN_OK) return s;
     const lumen_nifti_info *n = &info->nifti;
@@ -53,7 +52,7 @@ lumen_status lumen_load_nifti(lumen_ctx *ctx, const char *path, const lumen_imag
 lumen_status lumen_load_dicom(lumen_ctx *ctx, const char *path, const lumen_image_read_opts *opts, lumen_image **out,
                               lumen_image_read_info *info) {
   lumen_dicom_read_opts o = {.max_bytes = opts->max_bytes};
-  if (opts->headers_only || opts->max_ndim == 2) { /* a multi-frame file is 3-D */
+  if (opts->headers_only) { /* a multi-frame file is 3-D */
     lumen_status s = lumen_dicom_read_header(ctx, path, &o, &info->dicom);
     if (s != LUMEN_OK) return s;
     const lumen_dicom_info *d = &info->dicom;

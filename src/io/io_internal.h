@@ -12,19 +12,7 @@
 extern "C" {
 #endif
 
-/* A file being written atomically: data go to ".NAME.tmp-PID-N" in NAME's folder (optionally
-   through gzip); commit fsyncs it, renames it to NAME (refusing an existing NAME unless
-   overwrite) and fsyncs the folder; abort removes it. Even with overwrite only a regular file
-   is replaced: a symlink, FIFO, device node, socket or folder at NAME is refused, at open and
-   again right before the rename. After a failed write/commit the temporary
-   file is already gone and only lumen_atomic_abort (harmless) remains to be called. */
-typedef struct lumen_atomic_file lumen_atomic_file;
-
-lumen_status lumen_atomic_open(lumen_ctx *ctx, const char *path, int overwrite, int gzip_level,
-                               lumen_atomic_file **out);
-lumen_status lumen_atomic_write(lumen_atomic_file *f, const void *data, size_t n);
-lumen_status lumen_atomic_commit(lumen_atomic_file *f);  /* frees f */
-void lumen_atomic_abort(lumen_atomic_file *f);           /* frees f; NULL allowed */
+/* The atomic writer (lumen_atomic_open ... lumen_atomic_abort) is public: include/lumen/io.h. */
 /* The temporary path (for messages and tests). */
 const char *lumen_atomic_tmp_path(const lumen_atomic_file *f);
 
@@ -64,16 +52,11 @@ void lumen_io_inject_write_failure(int64_t after_bytes);
 lumen_status lumen_io_open_regular(lumen_ctx *ctx, const char *fn, const char *path, int *fd_out,
                                    int64_t *size_out);
 lumen_status lumen_io_fopen_regular(lumen_ctx *ctx, const char *fn, const char *path, FILE **out);
-/* "a FIFO (named pipe)", "a character device", "a symbolic link", "a folder", ... for a st_mode
-   (the words of the messages above). */
-const char *lumen_io_kind_name(unsigned mode);
+/* lumen_io_kind_name: public (include/lumen/io.h). */
 /* 1 when PATH (after symlinks) is a regular file; for pre-checks before a third-party reader. */
 int lumen_io_is_regular_file(const char *path);
 
-/* Removes the atomic writer's temporaries (".NAME.tmp-PID-TAG", regular files only) in DIR whose
-   process no longer runs (a killed run's leftovers); returns how many it removed. Commands call it
-   once per output folder before writing (src/io/io_stale.c). */
-int lumen_io_remove_stale_temporaries(const char *dir);
+/* lumen_io_remove_stale_temporaries: public (include/lumen/io.h). */
 
 /* Reads a whole (small) file into a NUL-terminated buffer; refuses files over max_bytes. */
 lumen_status lumen_io_slurp(lumen_ctx *ctx, const char *fn, const char *path, int64_t max_bytes, char **out,

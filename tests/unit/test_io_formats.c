@@ -308,7 +308,7 @@ static void read_any_equals_readers(void **state) {
       lumen_image_free(b);
     }
   }
-  /* max_ndim: a 4-D NIfTI refused from its header, naming the shape */
+  /* max_ndim: a 4-D NIfTI refused, naming the shape (from the header alone with headers_only) */
   lumen_image_read_opts o3 = {.max_ndim = 3};
   lumen_image *im = NULL;
   lumen_image_read_info info;
@@ -316,6 +316,10 @@ static void read_any_equals_readers(void **state) {
   assert_null(im);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "is a 4-D image (4x3x2x2), expected a 2-D or 3-D image"));
   assert_int_equal(info.format.format, LUMEN_IMAGE_FORMAT_UNKNOWN); /* cleared on failure */
+  o3.headers_only = 1;
+  assert_int_equal(lumen_image_read_any(ctx, path_of("v4.nii.gz"), &o3, &im, &info), LUMEN_ERR_UNSUPPORTED);
+  assert_non_null(strstr(lumen_ctx_last_error(ctx), "is a 4-D image (4x3x2x2), expected a 2-D or 3-D image"));
+  o3.headers_only = 0;
   assert_int_equal(lumen_image_read_any(ctx, path_of("v3.nii"), &o3, &im, &info), LUMEN_OK);
   assert_int_equal(lumen_image_ndim(im), 3);
   lumen_image_free(im);

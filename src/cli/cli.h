@@ -81,6 +81,8 @@ void lumen_cli_help_shared(FILE *out, unsigned command);
 /* The exit-status paragraph that ends every command's --help (0 success, 1 input or data error,
    2 usage error, 3 results unreliable): one text, so that it cannot drift between commands. */
 void lumen_cli_help_exit_status(FILE *out);
+/* Seconds on the monotonic clock (cli_util.c): differences time commands and items. */
+double lumen_cli_now(void);
 /* A context whose log messages go to stderr (warnings and errors unless verbose). */
 lumen_ctx *lumen_cli_context(const char *command, int verbose);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cli/cli.h"
 
 void lumen_cli_error(const char *command, const char *fmt, ...) {
@@ -112,4 +113,10 @@ int lumen_cli_asks_help(int argc, char **argv) {
 int lumen_cli_no_io(const char *command) {
   lumen_cli_error(command, "this build has no NIfTI/JSON I/O (nifti_clib, cJSON): rebuild with them");
   return LUMEN_EXIT_FAILURE;
+}
+
+double lumen_cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

@@ -18,7 +18,6 @@
 #include <unistd.h>
 #include <dirent.h>
 #include "cli/cli.h"
-#include "io/io_internal.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
 #include "lumen/device.h"
@@ -67,15 +66,18 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
-/* image name without .nii/.nii.gz/.png/.dcm, and its extension */
-static void split_ext(const char *path, char *stem, size_t n, const char **ext) {
+/* An image's name without its format's suffix (the io table, lumen_image_format_of_name), and the
+   suffix its output keeps: its own when lumen writes that format, else (DICOM) ".nii.gz". */
+static void split_ext(const char *path, char *stem, size_t n, const char **out_ext) {
   const char *b = base_name(path);
-  static const char *const exts[] = {".nii.gz", ".nii", ".png", ".dcm", NULL};
-  *ext = "";
+  lumen_format_info f;
+  lumen_image_format_of_name(b, &f);
+  size_t lb = strlen(b), le = (size_t)f.suffix_length;
   snprintf(stem, n, "%s", b);
-  for (int i = 0; exts[i]; ++i) {
-    size_t lb = strlen(b), le = strlen(exts[i]);
-    if (lb > le && !strcmp(b + lb - le, exts[i])) { *ext = exts[i]; stem[lb - le < n ? lb - le : n - 1] = 0; break; }
+  *out_ext = "";
+  if (le && lb > le) {
+    stem[lb - le < n ? lb - le : n - 1] = 0;
+    *out_ext = f.can_write ? b + lb - le : ".nii.gz";
   }
 }
 
@@ -290,13 +292,18 @@ typedef struct stages {
   double read_s, write_s, compute_s;   /* busy seconds of each stage (compute: summed over jobs) */
 } stages;
 
+static int is_regular_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* reads every input file once (decompression happens in the child; this brings the bytes from
    a slow or network file system into the page cache while the previous item computes) */
 static void read_ahead(const lumen_dist_subject *s) {
   static char buf[1 << 16];  /* the reader thread's own */
   for (int a = 0; a < s->argc; ++a) {
     /* only regular files: reading a FIFO would block this thread and steal the job's data */
-    if (s->argv[a][0] == '-' || !lumen_io_is_regular_file(s->argv[a])) continue;
+    if (s->argv[a][0] == '-' || !is_regular_file(s->argv[a])) continue;
     FILE *f = fopen(s->argv[a], "rb");
     if (!f) continue;
     while (fread(buf, 1, sizeof buf, f) == sizeof buf) {}
@@ -346,7 +353,7 @@ static void *reader_main(void *user) {
   lumen_ctx_create(&ctx);
   for (int i = 0; i < b->subs.n; ++i) {
     if (!mine(b, i)) continue;
-    double t0 = lumen_now_seconds();
+    double t0 = lumen_cli_now();
     item_res *r = &b->res[i];
     r->owner = b->rank;
     const lumen_dist_subject *s = &b->subs.items[i];
@@ -364,9 +371,9 @@ static void *reader_main(void *user) {
       const char *ext;
       char stem[256];
       split_ext(s->argc ? s->argv[0] : "x", stem, sizeof stem, &ext);
-      /* outputs keep PNG and NIfTI; DICOM inputs (lumen writes no DICOM) give .nii.gz */
+      /* outputs keep PNG and NIfTI; DICOM inputs (lumen writes no DICOM) and others give .nii.gz */
       snprintf(j->outname, sizeof j->outname, "%s_desc-%s%s", stem, b->extra_argc ? b->extra[0] : b->command,
-               ext[0] && strcmp(ext, ".dcm") != 0 ? ext : ".nii.gz");
+               ext[0] ? ext : ".nii.gz");
       snprintf(j->outpath, sizeof j->outpath, "%s/%s", j->dir, j->outname);
     }
     snprintf(j->logp, sizeof j->logp, "%s/%s_batch.log", j->dir, j->key);
@@ -375,12 +382,12 @@ static void *reader_main(void *user) {
       r->status = ST_SKIPPED;
       snprintf(r->note, sizeof r->note, "outputs complete (checksums match, same arguments): skipped");
       free(j);
-      sg->read_s += lumen_now_seconds() - t0;
+      sg->read_s += lumen_cli_now() - t0;
       continue;
     }
     j->need = item_bytes(s);
     read_ahead(s);
-    sg->read_s += lumen_now_seconds() - t0;
+    sg->read_s += lumen_cli_now() - t0;
     /* bounded: at most 2 items read ahead, and their estimate within --memory-limit */
     lumen_dist_queue_push(sg->q_in, j, j->need);
   }
@@ -406,12 +413,12 @@ static lumen_status compute_worker(void *user, int worker, int64_t unused) {
     posix_spawn_file_actions_addopen(&fa, 1, j->logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid;
-    double t0 = lumen_now_seconds();
+    double t0 = lumen_cli_now();
     j->spawn_rc = posix_spawn(&pid, b->exe, &fa, NULL, j->argv, b->env);
     posix_spawn_file_actions_destroy(&fa);
     if (j->spawn_rc == 0)
       while (waitpid(pid, &j->wst, 0) < 0 && errno == EINTR) {}
-    double dt = lumen_now_seconds() - t0;
+    double dt = lumen_cli_now() - t0;
     pthread_mutex_lock(&b->mu);
     b->res[j->i].seconds = dt;
     sg->compute_s += dt;
@@ -430,7 +437,7 @@ static void *writer_main(void *user) {
   lumen_ctx_create(&ctx);
   job *j;
   while ((j = lumen_dist_queue_pop(sg->q_out, NULL))) {
-    double t0 = lumen_now_seconds();
+    double t0 = lumen_cli_now();
     item_res *r = &b->res[j->i];
     int wst = j->wst;
     if (j->spawn_rc != 0) {
@@ -453,7 +460,7 @@ static void *writer_main(void *user) {
       if (WIFSIGNALED(wst)) snprintf(r->note, sizeof r->note, "killed by signal %d (log %.100s_batch.log)", WTERMSIG(wst), j->key);
       else snprintf(r->note, sizeof r->note, "exit %d: %.170s", r->exit_code, last[0] ? last : "see the log");
     }
-    sg->write_s += lumen_now_seconds() - t0;
+    sg->write_s += lumen_cli_now() - t0;
     free(j);
   }
   lumen_ctx_destroy(ctx);
@@ -739,7 +746,7 @@ int lumen_cmd_batch(int argc, char **argv) {
   lumen_dist_mpi_barrier();
   pthread_mutex_init(&b.mu, NULL);
   pthread_cond_init(&b.cv, NULL);
-  double t0 = lumen_now_seconds();
+  double t0 = lumen_cli_now();
   stages sg;
   memset(&sg, 0, sizeof sg);
   if (rc == LUMEN_EXIT_OK) {
@@ -748,7 +755,7 @@ int lumen_cmd_batch(int argc, char **argv) {
               jobs == 1 ? "" : "s", b.size > 1 ? " per MPI rank" : "");
     run_stages(ctx, &b, jobs, &sg);
   }
-  double wall = lumen_now_seconds() - t0;
+  double wall = lumen_cli_now() - t0;
   pthread_mutex_destroy(&b.mu);
   pthread_cond_destroy(&b.cv);
   /* rank 0 collects the results */

@@ -11,7 +11,6 @@
 
 #if LUMEN_HAVE_IO
 #include "cli/fit_cli.h"
-#include "io/io_internal.h"
 #include "lumen/aif.h"
 #include "lumen/io.h"
 

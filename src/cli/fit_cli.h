@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 #include "cli/cli.h"
-#include "io/io_internal.h"
+#include "lumen/io.h"
 
 /* ---- fit_args.c: the command line */
 

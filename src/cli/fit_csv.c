@@ -8,7 +8,6 @@
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
 #include "cli/fit_cli.h"
-#include "io/io_internal.h"
 #include "lumen/io.h"
 
 #define CMD "fit"

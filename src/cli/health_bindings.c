@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/internal.h"
 #include "cli/health_bindings.h"
 #include "diag/check_rows.h"
 

@@ -2,6 +2,7 @@
  * filter_batch_cli.c), written once: the command state and its start, input/output pairs and --batch
  * lists, reading and writing by extension, the progress display and the summary line (the
  * lumen_imgcli_* functions, declared in image_cli.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/image_cli.h"
-#include "io/io_internal.h"
 
 /* Library errors are printed by the command with the file name; the log adds warnings only. */
 static void imgcli_log(void *user, lumen_log_level level, const char *message) {
@@ -36,7 +36,7 @@ lumen_ctx *lumen_imgcli_context(lumen_imgcli *c) {
   lumen_ctx_set_log(c->ctx, imgcli_log, c, c->verbose ? LUMEN_LOG_DEBUG : LUMEN_LOG_WARNING);
   if (c->threads > 0) lumen_ctx_set_threads(c->ctx, c->threads);
   c->tty = isatty(2);
-  c->t0 = lumen_now_seconds();
+  c->t0 = lumen_cli_now();
   return c->ctx;
 }
 
@@ -159,36 +159,16 @@ static int push_job(lumen_imgcli *c, char *in, char *out) {
    unreadable or malformed; out of memory). */
 static int batch_jobs(lumen_imgcli *c, int need_out) {
   int step = need_out ? 2 : 1;
-  /* through the regular-file opener: a FIFO or device as the list is refused, not waited on */
+  /* a regular file only: a FIFO or device as the list is refused, not waited on */
   lumen_ctx *ctx = NULL; /* no log: the message is printed once, here */
   (void)lumen_ctx_create(&ctx);
-  FILE *f = NULL;
-  lumen_status st = ctx ? lumen_io_fopen_regular(ctx, "--batch", c->batch, &f) : LUMEN_ERR_OUT_OF_MEMORY;
+  lumen_status st = ctx ? lumen_text_file_read(ctx, c->batch, 0, &c->batch_text, NULL) : LUMEN_ERR_OUT_OF_MEMORY;
   if (st != LUMEN_OK) {
-    lumen_cli_error(c->cmd, "%s", ctx ? lumen_ctx_last_error(ctx) : "out of memory");
+    lumen_cli_error(c->cmd, "--batch: %s", ctx ? lumen_ctx_last_error(ctx) : "out of memory");
     lumen_ctx_destroy(ctx);
     return 0;
   }
   lumen_ctx_destroy(ctx);
-  size_t cap = 0, len = 0;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-    if (len + got + 1 > cap) {
-      cap = (len + got + 1) * 2;
-      char *t = realloc(c->batch_text, cap);
-      if (!t) {
-        fclose(f);
-        return 0;
-      }
-      c->batch_text = t;
-    }
-    memcpy(c->batch_text + len, buf, got);
-    len += got;
-  }
-  fclose(f);
-  if (!c->batch_text) c->batch_text = calloc(1, 1);
-  c->batch_text[len] = 0;
   int line = 0;
   for (char *p = c->batch_text; p && *p;) {
     char *nl = strchr(p, '\n');
@@ -243,41 +223,49 @@ void lumen_imgcli_free(lumen_imgcli *c) {
   lumen_ctx_destroy(c->ctx);
 }
 
-static int kind_of(const char *path) {  /* 1 PNG, 2 NIfTI, 0 unknown */
-  if (lumen_ends_with_nocase(path, ".png")) return 1;
-  if (lumen_ends_with_nocase(path, ".nii") || lumen_ends_with_nocase(path, ".nii.gz")) return 2;
-  return 0;
+/* The format an output's name asks for (the io table), LUMEN_IMAGE_FORMAT_UNKNOWN when lumen does
+   not write it. */
+static int output_format(const char *path, lumen_format_info *f) {
+  int format = lumen_image_format_of_name(path, f);
+  return f->can_write ? format : LUMEN_IMAGE_FORMAT_UNKNOWN;
+}
+
+/* ".png, .nii or .nii.gz": the suffixes of the formats lumen writes (holding 3-D images: is3d). */
+static void output_suffixes(int is3d, char *buf, size_t size) {
+  size_t used = 0;
+  char all[128] = "";
+  for (int k = 0; k < lumen_image_format_count(); k++) {
+    lumen_format_info f;
+    if (lumen_image_format_get(k, &f) != LUMEN_OK || !f.can_write) continue;
+    if (is3d && !(f.holds & LUMEN_FORMAT_HOLDS_3D)) continue;
+    used += (size_t)snprintf(all + used, used < sizeof all ? sizeof all - used : 0, "%s%s", used ? " " : "", f.suffixes);
+  }
+  /* "a b c" -> "a, b or c" */
+  buf[0] = 0;
+  int n = 0, words = all[0] != 0;
+  for (const char *p = all; *p; p++) words += *p == ' ';
+  for (char *tok = strtok(all, " "); tok; tok = strtok(NULL, " ")) {
+    size_t len = strlen(buf);
+    snprintf(buf + len, size - len, "%s%s", n == 0 ? "" : n == words - 1 ? " or " : ", ", tok);
+    n++;
+  }
 }
 
 int lumen_imgcli_read(lumen_imgcli *c, const char *path, lumen_image **out) {
   return lumen_imgcli_read_with(c, c->ctx, path, out);
 }
 
+/* An input of any format of the io table (lumen_image_read_any), 2-D or 3-D; DICOM through
+   image_dicom.c (its images may have been decoded before the threads started). */
 int lumen_imgcli_read_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lumen_image **out) {
-  lumen_status s;
-  int k = kind_of(path);
   *out = NULL;
-  if (k == 1) {
-    lumen_png_read_opts o;
-    memset(&o, 0, sizeof o);
-    s = lumen_png_read(ctx, path, &o, out, NULL);
-  } else if (k == 2) {
-    lumen_nifti_read_opts o;
-    memset(&o, 0, sizeof o);
-    lumen_nifti_info info;
-    s = lumen_nifti_read(ctx, path, &o, out, &info);
-    if (s == LUMEN_OK && lumen_image_ndim(*out) > 3) {
-      lumen_cli_error(c->cmd, "%s: a %d-D image, expected a 2-D or 3-D image", path, lumen_image_ndim(*out));
-      lumen_image_free(*out);
-      *out = NULL;
-      return 0;
-    }
-  } else if (lumen_imgcli_is_dicom(path)) {
+  lumen_format_info f;
+  lumen_status s = lumen_image_probe(ctx, path, &f);
+  if (s == LUMEN_OK && (f.format == LUMEN_IMAGE_FORMAT_DICOM || f.format == LUMEN_IMAGE_FORMAT_DICOM_FOLDER))
     return lumen_imgcli_read_dicom(c, ctx, path, out);
-  } else {
-    lumen_cli_error(c->cmd, "%s: unknown input type, expected .png, .nii, .nii.gz, .dcm (DICOM) or a folder of "
-                    "DICOM files (one image or one series)", path);
-    return 0;
+  if (s == LUMEN_OK) {
+    lumen_image_read_opts o = {.format = f.format, .max_ndim = 3};
+    s = lumen_image_read_any(ctx, path, &o, out, NULL);
   }
   if (s != LUMEN_OK) {
     lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(ctx));
@@ -288,13 +276,21 @@ int lumen_imgcli_read_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, lu
 
 /* Refuses an output that exists (without --overwrite) or has an unknown extension, before any work. */
 int lumen_imgcli_check_out(lumen_imgcli *c, const char *path, int is3d) {
-  int k = kind_of(path);
+  lumen_format_info f;
+  int k = output_format(path, &f);
+  char expected[96];
   if (!k) {
-    lumen_cli_error(c->cmd, "%s: unknown output type, expected .png, .nii or .nii.gz", path);
+    output_suffixes(0, expected, sizeof expected);
+    lumen_cli_error(c->cmd, "%s: unknown output type, expected %s", path, expected);
     return 0;
   }
-  if (k == 1 && is3d) {
-    lumen_cli_error(c->cmd, "%s: a 3-D result cannot be a PNG, expected .nii or .nii.gz", path);
+  if (is3d && !(f.holds & LUMEN_FORMAT_HOLDS_3D)) {
+    char name[16];
+    size_t n = 0;
+    for (; f.name[n] && n + 1 < sizeof name; n++) name[n] = (char)toupper((unsigned char)f.name[n]);
+    name[n] = 0;
+    output_suffixes(1, expected, sizeof expected);
+    lumen_cli_error(c->cmd, "%s: a 3-D result cannot be a %s, expected %s", path, name, expected);
     return 0;
   }
   struct stat st;
@@ -324,25 +320,24 @@ int lumen_imgcli_write_with(lumen_imgcli *c, lumen_ctx *ctx, const char *path, c
     }
     w = host;
   }
-  if (kind_of(path) == 1) {
-    lumen_png_write_opts o = {
-        .overwrite = c->overwrite, .bit_depth = png_bits,
-        .scaling = c->png_scale && strcmp(c->png_scale, "minmax") == 0 ? LUMEN_PNG_SCALE_MINMAX : LUMEN_PNG_SCALE_CLIP};
-    if (is_mask) {
-      s = lumen_image_clone(ctx, w, &scaled);
-      if (s == LUMEN_OK) {
-        uint8_t *p = lumen_image_data(scaled);
-        for (int64_t i = 0; i < lumen_image_count(scaled); i++) p[i] = p[i] ? 255 : 0;
-        w = scaled;
-      }
-      o.bit_depth = 8;
-      o.scaling = LUMEN_PNG_SCALE_CLIP;
+  lumen_format_info f;
+  lumen_png_write_opts po = {
+      .bit_depth = png_bits,
+      .scaling = c->png_scale && strcmp(c->png_scale, "minmax") == 0 ? LUMEN_PNG_SCALE_MINMAX : LUMEN_PNG_SCALE_CLIP};
+  lumen_nifti_write_opts no = {.description = "lumen"};
+  s = LUMEN_OK;
+  if (is_mask && output_format(path, &f) == LUMEN_IMAGE_FORMAT_PNG) { /* a mask as PNG: 0/255, 8 bit */
+    s = lumen_image_clone(ctx, w, &scaled);
+    if (s == LUMEN_OK) {
+      uint8_t *p = lumen_image_data(scaled);
+      for (int64_t i = 0; i < lumen_image_count(scaled); i++) p[i] = p[i] ? 255 : 0;
+      w = scaled;
     }
-    s = lumen_png_write(ctx, path, w, &o);
-  } else {
-    lumen_nifti_write_opts o = {.overwrite = c->overwrite, .description = "lumen"};
-    s = lumen_nifti_write(ctx, path, w, &o);
+    po.bit_depth = 8;
+    po.scaling = LUMEN_PNG_SCALE_CLIP;
   }
+  lumen_image_write_opts o = {.overwrite = c->overwrite, .png = &po, .nifti = &no};
+  if (s == LUMEN_OK) s = lumen_image_write_any(ctx, path, w, &o);
   lumen_image_free(host);
   lumen_image_free(scaled);
   if (s != LUMEN_OK) {
@@ -386,7 +381,7 @@ void lumen_imgcli_summary(lumen_imgcli *c, const char *what, int nimages, const 
   }
   fprintf(stderr, "lumen %s: %s, %d image%s: device requested %s, used %s, %s%s, precision %s, %.3f s\n", c->cmd,
           what, nimages, nimages == 1 ? "" : "s", req, used, fell_back ? "fallback: " : "no fallback",
-          fell_back ? reason : "", lumen_precision_name(rep->precision), lumen_now_seconds() - c->t0);
+          fell_back ? reason : "", lumen_precision_name(rep->precision), lumen_cli_now() - c->t0);
 }
 
 int lumen_imgcli_same_shape(lumen_imgcli *c, lumen_image **imgs, int n) {

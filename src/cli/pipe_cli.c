@@ -119,7 +119,11 @@ static int dicom_within(lumen_ctx *ctx, const char *cmd, const char *role, const
 static int input_within(lumen_ctx *ctx, const char *cmd, const char *role, const char *path, const char *series,
                         int64_t limit) {
   if (!path || !*path) return 1;
-  if (lumen_dicom_is_series_input(path)) return dicom_within(ctx, cmd, role, path, series, limit);
+  lumen_format_info f; /* the io table decides; a path it cannot tell is left to the pipeline */
+  int dicom = lumen_image_probe(ctx, path, &f) == LUMEN_OK &&
+              (f.format == LUMEN_IMAGE_FORMAT_DICOM || f.format == LUMEN_IMAGE_FORMAT_DICOM_FOLDER);
+  lumen_ctx_clear_error(ctx);
+  if (dicom) return dicom_within(ctx, cmd, role, path, series, limit);
   return nifti_within(ctx, cmd, role, path, limit);
 }
 

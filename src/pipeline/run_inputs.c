@@ -45,10 +45,18 @@ lumen_status pipe_read_input(pipe_run *run, const char *role, const char *path, 
   *im = NULL;
   if (!pipe_file_exists(path))
     return lumen_fail(run->ctx, LUMEN_ERR_IO, "%s '%s': file not found", role, path);
+  lumen_format_info f; /* the io table says what the file holds: another format is named, not misread */
+  if (lumen_image_probe(run->ctx, path, &f) == LUMEN_OK && f.by_content && f.format != LUMEN_IMAGE_FORMAT_NIFTI)
+    return lumen_fail(run->ctx, LUMEN_ERR_FORMAT, "%s '%s' holds a %s image, expected NIfTI (.nii, .nii.gz)%s", role,
+                      path, f.name, f.format == LUMEN_IMAGE_FORMAT_PNG ? "" : " or, where the option takes one, a DICOM series");
+  lumen_ctx_clear_error(run->ctx); /* a file the probe cannot tell: the NIfTI reader says why */
   checksum_job job = {path, 0, 0};
   pthread_t th;
   int threaded = pthread_create(&th, NULL, checksum_thread, &job) == 0;
-  lumen_status st = lumen_nifti_read(run->ctx, path, NULL, im, info);
+  lumen_image_read_opts o = {.format = LUMEN_IMAGE_FORMAT_NIFTI};
+  lumen_image_read_info ri;
+  lumen_status st = lumen_image_read_any(run->ctx, path, &o, im, &ri);
+  if (st == LUMEN_OK) *info = ri.nifti;
   if (threaded) pthread_join(th, NULL);
   else checksum_thread(&job);
   if (st != LUMEN_OK) {

@@ -350,8 +350,8 @@ lumen_status lumen_dist_list_read(lumen_ctx *ctx, const char *path, lumen_dist_s
 /* BIDS dataset: sub-X/[ses-Y/]<any folder>/ files (X, Y any label). command "dce": *_dce.nii[.gz] (with
    *_T1map (or the older demo name *_T1w-map, an alias) and *_mask in the same session when present
    -> --t1map, --mask); "t1": the *_VFA /
-   *_flip-*_ files -> --in FILES; "filter"/"segment": every .png/.nii/.nii.gz image, one item per
-   image (ID = the image's name). Sorted by subject, session, name. */
+   *_flip-*_ files -> --in FILES; "filter"/"segment": every image the io table knows by its name
+   (lumen_image_format_of_name: .png, .nii, .nii.gz, .dcm), one item per image (ID = the image's name). Sorted by subject, session, name. */
 lumen_status lumen_dist_bids_scan(lumen_ctx *ctx, const char *root, const char *command, lumen_dist_subjects *out);
 void lumen_dist_subjects_clear(lumen_dist_subjects *s);
 

@@ -147,22 +147,22 @@ static int list_dir(const char *dir, const char *prefix, int want_dir, names *ou
   return 1;
 }
 
-static int ends_with(const char *s, const char *suf) {
-  size_t a = strlen(s), b = strlen(suf);
-  return a >= b && !strcmp(s + a - b, suf);
-}
 static const char *pipe_basename_c(const char *p) {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
 }
-static int is_nifti(const char *s) { return ends_with(s, ".nii") || ends_with(s, ".nii.gz"); }
-static int is_image(const char *s) { return is_nifti(s) || ends_with(s, ".png") || ends_with(s, ".dcm"); }
-/* NAME_SUFFIX.nii[.gz] */
+/* BIDS decides by names: the io table's suffixes (lumen_image_format_of_name), no file opened */
+static int is_nifti(const char *s) { return lumen_image_format_of_name(s, NULL) == LUMEN_IMAGE_FORMAT_NIFTI; }
+static int is_image(const char *s) {
+  int f = lumen_image_format_of_name(s, NULL);
+  return f == LUMEN_IMAGE_FORMAT_NIFTI || f == LUMEN_IMAGE_FORMAT_PNG || f == LUMEN_IMAGE_FORMAT_DICOM;
+}
+/* NAME_SUFFIX.nii[.gz]: a NIfTI file whose name, less the format's suffix, ends with suffix */
 static int has_suffix(const char *s, const char *suffix) {
-  char a[256], b[256];
-  snprintf(a, sizeof a, "%s.nii", suffix);
-  snprintf(b, sizeof b, "%s.nii.gz", suffix);
-  return ends_with(s, a) || ends_with(s, b);
+  lumen_format_info f;
+  if (lumen_image_format_of_name(s, &f) != LUMEN_IMAGE_FORMAT_NIFTI) return 0;
+  size_t stem = strlen(s) - (size_t)f.suffix_length, n = strlen(suffix);
+  return stem >= n && strncmp(s + stem - n, suffix, n) == 0;
 }
 
 /* all image files under a session folder (its subfolders one level down, and itself) */

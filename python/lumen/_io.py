@@ -12,8 +12,10 @@ dims (x, y, z). A PNG reads as (height, width), row 0 the top row; a NIfTI volum
 i.e. the transpose of nibabel's array. Per-axis metadata (shape, spacing) follow the numpy axes;
 the affine is NIfTI's voxel (i, j, k) -> world matrix, i indexing the LAST numpy axis.
 
-Formats are chosen from the file name (or format=; a DICOM file is also known by its signature);
-a new format is one more row of _FORMATS.
+Formats are decided by the C library's format table (lumen_image_probe: the content first, the
+name as a hint; lumen_image_format_of_name for the file to write), or given with format=; a new
+format is one more row of the table (src/io/image_formats.c) and of _FORMATS here (its Python
+reader and writer).
 """
 import ctypes
 import json
@@ -99,6 +101,11 @@ class _DicomSeriesInfo(ctypes.Structure):
                 ("stored_integers", c_int), ("stored_signed", c_int), ("stored_bits", c_int)]
 
 
+class _FormatInfo(ctypes.Structure):
+    _fields_ = [("format", c_int), ("name", c_char_p), ("description", c_char_p), ("suffixes", c_char_p),
+                ("holds", ctypes.c_uint), ("can_write", c_int), ("by_content", c_int), ("suffix_length", c_int)]
+
+
 PNG_SCALINGS = ("clip", "minmax", "range")  # lumen_png_scaling order (io.h has no name function)
 
 
@@ -113,10 +120,15 @@ _HAVE_IO = all(f is not None for f in (
     _p("lumen_nifti_write", c_int, c_void_p, c_char_p, c_void_p, P(_NiftiWriteOpts)),
     _p("lumen_png_read", c_int, c_void_p, c_char_p, P(_PngReadOpts), P(c_void_p), P(c_int)),
     _p("lumen_png_write", c_int, c_void_p, c_char_p, c_void_p, P(_PngWriteOpts))))
+# the format table (include/lumen/io.h "image formats"): every format decision is the library's
+_HAVE_FORMATS = all(f is not None for f in (
+    _p("lumen_image_format_count", c_int),
+    _p("lumen_image_format_get", c_int, c_int, P(_FormatInfo)),
+    _p("lumen_image_format_of_name", c_int, c_char_p, P(_FormatInfo)),
+    _p("lumen_image_probe", c_int, c_void_p, c_char_p, P(_FormatInfo))))
 # DICOM: in every liblumen.so with the I/O module (a build without GDCM answers "not built")
 _HAVE_DICOM = all(f is not None for f in (
-    _p("lumen_dicom_read", c_int, c_void_p, c_char_p, P(_DicomReadOpts), P(c_void_p), P(_DicomInfo)),
-    _p("lumen_dicom_is_dicom_file", c_int, c_char_p)))
+    _p("lumen_dicom_read", c_int, c_void_p, c_char_p, P(_DicomReadOpts), P(c_void_p), P(_DicomInfo)),))
 # DICOM series (folders): the same reader as lumen dce/t1/convert, and convert's sidecar
 _HAVE_DICOM_SERIES = all(f is not None for f in (
     _p("lumen_dicom_series_read", c_int, c_void_p, P(c_char_p), c_int, P(_DicomSeriesOpts), P(c_void_p),
@@ -404,11 +416,12 @@ def _write_dicom(path, a, img, meta, ctx):
 
 # ---------------------------------------------------------------------------- dispatch
 
-# format -> (file name endings, reader, writer, keys the writer takes).
+# the library's format name -> (reader, writer, keys the writer takes); its suffixes come from the
+# library's table (image_formats()).
 _FORMATS = {
-    "png": ((".png",), _read_png, _write_png, _PNG_KEYS),
-    "nifti": ((".nii", ".nii.gz"), _read_nifti, _write_nifti, _NIFTI_KEYS),
-    "dicom": ((".dcm",), _read_dicom, _write_dicom, set()),
+    "png": (_read_png, _write_png, _PNG_KEYS),
+    "nifti": (_read_nifti, _write_nifti, _NIFTI_KEYS),
+    "dicom": (_read_dicom, _write_dicom, set()),
 }
 # keys read_image returns that describe the file read and are not written (so that
 # write_image(path, array, **meta) accepts read_image's meta)
@@ -416,9 +429,23 @@ _DESCRIPTIVE = {"format", "shape", "dtype", "affine_source", "compressed", "data
                 "scl_slope", "scl_inter", "scaled", "pixdim", "time_step", "time_step_s"}
 
 
+def _table():
+    """The library's rows: [(name, [suffixes])], in its order."""
+    rows = []
+    for k in range(lib.lumen_image_format_count()):
+        f = _FormatInfo()
+        if lib.lumen_image_format_get(k, ctypes.byref(f)) == 0 and f.suffixes:
+            rows.append((pystr(f.name), pystr(f.suffixes).split()))
+    return rows
+
+
 def image_formats():
-    """{format name: file name endings} that read_image and write_image handle."""
-    return {k: list(v[0]) for k, v in _FORMATS.items()}
+    """{format name: file name endings} that read_image and write_image handle (the C library's
+    format table; a folder of DICOM files is read too, as a series). {} when the library was built
+    without the I/O module."""
+    if not _HAVE_FORMATS:
+        return {}
+    return {name: sfx for name, sfx in _table() if name in _FORMATS}
 
 
 def _format_of(path, fmt, fn):
@@ -426,15 +453,27 @@ def _format_of(path, fmt, fn):
         if fmt not in _FORMATS:
             raise ValueError("%s: format=%r, expected one of %s" % (fn, fmt, ", ".join(_FORMATS)))
         return fmt
-    low = path.lower()
-    for name, row in _FORMATS.items():
-        if low.endswith(row[0]):
-            return name
-    if fn == "read_image" and _HAVE_DICOM and lib.lumen_dicom_is_dicom_file(cstr(path)):
-        return "dicom"  # a DICOM Part 10 file by its signature, whatever its name
-    raise ValueError("%s: cannot tell the format of '%s' from its name: expected %s (or format=%s)"
-                     % (fn, path, ", ".join(e for r in _FORMATS.values() for e in r[0]),
-                        "/".join(repr(k) for k in _FORMATS)))
+    _require_io(fn)
+    if not _HAVE_FORMATS:
+        raise _lib.error_for(_lib.status_code("not_built"), "%s: %s has no image format table (lumen_image_probe): "
+                             "give format=" % (fn, _lib.library_path()), fn)
+    expected = ", ".join(e for name, sfx in _table() if name in _FORMATS for e in sfx)
+    info = _FormatInfo()
+    if fn == "read_image":  # the content first, the name where the content tells nothing
+        ctx = _lib.context_obj().handle
+        st = lib.lumen_image_probe(ctx, cstr(path), ctypes.byref(info))
+        if st != 0 and lib.lumen_image_format_of_name(cstr(path), None) != 0:
+            check(st, "lumen_image_probe", ctx)  # named like an image: the library's error (missing file, ...)
+        if st != 0:
+            raise ValueError("%s: cannot tell the format of '%s': %s (or format=%s)"
+                             % (fn, path, pystr(lib.lumen_ctx_last_error(ctx)), "/".join(repr(k) for k in _FORMATS)))
+    else:
+        lib.lumen_image_format_of_name(cstr(path), ctypes.byref(info))
+    name = pystr(info.name) if info.format else None
+    if name not in _FORMATS:
+        raise ValueError("%s: cannot tell the format of '%s' from its name: expected %s (or format=%s)"
+                         % (fn, path, expected, "/".join(repr(k) for k in _FORMATS)))
+    return name
 
 
 def read_image(path, *, format=None, apply_scaling=None, max_bytes=0, series=None):
@@ -480,7 +519,7 @@ def read_image(path, *, format=None, apply_scaling=None, max_bytes=0, series=Non
     fmt = _format_of(path, format, fn)
     _require_io(fn)
     ctxobj = _lib.context_obj()
-    return _FORMATS[fmt][1](path, ctxobj.handle, apply_scaling, int(max_bytes))
+    return _FORMATS[fmt][0](path, ctxobj.handle, apply_scaling, int(max_bytes))
 
 
 def write_image(path, array, *, format=None, spacing=None, affine=None, **meta):
@@ -502,7 +541,7 @@ def write_image(path, array, *, format=None, spacing=None, affine=None, **meta):
     path = os.fspath(path)
     fmt = _format_of(path, format, fn)
     _require_io(fn)
-    keys = _FORMATS[fmt][3]
+    keys = _FORMATS[fmt][2]
     meta = {k: v for k, v in meta.items() if k not in _DESCRIPTIVE}
     extra = sorted(k for k in meta if k not in keys)
     if extra:
@@ -519,6 +558,6 @@ def write_image(path, array, *, format=None, spacing=None, affine=None, **meta):
     a, img = _wrap(array, ctx, fn)
     try:
         _set_geometry(img, a, spacing, affine, ctx, fn)
-        _FORMATS[fmt][2](path, a, img, meta, ctx)
+        _FORMATS[fmt][1](path, a, img, meta, ctx)
     finally:
         lib.lumen_image_free(img)

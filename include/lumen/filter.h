@@ -356,11 +356,11 @@ LUMEN_API lumen_status lumen_filter_variance(lumen_ctx *ctx, const lumen_image *
    is an integer of magnitude <= 2^24. */
 LUMEN_API lumen_status lumen_filter_finite_range(lumen_ctx *ctx, const lumen_image *in, double *min, double *max,
                                                  int64_t *finite, int *integral);
-/* out = clamp((in - offset) / divisor, 0, 1) * out_max, each step in float32 (offset, divisor
-   and out_max rounded to float first; NaN stays NaN), as torch evaluates it: DICOM windowing
-   (offset = centre - width / 2, divisor = width) and bit-depth normalisation (offset 0,
-   divisor 2^bits - 1). out may be in. The divisor must be non-zero. */
-LUMEN_API lumen_status lumen_filter_scale_clamp(lumen_ctx *ctx, const lumen_image *in, double offset, double divisor,
+/* out = (float)(clamp((in - offset) * scale, 0, 1) * out_max) in float64 (NaN stays NaN):
+   lumen_segment_window's map (offset = centre - width / 2, scale = 1 / width) and
+   lumen_segment_normalize_bits' (offset 0, scale 1 / (2^bits - 1)), the same values. out may be
+   in. offset, scale and out_max must be finite. */
+LUMEN_API lumen_status lumen_filter_scale_clamp(lumen_ctx *ctx, const lumen_image *in, double offset, double scale,
                                                 double out_max, lumen_image *out);
 /* medical-image-std's Otsu threshold: bins 256 when the largest finite voxel is <= 255, else
    4096, over the finite range (numpy.histogram's edges); lumen_filter_otsu's class split; the

@@ -1,5 +1,5 @@
 /* The fused host primitives of include/lumen/filter.h (cpu_scale_clamp.c, cpu_otsu_linspace.c,
- * cpu_fcm_values.c, cpu_values.c) against independent references: a plain float32 loop for
+ * cpu_fcm_values.c, cpu_values.c) against independent references: a plain float64 loop for
  * the scale-clamp map, a plain loop for the finite range, lumen_filter_otsu (its own histogram)
  * for the Otsu bin, lumen_segment_fcm (every voxel) for the fuzzy c-means on value counts; sizes
  * below and above 2^16 voxels (the threaded paths), NaN / Inf / -0 voxels, and bad arguments. */
@@ -35,16 +35,14 @@ static void test_scale_clamp(void **state) {
     uint64_t s = 7 + (uint64_t)k;
     for (int64_t i = 0; i < n; i++) x[i] = (float)((double)lcg(&s) / 2147483648.0 * 5000.0 - 300.0);
     if (n > 4) x[1] = NAN, x[2] = INFINITY, x[3] = -INFINITY, x[4] = -0.0f;
-    const double cases[][3] = {{500.0, 2000.0, 255.0}, {0.0, 4095.0, 255.0}, {-12.5, 77.7, 1.0}};
+    const double cases[][3] = {{500.0, 1 / 2000.0, 255.0}, {0.0, 1 / 4095.0, 255.0}, {-12.5, 1 / 77.7, 1.0}};
     for (int c = 0; c < 3; c++) {
       assert_int_equal(lumen_filter_scale_clamp(ctx, in, cases[c][0], cases[c][1], cases[c][2], out), LUMEN_OK);
-      const float o = (float)cases[c][0], d = (float)cases[c][1], m = (float)cases[c][2];
       const float *y = lumen_image_const_data(out);
       for (int64_t i = 0; i < n; i++) {
-        volatile float v = (x[i] - o) / d; /* each step rounded to float */
-        float w = v < 0.0f ? 0.0f : v;
-        w = w > 1.0f ? 1.0f : w;
-        const float ref = w * m;
+        double v = ((double)x[i] - cases[c][0]) * cases[c][1];
+        v = v < 0 ? 0 : v > 1 ? 1 : v;
+        const float ref = (float)(v * cases[c][2]);
         if (isnan(ref))
           assert_true(isnan(y[i]));
         else
@@ -54,9 +52,9 @@ static void test_scale_clamp(void **state) {
     /* in place */
     float *copy = malloc((size_t)n * sizeof *copy);
     assert_non_null(copy);
-    assert_int_equal(lumen_filter_scale_clamp(ctx, in, 0.0, 4095.0, 255.0, out), LUMEN_OK);
+    assert_int_equal(lumen_filter_scale_clamp(ctx, in, 0.0, 1 / 4095.0, 255.0, out), LUMEN_OK);
     memcpy(copy, lumen_image_const_data(out), (size_t)n * sizeof *copy);
-    assert_int_equal(lumen_filter_scale_clamp(ctx, in, 0.0, 4095.0, 255.0, in), LUMEN_OK);
+    assert_int_equal(lumen_filter_scale_clamp(ctx, in, 0.0, 1 / 4095.0, 255.0, in), LUMEN_OK);
     assert_memory_equal(copy, lumen_image_const_data(in), (size_t)n * sizeof *copy);
     free(copy);
     lumen_image_free(in);
@@ -64,7 +62,7 @@ static void test_scale_clamp(void **state) {
   }
   lumen_image *a = f32_image(ctx, 10), *b = f32_image(ctx, 11);
   memset(lumen_image_data(a), 0, 10 * sizeof(float));
-  assert_int_equal(lumen_filter_scale_clamp(ctx, a, 0.0, 0.0, 1.0, a), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_scale_clamp(ctx, a, 0.0, INFINITY, 1.0, a), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_filter_scale_clamp(ctx, a, 0.0, 1.0, 1.0, b), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_filter_scale_clamp(ctx, a, 0.0, 1.0, 1.0, NULL), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_filter_scale_clamp(ctx, NULL, 0.0, 1.0, 1.0, a), LUMEN_ERR_INVALID_ARGUMENT);

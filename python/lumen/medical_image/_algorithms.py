@@ -34,6 +34,13 @@ def _data(image):
     return np.asarray(image._array, np.float32)
 
 
+def _finite_positive(v):
+    try:
+        return bool(np.isfinite(float(v)) and float(v) > 0)
+    except (TypeError, ValueError):
+        return False
+
+
 def _host_fast(dev):
     """The fused C primitives (_fast.py) serve CPU calls at full precision (others take lumen's
     device-aware ops, which store half / bfloat16 results)."""
@@ -339,13 +346,12 @@ class MammographyPreprocessing(object):
         a = _data(image)
         wc, ww = MammographyPreprocessing._resolve_wc_ww(image, window_center, window_width, a)
         dev = str(resolve_device(image, explicit=device))
-        if _host_fast(dev):
-            if wc is None:  # the original's fallback: the data's middle and range (finite voxels here)
+        if _host_fast(dev):  # lumen.window's map in one threaded pass (lumen_segment_window's values)
+            if wc is None:  # the data's middle and range (finite voxels), as lumen.window
                 lo, hi, _, _ = _fast.finite_range(a)
-                wc, ww = (lo + hi) / 2.0, float(hi - lo) or 1.0
-            lower = wc - ww / 2.0
-            if _fast.scale_clamp_takes(lower, ww, 255.0):  # one pass, torch's float32 steps
-                return _result(output, _fast.scale_clamp(a, lower, ww, 255.0))
+                wc, ww = 0.5 * (lo + hi), (hi - lo if hi > lo else 1.0)
+            if _finite_positive(ww) and np.isfinite(wc):
+                return _result(output, _fast.scale_clamp(a, wc - 0.5 * ww, 1.0 / ww, 255.0))
         res = _seg.window(a, center=wc, width=ww, out_max=255.0, device=dev, precision=_precision())
         return _result(output, res)
 
@@ -372,10 +378,9 @@ class MammographyPreprocessing(object):
         dev = str(resolve_device(image, explicit=device))
         if bits_stored is None:
             bits_stored = MammographyPreprocessing._detect_bits_stored(image, a if _host_fast(dev) else None)
-        if _host_fast(dev) and isinstance(bits_stored, int) and 1 <= bits_stored <= 64:
-            source_max = float((1 << bits_stored) - 1)
-            if _fast.scale_clamp_takes(0.0, source_max, target_max):  # one pass, torch's float32 steps
-                return _result(output, _fast.scale_clamp(a, 0.0, source_max, target_max))
+        if _host_fast(dev) and isinstance(bits_stored, int) and 1 <= bits_stored <= 32 and _finite_positive(target_max):
+            # lumen.normalize_bits' map in one threaded pass (lumen_segment_normalize_bits' values)
+            return _result(output, _fast.scale_clamp(a, 0.0, 1.0 / (2.0 ** bits_stored - 1.0), float(target_max)))
         res = _seg.normalize_bits(a, bits=bits_stored, target=target_max, device=dev, precision=_precision())
         return _result(output, res)
 

@@ -85,20 +85,13 @@ def finite_range(a):
     return lo.value, hi.value, n.value, bool(integral.value)
 
 
-def scale_clamp_takes(offset, divisor, out_max):
-    """Whether lumen_filter_scale_clamp takes these (finite in float32, a non-zero divisor)."""
-    with np.errstate(over="ignore"):
-        o, d, m = (np.float32(v) for v in (offset, divisor, out_max))
-    return bool(np.isfinite(o) and np.isfinite(d) and np.isfinite(m) and d != 0)
-
-
-def scale_clamp(a, offset, divisor, out_max):
-    """clamp((a - offset) / divisor, 0, 1) * out_max in float32 (torch's evaluation): a new
-    float32 array of a's shape."""
+def scale_clamp(a, offset, scale, out_max):
+    """clamp((a - offset) * scale, 0, 1) * out_max in float64, rounded to float32 (lumen.window's
+    and lumen.normalize_bits' map): a new float32 array of a's shape."""
     a = _f32(a)
     out = np.empty(a.shape, np.float32)
     with _Wrapped(a, out) as w:
-        check(_scale_clamp(w.ctx, w.images[0], float(offset), float(divisor), float(out_max), w.images[1]),
+        check(_scale_clamp(w.ctx, w.images[0], float(offset), float(scale), float(out_max), w.images[1]),
               "lumen_filter_scale_clamp", w.ctx)
     return out
 

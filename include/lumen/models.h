@@ -33,7 +33,7 @@ extern "C" {
     LUMEN_P_KTRANS, LUMEN_P_FP, LUMEN_P_TP, LUMEN_P_NONE)                                                     \
   X(LUMEN_MODEL_2CXM, "2cxm", LUMEN_MF_DCE | LUMEN_MF_SOLVE_F64 | LUMEN_MF_LANES_F64, LUMEN_D_2CXM,          \
     LUMEN_P_2CXM_E, LUMEN_P_2CXM_VE, LUMEN_P_2CXM_VP, LUMEN_P_FP)                                             \
-  X(LUMEN_MODEL_FXR, "fxr", LUMEN_MF_DCE | LUMEN_MF_USES_R10, LUMEN_D_KEP,                                   \
+  X(LUMEN_MODEL_FXR, "fxr", LUMEN_MF_DCE | LUMEN_MF_USES_R10 | LUMEN_MF_LANES_F64 | LUMEN_MF_ACC_F64, LUMEN_D_KEP, \
     LUMEN_P_KTRANS, LUMEN_P_VE, LUMEN_P_TAU, LUMEN_P_NONE)                                                    \
   X(LUMEN_MODEL_AUC, "auc", LUMEN_MF_AIF | LUMEN_MF_X_TIMES, LUMEN_D_AUC,                                    \
     LUMEN_P_NONE, LUMEN_P_NONE, LUMEN_P_NONE, LUMEN_P_NONE)                                                   \
@@ -60,6 +60,9 @@ extern "C" {
 #define LUMEN_MF_LANES_F64 0x80    /* the float64 SIMD lane solver implements it */
 #define LUMEN_MF_SOLVE_F64 0x100   /* solved in float64 with geodesic acceleration on every tier (long
                                       curved valleys that float32 and plain LM do not resolve) */
+#define LUMEN_MF_ACC_F64 0x200     /* the accelerated tiers solve it in float64 whatever the precision
+                                      option (float32 rounds chi2 above the changes its fits must
+                                      resolve); the standard tier is float64 anyway */
 
 /* Fit-parameter descriptors: F(k, present, public name, unit, fit name, start, physical lo, hi,
    ROCKETSHIP lo, hi) for slot k, in the units of docs/MODELS.md. The fit name differs from the

@@ -9,7 +9,7 @@
    Two element types:
    - float (lumen_lmv_*): 8 lanes with AVX2, 16 with AVX-512; Tofts, ETM, Patlak, 2CUM, VFA, IR, SR;
    - double (lumen_lmvd_*): 4 lanes with AVX2, 8 with AVX-512; 2CXM (which the fit driver solves in
-     double, with geodesic acceleration: see lm_impl.inc). */
+     double, with geodesic acceleration: see lm_impl.inc) and FXR (solved in double, plain LM). */
 #ifndef LUMEN_CPU_LM_SIMD_H
 #define LUMEN_CPU_LM_SIMD_H
 
@@ -24,7 +24,7 @@
    next() loads the next curve: n samples into y, LUMEN_FIT_NCONSTS values into consts; returns 1, or
      0 when no curve is left.
    start() gives the curve's start (inside the bounds) in p. Curves are loaded W at a time and
-     (float only) their closed-form linear starts computed on vectors first (Tofts, ETM: Murase;
+     (float only) their closed-form linear starts computed on vectors first (Tofts, ETM: Murase; 2CUM;
      Patlak), with the results of lumen_linear_start_f32: ls and its return value ls_ret;
      ls_ret = -1 when there is no vector linear start (or problem.linear_start is 0): start()
      computes its own. With problem.check_samples, ls_ret = -2 says the curve has a NaN or infinite

@@ -330,7 +330,7 @@ static void fit_one(const exec_in *in, int kind, void *ws, int64_t c, unsigned c
 
 /* ------------------------------------------------------------------ lane-batched path */
 /* Tiers cpu/cpu_single without delay fitting, for the models the vector solver knows
-   (src/cpu/lm_simd.h): float32 (Tofts, ETM, Patlak, 2CUM, VFA, IR, SR) or double (2CXM), when the
+   (src/cpu/lm_simd.h): float32 (Tofts, ETM, Patlak, 2CUM, VFA, IR, SR) or double (2CXM, FXR), when the
    CPU has AVX2 or AVX-512: each thread fits curves W at a time, one per lane; curves are taken
    from a shared counter in small blocks (dynamic schedule). src/fit/lane_impl.inc, twice. */
 #define LANE_BLOCK 256 /* curves a thread takes at once: large enough that two threads rarely write the

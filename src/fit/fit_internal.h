@@ -48,10 +48,11 @@ struct lumen_fit_plan {
 };
 
 /* The precision the accelerated tiers (cpu, cpu_single, cuda) solve in: double when asked, and
-   always for the LUMEN_MF_SOLVE_F64 models, 2CXM (float32 cannot resolve its flat valleys:
-   docs/FITTING.md). */
+   always for the LUMEN_MF_SOLVE_F64 and LUMEN_MF_ACC_F64 models, 2CXM and FXR (float32 cannot
+   resolve their flat valleys: docs/FITTING.md). */
 static inline int lumen_fit_solves_f64(const lumen_fit_plan *pl) {
-  return pl->opts.precision == LUMEN_FIT_FLOAT64 || (lumen_model_flags(pl->model) & LUMEN_MF_SOLVE_F64);
+  return pl->opts.precision == LUMEN_FIT_FLOAT64 ||
+         (lumen_model_flags(pl->model) & (LUMEN_MF_SOLVE_F64 | LUMEN_MF_ACC_F64));
 }
 
 /* 97.5 % quantile of Student's t with dof degrees of freedom (dof >= 1). */

@@ -61,6 +61,7 @@ static void agreement(lumen_model m, int count) {
   lumen_grid_f64 g;
   lumen_grid_setup_f64(&g, n, x, dce ? cp : NULL, dt, icp);
   g.tr = tr;
+  g.r1 = 4.5; /* FXR: the plan's default relaxivity, 1/(mM s) */
   const int np = lumen_model_param_count(m);
   float *data = malloc(sizeof(float) * (size_t)count * (size_t)n);
   rng = 0x1234567ULL + (uint64_t)m;
@@ -73,6 +74,9 @@ static void agreement(lumen_model m, int count) {
       case LUMEN_MODEL_2CUM: p[0] = urange(0.01, 0.2); p[1] = urange(0.2, 1.5); p[2] = urange(0.03, 0.2); break;
       case LUMEN_MODEL_2CXM:
         p[0] = urange(0.05, 0.5); p[1] = urange(0.1, 0.5); p[2] = urange(0.02, 0.1); p[3] = urange(0.2, 1.5);
+        break;
+      case LUMEN_MODEL_FXR: /* R1 in 1/s with R10 = 1 /s: the noise of 0.005 mM times r1 */
+        p[0] = urange(0.01, 0.5); p[1] = urange(0.05, 0.6); p[2] = urange(0.005, 0.05); sd = 0.0225;
         break;
       default: p[0] = urange(0.3, 3.0); p[1] = urange(500, 5000); sd = 0.005 * p[1]; break;
     }
@@ -193,6 +197,7 @@ static void test_etofts(void **s) { (void)s; agreement(LUMEN_MODEL_ETOFTS, 10000
 static void test_patlak(void **s) { (void)s; agreement(LUMEN_MODEL_PATLAK, 10000); }
 static void test_2cum(void **s) { (void)s; agreement(LUMEN_MODEL_2CUM, 10000); }
 static void test_2cxm(void **s) { (void)s; agreement(LUMEN_MODEL_2CXM, 10000); }
+static void test_fxr(void **s) { (void)s; agreement(LUMEN_MODEL_FXR, 10000); }
 static void test_vfa(void **s) { (void)s; agreement(LUMEN_MODEL_VFA, 10000); }
 
 int main(void) {
@@ -200,7 +205,7 @@ int main(void) {
   if (!lumen_test_tier_usable(accel)) return LUMEN_TEST_SKIP;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tofts), cmocka_unit_test(test_etofts), cmocka_unit_test(test_patlak),
-      cmocka_unit_test(test_2cum),  cmocka_unit_test(test_2cxm),   cmocka_unit_test(test_vfa),
+      cmocka_unit_test(test_2cum),  cmocka_unit_test(test_2cxm),   cmocka_unit_test(test_fxr),   cmocka_unit_test(test_vfa),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

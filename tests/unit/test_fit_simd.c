@@ -346,10 +346,11 @@ static void dio_done(void *user, int tk, const double *y, lumen_fit_state st, co
   u->it[c] = it;
 }
 
-static void test_double_lanes_2cxm(void **state) {
-  (void)state;
+/* Model m (2CXM or FXR, the double-lane models) on the double lanes against lumen_lm_fit_f64. */
+static void double_lanes(lumen_model m) {
   int w[2], nw = widths(w);
   if (nw == 0) skip();
+  const int np = lumen_model_param_count(m);
   const int n = 80;
   static double t[NMAX], cp[NMAX], dt[NMAX], icp[NMAX], wts[NMAX], y[NCURVES][NMAX], start[NCURVES][4];
   lumen_grid_f64 g;
@@ -359,19 +360,25 @@ static void test_double_lanes_2cxm(void **state) {
     wts[i] = 0.5 + urand();
   }
   assert_int_equal(lumen_grid_setup_f64(&g, n, t, cp, dt, icp), 0);
-  assert_true(lumen_lmvd_supported(LUMEN_MODEL_2CXM, &g));
-  double lo[4], hi[4], st0[4];
-  lumen_model_defaults(LUMEN_MODEL_2CXM, st0, lo, hi);
+  g.r1 = 4.5; /* FXR's relaxivity, 1/(mM s) */
+  assert_true(lumen_lmvd_supported(m, &g));
+  double lo[4] = {0}, hi[4] = {0}, st0[4];
+  lumen_model_defaults(m, st0, lo, hi);
   int total = 0;
   for (int variant = 0; variant < 5; ++variant) {
-    int geo = variant != 1, use_w = variant == 2, maxit = variant == 4 ? 3 : 200;
+    int geo = variant != 1 && m == LUMEN_MODEL_2CXM, use_w = variant == 2, maxit = variant == 4 ? 3 : 200;
     unsigned char fixed[4] = {0, 0, 0, 0};
     if (variant == 3) fixed[2] = 1;
     for (int c = 0; c < NCURVES; ++c) {
-      double p[4] = {0.05 + 0.45 * urand(), 0.1 + 0.4 * urand(), 0.02 + 0.08 * urand(), 0.2 + 1.3 * urand()};
-      lumen_model_eval_f64(LUMEN_MODEL_2CXM, &g, NULL, p, y[c], NULL, NULL);
-      for (int i = 0; i < n; ++i) y[c][i] += 0.005 * nrand();
-      for (int k = 0; k < 4; ++k) {
+      double p[4] = {0, 0, 0, 0}, sd = 0.005;
+      if (m == LUMEN_MODEL_2CXM) {
+        p[0] = 0.05 + 0.45 * urand(); p[1] = 0.1 + 0.4 * urand(); p[2] = 0.02 + 0.08 * urand(); p[3] = 0.2 + 1.3 * urand();
+      } else { /* FXR: Ktrans, ve, tau (min); R1 in 1/s with R10 = 1 /s, noise 0.005 mM times r1 */
+        p[0] = 0.01 + 0.49 * urand(); p[1] = 0.05 + 0.55 * urand(); p[2] = 0.005 + 0.045 * urand(); sd = 0.0225;
+      }
+      lumen_model_eval_f64(m, &g, NULL, p, y[c], NULL, NULL);
+      for (int i = 0; i < n; ++i) y[c][i] += sd * nrand();
+      for (int k = 0; k < np; ++k) {
         double v = fixed[k] ? p[k] : p[k] * exp(0.5 * nrand());
         if (c % 17 == 3 && !fixed[k]) v = lo[k];
         start[c][k] = fmin(fmax(v, lo[k]), hi[k]);
@@ -384,38 +391,57 @@ static void test_double_lanes_2cxm(void **state) {
       u.n = n;
       u.y = (const double (*)[NMAX])y;
       u.start = (const double (*)[4])start;
-      lumen_lmvd_problem pr = {LUMEN_MODEL_2CXM, &g, use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, 0, geo, 0, 0};
+      lumen_lmvd_problem pr = {m, &g, use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, 0, geo, 0, 0};
       lumen_lmvd_io io = {&u, dio_next, dio_start, dio_done};
-      size_t bytes = w[j] == 16 ? lumen_lmvd_work_bytes_d8(n, 4) : lumen_lmvd_work_bytes_d4(n, 4);
+      size_t bytes = w[j] == 16 ? lumen_lmvd_work_bytes_d8(n, np) : lumen_lmvd_work_bytes_d4(n, np);
       void *work = malloc(bytes);
       assert_non_null(work);
       if (w[j] == 16) lumen_lmvd_run_d8(&pr, &io, work);
       else lumen_lmvd_run_d4(&pr, &io, work);
       free(work);
       static double work1[NMAX * 12 + 16];
-      int mismatch = 0, conv = 0;
+      int mismatch = 0, conv = 0, paths = 0;
       for (int c = 0; c < NCURVES; ++c) {
         assert_int_equal(u.seen[c], 1);
-        lumen_lm_problem_f64 sp = {LUMEN_MODEL_2CXM, &g, NULL, y[c], use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, geo};
+        lumen_lm_problem_f64 sp = {m, &g, NULL, y[c], use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, geo};
         double p[4];
         memcpy(p, start[c], sizeof p);
         double chi2;
         int it;
         lumen_fit_state st = lumen_lm_fit_f64(&sp, p, work1, &chi2, &it);
         conv += st == LUMEN_FIT_CONVERGED;
-        int bad = st != u.state[c] || it != u.it[c];
+        int bad = st != u.state[c], path = it != u.it[c];
         if (isfinite(chi2) || isfinite(u.chi2[c])) bad |= !(fabs(chi2 - u.chi2[c]) <= 1e-9 * fabs(chi2));
-        for (int k = 0; k < 4; ++k) bad |= !(fabs(p[k] - u.p[c][k]) <= 1e-5 * fabs(p[k]) + 1e-300);
+        for (int k = 0; k < np; ++k) path |= !(fabs(p[k] - u.p[c][k]) <= 1e-5 * fabs(p[k]) + 1e-300);
+        /* FXR: the lanes' sums are FMA-contracted (1e-16 relative, lv_sums) and tau's valley is
+           flat enough that this moves a few fits along it (other iterations and parameters at the
+           same chi2); 2CXM takes the same path */
+        if (m == LUMEN_MODEL_FXR) paths += path;
+        else bad |= path;
         if (bad && mismatch++ < 5)
-          printf("  2cxm variant %d width %d curve %d: scalar state %d it %d chi2 %.12g; lanes state %d it %d chi2 %.12g\n",
-                 variant, w[j] / 2, c, (int)st, it, chi2, (int)u.state[c], u.it[c], u.chi2[c]);
+          printf("  %s variant %d width %d curve %d: scalar state %d it %d chi2 %.12g; lanes state %d it %d chi2 %.12g\n",
+                 lumen_model_name(m), variant, w[j] / 2, c, (int)st, it, chi2, (int)u.state[c], u.it[c], u.chi2[c]);
       }
-      printf("  2cxm double lanes variant %d (geodesic %d, weights %d, fixed vp %d, maxit %d), %d lanes: %d of %d "
-             "converged, mismatches %d\n", variant, geo, use_w, (int)fixed[2], maxit, w[j] / 2, conv, NCURVES, mismatch);
+      printf("  %s double lanes variant %d (geodesic %d, weights %d, fixed p2 %d, maxit %d), %d lanes: %d of %d "
+             "converged, mismatches %d, other paths at the same chi2 %d\n", lumen_model_name(m), variant, geo, use_w,
+             (int)fixed[2], maxit, w[j] / 2, conv, NCURVES, mismatch, paths);
+      assert_true(paths <= NCURVES * 3 / 100);
       total += mismatch;
     }
   }
   assert_int_equal(total, 0);
+}
+
+static void test_double_lanes_2cxm(void **state) {
+  (void)state;
+  double_lanes(LUMEN_MODEL_2CXM);
+}
+
+/* FXR, solved in double on the accelerated tiers (LUMEN_MF_ACC_F64); it runs last so that the
+   other tests' curves stay those of the shared random stream they were written with. */
+static void test_double_lanes_fxr(void **state) {
+  (void)state;
+  double_lanes(LUMEN_MODEL_FXR);
 }
 
 /* Through the API: tier cpu on Tofts curves with NaN, all-zero and regular curves, with R^2 and
@@ -667,4 +693,4 @@ static void test_fast_completion(void **state) {
 
 LUMEN_TEST_MAIN(cmocka_unit_test(test_lanes_match_scalar), cmocka_unit_test(test_double_lanes_2cxm),
                 cmocka_unit_test(test_api_states), cmocka_unit_test(test_fast_completion),
-                cmocka_unit_test(test_check_samples))
+                cmocka_unit_test(test_check_samples), cmocka_unit_test(test_double_lanes_fxr))

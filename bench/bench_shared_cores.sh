@@ -29,3 +29,55 @@ for load in idle busy; do
   done
   [ $load = busy ] && stop_busy
 done
+
+# The same question for whole commands (issue 43's acceptance): `lumen dce` on the 2.1 M-voxel bench
+# series (scripts/bench_dce.sh's, made once in WORK) and `lumen filter gaussian` on a 4096 x 3328
+# float32 image, each with --threads 1 and --threads 2, idle and with one busy process per core;
+# wall and CPU seconds (user + system) from /usr/bin/time, best of RUNS (default 3).
+#   WORK=/tmp/shared_cores RUNS=3 bash bench/bench_shared_cores.sh BUILD_DIR
+lumen=$build/lumen
+work=${WORK:-$(mktemp -d)}
+runs=${RUNS:-3}
+mkdir -p "$work"
+[ -f "$work/bench_dce.nii" ] || KEEP=1 bash "$(dirname "$0")/../scripts/bench_dce.sh" "$build" "$work" > /dev/null
+[ -f "$work/gauss_in.nii" ] || python3 - "$work/gauss_in.nii" <<'PY'
+import array, struct, sys
+nx, ny = 4096, 3328
+hdr = bytearray(348)
+struct.pack_into('<i', hdr, 0, 348)
+struct.pack_into('<8h', hdr, 40, 2, nx, ny, 1, 1, 1, 1, 1)
+struct.pack_into('<hh', hdr, 70, 16, 32)
+struct.pack_into('<8f', hdr, 76, 1, 1, 1, 1, 1, 1, 1, 1)
+struct.pack_into('<f', hdr, 108, 352)
+hdr[344:348] = b'n+1\0'
+row = array.array('f', [float((x * 37) % 4096) for x in range(nx)]).tobytes()
+with open(sys.argv[1], 'wb') as f:
+    f.write(bytes(hdr) + b'\0' * 4)
+    for y in range(ny):
+        f.write(row[4 * (y % 97):] + row[:4 * (y % 97)])
+PY
+best() { # best wall and its CPU seconds of $runs runs of "$@"
+  local b=
+  for _ in $(seq "$runs"); do
+    /usr/bin/time -f '%e %U %S' -o "$work/time.txt" "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }
+    read -r w u s < "$work/time.txt"
+    c=$(python3 -c "print('%.2f' % ($u + $s))")
+    if [ -z "$b" ] || python3 -c "import sys; sys.exit(0 if $w < ${b%% *} else 1)"; then b="$w $c"; fi
+  done
+  echo "$b"
+}
+echo
+printf "%-8s %-34s %-9s %10s %10s\n" load command threads "wall s" "CPU s"
+for load in idle busy; do
+  [ $load = busy ] && start_busy
+  for th in 1 2; do
+    rm -rf "$work/out"
+    r=$(best "$lumen" dce --dce "$work/bench_dce.nii" --out "$work/out" --overwrite --t1 1.2 --relaxivity 4.5 --dt 5 \
+        --models tofts --aif parker --backend cpu --no-report --no-ci --threads $th -q)
+    printf "%-8s %-34s %-9s %10s %10s\n" $load "dce tofts 2.1 M voxels" $th ${r% *} ${r#* }
+    r=$(best "$lumen" filter gaussian "$work/gauss_in.nii" "$work/gauss_out.nii" --sigma 4 --threads $th --overwrite)
+    printf "%-8s %-34s %-9s %10s %10s\n" $load "filter gaussian 4096x3328 sigma 4" $th ${r% *} ${r#* }
+  done
+  [ $load = busy ] && stop_busy
+done
+[ -n "${WORK:-}" ] || rm -rf "$work"

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "core/cuda_iface.h"
 #include "filter/filter_internal.h"
+#include "filter/op_native.h"
 
 /* CUDA kernels register here. A CUDA build that provides src/cuda/filter_*.cu defines
    LUMEN_FILTER_CUDA_KERNELS and declares the lf_cuda_* functions in filter/filter_cuda.h; until an
@@ -246,11 +247,11 @@ static lumen_status run_cpu(lumen_ctx *ctx, lf_call *call, const lf_op *op) {
   return s;
 }
 
-lumen_status lf_dispatch(lumen_ctx *ctx, lf_call *call, const lumen_filter_exec *exec, lumen_image **out) {
+/* The dispatch of one op, from the table (lf_dispatch) or defined in its own file (lf_dispatch_native);
+   hook: the test hook of a table op's CUDA path, NULL for none. */
+static lumen_status dispatch_op(lumen_ctx *ctx, lf_call *call, const lf_op *op, lf_impl hook,
+                                const lumen_filter_exec *exec, lumen_image **out) {
   double t0 = lumen_now_seconds();
-  const lf_op *op = lf_op_get(call->op);
-  if (out) *out = NULL;
-  if (!op) return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "lf_dispatch: unknown op %d", (int)call->op);
   lumen_filter_report local;
   lumen_filter_report *rep = exec && exec->report ? exec->report : &local;
   memset(rep, 0, sizeof *rep);
@@ -289,7 +290,6 @@ lumen_status lf_dispatch(lumen_ctx *ctx, lf_call *call, const lumen_filter_exec 
   s = LUMEN_ERR_NOT_BUILT;
   int done = 0;
   if (dev.kind == LUMEN_DEVICE_CUDA) {
-    lf_impl hook = test_hooks[call->op];
     lf_impl impl = hook ? hook : op->cuda;
     if (!impl) {
       rep->fell_back = 1;
@@ -334,4 +334,19 @@ lumen_status lf_dispatch(lumen_ctx *ctx, lf_call *call, const lumen_filter_exec 
   }
   rep->seconds = lumen_now_seconds() - t0;
   return s;
+}
+
+lumen_status lf_dispatch(lumen_ctx *ctx, lf_call *call, const lumen_filter_exec *exec, lumen_image **out) {
+  const lf_op *op = lf_op_get(call->op);
+  if (out) *out = NULL;
+  if (!op) return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "lf_dispatch: unknown op %d", (int)call->op);
+  return dispatch_op(ctx, call, op, test_hooks[call->op], exec, out);
+}
+
+lumen_status lf_dispatch_native(lumen_ctx *ctx, lf_call *call, const lf_op *op, const lumen_filter_exec *exec,
+                                lumen_image **out) {
+  if (out) *out = NULL;
+  if (!op || !op->cpu) return lumen_fail(ctx, LUMEN_ERR_INTERNAL, "lf_dispatch_native: an op without a CPU kernel");
+  call->op = LF_OP_COUNT; /* not a table op: no test hook, no uint8 shortcut */
+  return dispatch_op(ctx, call, op, NULL, exec, out);
 }

@@ -454,15 +454,31 @@ static const lumen_op_row rows[] = {
       run_grail, "GRAIL automatic window (Gabor mutual information; 2-D, CPU)"), STEPS(0),
 };
 
-int lumen_op_row_count(void) { return (int)(sizeof rows / sizeof rows[0]); }
+/* the rows of the one-file ops of src/filter/ops/ (src/filter/op_native.h), after the table's:
+   CMake lists them (cmake/LumenNativeOps.cmake), so adding one edits nothing here */
+#define LUMEN_NATIVE_OP(NAME) extern const lumen_op_row lumen_op_native_##NAME;
+#include "lumen_native_ops.inc"
+#undef LUMEN_NATIVE_OP
+static const lumen_op_row *const native_rows[] = {
+#define LUMEN_NATIVE_OP(NAME) &lumen_op_native_##NAME,
+#include "lumen_native_ops.inc"
+#undef LUMEN_NATIVE_OP
+    NULL /* the end (and an array that is never empty) */
+};
+
+#define N_TABLE_ROWS ((int)(sizeof rows / sizeof rows[0]))
+#define N_NATIVE_ROWS ((int)(sizeof native_rows / sizeof native_rows[0]) - 1)
+
+int lumen_op_row_count(void) { return N_TABLE_ROWS + N_NATIVE_ROWS; }
 
 const lumen_op_row *lumen_op_row_at(int index) {
-  return index >= 0 && index < lumen_op_row_count() ? &rows[index] : NULL;
+  if (index < 0 || index >= lumen_op_row_count()) return NULL;
+  return index < N_TABLE_ROWS ? &rows[index] : native_rows[index - N_TABLE_ROWS];
 }
 
 int lumen_op_row_index(const lumen_op_info *op) {
   for (int k = 0; op && k < lumen_op_row_count(); k++)
-    if (&rows[k].info == op) return k;
+    if (&lumen_op_row_at(k)->info == op) return k;
   return -1;
 }
 

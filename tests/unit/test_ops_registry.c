@@ -88,7 +88,12 @@ static void test_defaults_equal_opts_init(void **state) {
     unsigned char mine[1024], theirs[1024];
     memset(theirs, 0, sizeof theirs);
     assert_true(op->opts_size <= sizeof mine);
-    assert_true(public_init(op->name, theirs));
+    if (!public_init(op->name, theirs)) {
+      /* a one-file op (src/filter/ops/) has no public init nor entry: its defaults are its row's,
+         still held to its own ranges below (its values: its own test) */
+      assert_null(op->entry);
+      assert_int_equal(lumen_op_opts_init(op, theirs, sizeof theirs), LUMEN_OK);
+    }
     assert_int_equal(lumen_op_opts_init(op, mine, sizeof mine), LUMEN_OK);
     assert_memory_equal(mine, theirs, op->opts_size);
     for (int j = 0; j < op->n_options; j++) {
@@ -166,6 +171,7 @@ static void test_run_by_name_equals_direct(void **state) {
     out = NULL;
     s = LUMEN_ERR_INTERNAL;
     const char *e = op->entry;
+    if (!e) continue; /* a one-file op: reached by name only (its own test) */
     if (!strcmp(e, "lumen_filter_gaussian")) s = lumen_filter_gaussian(ctx, in, (void *)o, &out);
     else if (!strcmp(e, "lumen_filter_dog")) s = lumen_filter_dog(ctx, in, (void *)o, &out);
     else if (!strcmp(e, "lumen_filter_gaussian_laplace")) s = lumen_filter_gaussian_laplace(ctx, in, (void *)o, &out);

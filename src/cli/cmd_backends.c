@@ -8,7 +8,7 @@
 #include "cli/health_bindings.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
-#include "scale/dist_internal.h"
+#include "scale/scale.h"
 #include "lumen/io.h"
 #endif
 

@@ -21,7 +21,7 @@
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
 #include "lumen/device.h"
-#include "scale/dist_internal.h"
+#include "scale/scale.h"
 #include "lumen/io.h"
 #include "lumen/pipeline.h"
 

@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/filter_cli.h"
-#include "io/io_internal.h"
 
 /* ------------------------------------------------------------------ lumen filter */
 

@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_IO
-#include "scale/dist_internal.h"
+#include "scale/scale.h"
 #include "cli/pipe_cli.h"
 
 /* Runs the dce pipeline on argv (argv[0] = "dce") with a stage D hook. out_override replaces

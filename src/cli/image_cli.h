@@ -6,7 +6,7 @@
 #define LUMEN_CLI_IMAGE_CLI_H
 
 #include "cli/cli.h"
-#include "scale/dist_internal.h"
+#include "scale/scale.h"
 #include "lumen/io.h"
 
 typedef struct lumen_imgcli {

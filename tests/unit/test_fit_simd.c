@@ -415,7 +415,7 @@ static void double_lanes(lumen_model m) {
         for (int k = 0; k < np; ++k) path |= !(fabs(p[k] - u.p[c][k]) <= 1e-5 * fabs(p[k]) + 1e-300);
         /* FXR: the lanes' sums are FMA-contracted (1e-16 relative, lv_sums) and tau's valley is
            flat enough that this moves a few fits along it (other iterations and parameters at the
-           same chi2); 2CXM takes the same path */
+           same chi2); 2CXM must take the same path as the scalar solver */
         if (m == LUMEN_MODEL_FXR) paths += path;
         else bad |= path;
         if (bad && mismatch++ < 5)

@@ -1,6 +1,8 @@
 /* lumen: one registry of the image operations (filters, segmentations, statistics).
  *
- * Every op of filter.h and segment.h is one row of a table (src/filter/op_table.c): its name and
+ * Every op of filter.h and segment.h is one row of a table (src/filter/op_table.c), and every
+ * one-file op of src/filter/ops/ (e.g. "clip": no C function of its own, entry NULL) one row
+ * appended to it by the build (src/filter/op_native.h). A row holds its name and
  * aliases, one doc line, its kind, what it outputs, whether a CUDA path exists, and a descriptor
  * per option (name, type, offset in the op's options struct, range, doc; the default is read
  * from the op's lumen_OP_opts_init). The command line (`lumen filter`, `lumen segment`: op
@@ -87,7 +89,8 @@ typedef struct lumen_op_info {
   lumen_op_output output;
   const char *scalar;             /* the number it returns besides the image ("threshold", "count",
                                      "bits", "entropy", "variance"), or NULL */
-  const char *entry;              /* the C function it calls ("lumen_filter_gaussian"), or NULL */
+  const char *entry;              /* the C function it calls ("lumen_filter_gaussian"), or NULL (one-file
+                                     ops of src/filter/ops/: run by name only) */
   size_t opts_size;               /* sizeof its options struct (which starts with a lumen_filter_exec) */
   int n_options;
   const lumen_op_option *options;

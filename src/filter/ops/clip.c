@@ -47,11 +47,14 @@ static lumen_status clip_cpu(lumen_ctx *ctx, lf_call *call) {
   const float *in = call->in_f32[0];
   float *out = lumen_image_data(call->out);
   const int64_t n = call->geom.total;
+  /* selects without branches (v == v is false for NaN only), so that the loop vectorises */
 #pragma omp parallel for schedule(static) num_threads(call->threads) if (n >= 65536)
   for (int64_t i = 0; i < n; i++) {
     const float v = in[i];
     const float t = v > lo ? v : lo;
-    out[i] = isnan(v) ? (replace ? nan_out : v) : t < hi ? t : hi;
+    const float u = t < hi ? t : hi;
+    const float w = replace ? nan_out : v;
+    out[i] = v == v ? u : w;
   }
   return LUMEN_OK;
 }

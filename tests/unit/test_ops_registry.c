@@ -239,8 +239,8 @@ static void test_run_by_name_equals_direct(void **state) {
   m.binary = 1;
   s = lumen_filter_morphology(ctx, in, &m, &out);
   same_result(ctx, "closing", "element=square size=3 binary", s, out, nan, in);
-  same_result(ctx, "morphology", "op=close element=square size=3 binary=true", s = lumen_filter_morphology(ctx, in, &m, &out),
-              out, nan, in);
+  s = lumen_filter_morphology(ctx, in, &m, &out); /* before the call: its arguments' order is unspecified */
+  same_result(ctx, "morphology", "op=close element=square size=3 binary=true", s, out, nan, in);
   lumen_kmeans_opts km;
   lumen_kmeans_opts_init(&km);
   km.k = 3;

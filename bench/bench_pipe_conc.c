@@ -20,7 +20,7 @@
 #include "lumen/io.h"
 #include "lumen/pipeline.h"
 #include "pipeline/conc_f32.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_conc.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -48,14 +48,19 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
   double *mean = malloc(sizeof(double) * (size_t)nt);
   int64_t used = 0;
   if (!mean) { fprintf(stderr, "out of memory\n"); exit(1); }
-  pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, threads, LUMEN_CPU_SIMD_OFF, conc, ninv, bad, mean,
-               &used, NULL); /* warm */
+  pipe_convert(&(pipe_convert_in){.sig = sig, .nvox = nvox, .nt = nt, .list = list, .nlist = nvox, .t10 = NULL,
+                                  .t10_const = 1.2, .b1 = NULL, .sp = &sp, .input_conc = 0, .threads = threads,
+                                  .simd = LUMEN_CPU_SIMD_OFF}, &(pipe_convert_out){.conc = conc, .ninvalid = ninv,
+                                  .bad = bad, .mean = mean, .used = &used, .count = NULL}); /* warm */
   const lumen_cpu_simd limits[] = {LUMEN_CPU_SIMD_OFF, LUMEN_CPU_SIMD_AUTO};
   const char *names[] = {"4 lanes, baseline (LUMEN_SIMD=off)", "vector (auto)"};
   for (int li = 0; li < 2; ++li)
     for (int th = 1; th <= threads; th *= 2) {
       double t0 = now();
-      pipe_convert(sig, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, th, limits[li], conc, ninv, bad, mean, &used, NULL);
+      pipe_convert(&(pipe_convert_in){.sig = sig, .nvox = nvox, .nt = nt, .list = list, .nlist = nvox, .t10 = NULL,
+                                      .t10_const = 1.2, .b1 = NULL, .sp = &sp, .input_conc = 0, .threads = th,
+                                      .simd = limits[li]}, &(pipe_convert_out){.conc = conc, .ninvalid = ninv,
+                                      .bad = bad, .mean = mean, .used = &used, .count = NULL});
       double t = now() - t0;
       printf("| pipe_convert, %s, %d thread(s) | %.3f s | %.2f ns/sample |\n", names[li], th, t, 1e9 * t / samples);
     }
@@ -67,8 +72,11 @@ static void bench_conc(int64_t nvox, int64_t nt, int threads) {
     for (int th = 1; th <= threads; th *= 2) {
       memcpy(work, sig, sizeof(float) * (size_t)(nvox * nt));
       double t0 = now();
-      pipe_convert_in_place(work, nvox, nt, list, nvox, NULL, 1.2, NULL, &sp, 0, th, LUMEN_CPU_SIMD_AUTO, ninv, bad,
-                            mean, &used, NULL);
+      pipe_convert_in_place(work, &(pipe_convert_in){.nvox = nvox, .nt = nt, .list = list, .nlist = nvox, .t10 = NULL,
+                                                     .t10_const = 1.2, .b1 = NULL, .sp = &sp, .input_conc = 0,
+                                                     .threads = th, .simd = LUMEN_CPU_SIMD_AUTO},
+                                                     &(pipe_convert_out){.ninvalid = ninv, .bad = bad, .mean = mean,
+                                                     .used = &used, .count = NULL});
       double t = now() - t0;
       printf("| pipe_convert_in_place, vector (auto), %d thread(s) | %.3f s | %.2f ns/sample |\n", th, t,
              1e9 * t / samples);

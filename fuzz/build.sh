@@ -30,7 +30,7 @@ objs=()
 for src in src/io/*.c src/pipeline/config.c src/pipeline/plausible.c src/pipeline/strbuf.c; do
   o="$OUT/obj/$(basename "${src%.c}").o"
   if [ ! -f "$o" ] || [ "$src" -nt "$o" ] || [ src/io/io_internal.h -nt "$o" ] || [ src/io/dicom_internal.h -nt "$o" ] ||
-     [ src/pipeline/pipe_internal.h -nt "$o" ]; then
+     [ -n "$(find src/pipeline -name '*.h' -newer "$o")" ]; then
     $CC $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$o"
   fi
   objs+=("$o")

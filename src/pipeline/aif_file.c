@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_aif.h"
 
 typedef enum col_kind {
   COL_OTHER = 0,  /* not a name we know: ignored */

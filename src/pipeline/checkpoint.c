@@ -9,10 +9,14 @@
    replace_checkpoint) and fitting goes on. */
 #include "lumen_build_config.h"
 #include "io/io_internal.h"
-#include "pipeline/pipe_internal.h"
-#include "pipeline/checkpoint.h"
-#include "fit/fit_series.h"
 #include "pipeline/fit_counts.h"
+#include "pipeline/checkpoint.h"
+#include "pipeline/pipe_checksum.h"
+#include "pipeline/pipe_conc.h"
+#include "pipeline/pipe_outputs.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_util.h"
+#include "fit/fit_series.h"
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -127,9 +131,11 @@ static uint64_t chain_parallel(uint64_t h, const void *p, size_t n, int threads)
   return h;
 }
 
-static uint64_t fingerprint(const lumen_fit_options *o, int64_t nlist, int64_t nt, int64_t chunk, const float *data,
-                            const pipe_curves *src, const float *consts, const double *t_min, const double *cp,
-                            const lumen_fit_results *r, int threads) {
+static uint64_t fingerprint(const pipe_fit_job *job, int64_t chunk, const lumen_fit_results *r, int threads) {
+  const lumen_fit_options *o = job->o;
+  const int64_t nlist = job->nlist, nt = job->nt;
+  const float *data = job->data, *consts = job->consts;
+  const pipe_curves *src = job->src;
   uint64_t h = 0;
   int64_t head[6] = {o->model, nlist, nt, chunk, r->ci_lo != NULL, r->delay != NULL};
   h = chain(h, head, sizeof head);
@@ -139,8 +145,8 @@ static uint64_t fingerprint(const lumen_fit_options *o, int64_t nlist, int64_t n
     h = chain(h, src->list, sizeof(int64_t) * (size_t)nlist);
   }
   if (consts) h = chain(h, consts, sizeof(float) * (size_t)nlist * LUMEN_FIT_NCONSTS);
-  h = chain(h, t_min, sizeof(double) * (size_t)nt);
-  h = chain(h, cp, sizeof(double) * (size_t)nt);
+  h = chain(h, job->t_min, sizeof(double) * (size_t)nt);
+  h = chain(h, job->cp, sizeof(double) * (size_t)nt);
   double num[4] = {o->tolerance, o->r1, (double)o->max_iterations, (double)o->force_cpu};
   int ints[5] = {o->fit_delay, (int)o->conv, (int)o->precision, o->confidence, (int)o->bounds_preset};
   h = chain(h, num, sizeof num);
@@ -305,12 +311,13 @@ static void chunk_view(const lumen_fit_results *res, lumen_model model, int64_t 
   c->seconds = 0;
 }
 
-lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const lumen_fit_options *o, int64_t nlist,
-                              int64_t nt, const float *data, const pipe_curves *src, const float *consts,
-                              const double *t_min, const double *cp, lumen_fit_results *res) {
+lumen_status pipe_fit_chunked(pipe_run *run, const pipe_fit_job *job, lumen_fit_results *res) {
+  const lumen_fit_plan *plan = job->plan;
+  const int64_t nlist = job->nlist, nt = job->nt;
+  const float *data = job->data, *consts = job->consts;
   lumen_ctx *ctx = run->ctx;
   const lumen_pipe_config *cfg = run->cfg;
-  lumen_model model = o->model;
+  lumen_model model = job->o->model;
   int64_t chunk = cfg->chunk_voxels > 0 ? cfg->chunk_voxels : PIPE_CHUNK_DEFAULT;
   memset(res->curves_per_tier, 0, sizeof res->curves_per_tier);
   memset(res->state_counts, 0, sizeof res->state_counts);
@@ -336,7 +343,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
   lumen_status st = pipe_before_write(run);
   if (st == LUMEN_OK && cfg->resume) st = open_previous(ctx, path, &prev);
   if (st == LUMEN_OK && prev >= 0) {
-    fp = fingerprint(o, nlist, nt, chunk, data, src, consts, t_min, cp, res, lumen_ctx_threads(ctx));
+    fp = fingerprint(job, chunk, res, lumen_ctx_threads(ctx));
     have_fp = 1;
     ck_head h;
     while (done < nlist && read_all(prev, &h, sizeof h) == 0) {
@@ -383,7 +390,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     /* the chunk's own progress (0..1) as its share of the model's bar */
     lumen_progress_scope_push(ctx, (double)done / (double)nlist, (double)count / (double)nlist, NULL);
     st = data ? lumen_fit_execute(ctx, plan, count, data + done * nt, consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, c)
-              : lumen_fit_execute_series(ctx, plan, count, src->base, src->list + done, src->nvox,
+              : lumen_fit_execute_series(ctx, plan, count, job->src->base, job->src->list + done, job->src->nvox,
                                          consts ? consts + done * LUMEN_FIT_NCONSTS : NULL, c);
     lumen_progress_scope_pop(ctx);
     if (st != LUMEN_OK) break;
@@ -393,7 +400,7 @@ lumen_status pipe_fit_chunked(pipe_run *run, const lumen_fit_plan *plan, const l
     const double now = lumen_now_seconds();
     if (!eager && now - t_fit < 1.0) continue;
     if (!have_fp) {
-      fp = fingerprint(o, nlist, nt, chunk, data, src, consts, t_min, cp, res, lumen_ctx_threads(ctx));
+      fp = fingerprint(job, chunk, res, lumen_ctx_threads(ctx));
       have_fp = 1;
     }
     for (int64_t j = 0, at = first_pend; st == LUMEN_OK && j < npend; ++j, at += chunk) {

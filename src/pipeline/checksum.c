@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
-#include "pipeline/pipe_internal.h"
+#include "core/internal.h"
+#include "pipeline/pipe_checksum.h"
 
 /* Opens path for reading without blocking on a FIFO or device; -1 with errno set (EISDIR for
    anything but a regular file) otherwise. */

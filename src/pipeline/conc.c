@@ -35,7 +35,7 @@
 #include "core/internal.h"
 #include "pipeline/conc_f32.h"
 #include "pipeline/conc_sum.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_conc.h"
 #include "lumen_build_config.h"
 #if LUMEN_HAVE_OPENMP
 #include <omp.h>
@@ -380,7 +380,7 @@ static void mean_from_parts(const double *part, const int64_t *cnt, int64_t nuni
 }
 
 /* pipe_convert and pipe_convert_in_place: jb->conc or jb->series gets the curves; count (or
-   NULL): the totals of the flags (pipe_internal.h). */
+   NULL): the totals of the flags (pipe_conc.h). */
 static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t *used, int64_t count[3]) {
   const conc_job jb = *jbp;
   const int64_t nt = jb.nt, nlist = jb.nlist;
@@ -469,22 +469,21 @@ static int convert_list(const conc_job *jbp, int threads, double *mean, int64_t 
   return 0;
 }
 
-int pipe_convert(const float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
-                 const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
-                 int threads, lumen_cpu_simd simd, float *conc, int32_t *ninvalid, uint8_t *bad, double *mean,
-                 int64_t *used, int64_t count[3]) {
-  const conc_job jb = {sig, nvox, nt, list, nlist, t10, b1, t10_const, sp, input_conc, run_options_valid(sp, nt),
-                       pipe_conc_level(simd), conc, NULL, ninvalid, bad};
-  return convert_list(&jb, threads, mean, used, count);
+/* The job of a conversion: the curves go to conc, or back over series (in place). */
+static int convert(const pipe_convert_in *in, const float *sig, float *conc, float *series,
+                   const pipe_convert_out *out) {
+  const conc_job jb = {.sig = sig, .nvox = in->nvox, .nt = in->nt, .list = in->list, .nlist = in->nlist,
+                       .t10 = in->t10, .b1 = in->b1, .t10_const = in->t10_const, .sp = in->sp,
+                       .input_conc = in->input_conc, .run_ok = run_options_valid(in->sp, in->nt),
+                       .level = pipe_conc_level(in->simd), .conc = conc, .series = series,
+                       .ninvalid = out->ninvalid, .bad = out->bad};
+  return convert_list(&jb, in->threads, out->mean, out->used, out->count);
 }
-
-int pipe_convert_in_place(float *sig, int64_t nvox, int64_t nt, const int64_t *list, int64_t nlist,
-                          const float *t10, double t10_const, const float *b1, const pipe_spgr *sp, int input_conc,
-                          int threads, lumen_cpu_simd simd, int32_t *ninvalid, uint8_t *bad, double *mean,
-                          int64_t *used, int64_t count[3]) {
-  const conc_job jb = {sig, nvox, nt, list, nlist, t10, b1, t10_const, sp, input_conc, run_options_valid(sp, nt),
-                       pipe_conc_level(simd), NULL, sig, ninvalid, bad};
-  return convert_list(&jb, threads, mean, used, count);
+int pipe_convert(const pipe_convert_in *in, const pipe_convert_out *out) {
+  return convert(in, in->sig, out->conc, NULL, out);
+}
+int pipe_convert_in_place(float *series, const pipe_convert_in *in, const pipe_convert_out *out) {
+  return convert(in, series, NULL, series, out);
 }
 
 void pipe_curves_get(const pipe_curves *c, int64_t k0, int64_t n, float *dst, int threads, lumen_cpu_simd simd) {

@@ -10,7 +10,8 @@
 #include <strings.h>
 #include <unistd.h>
 #include "io/io_internal.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_options.h"
+#include "pipeline/pipe_strbuf.h"
 #include "models/model.h"
 
 /* A configuration file is a few hundred 'key = value' lines; ROCKETSHIP's dce_preferences.txt is

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pipeline/figure.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_conc.h"
+#include "pipeline/pipe_report.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_strbuf.h"
 
 typedef struct ranked {
   double v;

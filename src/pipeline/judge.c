@@ -7,7 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "io/io_internal.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_judge.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_strbuf.h"
 
 void pipe_state_legend(char *buf, size_t size) {
   size_t n = 0;
@@ -49,8 +51,11 @@ void pipe_mark_unreliable(pipe_run *run, const char *why) {
   }
 }
 
-void pipe_judge_model(pipe_run *run, const char *what, lumen_model model, const lumen_fit_results *res, int64_t fitted,
-                      int64_t at_bound, int64_t failed, const char *bound_text) {
+void pipe_judge_model(pipe_run *run, const pipe_judge_in *in) {
+  const char *what = in->what, *bound_text = in->bound_text;
+  const lumen_model model = in->model;
+  const lumen_fit_results *res = in->res;
+  const int64_t fitted = in->fitted, at_bound = in->at_bound, failed = in->failed;
   if (at_bound > 0)
     pipe_warn(run, "%s: %lld of %lld voxels rest on a bound of the fit%s: their values are the bound, not an estimate "
                    "(state at_bound); widen --bounds if the tissue allows",

@@ -7,7 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "io/io_internal.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_maps.h"
+#include "pipeline/pipe_outputs.h"
+#include "pipeline/pipe_report.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_strbuf.h"
+#include "pipeline/pipe_util.h"
 #include "lumen_build_config.h"
 
 /* The map's NIfTI file and its JSON sidecar under run->out, errors on ctx: reads the run, changes
@@ -83,13 +88,12 @@ static lumen_status write_one_map(pipe_run *run, const pipe_map_out *m) {
   return st;
 }
 
-lumen_status pipe_write_map(pipe_run *run, const char *name, const float *data, const char *param,
-                            const char *unit, const char *model, const char *backend_used, const char *description,
-                            int figure) {
-  pipe_map_out m = {.data = data, .unit = unit, .model = model, .backend_used = backend_used, .figure = figure};
-  snprintf(m.name, sizeof m.name, "%s", name);
-  snprintf(m.param, sizeof m.param, "%s", param);
-  snprintf(m.description, sizeof m.description, "%s", description ? description : "");
+lumen_status pipe_write_map(pipe_run *run, const pipe_map_desc *d) {
+  pipe_map_out m = {.data = d->data, .unit = d->unit, .model = d->model, .backend_used = d->backend_used,
+                    .figure = d->figure};
+  snprintf(m.name, sizeof m.name, "%s", d->name);
+  snprintf(m.param, sizeof m.param, "%s", d->param);
+  snprintf(m.description, sizeof m.description, "%s", d->description ? d->description : "");
   return write_one_map(run, &m);
 }
 

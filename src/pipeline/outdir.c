@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "lumen_build_config.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_outputs.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_util.h"
 
 /* The PID the holder wrote into the lock file, or -1. The holder writes it right after taking
    the lock: a run that loses the race may read an empty file for a moment, so it retries briefly. */

@@ -7,7 +7,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pipeline/pipe_internal.h"
+#include "core/internal.h"
+#include "lumen/io.h"
+#include "pipeline/pipe_util.h"
 #include "models/models_f64.h"
 
 #define NX 32

@@ -6,8 +6,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "core/internal.h"
 #include "lumen/aif.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_options.h"
 #include "models/model.h"
 
 /* Ranges a value of each kind must lie in (SI units: s, degrees, 1/(mM s)); the SPGR TR and the

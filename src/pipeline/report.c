@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pipeline/figure.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_outputs.h"
+#include "pipeline/pipe_report.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_strbuf.h"
+#include "pipeline/pipe_util.h"
 
 static lumen_status write_canvas(pipe_run *run, const char *name, const pipe_canvas *c) {
   char dir[LUMEN_PIPE_PATH_MAX], path[LUMEN_PIPE_PATH_MAX];

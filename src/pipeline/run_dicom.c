@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_checksum.h"
+#include "pipeline/pipe_inputs.h"
+#include "pipeline/pipe_run.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

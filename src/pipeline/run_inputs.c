@@ -7,7 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "io/io_internal.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_checksum.h"
+#include "pipeline/pipe_inputs.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_util.h"
 
 /* Appends input (role, path, hex checksum) to the run log's list (PIPE_MAX_INPUTS at most). */
 static void add_input(pipe_run *run, const char *role, const char *path, uint64_t hash) {

@@ -7,7 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "io/io_internal.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_outputs.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_strbuf.h"
+#include "pipeline/pipe_util.h"
 
 lumen_status pipe_check_overwrite(pipe_run *run, const char *name) {
   char p[LUMEN_PIPE_PATH_MAX];

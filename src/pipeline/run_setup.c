@@ -3,8 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "pipeline/pipe_internal.h"
 #include "pipeline/checkpoint.h"
+#include "pipeline/pipe_outputs.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_strbuf.h"
+#include "pipeline/pipe_util.h"
 
 lumen_status pipe_setup_run(lumen_ctx *ctx, const lumen_pipe_config *cfg, pipe_run *run, const char *command,
                               const char *prefix_src, lumen_pipe_summary *sum) {

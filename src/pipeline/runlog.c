@@ -5,7 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_checksum.h"
+#include "pipeline/pipe_outputs.h"
+#include "pipeline/pipe_report.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_strbuf.h"
+#include "pipeline/pipe_util.h"
 
 static void kv_str(pipe_sb *b, const char *k, const char *v, int *first) {
   pipe_sb_printf(b, "%s\n\t\t", *first ? "" : ",");

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_strbuf.h"
 
 void pipe_sb_printf(pipe_sb *b, const char *fmt, ...) {
   if (b->oom) return;

@@ -1,9 +1,10 @@
 /* Inline SVG plots of report.html: line plots (AIF, measured and fitted curves) and histograms,
    with numbered axes, axis titles carrying the unit, a grid and a legend. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "pipeline/figure.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_strbuf.h"
 
 enum { ML = 66, MR = 14, MT = 30, MB = 46 };
 

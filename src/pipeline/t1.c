@@ -4,7 +4,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_inputs.h"
+#include "pipeline/pipe_judge.h"
+#include "pipeline/pipe_maps.h"
+#include "pipeline/pipe_options.h"
+#include "pipeline/pipe_report.h"
+#include "pipeline/pipe_run.h"
+#include "pipeline/pipe_strbuf.h"
+#include "pipeline/pipe_t1.h"
+#include "pipeline/pipe_util.h"
 #include "models/model.h"
 
 #define PI 3.14159265358979323846
@@ -283,7 +291,8 @@ static lumen_status t1_record(pipe_run *run, t1_job *job) {
     pipe_sb_printf(&run->text, "T1 (%s, %d volumes): %lld voxels, %lld converged, %lld at a bound%s, %lld failed; backend requested %s, selected %s, used %s (%s); %.3f s, %.0f fits/s\n",
                    job->mname, job->n, (long long)job->nl, (long long)conv, (long long)atb, bound_text, (long long)failed,
                    job->res.backend_requested, job->res.backend_selected, job->res.backend_used, job->res.reason, job->tf, fps);
-    pipe_judge_model(run, "T1", job->method, &job->res, job->nl, atb, failed, bound_text);
+    pipe_judge_model(run, &(pipe_judge_in){.what = "T1", .model = job->method, .res = &job->res, .fitted = job->nl,
+                                           .at_bound = atb, .failed = failed, .bound_text = bound_text});
     if (strcmp(job->res.backend_used, job->res.backend_selected))
       pipe_warn(run, "T1: backend selected %s but used %s (%s)", job->res.backend_selected, job->res.backend_used, job->res.reason);
     pipe_curve_in ci = {job->method, job->plan, &job->res, job->list, job->nl, job->n, job->data, job->consts, job->xs, job->vfa ? 180 / PI : 1.0,

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "io/io_internal.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_util.h"
 
 /* ------------------------------------------------------------------ paths, time */
 double pipe_now(void) {

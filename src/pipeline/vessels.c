@@ -2,7 +2,7 @@
    whatever the fitting mask. */
 #include <math.h>
 #include <stdlib.h>
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_util.h"
 #include "pipeline/vessels.h"
 
 static int cmp_desc_score(const void *a, const void *b) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "lumen/io.h"
+#include "pipeline/pipe_util.h"
 #include "view/view_data.h"
 
 static int ends_with(const char *s, const char *suffix) {

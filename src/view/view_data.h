@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include "lumen/lumen.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_strbuf.h"
 #include "view/view_volume.h"
 
 #define VIEW_MAX_MAPS 512

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "test_support.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_aif.h"
 
 #define NT 12
 static char g_dir[64];
@@ -31,7 +31,7 @@ static void expect_refused(lumen_ctx *ctx, lumen_status want, const char *a, con
   }
 }
 
-/* A file exactly as write_aif (aif_select.c) writes it: Cp is the 4th column, not the 2nd. */
+/* A file exactly as pipe_aif_write (aif_output.c) writes it: Cp is the 4th column, not the 2nd. */
 /* The curves and the description of one read. */
 typedef struct {
   double cp[NT], cb[NT];

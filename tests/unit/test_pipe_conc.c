@@ -18,7 +18,7 @@
 #include "test_support.h"
 #include "lumen/aif.h"
 #include "pipeline/conc_f32.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_conc.h"
 
 enum { NVOX = 1500, NT = 43 }; /* neither a multiple of the vector widths */
 /* The bound of a float concentration against the double conversion, in units of
@@ -117,8 +117,12 @@ static void check_list(const float *sig, const float *t10, const float *b1, cons
     for (int threads = 1; threads <= 4; ++threads) {
       memset(got, 0, sizeof(float) * NT * (size_t)n);
       int64_t count[3] = {-1, -1, -1};
-      assert_int_equal(pipe_convert(sig, NVOX, NT, list, n, t10, NAN, b1, &sp, input_conc, threads, limits[li], got, ninv_g,
-                                    bad_g, NULL, NULL, count), 0);
+      assert_int_equal(pipe_convert(&(pipe_convert_in){.sig = sig, .nvox = NVOX, .nt = NT, .list = list, .nlist = n,
+                                                       .t10 = t10, .t10_const = NAN, .b1 = b1, .sp = &sp,
+                                                       .input_conc = input_conc, .threads = threads,
+                                                       .simd = limits[li]}, &(pipe_convert_out){.conc = got,
+                                                       .ninvalid = ninv_g, .bad = bad_g, .mean = NULL, .used = NULL,
+                                                       .count = count}), 0);
       check_counts(ninv_g, bad_g, n, count);
       assert_memory_equal(ninv_g, ninv_w, sizeof(int32_t) * (size_t)n);
       assert_memory_equal(bad_g, bad_w, (size_t)n);
@@ -277,8 +281,16 @@ static int check_mean(const float *sig, const float *t10, const float *b1, const
   double want[NT], mean[NT], first[NT], direct[NT] = {0};
   int64_t used_want = 0, used = 0;
   for (int th = 1; th <= 3; ++th) {
-    assert_int_equal(pipe_convert(sig, n, NT, list, n, t10, NAN, b1, &sp, input_conc, th, simd, plain, ninv, bad, NULL, NULL, NULL), 0);
-    assert_int_equal(pipe_convert(sig, n, NT, list, n, t10, NAN, b1, &sp, input_conc, th, simd, got, ninv, bad, mean, &used, NULL), 0);
+    assert_int_equal(pipe_convert(&(pipe_convert_in){.sig = sig, .nvox = n, .nt = NT, .list = list, .nlist = n,
+                                                     .t10 = t10, .t10_const = NAN, .b1 = b1, .sp = &sp,
+                                                     .input_conc = input_conc, .threads = th, .simd = simd},
+                                                     &(pipe_convert_out){.conc = plain, .ninvalid = ninv, .bad = bad,
+                                                     .mean = NULL, .used = NULL, .count = NULL}), 0);
+    assert_int_equal(pipe_convert(&(pipe_convert_in){.sig = sig, .nvox = n, .nt = NT, .list = list, .nlist = n,
+                                                     .t10 = t10, .t10_const = NAN, .b1 = b1, .sp = &sp,
+                                                     .input_conc = input_conc, .threads = th, .simd = simd},
+                                                     &(pipe_convert_out){.conc = got, .ninvalid = ninv, .bad = bad,
+                                                     .mean = mean, .used = &used, .count = NULL}), 0);
     assert_memory_equal(got, plain, sizeof(float) * (size_t)n * NT); /* the mean changes no curve */
     blocked_mean(got, bad, n, NT, want, &used_want);
     assert_int_equal(used, used_want);
@@ -381,16 +393,26 @@ static void check_in_place(const float *sig, const float *t10, const float *b1, 
   assert_true(conc && work && back && ninv_w && ninv_g && bad_w && bad_g && listed);
   double mean_w[NT], mean_g[NT];
   int64_t used_w = 0, used_g = 0;
-  assert_int_equal(pipe_convert(sig, nv, NT, list, n, t10, NAN, b1, &sp, input_conc, 1, LUMEN_CPU_SIMD_OFF, conc, ninv_w,
-                                bad_w, with_mean ? mean_w : NULL, &used_w, NULL), 0);
+  assert_int_equal(pipe_convert(&(pipe_convert_in){.sig = sig, .nvox = nv, .nt = NT, .list = list, .nlist = n,
+                                                   .t10 = t10, .t10_const = NAN, .b1 = b1, .sp = &sp,
+                                                   .input_conc = input_conc, .threads = 1,
+                                                   .simd = LUMEN_CPU_SIMD_OFF}, &(pipe_convert_out){.conc = conc,
+                                                   .ninvalid = ninv_w, .bad = bad_w,
+                                                   .mean = with_mean ? mean_w : NULL, .used = &used_w,
+                                                   .count = NULL}), 0);
   for (int64_t k = 0; k < n; ++k) listed[list[k]] = 1;
   const lumen_cpu_simd limits[] = {LUMEN_CPU_SIMD_OFF, LUMEN_CPU_SIMD_AVX2, LUMEN_CPU_SIMD_AUTO};
   for (int li = 0; li < 3; ++li)
     for (int threads = 1; threads <= 3; ++threads) {
       memcpy(work, sig, sizeof(float) * NT * (size_t)nv);
       int64_t count[3] = {-1, -1, -1};
-      assert_int_equal(pipe_convert_in_place(work, nv, NT, list, n, t10, NAN, b1, &sp, input_conc, threads, limits[li],
-                                             ninv_g, bad_g, with_mean ? mean_g : NULL, &used_g, count), 0);
+      assert_int_equal(pipe_convert_in_place(work, &(pipe_convert_in){.nvox = nv, .nt = NT, .list = list, .nlist = n,
+                                                                      .t10 = t10, .t10_const = NAN, .b1 = b1,
+                                                                      .sp = &sp, .input_conc = input_conc,
+                                                                      .threads = threads, .simd = limits[li]},
+                                                                      &(pipe_convert_out){.ninvalid = ninv_g,
+                                                                      .bad = bad_g, .mean = with_mean ? mean_g : NULL,
+                                                                      .used = &used_g, .count = count}), 0);
       assert_memory_equal(ninv_g, ninv_w, sizeof(int32_t) * (size_t)n);
       assert_memory_equal(bad_g, bad_w, (size_t)n);
       check_counts(ninv_g, bad_g, n, count);

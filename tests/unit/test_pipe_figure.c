@@ -10,7 +10,7 @@
 #include "lumen/fit.h"
 #include "lumen/io.h"
 #include "pipeline/figure.h"
-#include "pipeline/pipe_internal.h"
+#include "pipeline/pipe_strbuf.h"
 
 static double luminance(pipe_rgb c) { return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b; }
 

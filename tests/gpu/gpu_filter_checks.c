@@ -177,9 +177,16 @@ static lumen_status op_otsu_mask(lumen_ctx *ctx, const lumen_image *in, lumen_fi
 
 static const char *prec_name(int p) { return p == LUMEN_PRECISION_FULL ? "full" : p == LUMEN_PRECISION_HALF ? "half" : "bf16"; }
 
-/* tolerance class: 0 exact, 1 float op, 2 band-pass, 3 mask with ties */
-static void run_op(gchk *c, const char *what, op_fn fn, const void *arg, const lumen_image *in, int prec, int tclass,
-                   int expect_fallback) {
+/* One check, named by the printf format name and the values after it: fn with arg on the CPU and
+   on the device. tolerance class: 0 exact, 1 float op, 2 band-pass, 3 mask with ties */
+__attribute__((format(printf, 8, 9))) static void run_op(gchk *c, op_fn fn, const void *arg, const lumen_image *in,
+                                                         int prec, int tclass, int expect_fallback, const char *name,
+                                                         ...) {
+  char what[160];
+  va_list ap;
+  va_start(ap, name);
+  vsnprintf(what, sizeof what, name, ap);
+  va_end(ap);
   lumen_filter_exec ex;
   lumen_filter_exec_init(&ex);
   lumen_filter_report rc, rg;
@@ -286,7 +293,6 @@ static void data_free(dataset *d) {
 static const char *kind_name(int k) { return k ? "natural" : "random"; }
 
 static void group_gaussian(gchk *c, dataset *d) {
-  char what[160];
   for (int m = 0; m < LUMEN_BOUNDARY_COUNT; m++)
     for (int k = 0; k < 2; k++)
       for (int p = 0; p < 3; p++) {
@@ -295,37 +301,35 @@ static void group_gaussian(gchk *c, dataset *d) {
         o.mode = (lumen_boundary)m;
         o.cval = 17.5;
         o.sigma = 2.0;
-        snprintf(what, sizeof what, "gaussian 2-D sigma 2 %s %s", lumen_boundary_name(o.mode), kind_name(k));
-        run_op(c, what, op_gauss, &o, d->im2[k], precs[p], 1, 0);
+        run_op(c, op_gauss, &o, d->im2[k], precs[p], 1, 0, "gaussian 2-D sigma 2 %s %s", lumen_boundary_name(o.mode), kind_name(k));
         o.sigma = 1.5;
-        snprintf(what, sizeof what, "gaussian 3-D sigma 1.5 %s %s", lumen_boundary_name(o.mode), kind_name(k));
-        run_op(c, what, op_gauss, &o, d->im3[k], precs[p], 1, 0);
+        run_op(c, op_gauss, &o, d->im3[k], precs[p], 1, 0, "gaussian 3-D sigma 1.5 %s %s", lumen_boundary_name(o.mode), kind_name(k));
       }
   for (int p = 0; p < 3; p++) {
     lumen_gaussian_opts o;
     lumen_gaussian_opts_init(&o);
     o.sigma = 8.0; /* radius 32: the generic per-axis passes */
     o.mode = LUMEN_BOUNDARY_REFLECT;
-    run_op(c, "gaussian 2-D sigma 8 (generic passes) reflect", op_gauss, &o, d->im2[1], precs[p], 1, 0);
-    run_op(c, "gaussian 3-D sigma 8 (generic passes) reflect", op_gauss, &o, d->im3[1], precs[p], 1, 0);
+    run_op(c, op_gauss, &o, d->im2[1], precs[p], 1, 0, "gaussian 2-D sigma 8 (generic passes) reflect");
+    run_op(c, op_gauss, &o, d->im3[1], precs[p], 1, 0, "gaussian 3-D sigma 8 (generic passes) reflect");
     o.sigma = 1.0;
     o.sigma_axis[0] = 0.7;
     o.sigma_axis[1] = 3.0;
     o.sigma_axis[2] = 2.0;
     o.mode = LUMEN_BOUNDARY_WRAP;
-    run_op(c, "gaussian 3-D anisotropic wrap", op_gauss, &o, d->im3[0], precs[p], 1, 0);
+    run_op(c, op_gauss, &o, d->im3[0], precs[p], 1, 0, "gaussian 3-D anisotropic wrap");
     o.sigma_axis[0] = o.sigma_axis[1] = 0.5; /* radius 20 along z: xy kernel + staged z pass */
     o.sigma_axis[2] = 5.0;
     o.mode = LUMEN_BOUNDARY_MIRROR;
-    run_op(c, "gaussian 3-D sigma (0.5, 0.5, 5) mirror (xy + z pass)", op_gauss, &o, d->im3[1], precs[p], 1, 0);
+    run_op(c, op_gauss, &o, d->im3[1], precs[p], 1, 0, "gaussian 3-D sigma (0.5, 0.5, 5) mirror (xy + z pass)");
     o.mode = LUMEN_BOUNDARY_CONSTANT;
-    run_op(c, "gaussian 3-D sigma (0.5, 0.5, 5) constant (xy + z pass)", op_gauss, &o, d->im3[0], precs[p], 1, 0);
+    run_op(c, op_gauss, &o, d->im3[0], precs[p], 1, 0, "gaussian 3-D sigma (0.5, 0.5, 5) constant (xy + z pass)");
     lumen_gaussian_opts_init(&o);
     o.sigma = 3.0;
     o.mode = LUMEN_BOUNDARY_MIRROR;
-    run_op(c, "gaussian 1-D sigma 3 mirror", op_gauss, &o, d->im1, precs[p], 1, 0);
+    run_op(c, op_gauss, &o, d->im1, precs[p], 1, 0, "gaussian 1-D sigma 3 mirror");
     o.sigma = 2.0;
-    run_op(c, "gaussian batch (3-D as 2-D slices)", op_gauss_batch, &o, d->batch, precs[p], 1, 0);
+    run_op(c, op_gauss_batch, &o, d->batch, precs[p], 1, 0, "gaussian batch (3-D as 2-D slices)");
   }
   /* reduced-precision and integer inputs, and an input already on the device */
   lumen_gaussian_opts o;
@@ -351,8 +355,7 @@ static void group_gaussian(gchk *c, dataset *d) {
       continue;
     }
     for (int p = 0; p < 3; p++) {
-      snprintf(what, sizeof what, "gaussian 2-D, %s input", lumen_dtype_name(tys[t]));
-      run_op(c, what, op_gauss, &o, cv, precs[p], 1, 0);
+      run_op(c, op_gauss, &o, cv, precs[p], 1, 0, "gaussian 2-D, %s input", lumen_dtype_name(tys[t]));
     }
     lumen_image_free(cv);
   }
@@ -379,7 +382,6 @@ static void group_gaussian(gchk *c, dataset *d) {
 }
 
 static void group_dog_log_conv(gchk *c, dataset *d) {
-  char what[160];
   static const float k2[12] = {1, 2, 0, -1, 0.5f, 3, 1, -2, 0, 1, 1, 0.25f}; /* 4 x 3, even width */
   static const float k3[27] = {0, 1, 0, 1, 2, 1, 0, 1, 0, 1, 2, 1, 2, -12, 2, 1, 2, 1, 0, 1, 0, 1, 2, 1, 0, 1, 0};
   for (int m = 0; m < LUMEN_BOUNDARY_COUNT; m++)
@@ -391,20 +393,16 @@ static void group_dog_log_conv(gchk *c, dataset *d) {
       g.high_sigma = 2.0;
       g.mode = (lumen_boundary)m;
       g.cval = 3;
-      snprintf(what, sizeof what, "dog 1.7/2.0 2-D %s %s", lumen_boundary_name(g.mode), kind_name(k));
-      run_op(c, what, op_dog, &g, d->im2[k], precs[p], 1, 0);
-      snprintf(what, sizeof what, "dog 3-D %s", lumen_boundary_name(g.mode));
-      run_op(c, what, op_dog, &g, d->im3[1], precs[p], 1, 0);
+      run_op(c, op_dog, &g, d->im2[k], precs[p], 1, 0, "dog 1.7/2.0 2-D %s %s", lumen_boundary_name(g.mode), kind_name(k));
+      run_op(c, op_dog, &g, d->im3[1], precs[p], 1, 0, "dog 3-D %s", lumen_boundary_name(g.mode));
       lumen_laplace_opts l;
       lumen_laplace_opts_init(&l);
       l.mode = (lumen_boundary)m;
       l.cval = 3;
       for (int disc = 0; disc < 2; disc++) {
         l.discrete = disc;
-        snprintf(what, sizeof what, "LoG sigma 2 %s 2-D %s", disc ? "discrete" : "scipy", lumen_boundary_name(l.mode));
-        run_op(c, what, op_log, &l, d->im2[1], precs[p], 1, 0);
-        snprintf(what, sizeof what, "LoG sigma 2 %s 3-D %s", disc ? "discrete" : "scipy", lumen_boundary_name(l.mode));
-        run_op(c, what, op_log, &l, d->im3[k], precs[p], 1, 0);
+        run_op(c, op_log, &l, d->im2[1], precs[p], 1, 0, "LoG sigma 2 %s 2-D %s", disc ? "discrete" : "scipy", lumen_boundary_name(l.mode));
+        run_op(c, op_log, &l, d->im3[k], precs[p], 1, 0, "LoG sigma 2 %s 3-D %s", disc ? "discrete" : "scipy", lumen_boundary_name(l.mode));
       }
       lumen_convolve_opts cv;
       lumen_convolve_opts_init(&cv);
@@ -416,19 +414,16 @@ static void group_dog_log_conv(gchk *c, dataset *d) {
       cv.kernel_dims[1] = 3;
       for (int corr = 0; corr < 2; corr++) {
         cv.correlate = corr;
-        snprintf(what, sizeof what, "%s 4x3 2-D %s", corr ? "correlate" : "convolve", lumen_boundary_name(cv.mode));
-        run_op(c, what, op_conv, &cv, d->im2[k], precs[p], 1, 0);
+        run_op(c, op_conv, &cv, d->im2[k], precs[p], 1, 0, "%s 4x3 2-D %s", corr ? "correlate" : "convolve", lumen_boundary_name(cv.mode));
       }
       cv.kernel = k3;
       cv.kernel_ndim = 3;
       cv.kernel_dims[0] = cv.kernel_dims[1] = cv.kernel_dims[2] = 3;
-      snprintf(what, sizeof what, "convolve 3x3x3 3-D %s", lumen_boundary_name(cv.mode));
-      run_op(c, what, op_conv, &cv, d->im3[0], precs[p], 1, 0);
+      run_op(c, op_conv, &cv, d->im3[0], precs[p], 1, 0, "convolve 3x3x3 3-D %s", lumen_boundary_name(cv.mode));
     }
 }
 
 static void group_rank(gchk *c, dataset *d) {
-  char what[160];
   for (int m = 0; m < LUMEN_BOUNDARY_COUNT; m++)
     for (int p = 0; p < 3; p++) {
       lumen_median_opts o;
@@ -439,15 +434,12 @@ static void group_rank(gchk *c, dataset *d) {
       for (int s = 0; s < 3; s++)
         for (int k = 0; k < 2; k++) {
           o.size = sizes2[s];
-          snprintf(what, sizeof what, "median %dx%d %s %s", o.size, o.size, lumen_boundary_name(o.mode), kind_name(k));
-          run_op(c, what, op_median, &o, d->im2[k], precs[p], 0, 0);
+          run_op(c, op_median, &o, d->im2[k], precs[p], 0, 0, "median %dx%d %s %s", o.size, o.size, lumen_boundary_name(o.mode), kind_name(k));
         }
       o.size = 3;
-      snprintf(what, sizeof what, "median 3x3x3 %s", lumen_boundary_name(o.mode));
-      run_op(c, what, op_median, &o, d->im3[1], precs[p], 0, 0);
+      run_op(c, op_median, &o, d->im3[1], precs[p], 0, 0, "median 3x3x3 %s", lumen_boundary_name(o.mode));
       o.size = 5;
-      snprintf(what, sizeof what, "median 5x5x5 %s", lumen_boundary_name(o.mode));
-      run_op(c, what, op_median, &o, d->im3[0], precs[p], 0, 0);
+      run_op(c, op_median, &o, d->im3[0], precs[p], 0, 0, "median 5x5x5 %s", lumen_boundary_name(o.mode));
     }
   /* morphology */
   for (int p = 0; p < 3; p++)
@@ -477,20 +469,17 @@ static void group_rank(gchk *c, dataset *d) {
             }
             src = thr;
           }
-          snprintf(what, sizeof what, "%s %s %s %s", bin ? "binary" : "grey", ops[op], els[el],
-                   el >= LUMEN_ELEMENT_BALL ? "3-D" : "2-D");
-          run_op(c, what, op_morph, &o, src, precs[p], 0, 0);
+          run_op(c, op_morph, &o, src, precs[p], 0, 0, "%s %s %s %s", bin ? "binary" : "grey", ops[op], els[el], el >= LUMEN_ELEMENT_BALL ? "3-D" : "2-D");
           lumen_image_free(thr);
         }
   /* DISK on a 3-D image: per slice */
   lumen_morph_opts o;
   lumen_morph_opts_init(&o);
   o.op = LUMEN_MORPH_TOPHAT;
-  run_op(c, "grey tophat disk 4 on a 3-D image (per slice)", op_morph, &o, d->im3[1], LUMEN_PRECISION_FULL, 0, 0);
+  run_op(c, op_morph, &o, d->im3[1], LUMEN_PRECISION_FULL, 0, 0, "grey tophat disk 4 on a 3-D image (per slice)");
 }
 
 static void group_point_threshold(gchk *c, dataset *d) {
-  char what[160];
   const int self_test = strcmp(c->dev, "cpu") == 0; /* harness self-test: the "cuda" runs are CPU runs */
   /* abs of signed data (a DoG-like response) */
   {
@@ -501,7 +490,7 @@ static void group_point_threshold(gchk *c, dataset *d) {
       for (int64_t i = 0; i < lumen_image_count(sg); i++) v[i] = (float)(urand() * 400.0 - 200.0);
       lumen_abs_opts ao;
       lumen_abs_opts_init(&ao);
-      for (int p = 0; p < 3; p++) run_op(c, "abs of signed data", op_abs, &ao, sg, precs[p], 1, 0);
+      for (int p = 0; p < 3; p++) run_op(c, op_abs, &ao, sg, precs[p], 1, 0, "abs of signed data");
     } else {
       gline(c, 0, "abs input");
     }
@@ -512,31 +501,25 @@ static void group_point_threshold(gchk *c, dataset *d) {
       lumen_gamma_opts g;
       lumen_gamma_opts_init(&g);
       g.gamma = 1.25;
-      snprintf(what, sizeof what, "gamma 1.25 %s", kind_name(k));
-      run_op(c, what, op_gamma, &g, d->im2[k], precs[p], 1, 0);
+      run_op(c, op_gamma, &g, d->im2[k], precs[p], 1, 0, "gamma 1.25 %s", kind_name(k));
       lumen_contrast_opts ct;
       lumen_contrast_opts_init(&ct);
       ct.contrast = 300;
       ct.brightness = -20;
-      snprintf(what, sizeof what, "contrast auto bins %s", kind_name(k));
-      run_op(c, what, op_contrast, &ct, d->im3[k], precs[p], 0, 0);
+      run_op(c, op_contrast, &ct, d->im3[k], precs[p], 0, 0, "contrast auto bins %s", kind_name(k));
       lumen_sauvola_opts sv;
       lumen_sauvola_opts_init(&sv);
       sv.output_threshold = 1;
-      snprintf(what, sizeof what, "sauvola 15 threshold map %s", kind_name(k));
-      run_op(c, what, op_sauvola, &sv, d->im2[k], precs[p], 1, 0);
+      run_op(c, op_sauvola, &sv, d->im2[k], precs[p], 1, 0, "sauvola 15 threshold map %s", kind_name(k));
       sv.output_threshold = 0;
       sv.window = 7;
-      snprintf(what, sizeof what, "sauvola 7 mask 3-D %s", kind_name(k));
-      run_op(c, what, op_sauvola, &sv, d->im3[k], precs[p], 3, 0);
+      run_op(c, op_sauvola, &sv, d->im3[k], precs[p], 3, 0, "sauvola 7 mask 3-D %s", kind_name(k));
       lumen_bandpass_opts bp;
       lumen_bandpass_opts_init(&bp);
       bp.d0 = 12;
       bp.width = 6;
-      snprintf(what, sizeof what, "band-pass 2-D %s", kind_name(k));
-      run_op(c, what, op_bandpass, &bp, d->im2[k], precs[p], 2, 0);
-      snprintf(what, sizeof what, "band-pass 3-D %s", kind_name(k));
-      run_op(c, what, op_bandpass, &bp, d->im3[k], precs[p], 2, 0);
+      run_op(c, op_bandpass, &bp, d->im2[k], precs[p], 2, 0, "band-pass 2-D %s", kind_name(k));
+      run_op(c, op_bandpass, &bp, d->im3[k], precs[p], 2, 0, "band-pass 3-D %s", kind_name(k));
     }
   for (int m = 0; m < LUMEN_BOUNDARY_COUNT; m++)
     for (int p = 0; p < 3; p++) {
@@ -544,13 +527,10 @@ static void group_point_threshold(gchk *c, dataset *d) {
       lumen_local_variance_opts_init(&lv);
       lv.mode = (lumen_boundary)m;
       lv.cval = 50;
-      snprintf(what, sizeof what, "local variance 5 2-D %s", lumen_boundary_name(lv.mode));
-      run_op(c, what, op_lvar, &lv, d->im2[1], precs[p], 1, 0);
-      snprintf(what, sizeof what, "local variance 5 3-D %s", lumen_boundary_name(lv.mode));
-      run_op(c, what, op_lvar, &lv, d->im3[0], precs[p], 1, 0);
+      run_op(c, op_lvar, &lv, d->im2[1], precs[p], 1, 0, "local variance 5 2-D %s", lumen_boundary_name(lv.mode));
+      run_op(c, op_lvar, &lv, d->im3[0], precs[p], 1, 0, "local variance 5 3-D %s", lumen_boundary_name(lv.mode));
       if (p == 0) {
-        snprintf(what, sizeof what, "variance binarisation 2-D %s", lumen_boundary_name(lv.mode));
-        run_op(c, what, op_vbin, &lv, d->im2[m % 2], precs[p], 3, 0);
+        run_op(c, op_vbin, &lv, d->im2[m % 2], precs[p], 3, 0, "variance binarisation 2-D %s", lumen_boundary_name(lv.mode));
       }
     }
   /* Otsu: threshold equal, mask equal */
@@ -569,8 +549,7 @@ static void group_point_threshold(gchk *c, dataset *d) {
       lumen_status s2 = lumen_filter_otsu(c->ctx, d->im2[k], &o, &tg, NULL);
       gline(c, s1 == LUMEN_OK && s2 == LUMEN_OK && tc == tg && (self_test || rep.used.kind == LUMEN_DEVICE_CUDA),
             "otsu bins %d %s: threshold cpu %.9g cuda %.9g", o.bins, kind_name(k), tc, tg);
-      snprintf(what, sizeof what, "otsu mask bins %d %s", o.bins, kind_name(k));
-      run_op(c, what, op_otsu_mask, &o, d->im3[k], LUMEN_PRECISION_FULL, 0, 0);
+      run_op(c, op_otsu_mask, &o, d->im3[k], LUMEN_PRECISION_FULL, 0, 0, "otsu mask bins %d %s", o.bins, kind_name(k));
     }
   /* statistics */
   for (int k = 0; k < 2; k++) {
@@ -633,7 +612,6 @@ static lumen_image *make_mask(lumen_ctx *ctx, int ndim, const int64_t *dims, dou
 
 static void group_region(gchk *c, dataset *d) {
   (void)d;
-  char what[160];
   const int64_t d2[2] = {131, 97}, d3[3] = {45, 38, 29}, db[3] = {70, 50, 4}, dm[2] = {301, 301};
   const double dens[3] = {0.3, 0.5, 0.62};
   for (int k = 0; k < 3; k++) {
@@ -652,17 +630,13 @@ static void group_region(gchk *c, dataset *d) {
       for (o.connectivity = 1; o.connectivity <= 3; o.connectivity++) {
         if (o.connectivity <= 2) {
           o.spatial_dims = 0;
-          snprintf(what, sizeof what, "fill_holes 2-D density %.2f connectivity %d", dens[k], o.connectivity);
-          run_op(c, what, op_fill, &o, m2, LUMEN_PRECISION_FULL, 0, 0);
-          snprintf(what, sizeof what, "fill_holes 2-D uint8 density %.2f connectivity %d", dens[k], o.connectivity);
-          run_op(c, what, op_fill, &o, u8, LUMEN_PRECISION_FULL, 0, 0);
+          run_op(c, op_fill, &o, m2, LUMEN_PRECISION_FULL, 0, 0, "fill_holes 2-D density %.2f connectivity %d", dens[k], o.connectivity);
+          run_op(c, op_fill, &o, u8, LUMEN_PRECISION_FULL, 0, 0, "fill_holes 2-D uint8 density %.2f connectivity %d", dens[k], o.connectivity);
           o.spatial_dims = 2;
-          snprintf(what, sizeof what, "fill_holes batch of 4 2-D density %.2f connectivity %d", dens[k], o.connectivity);
-          run_op(c, what, op_fill, &o, mb, LUMEN_PRECISION_FULL, 0, 0);
+          run_op(c, op_fill, &o, mb, LUMEN_PRECISION_FULL, 0, 0, "fill_holes batch of 4 2-D density %.2f connectivity %d", dens[k], o.connectivity);
           o.spatial_dims = 0;
         }
-        snprintf(what, sizeof what, "fill_holes 3-D density %.2f connectivity %d", dens[k], o.connectivity);
-        run_op(c, what, op_fill, &o, m3, LUMEN_PRECISION_FULL, 0, 0);
+        run_op(c, op_fill, &o, m3, LUMEN_PRECISION_FULL, 0, 0, "fill_holes 3-D density %.2f connectivity %d", dens[k], o.connectivity);
       }
     }
     lumen_image_free(m2);
@@ -673,7 +647,7 @@ static void group_region(gchk *c, dataset *d) {
   lumen_image *maze = make_mask(c->ctx, 2, dm, 0, 1);
   lumen_region_opts o;
   lumen_region_opts_init(&o);
-  if (maze) run_op(c, "fill_holes spiral maze 301x301 (about 75 turns)", op_fill, &o, maze, LUMEN_PRECISION_FULL, 0, 0);
+  if (maze) run_op(c, op_fill, &o, maze, LUMEN_PRECISION_FULL, 0, 0, "fill_holes spiral maze 301x301 (about 75 turns)");
   else gline(c, 0, "fill_holes maze");
   lumen_image_free(maze);
 }
@@ -728,7 +702,7 @@ static void group_fallback_memory(gchk *c, dataset *d) {
   lumen_median_opts mo;
   lumen_median_opts_init(&mo);
   mo.size = 13;
-  run_op(c, "median 13x13 (169 values: CPU rerun)", op_median, &mo, d->im2[1], LUMEN_PRECISION_FULL, 0, 1);
+  run_op(c, op_median, &mo, d->im2[1], LUMEN_PRECISION_FULL, 0, 1, "median 13x13 (169 values: CPU rerun)");
   lumen_region_opts ro;
   lumen_region_opts_init(&ro);
   {
@@ -755,7 +729,7 @@ static void group_fallback_memory(gchk *c, dataset *d) {
   lf_impl prev = lumen_filter_test_set_cuda_hook(LF_OP_GAUSSIAN, oom_hook);
   lumen_gaussian_opts g;
   lumen_gaussian_opts_init(&g);
-  run_op(c, "gaussian with an injected device OOM (CPU rerun)", op_gauss, &g, d->im2[1], LUMEN_PRECISION_HALF, 0, 1);
+  run_op(c, op_gauss, &g, d->im2[1], LUMEN_PRECISION_HALF, 0, 1, "gaussian with an injected device OOM (CPU rerun)");
   lumen_filter_test_set_cuda_hook(LF_OP_GAUSSIAN, prev);
   /* every registered op claims its kernel */
   const char *with[] = {"gaussian", "dog", "gaussian_laplace", "median", "gamma", "contrast", "convolve", "bandpass",

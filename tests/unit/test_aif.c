@@ -238,8 +238,7 @@ static void test_signal_to_conc_reference(void **state) {
 
 /* Synthetic: R1 -> signal -> R1 and -> concentration round trips; invalid samples flagged. */
 static void test_spgr_round_trip(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const double t10 = 1.3, r1 = 4.0;
   double conc[40], rr[40], sig[40], back[40];
   uint8_t st[40];
@@ -281,12 +280,10 @@ static void test_spgr_round_trip(void **state) {
   assert_int_equal(bad, 40);
   assert_string_equal(lumen_conc_state_name(LUMEN_CONC_OUT_OF_RANGE), "out_of_range");
   assert_string_equal(lumen_conc_state_name(LUMEN_CONC_STATE_COUNT), "unknown");
-  lumen_ctx_destroy(ctx);
 }
 
 static void test_spgr_arguments(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   double s[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, out[10];
   lumen_spgr_options o;
   lumen_spgr_options_init(&o);
@@ -317,12 +314,10 @@ static void test_spgr_arguments(void **state) {
   assert_int_equal(lumen_conc_to_r1(ctx, 0.0, 4.5, 10, s, out), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_conc_to_r1(ctx, 1.0, 4.5, 10, NULL, out), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_spgr_r1_to_signal(ctx, &o, NAN, 10, s, out), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_ctx_destroy(ctx);
 }
 
 static void test_aif_models(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_aif_options o;
   lumen_aif_options_init(&o);
   assert_int_equal(o.kind, LUMEN_AIF_PARKER);
@@ -392,15 +387,14 @@ static void test_aif_models(void **state) {
   o.kind = LUMEN_AIF_PARKER;
   double tn = NAN;
   assert_int_equal(lumen_aif_population(ctx, &o, 1, &tn, cb), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_ctx_destroy(ctx);
 }
 
 int main(void) {
   g_have_data = lumen_test_refdata() != NULL;
   const struct CMUnitTest synthetic[] = {
-    cmocka_unit_test(test_aif_models),
-    cmocka_unit_test(test_spgr_round_trip),
-    cmocka_unit_test(test_spgr_arguments),
+    LUMEN_TEST_WITH_CTX(test_aif_models),
+    LUMEN_TEST_WITH_CTX(test_spgr_round_trip),
+    LUMEN_TEST_WITH_CTX(test_spgr_arguments),
   };
   const struct CMUnitTest data[] = {
     cmocka_unit_test(test_parker_reference),

@@ -195,8 +195,7 @@ static lumen_status run_calls(lumen_ctx *ctx, calls *c, const char *devices, int
 }
 
 static void callbacks_equal_single(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const char *lists[] = {"cpu", "cpu,cpu", NULL};
   for (int l = 0; l < 3; l++)
     for (int no_overlap = 0; no_overlap <= 1; no_overlap++) {
@@ -217,13 +216,11 @@ static void callbacks_equal_single(void **state) {
       }
       free_images(c.res, N);
     }
-  lumen_ctx_destroy(ctx);
 }
 
 /* a read failing at item 3: items 0..2 written, none after, the read's status and message */
 static void read_failure_stops(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const char *lists[] = {"cpu", "cpu,cpu", "cpu"};
   for (int r = 0; r < 3; r++) {
     calls c = {.fail_read_at = 3};
@@ -237,12 +234,10 @@ static void read_failure_stops(void **state) {
     for (int i = 0; i < N; i++) assert_true(i < 3 ? c.res[i] != NULL : c.res[i] == NULL);
     free_images(c.res, N);
   }
-  lumen_ctx_destroy(ctx);
 }
 
 static void cancel_from_progress(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   calls c = {.fail_read_at = -1, .cancel_after = 2};
   lumen_batch_report rep;
   lumen_batch_opts o;
@@ -262,7 +257,6 @@ static void cancel_from_progress(void **state) {
   assert_int_equal(rep.failed_item, rep.written);
   for (int i = 0; i < N; i++) assert_true(i < rep.written ? c.res[i] != NULL : c.res[i] == NULL);
   free_images(c.res, N);
-  lumen_ctx_destroy(ctx);
 }
 
 /* An item that alone needs more than memory_limit is refused, naming its need and the limit (it
@@ -306,8 +300,7 @@ static void expect_invalid(lumen_ctx *ctx, int64_t n, const lumen_batch_opts *o,
 }
 
 static void argument_errors(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *in[N], *out[N];
   make_inputs(ctx, in);
   lumen_batch_callbacks good = {.inputs = (const lumen_image *const *)in, .op = "gaussian", .outputs = out};
@@ -350,10 +343,9 @@ static void argument_errors(void **state) {
   assert_int_equal(lumen_batch_op_known("region-grow"), 1);
   assert_int_equal(lumen_batch_op_known("sharpen"), 0);
   free_images(in, N);
-  lumen_ctx_destroy(ctx);
 }
 
 LUMEN_TEST_MAIN(cmocka_unit_test(named_gaussian), cmocka_unit_test(named_febds), cmocka_unit_test(named_otsu),
-                cmocka_unit_test(callbacks_equal_single), cmocka_unit_test(read_failure_stops),
-                cmocka_unit_test(cancel_from_progress),
-                cmocka_unit_test(memory_limit_refuses_an_item), cmocka_unit_test(argument_errors))
+                LUMEN_TEST_WITH_CTX(callbacks_equal_single), LUMEN_TEST_WITH_CTX(read_failure_stops),
+                LUMEN_TEST_WITH_CTX(cancel_from_progress),
+                cmocka_unit_test(memory_limit_refuses_an_item), LUMEN_TEST_WITH_CTX(argument_errors))

@@ -10,8 +10,7 @@
   } while (0)
 
 static void device_functions(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_device_info info;
   lumen_memory_stats st;
   lumen_device_ctx *dctx = NULL;
@@ -29,12 +28,10 @@ static void device_functions(void **state) {
   int count = 0;
   EXPECT_INVALID(lumen_health_checks(ctx, NULL, 2, &count));
   EXPECT_INVALID(lumen_health_checks(ctx, NULL, 0, NULL));
-  lumen_ctx_destroy(ctx);
 }
 
 static void image_functions(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t dims[2] = {2, 2};
   lumen_image *im = NULL, *out = NULL;
   assert_int_equal(lumen_image_create(ctx, 2, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im), LUMEN_OK);
@@ -62,7 +59,6 @@ static void image_functions(void **state) {
   assert_true(lumen_image_count(NULL) == 0);
   assert_null(lumen_image_data(NULL));
   lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
 }
 
 static void null_context_is_rejected(void **state) {
@@ -84,6 +80,6 @@ static void null_context_is_rejected(void **state) {
   assert_non_null(lumen_ctx_last_error(NULL));
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(device_functions),
-                cmocka_unit_test(image_functions),
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(device_functions),
+                LUMEN_TEST_WITH_CTX(image_functions),
                 cmocka_unit_test(null_context_is_rejected))

@@ -35,8 +35,7 @@ static void errors_are_per_context(void **state) {
 }
 
 static void setters_check_arguments(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   assert_int_equal(lumen_ctx_create(NULL), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_ctx_set_threads(NULL, 1), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_ctx_set_threads(ctx, 3), LUMEN_OK);
@@ -55,7 +54,6 @@ static void setters_check_arguments(void **state) {
   assert_string_equal(dev, "cuda:2");
   assert_int_equal(lumen_ctx_set_log(ctx, NULL, NULL, LUMEN_LOG_LEVEL_COUNT), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_ctx_default_device(ctx, NULL, 4), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_ctx_destroy(ctx);
 }
 
 typedef struct {
@@ -72,8 +70,7 @@ static void capture_log(void *user, lumen_log_level level, const char *message) 
 }
 
 static void log_callback_filters_by_level(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   log_capture cap = {0};
   assert_int_equal(lumen_ctx_set_log(ctx, capture_log, &cap, LUMEN_LOG_WARNING), LUMEN_OK);
   lumen_log(ctx, LUMEN_LOG_INFO, "not shown %d", 1);
@@ -86,36 +83,19 @@ static void log_callback_filters_by_level(void **state) {
   assert_int_equal(cap.calls, 2);
   assert_int_equal(cap.last_level, LUMEN_LOG_ERROR);
   assert_non_null(strstr(cap.last, "threads"));
-  lumen_ctx_destroy(ctx);
-}
-
-typedef struct {
-  int calls;
-  double last;
-  double stop_at;
-} progress_capture;
-
-static int capture_progress(void *user, double fraction, const char *stage) {
-  progress_capture *p = user;
-  (void)stage;
-  p->calls++;
-  p->last = fraction;
-  return fraction >= p->stop_at;
 }
 
 static void progress_can_cancel(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   assert_int_equal(lumen_progress(ctx, 0.5, "nothing registered"), LUMEN_OK);
-  progress_capture p = {0, 0, 0.75};
-  assert_int_equal(lumen_ctx_set_progress(ctx, capture_progress, &p), LUMEN_OK);
+  lumen_test_progress p = {.cancel_at_call = -1, .cancel_at_fraction = 0.75};
+  assert_int_equal(lumen_ctx_set_progress(ctx, lumen_test_record_progress, &p), LUMEN_OK);
   assert_int_equal(lumen_progress(ctx, 0.5, "fit"), LUMEN_OK);
   assert_int_equal(lumen_progress(ctx, 2.0, "fit"), LUMEN_ERR_CANCELLED); /* clamped to 1 */
   assert_int_equal(p.calls, 2);
   assert_true(p.last == 1.0);
   assert_int_equal(lumen_ctx_last_status(ctx), LUMEN_ERR_CANCELLED);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "cancelled"));
-  lumen_ctx_destroy(ctx);
 }
 
 /* Many threads failing on one context: the message read back is always one whole message. */
@@ -162,9 +142,9 @@ static void version_and_build(void **state) {
 
 LUMEN_TEST_MAIN(cmocka_unit_test(defaults),
                 cmocka_unit_test(errors_are_per_context),
-                cmocka_unit_test(setters_check_arguments),
-                cmocka_unit_test(log_callback_filters_by_level),
-                cmocka_unit_test(progress_can_cancel),
+                LUMEN_TEST_WITH_CTX(setters_check_arguments),
+                LUMEN_TEST_WITH_CTX(log_callback_filters_by_level),
+                LUMEN_TEST_WITH_CTX(progress_can_cancel),
                 cmocka_unit_test(last_error_is_thread_safe),
                 cmocka_unit_test(checked_arithmetic),
                 cmocka_unit_test(version_and_build))

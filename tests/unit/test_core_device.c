@@ -3,8 +3,7 @@
 #include "test_support.h"
 
 static void parse_and_format(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_device d;
   char buf[16];
   assert_int_equal(lumen_device_parse(ctx, "cpu", &d), LUMEN_OK);
@@ -28,13 +27,11 @@ static void parse_and_format(void **state) {
   assert_int_equal(lumen_device_parse(ctx, "cpu", NULL), LUMEN_ERR_INVALID_ARGUMENT);
   lumen_device bogus = {LUMEN_DEVICE_KIND_COUNT, 0};
   assert_int_equal(lumen_device_format(bogus, buf, sizeof buf), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_ctx_destroy(ctx);
 }
 
 /* This machine may or may not have a GPU: either way the probe answers, with a reason when not. */
 static void enumerate_without_crashing(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   int count = -1;
   char reason[512] = "";
   lumen_status s = lumen_cuda_probe(ctx, &count, reason, sizeof reason);
@@ -61,12 +58,10 @@ static void enumerate_without_crashing(void **state) {
   assert_int_equal(n0, n);
   assert_int_equal(lumen_devices_list(ctx, NULL, 3, &n0), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_devices_list(ctx, infos, -1, &n0), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_ctx_destroy(ctx);
 }
 
 static void device_context_falls_back(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   int count = 0;
   int have_gpu = lumen_cuda_probe(ctx, &count, NULL, 0) == LUMEN_OK;
   lumen_ctx_clear_error(ctx);
@@ -92,12 +87,10 @@ static void device_context_falls_back(void **state) {
   assert_int_equal(lumen_device_ctx_open(ctx, "tpu", "cpu", &dctx), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_device_ctx_open(ctx, "cuda:1000", "bogus", &dctx), LUMEN_ERR_INVALID_ARGUMENT);
   lumen_device_ctx_close(NULL);
-  lumen_ctx_destroy(ctx);
 }
 
 static void host_memory_accounting(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_memory_stats before, during, after;
   assert_int_equal(lumen_device_memory(ctx, lumen_device_cpu(), &before), LUMEN_OK);
   const int64_t dims[2] = {1000, 250};
@@ -107,10 +100,9 @@ static void host_memory_accounting(void **state) {
   lumen_image_free(im);
   assert_int_equal(lumen_device_memory(ctx, lumen_device_cpu(), &after), LUMEN_OK);
   assert_true(after.allocated == before.allocated);
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(parse_and_format),
-                cmocka_unit_test(enumerate_without_crashing),
-                cmocka_unit_test(device_context_falls_back),
-                cmocka_unit_test(host_memory_accounting))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(parse_and_format),
+                LUMEN_TEST_WITH_CTX(enumerate_without_crashing),
+                LUMEN_TEST_WITH_CTX(device_context_falls_back),
+                LUMEN_TEST_WITH_CTX(host_memory_accounting))

@@ -4,8 +4,7 @@
 #include "test_support.h"
 
 static void create_and_query(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t dims[4] = {5, 4, 3, 2};
   lumen_image *im = NULL;
   assert_int_equal(lumen_image_create(ctx, 4, dims, LUMEN_DTYPE_INT16, lumen_device_cpu(), LUMEN_IMAGE_ZERO, &im),
@@ -25,14 +24,11 @@ static void create_and_query(void **state) {
   for (int i = 0; i < 4; i++) assert_true(sp[i] == 1.0);
   assert_int_equal(lumen_image_get_affine(im, aff), LUMEN_OK);
   for (int i = 0; i < 16; i++) assert_true(aff[i] == (i % 5 == 0 ? 1.0 : 0.0));
-  lumen_image_free(im);
-  lumen_image_free(NULL);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(im, NULL);
 }
 
 static void create_checks_arguments(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *im = (lumen_image *)0x1;
   const int64_t ok[2] = {4, 4};
   const int64_t zero[2] = {4, 0};
@@ -64,12 +60,10 @@ static void create_checks_arguments(void **state) {
   lumen_status s = lumen_image_create(ctx, 2, big, LUMEN_DTYPE_FLOAT32, cpu, 0, &im);
   assert_int_equal(s, LUMEN_ERR_OUT_OF_MEMORY);
   assert_null(im);
-  lumen_ctx_destroy(ctx);
 }
 
 static void wrap_does_not_copy_or_free(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   float buf[6] = {1, 2, 3, 4, 5, 6};
   const int64_t dims[2] = {3, 2};
   lumen_image *im = NULL;
@@ -91,12 +85,10 @@ static void wrap_does_not_copy_or_free(void **state) {
                    LUMEN_ERR_INVALID_ARGUMENT);
   assert_null(im);
   assert_int_equal(lumen_image_clone(ctx, NULL, &copy), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_ctx_destroy(ctx);
 }
 
 static void geometry_travels_with_copies(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t dims[3] = {4, 3, 2};
   lumen_image *im = NULL, *copy = NULL;
   assert_int_equal(lumen_image_create(ctx, 3, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im), LUMEN_OK);
@@ -117,14 +109,11 @@ static void geometry_travels_with_copies(void **state) {
   aff[3] = NAN;
   assert_int_equal(lumen_image_set_affine(ctx, im, aff), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_image_get_spacing(NULL, sp2, 3), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_image_free(im);
-  lumen_image_free(copy);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(im, copy);
 }
 
 static void device_moves(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t dims[1] = {1000};
   lumen_image *host = NULL, *same = NULL, *dev = NULL;
   assert_int_equal(lumen_image_create(ctx, 1, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), LUMEN_IMAGE_PINNED, &host),
@@ -141,8 +130,7 @@ static void device_moves(void **state) {
     assert_int_equal(lumen_image_device(dev).kind, LUMEN_DEVICE_CUDA);
     assert_int_equal(lumen_image_to_device(ctx, dev, lumen_device_cpu(), &back), LUMEN_OK);
     assert_memory_equal(lumen_image_data(back), h, 4000);
-    lumen_image_free(back);
-    lumen_image_free(dev);
+    LUMEN_TEST_FREE_IMAGES(back, dev);
   } else {
     /* no GPU here: a clear status, no image, no crash */
     lumen_status s = lumen_image_to_device(ctx, host, gpu, &dev);
@@ -151,14 +139,11 @@ static void device_moves(void **state) {
     assert_true(strlen(lumen_ctx_last_error(ctx)) > 0);
     assert_false(lumen_image_is_pinned(host)); /* pinning needs a driver */
   }
-  lumen_image_free(host);
-  lumen_image_free(same);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(host, same);
 }
 
 static void convert_types(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   uint16_t raw[4] = {0, 1, 1000, 65535};
   const int64_t dims[1] = {4};
   lumen_image *u16 = NULL, *f32 = NULL, *f16 = NULL, *back = NULL, *bf = NULL;
@@ -180,17 +165,11 @@ static void convert_types(void **state) {
   assert_int_equal(lumen_image_convert(ctx, u16, LUMEN_DTYPE_INT8, &bad), LUMEN_ERR_UNSUPPORTED);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "uint16 -> int8"));
   assert_null(bad);
-  lumen_image_free(u16);
-  lumen_image_free(f32);
-  lumen_image_free(f16);
-  lumen_image_free(back);
-  lumen_image_free(bf);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(u16, f32, f16, back, bf);
 }
 
 static void host_alloc(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   void *p = NULL;
   int pinned = -1;
   assert_int_equal(lumen_host_alloc(ctx, 1000, 1, &p, &pinned), LUMEN_OK);
@@ -200,13 +179,12 @@ static void host_alloc(void **state) {
   memset(p, 1, 1000);
   lumen_host_free(p, pinned);
   assert_int_equal(lumen_host_alloc(ctx, 10, 0, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(create_and_query),
-                cmocka_unit_test(create_checks_arguments),
-                cmocka_unit_test(wrap_does_not_copy_or_free),
-                cmocka_unit_test(geometry_travels_with_copies),
-                cmocka_unit_test(device_moves),
-                cmocka_unit_test(convert_types),
-                cmocka_unit_test(host_alloc))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(create_and_query),
+                LUMEN_TEST_WITH_CTX(create_checks_arguments),
+                LUMEN_TEST_WITH_CTX(wrap_does_not_copy_or_free),
+                LUMEN_TEST_WITH_CTX(geometry_travels_with_copies),
+                LUMEN_TEST_WITH_CTX(device_moves),
+                LUMEN_TEST_WITH_CTX(convert_types),
+                LUMEN_TEST_WITH_CTX(host_alloc))

@@ -11,8 +11,7 @@
 #include "lumen/fit.h"
 
 static void test_setters(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   assert_int_equal(lumen_ctx_cpu_simd(ctx), LUMEN_CPU_SIMD_AUTO);
   assert_int_equal(lumen_ctx_cuda_fused_gaussian_3d(ctx), 1);
   assert_int_equal(lumen_ctx_set_cpu_simd(ctx, LUMEN_CPU_SIMD_OFF), LUMEN_OK);
@@ -27,7 +26,6 @@ static void test_setters(void **state) {
   assert_int_equal(lumen_ctx_set_cuda_fused_gaussian_3d(ctx, 1), LUMEN_OK);
   assert_int_equal(lumen_ctx_cuda_fused_gaussian_3d(ctx), 1);
   assert_int_equal(lumen_ctx_set_cuda_fused_gaussian_3d(NULL, 1), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_ctx_destroy(ctx);
 }
 
 /* The limit caps the lane width the fit executor asks for; OFF means the scalar solver. */
@@ -164,5 +162,5 @@ static void test_scalar_path_blocks(void **state) {
   assert_memory_equal(p1, p2, sizeof(double) * 2 * NS);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(test_setters), cmocka_unit_test(test_limit_reaches_lane_width),
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(test_setters), cmocka_unit_test(test_limit_reaches_lane_width),
                 cmocka_unit_test(test_fit_same_under_every_limit), cmocka_unit_test(test_scalar_path_blocks))

@@ -16,8 +16,7 @@
 /* ------------------------------------------------------------------ device lists */
 
 static void device_lists(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_dist_devices d;
   char buf[256];
   assert_int_equal(lumen_dist_devices_expand(ctx, "cpu", 0, NULL, &d), LUMEN_OK);
@@ -56,7 +55,6 @@ static void device_lists(void **state) {
   char many[4096] = "cpu";
   for (int k = 1; k < LUMEN_DIST_MAX_DEVICES + 1; k++) strcat(many, ",cpu");
   assert_int_equal(lumen_dist_devices_expand(ctx, many, 0, NULL, &d), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_ctx_destroy(ctx);
 }
 
 static void rank_device(void **state) {
@@ -303,7 +301,7 @@ static void memory_limit_caps_in_flight(void **state) {
   lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(device_lists),
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(device_lists),
                 cmocka_unit_test(rank_device),
                 cmocka_unit_test(same_as_one_worker),
                 cmocka_unit_test(failure_stops_like_serial),

@@ -137,8 +137,7 @@ static void batch_stops_at_failure(void **state) {
 }
 
 static void worker_threads(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_dist_devices devs;
   assert_int_equal(lumen_dist_devices_expand(ctx, "cpu,cpu,cpu", 0, NULL, &devs), LUMEN_OK);
   assert_int_equal(lumen_dist_worker_threads(&devs, 0, 8), 2); /* the cores shared */
@@ -146,7 +145,6 @@ static void worker_threads(void **state) {
   assert_int_equal(lumen_dist_worker_threads(&devs, 5, 8), 5); /* --threads as given */
   assert_int_equal(lumen_dist_devices_expand(ctx, "cpu", 0, NULL, &devs), LUMEN_OK);
   assert_int_equal(lumen_dist_worker_threads(&devs, 0, 8), 0); /* all cores */
-  lumen_ctx_destroy(ctx);
 }
 
 static void image_charge(void **state) {
@@ -255,7 +253,7 @@ static void png_probe(void **state) {
 
 LUMEN_TEST_MAIN(cmocka_unit_test(batch_writes_in_order),
                 cmocka_unit_test(batch_stops_at_failure),
-                cmocka_unit_test(worker_threads),
+                LUMEN_TEST_WITH_CTX(worker_threads),
                 cmocka_unit_test(image_charge),
                 cmocka_unit_test(dce_runs),
                 cmocka_unit_test(rank_folder),

@@ -30,8 +30,7 @@ static void ranges(void **state) {
 }
 
 static void shard_parse(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   int k = -1, n = -1;
   assert_int_equal(lumen_dist_shard_parse(ctx, "2/5", &k, &n), LUMEN_OK);
   assert_int_equal(k, 2);
@@ -40,7 +39,6 @@ static void shard_parse(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i)
     assert_int_equal(lumen_dist_shard_parse(ctx, bad[i], &k, &n), LUMEN_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "--shard"));
-  lumen_ctx_destroy(ctx);
 }
 
 /* a deterministic "image filter" per item: out[i] = smoothed in[i] */
@@ -70,8 +68,7 @@ static lumen_status item_fn(void *user, int worker, int64_t i) {
 }
 
 static void pool_identical(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t n = 97, len = 301;
   double *in = malloc(sizeof(double) * (size_t)(n * len));
   double *ref = calloc((size_t)(n * len), sizeof(double));
@@ -99,33 +96,27 @@ static void pool_identical(void **state) {
   assert_int_equal(lumen_dist_pool_run(ctx, 3, 0, item_fn, &w), LUMEN_OK);
   assert_int_equal(lumen_dist_pool_run(ctx, 3, -1, item_fn, &w), LUMEN_ERR_INVALID_ARGUMENT);
   free(in); free(ref); free(out); free(runs);
-  lumen_ctx_destroy(ctx);
 }
 
-typedef struct prod {
-  lumen_dist_queue *q;
-  int n;
-} prod;
+enum { NPUSHED = 200 };
 
-static void *producer(void *a) {
-  prod *p = a;
-  for (int i = 0; i < p->n; ++i) {
+/* Pushes the numbers 0 .. NPUSHED - 1 (100 bytes each) into the queue q, then closes it. */
+static void *producer(void *q) {
+  for (int i = 0; i < NPUSHED; ++i) {
     int *v = malloc(sizeof *v);
     *v = i;
-    lumen_dist_queue_push(p->q, v, 100);
+    lumen_dist_queue_push(q, v, 100);
   }
-  lumen_dist_queue_close(p->q);
+  lumen_dist_queue_close(q);
   return NULL;
 }
 
 static void bounded_queue(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_dist_queue *q = NULL;
   assert_int_equal(lumen_dist_queue_create(ctx, 10, 250, &q), LUMEN_OK);
-  prod p = {q, 200};
   pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, producer, &p), 0);
+  assert_int_equal(pthread_create(&th, NULL, producer, q), 0);
   int expect = 0;
   int64_t bytes;
   int *v;
@@ -136,7 +127,7 @@ static void bounded_queue(void **state) {
     if (expect % 50 == 0) { struct timespec ts = {0, 2000000}; nanosleep(&ts, NULL); }
   }
   pthread_join(th, NULL);
-  assert_int_equal(expect, 200);
+  assert_int_equal(expect, NPUSHED);
   assert_true(lumen_dist_queue_peak_bytes(q) <= 250);  /* the memory cap held */
   lumen_dist_queue_free(q);
   /* an item bigger than the cap still passes alone */
@@ -147,7 +138,6 @@ static void bounded_queue(void **state) {
   lumen_dist_queue_close(q);
   assert_null(lumen_dist_queue_pop(q, NULL));
   lumen_dist_queue_free(q);
-  lumen_ctx_destroy(ctx);
 }
 
 static void touch(const char *p) {
@@ -158,8 +148,7 @@ static void touch(const char *p) {
 }
 
 static void subjects(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   char root[] = "/tmp/lumen-test-dist-XXXXXX";
   assert_non_null(mkdtemp(root));
   char p[512];
@@ -217,11 +206,10 @@ static void subjects(void **state) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   assert_int_equal(system(cmd), 0);
-  lumen_ctx_destroy(ctx);
 }
 
 LUMEN_TEST_MAIN(cmocka_unit_test(ranges),
-                cmocka_unit_test(shard_parse),
-                cmocka_unit_test(pool_identical),
-                cmocka_unit_test(bounded_queue),
-                cmocka_unit_test(subjects))
+                LUMEN_TEST_WITH_CTX(shard_parse),
+                LUMEN_TEST_WITH_CTX(pool_identical),
+                LUMEN_TEST_WITH_CTX(bounded_queue),
+                LUMEN_TEST_WITH_CTX(subjects))

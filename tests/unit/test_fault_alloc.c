@@ -5,20 +5,17 @@
 #include <string.h>
 
 static void image_overflow(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t dims[3] = {INT64_C(1) << 40, INT64_C(1) << 40, 2};
   lumen_image *im = (lumen_image *)1;
   lumen_status s = lumen_image_create(ctx, 3, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im);
   assert_int_equal(s, LUMEN_ERR_OVERFLOW);  /* 2^81 voxels: the product does not fit int64 */
   assert_null(im);
   assert_true(strlen(lumen_ctx_last_error(ctx)) > 0);
-  lumen_ctx_destroy(ctx);
 }
 
 static void image_too_big(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   /* 10^15 voxels of float32 = 4 PB: no host can give it */
   const int64_t dims[3] = {100000, 100000, 100000};
   lumen_image *im = (lumen_image *)1;
@@ -31,20 +28,17 @@ static void image_too_big(void **state) {
   s = lumen_image_create(ctx, 2, small, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im);
   assert_int_equal(s, LUMEN_OK);
   lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
 }
 
 static void negative_dims(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t dims[2] = {4, -3};
   lumen_image *im = (lumen_image *)1;
   assert_int_equal(lumen_image_create(ctx, 2, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im),
                    LUMEN_ERR_INVALID_ARGUMENT);
   assert_null(im);
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(image_overflow),
-                cmocka_unit_test(image_too_big),
-                cmocka_unit_test(negative_dims))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(image_overflow),
+                LUMEN_TEST_WITH_CTX(image_too_big),
+                LUMEN_TEST_WITH_CTX(negative_dims))

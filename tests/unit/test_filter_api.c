@@ -68,9 +68,20 @@ static lumen_status ok_hook(lumen_ctx *ctx, lf_call *call) {
   return s;
 }
 
+/* fn with options o on the CPU into cpu, then asked for device dev into fb (report in rep): both
+   succeed and the injected CUDA hook ran once. */
+#define CPU_THEN_FALLBACK(fn, o, dev)                     \
+  do {                                                    \
+    assert_int_equal(fn(ctx, in, &(o), &cpu), LUMEN_OK); \
+    (o).exec.device = (dev);                              \
+    (o).exec.report = &rep;                               \
+    hook_calls = 0;                                       \
+    assert_int_equal(fn(ctx, in, &(o), &fb), LUMEN_OK);  \
+    assert_int_equal(hook_calls, 1);                      \
+  } while (0)
+
 static void injected_oom_reruns_on_cpu(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *in = make_image(ctx, 1);
   for (int op = 0; op < LF_OP_COUNT; op++) lumen_filter_test_set_cuda_hook((lf_op_id)op, oom_hook);
   lumen_filter_report rep;
@@ -80,12 +91,7 @@ static void injected_oom_reruns_on_cpu(void **state) {
   lumen_gaussian_opts_init(&g);
   g.sigma = 2.0;
   lumen_image *cpu = NULL, *fb = NULL;
-  assert_int_equal(lumen_filter_gaussian(ctx, in, &g, &cpu), LUMEN_OK);
-  g.exec.device = "cuda:0";
-  g.exec.report = &rep;
-  hook_calls = 0;
-  assert_int_equal(lumen_filter_gaussian(ctx, in, &g, &fb), LUMEN_OK);
-  assert_int_equal(hook_calls, 1);
+  CPU_THEN_FALLBACK(lumen_filter_gaussian, g, "cuda:0");
   lumen_test_assert_images_equal(cpu, fb);
   assert_int_equal(rep.fell_back, 1);
   assert_int_equal(rep.device_status, LUMEN_ERR_DEVICE_OUT_OF_MEMORY);
@@ -96,23 +102,16 @@ static void injected_oom_reruns_on_cpu(void **state) {
   assert_non_null(strstr(rep.reason, "injected: cudaMallocAsync"));
   assert_int_equal(lumen_image_device(fb).kind, LUMEN_DEVICE_CPU);
   assert_int_equal(lumen_ctx_last_status(ctx), LUMEN_OK); /* the recovered error is cleared */
-  lumen_image_free(cpu);
-  lumen_image_free(fb);
+  LUMEN_TEST_FREE_IMAGES(cpu, fb);
 
   /* every kind of op goes through the same dispatcher: median, morphology, label, otsu, entropy */
   lumen_median_opts m;
   lumen_median_opts_init(&m);
   m.size = 5;
-  assert_int_equal(lumen_filter_median(ctx, in, &m, &cpu), LUMEN_OK);
-  m.exec.device = "cuda";
-  m.exec.report = &rep;
-  hook_calls = 0;
-  assert_int_equal(lumen_filter_median(ctx, in, &m, &fb), LUMEN_OK);
-  assert_int_equal(hook_calls, 1);
+  CPU_THEN_FALLBACK(lumen_filter_median, m, "cuda");
   assert_true(rep.fell_back == 1 && !strcmp(rep.op, "median"));
   lumen_test_assert_images_equal(cpu, fb);
-  lumen_image_free(cpu);
-  lumen_image_free(fb);
+  LUMEN_TEST_FREE_IMAGES(cpu, fb);
 
   lumen_morph_opts mo;
   lumen_morph_opts_init(&mo);
@@ -123,8 +122,7 @@ static void injected_oom_reruns_on_cpu(void **state) {
   assert_int_equal(lumen_filter_morphology(ctx, in, &mo, &fb), LUMEN_OK);
   assert_true(rep.fell_back == 1 && !strcmp(rep.op, "morphology"));
   lumen_test_assert_images_equal(cpu, fb);
-  lumen_image_free(cpu);
-  lumen_image_free(fb);
+  LUMEN_TEST_FREE_IMAGES(cpu, fb);
 
   double t1 = 0, t2 = 0;
   lumen_otsu_opts ot;
@@ -147,9 +145,7 @@ static void injected_oom_reruns_on_cpu(void **state) {
   assert_int_equal(lumen_filter_label(ctx, fb, &ro, &lab, &c2), LUMEN_OK);
   assert_true(c1 == c2 && c1 > 0 && rep.fell_back == 1);
   lumen_test_assert_images_equal(cpu, lab);
-  lumen_image_free(cpu);
-  lumen_image_free(lab);
-  lumen_image_free(fb);
+  LUMEN_TEST_FREE_IMAGES(cpu, lab, fb);
 
   /* LUMEN_ERR_DEVICE also falls back; a non-device error does not */
   lumen_filter_test_set_cuda_hook(LF_OP_GAUSSIAN, device_error_hook);
@@ -175,17 +171,14 @@ static void injected_oom_reruns_on_cpu(void **state) {
   g.exec.device = "cpu";
   assert_int_equal(lumen_filter_gaussian(ctx, in, &g, &cpu), LUMEN_OK);
   lumen_test_assert_images_equal(cpu, fb);
-  lumen_image_free(cpu);
-  lumen_image_free(fb);
+  LUMEN_TEST_FREE_IMAGES(cpu, fb);
 
   for (int op = 0; op < LF_OP_COUNT; op++) lumen_filter_test_set_cuda_hook((lf_op_id)op, NULL);
   lumen_image_free(in);
-  lumen_ctx_destroy(ctx);
 }
 
 static void no_kernel_falls_back_with_reason(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *in = make_image(ctx, 1);
   lumen_filter_report rep;
   lumen_dog_opts d;
@@ -213,8 +206,7 @@ static void no_kernel_falls_back_with_reason(void **state) {
   assert_int_equal(lumen_filter_dog(ctx, in, &d, &ref), LUMEN_OK);
   assert_int_equal(rep.fell_back, 0);
   lumen_test_assert_images_equal(ref, out);
-  lumen_image_free(out);
-  lumen_image_free(ref);
+  LUMEN_TEST_FREE_IMAGES(out, ref);
   /* the context default device is used when nothing else says where */
   assert_int_equal(lumen_ctx_set_default_device(ctx, "cuda:1"), LUMEN_OK);
   d.exec.device = "";
@@ -225,7 +217,6 @@ static void no_kernel_falls_back_with_reason(void **state) {
   for (int i = 0; i < lumen_filter_op_count(); i++) assert_non_null(lumen_filter_op_name(i));
   assert_null(lumen_filter_op_name(-1));
   lumen_image_free(in);
-  lumen_ctx_destroy(ctx);
 }
 
 /* ------------------------------------------------------------------ precision */
@@ -251,8 +242,7 @@ static void check_bound(const lumen_image *full, const lumen_image *red, double 
 }
 
 static void precision_is_honoured(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *in = make_image(ctx, 1);
   lumen_gaussian_opts g;
   lumen_gaussian_opts_init(&g);
@@ -294,18 +284,11 @@ static void precision_is_honoured(void **state) {
   d.exec.precision = LUMEN_PRECISION_HALF;
   assert_int_equal(lumen_filter_dog(ctx, in, &d, &dhalf), LUMEN_OK);
   check_bound(dfull, dhalf, 1.0 / 2048, "dog half");
-  lumen_image_free(dfull);
-  lumen_image_free(dhalf);
-  lumen_image_free(full);
-  lumen_image_free(half);
-  lumen_image_free(bf);
-  lumen_image_free(in);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(dfull, dhalf, full, half, bf, in);
 }
 
 static void integer_inputs(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t dims[2] = {NX, NY};
   lumen_image *u = NULL, *f = NULL;
   assert_int_equal(lumen_image_create(ctx, 2, dims, LUMEN_DTYPE_UINT16, lumen_device_cpu(), 0, &u), LUMEN_OK);
@@ -320,8 +303,7 @@ static void integer_inputs(void **state) {
   assert_int_equal(lumen_filter_median(ctx, u, &m, &a), LUMEN_OK);
   assert_int_equal(lumen_filter_median(ctx, f, &m, &b), LUMEN_OK);
   lumen_test_assert_images_equal(a, b);
-  lumen_image_free(a);
-  lumen_image_free(b);
+  LUMEN_TEST_FREE_IMAGES(a, b);
   lumen_gamma_opts gm;
   lumen_gamma_opts_init(&gm);
   gm.gamma = 1.25;
@@ -341,17 +323,13 @@ static void integer_inputs(void **state) {
     v = v < 0 ? 0 : v > 4095 ? 4095 : v;
     lumen_test_assert_close(pa[i], v, 1e-3, 1e-6, "contrast");
   }
-  lumen_image_free(a);
-  lumen_image_free(u);
-  lumen_image_free(f);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(a, u, f);
 }
 
 /* ------------------------------------------------------------------ batches */
 
 static void batch_equals_per_image(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int nz = 4;
   lumen_image *vol = make_image(ctx, nz);
   lumen_gaussian_opts g;
@@ -389,8 +367,7 @@ static void batch_equals_per_image(void **state) {
   assert_int_equal(lumen_filter_median(ctx, slices[2], &m, &m0), LUMEN_OK);
   assert_memory_equal(lumen_image_const_data(m0), (const float *)lumen_image_const_data(mb) + 2 * NX * NY,
                       (size_t)NX * NY * 4);
-  lumen_image_free(mb);
-  lumen_image_free(m0);
+  LUMEN_TEST_FREE_IMAGES(mb, m0);
   /* mismatched shapes: an error naming the image, nothing allocated */
   const int64_t d3[2] = {NX, NY - 1};
   lumen_image *odd = NULL;
@@ -406,16 +383,13 @@ static void batch_equals_per_image(void **state) {
   assert_null(outs[1]);
   lumen_image_free(odd);
   for (int z = 0; z < nz; z++) lumen_image_free(slices[z]);
-  lumen_image_free(bout);
-  lumen_image_free(vol);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(bout, vol);
 }
 
 /* ------------------------------------------------------------------ SIMD vs generic */
 
 static void simd_matches_generic(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *im2 = make_image(ctx, 1), *im3 = make_image(ctx, 5);
   lumen_image *a[4], *b[4];
   lumen_median_opts m;
@@ -437,12 +411,9 @@ static void simd_matches_generic(void **state) {
   assert_int_equal(lumen_ctx_set_cpu_simd(ctx, LUMEN_CPU_SIMD_AUTO), LUMEN_OK);
   for (int i = 0; i < 4; i++) {
     lumen_test_assert_images_equal(a[i], b[i]);
-    lumen_image_free(a[i]);
-    lumen_image_free(b[i]);
+    LUMEN_TEST_FREE_IMAGES(a[i], b[i]);
   }
-  lumen_image_free(im2);
-  lumen_image_free(im3);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(im2, im3);
 }
 
 /* ------------------------------------------------------------------ band-pass centring */
@@ -475,8 +446,7 @@ static void bandpass_is_centred(void **state) {
   for (int y = 0; y < n; y++)
     for (int x = 0; x < n; x++)
       lumen_test_assert_close(q[y * n + x], 10 * cos(2 * PI_D * 8 * x / n), 2e-3, 0, "band-pass keeps radius d0");
-  lumen_image_free(out);
-  lumen_image_free(im);
+  LUMEN_TEST_FREE_IMAGES(out, im);
   lumen_ctx_destroy(ctx);
 }
 
@@ -490,10 +460,17 @@ static void bandpass_is_centred(void **state) {
       fail();                                                                        \
     }                                                                                \
   } while (0)
+/* Options of type T from T_init with one field set to value: fn(ctx, in, &opts, &out) refused with text. */
+#define EXPECT_BAD_OPTION(T, field, value, fn, text) \
+  do {                                               \
+    T opts_;                                         \
+    T##_init(&opts_);                                \
+    opts_.field = (value);                           \
+    EXPECT_BAD(fn(ctx, in, &opts_, &out), text);     \
+  } while (0)
 
 static void bad_inputs(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *in = make_image(ctx, 1), *out = (lumen_image *)0x1, *b = NULL;
   lumen_gaussian_opts g;
   lumen_gaussian_opts_init(&g);
@@ -545,26 +522,16 @@ static void bad_inputs(void **state) {
   EXPECT_BAD(lumen_filter_gaussian_batch(ctx, NULL, NULL, &out), "'in' is NULL");
   EXPECT_BAD(lumen_filter_gaussian_many(ctx, 0, NULL, NULL, NULL), "must not be NULL");
 
-  lumen_dog_opts d;
-  lumen_dog_opts_init(&d);
-  d.high_sigma = 0.5;
-  EXPECT_BAD(lumen_filter_dog(ctx, in, &d, &out), "high_sigma is 0.5, expected > low_sigma");
-  lumen_laplace_opts l;
-  lumen_laplace_opts_init(&l);
-  l.sigma = 0;
-  EXPECT_BAD(lumen_filter_gaussian_laplace(ctx, in, &l, &out), "sigma is 0");
+  EXPECT_BAD_OPTION(lumen_dog_opts, high_sigma, 0.5, lumen_filter_dog, "high_sigma is 0.5, expected > low_sigma");
+  EXPECT_BAD_OPTION(lumen_laplace_opts, sigma, 0, lumen_filter_gaussian_laplace, "sigma is 0");
+  EXPECT_BAD_OPTION(lumen_median_opts, size, 4, lumen_filter_median, "size is 4, expected an odd window width");
+  EXPECT_BAD_OPTION(lumen_median_opts, size, 0, lumen_filter_median, "size is 0");
+  EXPECT_BAD_OPTION(lumen_gamma_opts, gamma, 0, lumen_filter_gamma, "gamma is 0");
+  EXPECT_BAD_OPTION(lumen_bandpass_opts, width, 0, lumen_filter_bandpass, "width is 0");
+  /* the reference framework's default window, 10 */
+  EXPECT_BAD_OPTION(lumen_sauvola_opts, window, 10, lumen_filter_sauvola, "window is 10, expected an odd size");
+  EXPECT_BAD_OPTION(lumen_local_variance_opts, window, 6, lumen_filter_variance_binarize, "window is 6");
 
-  lumen_median_opts m;
-  lumen_median_opts_init(&m);
-  m.size = 4;
-  EXPECT_BAD(lumen_filter_median(ctx, in, &m, &out), "size is 4, expected an odd window width");
-  m.size = 0;
-  EXPECT_BAD(lumen_filter_median(ctx, in, &m, &out), "size is 0");
-
-  lumen_gamma_opts gm;
-  lumen_gamma_opts_init(&gm);
-  gm.gamma = 0;
-  EXPECT_BAD(lumen_filter_gamma(ctx, in, &gm, &out), "gamma is 0");
   lumen_convolve_opts c;
   lumen_convolve_opts_init(&c);
   EXPECT_BAD(lumen_filter_convolve(ctx, in, NULL, &out), "'opts' is NULL");
@@ -576,24 +543,10 @@ static void bad_inputs(void **state) {
   c.kernel_ndim = 1;
   c.kernel_dims[0] = 0;
   EXPECT_BAD(lumen_filter_convolve(ctx, in, &c, &out), "kernel_dims[0] is 0");
-  lumen_bandpass_opts bp;
-  lumen_bandpass_opts_init(&bp);
-  bp.width = 0;
-  EXPECT_BAD(lumen_filter_bandpass(ctx, in, &bp, &out), "width is 0");
 
-  lumen_sauvola_opts sv;
-  lumen_sauvola_opts_init(&sv);
-  sv.window = 10; /* the reference framework's default */
-  EXPECT_BAD(lumen_filter_sauvola(ctx, in, &sv, &out), "window is 10, expected an odd size");
-  lumen_local_variance_opts lv;
-  lumen_local_variance_opts_init(&lv);
-  lv.window = 6;
-  EXPECT_BAD(lumen_filter_variance_binarize(ctx, in, &lv, &out), "window is 6");
-
+  EXPECT_BAD_OPTION(lumen_morph_opts, element, LUMEN_ELEMENT_BALL, lumen_filter_morphology, "needs a 3-D image");
   lumen_morph_opts mo;
   lumen_morph_opts_init(&mo);
-  mo.element = LUMEN_ELEMENT_BALL;
-  EXPECT_BAD(lumen_filter_morphology(ctx, in, &mo, &out), "needs a 3-D image");
   mo.element = LUMEN_ELEMENT_SQUARE;
   mo.size = 6;
   EXPECT_BAD(lumen_filter_morphology(ctx, in, &mo, &out), "size is 6");
@@ -644,12 +597,10 @@ static void bad_inputs(void **state) {
   assert_true(t == 0.0);
   assert_int_equal(lumen_filter_entropy(ctx, b, NULL, &t), LUMEN_OK);
   assert_true(t == 0.0);
-  lumen_image_free(b);
-  lumen_image_free(in);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(b, in);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(injected_oom_reruns_on_cpu), cmocka_unit_test(no_kernel_falls_back_with_reason),
-                cmocka_unit_test(precision_is_honoured),      cmocka_unit_test(integer_inputs),
-                cmocka_unit_test(batch_equals_per_image),     cmocka_unit_test(simd_matches_generic),
-                cmocka_unit_test(bandpass_is_centred),        cmocka_unit_test(bad_inputs))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(injected_oom_reruns_on_cpu), LUMEN_TEST_WITH_CTX(no_kernel_falls_back_with_reason),
+                LUMEN_TEST_WITH_CTX(precision_is_honoured),      LUMEN_TEST_WITH_CTX(integer_inputs),
+                LUMEN_TEST_WITH_CTX(batch_equals_per_image),     LUMEN_TEST_WITH_CTX(simd_matches_generic),
+                cmocka_unit_test(bandpass_is_centred),        LUMEN_TEST_WITH_CTX(bad_inputs))

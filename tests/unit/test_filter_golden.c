@@ -277,12 +277,7 @@ static void convolution(void **state) {
   (void)state;
   SKIP_IF_NO_GOLDEN();
   float *k2 = load("kernel2d", 12 * 4), *k3 = load("kernel3d", 27 * 4);
-  lumen_convolve_opts o;
-  lumen_convolve_opts_init(&o);
-  o.kernel = k2;
-  o.kernel_ndim = 2;
-  o.kernel_dims[0] = 4;
-  o.kernel_dims[1] = 3;
+  lumen_convolve_opts o = lumen_test_convolve_2d(k2, 4, 3);
   lumen_image *out = NULL;
   expect_float_ok(lumen_filter_convolve(F.ctx, F.in2, &o, &out), &out, "convolve2d_reflect", N2, 1e-5);
   o.mode = LUMEN_BOUNDARY_WRAP;

@@ -115,8 +115,7 @@ static void check_case(lumen_ctx *ctx, const uint8_t *m, int ndim, const int64_t
 static const double densities[] = {0.05, 0.3, 0.5, 0.593, 0.75, 0.97};
 
 static void test_random_2d(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t shapes[][2] = {{53, 41}, {257, 3}, {1, 64}, {64, 1}, {130, 97}, {37, 301}, {300, 260}};
   uint64_t seed = 42;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -131,12 +130,10 @@ static void test_random_2d(void **state) {
       }
       free(m);
     }
-  lumen_ctx_destroy(ctx);
 }
 
 static void test_random_3d(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t shapes[][3] = {{17, 13, 11}, {31, 2, 9}, {5, 29, 23}, {41, 40, 41}};
   uint64_t seed = 7;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -157,13 +154,11 @@ static void test_random_3d(void **state) {
       check_case(ctx, m, 3, dims, 1, &g1, 1, LUMEN_DTYPE_FLOAT32);
       free(m);
     }
-  lumen_ctx_destroy(ctx);
 }
 
 /* shapes the random masks rarely make: empty, full, one voxel, spirals and combs that merge late */
 static void test_edge_cases(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t dims[2] = {40, 30};
   uint8_t m[40 * 30];
   ref_geom g = {{40, 30, 1}, 2, 1};
@@ -187,7 +182,6 @@ static void test_edge_cases(void **state) {
   t[128 + 20] = t[128 + 21] = 1;
   ref_geom gb = {{8, 8, 1}, 2, 3};
   check_case(ctx, t, 3, d3, 2, &gb, 1, LUMEN_DTYPE_UINT8);
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(test_random_2d), cmocka_unit_test(test_random_3d), cmocka_unit_test(test_edge_cases))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(test_random_2d), LUMEN_TEST_WITH_CTX(test_random_3d), LUMEN_TEST_WITH_CTX(test_edge_cases))

@@ -110,33 +110,25 @@ static const truth_case cases[] = {
 };
 
 static void test_accelerated_f64(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     run_case(ctx, &cases[i], "cpu", LUMEN_FIT_FLOAT64, 0);
     run_case(ctx, &cases[i], "cpu_single", LUMEN_FIT_FLOAT64, 1);
   }
-  lumen_ctx_destroy(ctx);
 }
 
 static void test_standard(void **s) {
-  (void)s;
-#if !LUMEN_HAVE_GSL
-  skip();
-#else
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
+  if (!LUMEN_HAVE_GSL) skip();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     run_case(ctx, &cases[i], "standard", LUMEN_FIT_FLOAT64, 0);
     run_case(ctx, &cases[i], "standard", LUMEN_FIT_FLOAT64, 1);
   }
-  lumen_ctx_destroy(ctx);
-#endif
 }
 
 /* Delay fitting recovers a known arterial delay (noise-free Tofts, 7.5 s = 1.5 frames). */
 static void test_delay(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   double x[NMAX], cp[NMAX], tr, y[NMAX], dt[NMAX], icp[NMAX], cps[NMAX], icps[NMAX];
   int n = make_x(LUMEN_MODEL_TOFTS, x, cp, &tr);
   const double delay = 0.125, p[2] = {0.2, 0.3};
@@ -166,13 +158,11 @@ static void test_delay(void **s) {
     lumen_test_assert_close(out[1], p[1], 0, 1e-3, "ve (delay fitted)");
     lumen_fit_plan_destroy(plan);
   }
-  lumen_ctx_destroy(ctx);
 }
 
 /* AUC of Ct = a t (linear) over [0, T] is a T^2 / 2; the normalised AUC divides by that of cp. */
 static void test_auc(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   enum { n = 61 };
   double t[n], cp[n], y[n];
   for (int i = 0; i < n; ++i) {
@@ -198,10 +188,9 @@ static void test_auc(void **s) {
   lumen_test_assert_close(der[2], 0.2 * 3 * 3 / 2 / 3, 1e-6, 1e-6, "AUC whole normalised");
   lumen_test_assert_close(der[3], 0.2 * 1.5 * 1.5 / 2 / 1.5, 1e-6, 1e-6, "AUC 90 s normalised");
   lumen_fit_plan_destroy(plan);
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(test_accelerated_f64),
-                cmocka_unit_test(test_standard),
-                cmocka_unit_test(test_delay),
-                cmocka_unit_test(test_auc))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(test_accelerated_f64),
+                LUMEN_TEST_WITH_CTX(test_standard),
+                LUMEN_TEST_WITH_CTX(test_delay),
+                LUMEN_TEST_WITH_CTX(test_auc))

@@ -59,8 +59,7 @@ static void test_defaults_and_names(void **s) {
 }
 
 static void test_backend_parse(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   static const char *const cases[][3] = {
       {"auto", "0", "auto"},           {"accelerated", "0", "accelerated"}, {"standard", "0", "standard"},
       {"cpu", "0", "cpu"},             {"cpu_single", "0", "cpu_single"},   {"cuda", "0", "cuda"},
@@ -75,7 +74,6 @@ static void test_backend_parse(void **s) {
   }
   assert_int_equal(lumen_fit_backend_parse(ctx, "gpu", 0, NULL, 0), LUMEN_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "gpu"));
-  lumen_ctx_destroy(ctx);
 }
 
 /* Fits one noise-free Tofts curve with the given backend request and checks what was recorded. */
@@ -106,8 +104,7 @@ static void fit_with(lumen_ctx *ctx, const char *backend, int force_cpu, const c
 }
 
 static void test_backend_selection(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   const char *cpu = LUMEN_HAVE_OPENMP ? "cpu" : "cpu_single";
   fit_with(ctx, "auto", 0, cpu);
   fit_with(ctx, "accelerated", 0, cpu);
@@ -133,17 +130,13 @@ static void test_backend_selection(void **s) {
               strstr(why, "CUDA fitting kernels not built"));
   assert_string_equal(lumen_fit_plan_backend_requested(plan), "cuda");
   lumen_fit_plan_destroy(plan);
-  lumen_ctx_destroy(ctx);
 }
 
 /* Finite data beyond float range cannot be fitted in float32: the curve falls through to
    the standard tier (float64) and the result records it. */
 static void test_fallthrough(void **s) {
-  (void)s;
-#if !LUMEN_HAVE_GSL
-  skip();
-#else
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
+  if (!LUMEN_HAVE_GSL) skip();
   lumen_fit_options o;
   lumen_fit_options_init(&o);
   o.backend = "cpu";
@@ -165,13 +158,10 @@ static void test_fallthrough(void **s) {
   assert_non_null(strstr(r.reason, "fell through"));
   assert_true(state[1] != LUMEN_FIT_NOT_FINITE); /* the standard tier gave it a real state */
   lumen_fit_plan_destroy(plan);
-  lumen_ctx_destroy(ctx);
-#endif
 }
 
 static void test_bad_curves(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   const char *tiers[] = {"cpu", "cpu_single", "standard"};
   for (int ti = 0; ti < 3; ++ti) {
 #if !LUMEN_HAVE_GSL
@@ -219,7 +209,6 @@ static void test_bad_curves(void **s) {
       lumen_fit_plan_destroy(plan);
     }
   }
-  lumen_ctx_destroy(ctx);
 }
 
 static void expect_plan_error(lumen_ctx *ctx, lumen_fit_options *o, const double *t, const double *cp, int n,
@@ -235,8 +224,7 @@ static void expect_plan_error(lumen_ctx *ctx, lumen_fit_options *o, const double
 }
 
 static void test_bad_plans(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   double t[N], cp[N];
   make_grid(t, cp);
   lumen_fit_options o;
@@ -295,13 +283,11 @@ static void test_bad_plans(void **s) {
   assert_int_equal(lumen_fit_execute(ctx, plan, 0, NULL, NULL, &r), LUMEN_OK);
   lumen_fit_plan_destroy(plan);
   lumen_fit_plan_destroy(NULL);
-  lumen_ctx_destroy(ctx);
 }
 
 /* Fixed parameters stay at their start; user bounds hold; user starts are used. */
 static void test_fixed_and_bounds(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   double t[N], cp[N], y[N], p[2] = {0.3, 0.4};
   make_grid(t, cp);
   make_curve(LUMEN_MODEL_TOFTS, t, cp, p, y);
@@ -333,7 +319,6 @@ static void test_fixed_and_bounds(void **s) {
   assert_true(out[0] <= 0.2 && out[0] > 0.199);
   assert_true(isfinite(lo[0]) && isfinite(hi[0]));
   lumen_fit_plan_destroy(plan);
-  lumen_ctx_destroy(ctx);
 }
 
 static int cancel_cb(void *user, double fraction, const char *stage) {
@@ -344,8 +329,7 @@ static int cancel_cb(void *user, double fraction, const char *stage) {
 }
 
 static void test_cancel(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   lumen_fit_options o;
   lumen_fit_options_init(&o);
   o.backend = "cpu_single";
@@ -370,7 +354,6 @@ static void test_cancel(void **s) {
   free(out);
   free(state);
   lumen_fit_plan_destroy(plan);
-  lumen_ctx_destroy(ctx);
 }
 
 /* One plan, executed from two threads at once (and with OpenMP inside each): same results as
@@ -393,8 +376,7 @@ static void *run_job(void *arg) {
 }
 
 static void test_threads(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   lumen_fit_options o;
   lumen_fit_options_init(&o);
   lumen_fit_plan *plan = plan_for(ctx, &o);
@@ -432,11 +414,10 @@ static void test_threads(void **s) {
   free(s1);
   free(s2);
   lumen_fit_plan_destroy(plan);
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(test_defaults_and_names), cmocka_unit_test(test_backend_parse),
-                cmocka_unit_test(test_backend_selection),  cmocka_unit_test(test_fallthrough),
-                cmocka_unit_test(test_bad_curves),         cmocka_unit_test(test_bad_plans),
-                cmocka_unit_test(test_fixed_and_bounds),   cmocka_unit_test(test_cancel),
-                cmocka_unit_test(test_threads))
+LUMEN_TEST_MAIN(cmocka_unit_test(test_defaults_and_names), LUMEN_TEST_WITH_CTX(test_backend_parse),
+                LUMEN_TEST_WITH_CTX(test_backend_selection),  LUMEN_TEST_WITH_CTX(test_fallthrough),
+                LUMEN_TEST_WITH_CTX(test_bad_curves),         LUMEN_TEST_WITH_CTX(test_bad_plans),
+                LUMEN_TEST_WITH_CTX(test_fixed_and_bounds),   LUMEN_TEST_WITH_CTX(test_cancel),
+                LUMEN_TEST_WITH_CTX(test_threads))

@@ -180,8 +180,7 @@ static void test_large_ktrans(void **s) {
 /* An explicit bound wins over the preset; a fixed parameter on its bound is not reported. */
 /* lumen_fit_options_check: the plan's own checks without data (front ends call it before reading) */
 static void test_options_check(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   lumen_fit_options opt;
   lumen_fit_options_init(&opt);
   assert_int_equal(lumen_fit_options_check(ctx, &opt), LUMEN_OK);
@@ -199,7 +198,6 @@ static void test_options_check(void **s) {
   opt.tr = 0.005;
   assert_int_equal(lumen_fit_options_check(ctx, &opt), LUMEN_OK);
   assert_int_equal(lumen_fit_options_check(ctx, NULL), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_ctx_destroy(ctx);
 }
 
 static void test_overrides_and_fixed(void **s) {
@@ -307,8 +305,7 @@ static void test_cuda_path_and_fallthrough(void **s) {
 
 /* Names round-trip; the default bounds of both presets. */
 static void test_presets(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   for (int p = 0; p < LUMEN_FIT_BOUNDS_PRESET_COUNT; ++p) {
     lumen_fit_bounds_preset back = LUMEN_FIT_BOUNDS_PRESET_COUNT;
     assert_int_equal(lumen_fit_bounds_preset_parse(ctx, lumen_fit_bounds_preset_name((lumen_fit_bounds_preset)p), &back),
@@ -385,7 +382,6 @@ static void test_presets(void **s) {
   lumen_fit_plan *plan = NULL;
   assert_int_equal(lumen_fit_plan_create(ctx, &o, N, t, cp, &plan), LUMEN_ERR_INVALID_ARGUMENT);
   assert_null(plan);
-  lumen_ctx_destroy(ctx);
 }
 
 /* Every DCE and T1 model at every corner of its physical box (M0 at 1: its box is "unbounded"):
@@ -469,8 +465,7 @@ static void expect_refused(lumen_ctx *ctx, lumen_model m, const double *x, int n
 }
 
 static void test_unit_plausibility(void **s) {
-  (void)s;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *s;
   const double deg[4] = {3, 6, 9, 15}, pi = 3.14159265358979323846;
   double rad[4], zero[4] = {0, 0.1, 0.2, 0.3}, above[4] = {0.1, 0.2, 0.3, 3.2};
   for (int i = 0; i < 4; ++i) rad[i] = deg[i] * pi / 180.0;
@@ -499,13 +494,12 @@ static void test_unit_plausibility(void **s) {
   expect_refused(ctx, LUMEN_MODEL_FXR, NULL, N, 0, 4.5, NULL);
   expect_refused(ctx, LUMEN_MODEL_FXR, NULL, N, 0, 50, NULL);
   expect_refused(ctx, LUMEN_MODEL_TOFTS, NULL, N, 0, 270, NULL);  /* r1 is fxr's only */
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(test_presets),
-                cmocka_unit_test(test_options_check),
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(test_presets),
+                LUMEN_TEST_WITH_CTX(test_options_check),
                 cmocka_unit_test(test_model_math_at_bounds),
-                cmocka_unit_test(test_unit_plausibility),
+                LUMEN_TEST_WITH_CTX(test_unit_plausibility),
                 cmocka_unit_test(test_small_ve),
                 cmocka_unit_test(test_large_ktrans),
                 cmocka_unit_test(test_overrides_and_fixed),

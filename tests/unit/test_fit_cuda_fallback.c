@@ -13,9 +13,13 @@
 #define N 60
 #define NC 1000
 
+/* One run's results: arrays for NC curves in one allocation (block), and the results naming them. */
+typedef struct out_arrays {
+  double params[2 * NC], ci_lo[2 * NC], ci_hi[2 * NC], chi2[NC], r2[NC];
+  int32_t state[NC];
+} out_arrays;
 typedef struct out {
-  double *params, *chi2, *r2, *ci_lo, *ci_hi;
-  int32_t *state;
+  out_arrays *block;
   lumen_fit_results r;
 } out;
 
@@ -35,24 +39,13 @@ static float *make_data(const double *t, const double *cp) {
 
 static void out_init(out *o) {
   memset(o, 0, sizeof *o);
-  o->params = calloc(2 * NC, sizeof(double));
-  o->ci_lo = calloc(2 * NC, sizeof(double));
-  o->ci_hi = calloc(2 * NC, sizeof(double));
-  o->chi2 = calloc(NC, sizeof(double));
-  o->r2 = calloc(NC, sizeof(double));
-  o->state = calloc(NC, sizeof(int32_t));
+  out_arrays *b = o->block = calloc(1, sizeof *o->block);
+  assert_non_null(b);
   o->r = (lumen_fit_results){
-      .params = o->params, .state = o->state, .chi2 = o->chi2, .r2 = o->r2, .ci_lo = o->ci_lo, .ci_hi = o->ci_hi};
+      .params = b->params, .state = b->state, .chi2 = b->chi2, .r2 = b->r2, .ci_lo = b->ci_lo, .ci_hi = b->ci_hi};
 }
 
-static void out_free(out *o) {
-  free(o->params);
-  free(o->ci_lo);
-  free(o->ci_hi);
-  free(o->chi2);
-  free(o->r2);
-  free(o->state);
-}
+static void out_free(out *o) { free(o->block); }
 
 static void run(const char *backend, int f64, out *o) {
   lumen_ctx *ctx = lumen_test_ctx();
@@ -82,7 +75,8 @@ static int same(double a, double b) {
   return fabs(a - b) <= 1e-9 + 1e-5 * fabs(b);
 }
 
-static void assert_equal_results(const out *a, const out *b) {
+static void assert_equal_results(const out *ra, const out *rb) {
+  const out_arrays *a = ra->block, *b = rb->block;
   for (int c = 0; c < NC; ++c) {
     if (a->state[c] != b->state[c]) print_error("curve %d: state %d vs %d\n", c, a->state[c], b->state[c]);
     assert_int_equal(a->state[c], b->state[c]);

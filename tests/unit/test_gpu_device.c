@@ -7,8 +7,7 @@
 static int gpu_count;
 
 static void device_info(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_device_info info;
   lumen_device d = {LUMEN_DEVICE_CUDA, 0};
   assert_int_equal(lumen_device_get_info(ctx, d, &info), LUMEN_OK);
@@ -18,12 +17,10 @@ static void device_info(void **state) {
   assert_true(info.multiprocessors > 0);
   lumen_device beyond = {LUMEN_DEVICE_CUDA, gpu_count};
   assert_int_not_equal(lumen_device_get_info(ctx, beyond, &info), LUMEN_OK);
-  lumen_ctx_destroy(ctx);
 }
 
 static void images_round_trip_and_account(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_device d = {LUMEN_DEVICE_CUDA, gpu_count - 1};
   const int64_t dims[3] = {64, 32, 16};
   lumen_image *host = NULL, *dev = NULL, *dev2 = NULL, *back = NULL, *zero = NULL;
@@ -42,19 +39,14 @@ static void images_round_trip_and_account(void **state) {
   assert_int_equal(lumen_image_to_device(ctx, dev2, lumen_device_cpu(), &back), LUMEN_OK);
   assert_memory_equal(lumen_image_data(back), h, (size_t)lumen_image_nbytes(host));
   assert_int_equal(lumen_image_create(ctx, 3, dims, LUMEN_DTYPE_FLOAT16, d, LUMEN_IMAGE_ZERO, &zero), LUMEN_OK);
-  lumen_image_free(dev);
-  lumen_image_free(dev2);
-  lumen_image_free(zero);
+  LUMEN_TEST_FREE_IMAGES(dev, dev2, zero);
   assert_int_equal(lumen_device_memory(ctx, d, &after), LUMEN_OK);
   assert_true(after.allocated == before.allocated);
-  lumen_image_free(back);
-  lumen_image_free(host);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(back, host);
 }
 
 static void device_context_and_oom(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_device_ctx *dctx = NULL;
   assert_int_equal(lumen_device_ctx_open(ctx, "cuda:0", "cpu", &dctx), LUMEN_OK);
   assert_false(lumen_device_ctx_fell_back(dctx));
@@ -70,23 +62,17 @@ static void device_context_and_oom(void **state) {
   assert_null(im);
   assert_int_equal(lumen_device_ctx_release_cache(dctx), LUMEN_OK);
   lumen_device_ctx_close(dctx);
-  lumen_ctx_destroy(ctx);
 }
 
 int main(void) {
-  lumen_ctx *ctx = NULL;
-  if (lumen_ctx_create(&ctx) != LUMEN_OK) return 1;
-  char reason[512];
-  lumen_status s = lumen_cuda_probe(ctx, &gpu_count, reason, sizeof reason);
-  lumen_ctx_destroy(ctx);
-  if (s != LUMEN_OK) {
-    printf("skipped: no usable CUDA device (%s)\n", reason);
-    return LUMEN_TEST_SKIP;
-  }
+  char reason[512] = "";
+  gpu_count = lumen_test_cuda_devices(reason, sizeof reason);
+  if (gpu_count < 0) return 1;
+  if (gpu_count == 0) return lumen_test_skip_without_cuda("test_gpu_device", reason);
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(device_info),
-    cmocka_unit_test(images_round_trip_and_account),
-    cmocka_unit_test(device_context_and_oom),
+    LUMEN_TEST_WITH_CTX(device_info),
+    LUMEN_TEST_WITH_CTX(images_round_trip_and_account),
+    LUMEN_TEST_WITH_CTX(device_context_and_oom),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -192,13 +192,17 @@ static void every_model(int f64) {
 static void test_models_f32(void **st) { (void)st; every_model(0); }
 static void test_models_f64(void **st) { (void)st; every_model(1); }
 
+/* make_setup(m, s) and make_data's curves for it (caller frees). */
+static double *setup_with_data(lumen_model m, setup *s) {
+  make_setup(m, s);
+  return make_data(s, NULL);
+}
+
 /* a tiny chunk: many chunks through both streams, identical to one big chunk */
 static void test_tiny_chunk(void **st) {
-  (void)st;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *st;
   setup s;
-  make_setup(LUMEN_MODEL_ETOFTS, &s);
-  double *y = make_data(&s, NULL);
+  double *y = setup_with_data(LUMEN_MODEL_ETOFTS, &s);
   res big, tiny;
   fit(ctx, &s, "cuda", 0, y, &big);
   lumen_fitcu_test_max_chunk(LUMEN_FITCU_MIN_CHUNK);
@@ -218,19 +222,16 @@ static void test_tiny_chunk(void **st) {
   res_free(&big);
   res_free(&tiny);
   free(y);
-  lumen_ctx_destroy(ctx);
 }
 
 /* several devices (when present) give the results of one */
 static void test_multi_device(void **st) {
-  (void)st;
+  lumen_ctx *ctx = *st;
   int ndev = 0;
   char why[256];
   lumen_cuda_probe(NULL, &ndev, why, sizeof why);
-  lumen_ctx *ctx = lumen_test_ctx();
   setup s;
-  make_setup(LUMEN_MODEL_TOFTS, &s);
-  double *y = make_data(&s, NULL);
+  double *y = setup_with_data(LUMEN_MODEL_TOFTS, &s);
   res one, all;
   fit(ctx, &s, "cuda:0", 0, y, &one);
   lumen_fitcu_test_max_chunk(256); /* several chunks per device */
@@ -241,17 +242,14 @@ static void test_multi_device(void **st) {
   res_free(&one);
   res_free(&all);
   free(y);
-  lumen_ctx_destroy(ctx);
 }
 
 /* curves in device memory (a device image): the same results as from host memory */
 static void test_device_input(void **st) {
-  (void)st;
+  lumen_ctx *ctx = *st;
   if (getenv("LUMEN_TEST_FAKE_GPU")) skip();
-  lumen_ctx *ctx = lumen_test_ctx();
   setup s;
-  make_setup(LUMEN_MODEL_TOFTS, &s);
-  double *y = make_data(&s, NULL);
+  double *y = setup_with_data(LUMEN_MODEL_TOFTS, &s);
   res host, dev;
   fit(ctx, &s, "cuda", 0, y, &host);
   const int64_t dims[1] = {(int64_t)NC * s.n};
@@ -262,12 +260,10 @@ static void test_device_input(void **st) {
   assert_int_equal(lumen_image_to_device(ctx, hi, d0, &di), LUMEN_OK);
   fit(ctx, &s, "cuda", 0, (const double *)lumen_image_data(di), &dev);
   compare("devinput", &s, &dev, &host, 1);
-  lumen_image_free(hi);
-  lumen_image_free(di);
+  LUMEN_TEST_FREE_IMAGES(hi, di);
   res_free(&host);
   res_free(&dev);
   free(y);
-  lumen_ctx_destroy(ctx);
 }
 
 int main(void) {
@@ -279,16 +275,13 @@ int main(void) {
     lumen_fitcu_test_set_fake(&f);
     ndev = 2;
   }
-  if (ndev < 1) {
-    printf("test_gpu_fit: skipped, no CUDA device (%s)\n", reason);
-    return LUMEN_TEST_SKIP;
-  }
+  if (ndev < 1) return lumen_test_skip_without_cuda("test_gpu_fit", reason);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_models_f32),
       cmocka_unit_test(test_models_f64),
-      cmocka_unit_test(test_tiny_chunk),
-      cmocka_unit_test(test_multi_device),
-      cmocka_unit_test(test_device_input),
+      LUMEN_TEST_WITH_CTX(test_tiny_chunk),
+      LUMEN_TEST_WITH_CTX(test_multi_device),
+      LUMEN_TEST_WITH_CTX(test_device_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,8 +47,7 @@ static double pydicom_value(const char *file, const char *expr) {
 }
 
 static void metadata_like_pydicom(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const char *f = testdata("CT_small.dcm");
   char file[1024];
   snprintf(file, sizeof file, "%s", f);
@@ -76,13 +75,11 @@ static void metadata_like_pydicom(void **state) {
   assert_int_equal(lumen_image_get_spacing(im, sp, 2), LUMEN_OK);
   assert_true(sp[0] == info.spacing[0] && sp[1] == info.spacing[1]);
   lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
 }
 
 /* The forked child and the in-process decode agree, and say which ran. */
 static void fork_equals_in_process(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const char *names[] = {"MR_small_RLE.dcm", "MR_small_jpeg_ls_lossless.dcm", "MR_small_jp2klossless.dcm",
                          "rtdose_rle.dcm"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
@@ -145,7 +142,6 @@ static void fork_equals_in_process(void **state) {
   assert_int_equal(lumen_dicom_read(ctx, file, NULL, &c, &ic), LUMEN_OK);
   assert_int_equal(ic.isolated, 1);
   lumen_image_free(c);
-  lumen_ctx_destroy(ctx);
 }
 
 /* ---------------------------------------------------------------- files written here */
@@ -188,6 +184,16 @@ typedef struct spec {
   int swap_order;           /* write Columns before Rows (out of order) */
 } spec;
 
+/* Writes b's bytes to g_dir/name: that path. */
+static char *save(const char *name, const buf *b) {
+  char *path = lumen_test_join(g_dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(b->d, 1, b->n, f), b->n);
+  fclose(f);
+  return path;
+}
+
 static char *write_dicom(const char *name, const spec *s) {
   buf b = {.n = 0};
   memset(b.d, 0, 128);
@@ -213,17 +219,11 @@ static char *write_dicom(const char *name, const spec *s) {
     unsigned char x[2] = {(unsigned char)s->pixels[i], (unsigned char)(s->pixels[i] >> 8)};
     put(&b, x, 2);
   }
-  char *path = lumen_test_join(g_dir, name);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(b.d, 1, b.n, f), b.n);
-  fclose(f);
-  return path;
+  return save(name, &b);
 }
 
 static void known_values(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   /* 12 bits stored, signed, bit 12..15 garbage: masked and sign-extended, then * 2 - 5 */
   const uint16_t px[6] = {0x0001, 0x0FFF, 0xF800, 0x07FF, 0xA000, 0x0000};
   const double stored[6] = {1, -1, -2048, 2047, 0, 0};
@@ -247,7 +247,6 @@ static void known_values(void **state) {
   const double su[6] = {0, 1, 4095, 100, 100, 7};
   for (int i = 0; i < 6; i++) assert_true(v[i] == (float)(-5 + (4095 * 2 - 5) - (su[i] * 2 - 5)));
   lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
 }
 
 static void expect_refused(lumen_ctx *ctx, const char *path, lumen_status want, const char *words) {
@@ -260,31 +259,32 @@ static void expect_refused(lumen_ctx *ctx, const char *path, lumen_status want, 
 }
 
 static void hostile_headers(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const uint16_t px[4] = {1, 2, 3, 4};
-  /* 65535 x 65535 x 1000000 claimed, 8 bytes given: refused before any allocation */
-  spec huge = {"MONOCHROME2 ", 65535, 65535, 16, 0, "1000000 ", NULL, NULL, px, 8, 0};
-  char *p = write_dicom("huge.dcm", &huge);
-  expect_refused(ctx, p, LUMEN_ERR_FORMAT, "PixelData has 8 bytes, expected 8589672450000000");
-  /* a pixel element longer than the file */
-  spec longer = {"MONOCHROME2 ", 2, 2, 16, 0, NULL, NULL, NULL, px, 4000, 0};
-  p = write_dicom("longer.dcm", &longer);
-  expect_refused(ctx, p, LUMEN_ERR_FORMAT, "truncated file or wrong length");
-  /* Columns before Rows */
-  spec order = {"MONOCHROME2 ", 2, 2, 16, 0, NULL, NULL, NULL, px, 8, 1};
-  p = write_dicom("order.dcm", &order);
-  expect_refused(ctx, p, LUMEN_ERR_FORMAT, "out of order");
-  /* BitsStored over BitsAllocated; colour */
-  spec bits = {"MONOCHROME2 ", 2, 2, 17, 0, NULL, NULL, NULL, px, 8, 0};
-  p = write_dicom("bits.dcm", &bits);
-  expect_refused(ctx, p, LUMEN_ERR_FORMAT, "BitsStored is 17, expected 1..16");
-  spec rgb = {"RGB ", 2, 2, 16, 0, NULL, NULL, NULL, px, 8, 0};
-  p = write_dicom("rgb.dcm", &rgb);
-  expect_refused(ctx, p, LUMEN_ERR_UNSUPPORTED, "PhotometricInterpretation is 'RGB'");
-  spec zero = {"MONOCHROME2 ", 2, 2, 16, 0, NULL, "0 ", NULL, px, 8, 0};
-  p = write_dicom("zero.dcm", &zero);
-  expect_refused(ctx, p, LUMEN_ERR_FORMAT, "RescaleSlope is 0");
+  /* each file written from its spec is refused with its status and words */
+  const struct {
+    const char *file;
+    spec s;
+    lumen_status want;
+    const char *words;
+  } refused[] = {
+    /* 65535 x 65535 x 1000000 claimed, 8 bytes given: refused before any allocation */
+    {"huge.dcm", {"MONOCHROME2 ", 65535, 65535, 16, 0, "1000000 ", NULL, NULL, px, 8, 0}, LUMEN_ERR_FORMAT,
+     "PixelData has 8 bytes, expected 8589672450000000"},
+    /* a pixel element longer than the file */
+    {"longer.dcm", {"MONOCHROME2 ", 2, 2, 16, 0, NULL, NULL, NULL, px, 4000, 0}, LUMEN_ERR_FORMAT,
+     "truncated file or wrong length"},
+    /* Columns before Rows */
+    {"order.dcm", {"MONOCHROME2 ", 2, 2, 16, 0, NULL, NULL, NULL, px, 8, 1}, LUMEN_ERR_FORMAT, "out of order"},
+    /* BitsStored over BitsAllocated; colour; a zero slope */
+    {"bits.dcm", {"MONOCHROME2 ", 2, 2, 17, 0, NULL, NULL, NULL, px, 8, 0}, LUMEN_ERR_FORMAT,
+     "BitsStored is 17, expected 1..16"},
+    {"rgb.dcm", {"RGB ", 2, 2, 16, 0, NULL, NULL, NULL, px, 8, 0}, LUMEN_ERR_UNSUPPORTED,
+     "PhotometricInterpretation is 'RGB'"},
+    {"zero.dcm", {"MONOCHROME2 ", 2, 2, 16, 0, NULL, "0 ", NULL, px, 8, 0}, LUMEN_ERR_FORMAT, "RescaleSlope is 0"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+    expect_refused(ctx, write_dicom(refused[i].file, &refused[i].s), refused[i].want, refused[i].words);
   /* the memory limit: CT_small (39206 bytes, 32768 decoded) under 50000 bytes */
   char file[1024];
   snprintf(file, sizeof file, "%s", testdata("CT_small.dcm"));
@@ -292,7 +292,6 @@ static void hostile_headers(void **state) {
   lumen_image *im = NULL;
   assert_int_equal(lumen_dicom_read(ctx, file, &o, &im, NULL), LUMEN_ERR_OUT_OF_MEMORY);
   assert_null(im);
-  lumen_ctx_destroy(ctx);
 }
 
 /* ---------------------------------------------------------------- an enhanced (multi-frame) file */
@@ -385,19 +384,13 @@ static char *write_enhanced(const char *name, int variant) {
     unsigned char x[2] = {(unsigned char)px[i], (unsigned char)(px[i] >> 8)};
     put(&b, x, 2);
   }
-  char *path = lumen_test_join(g_dir, name);
-  FILE *fp = fopen(path, "wb");
-  assert_non_null(fp);
-  assert_int_equal(fwrite(b.d, 1, b.n, fp), b.n);
-  fclose(fp);
-  return path;
+  return save(name, &b);
 }
 
 /* The functional groups: per-frame values, shared ones filled in, each frame's own modality LUT in
    lumen_dicom_read, the file as a 1-slice x 2-frame series; hostile variants refused. */
 static void enhanced_frames(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   char *p = write_enhanced("enh.dcm", ENH_GOOD);
   lumen_dicom_header h;
   assert_int_equal(lumen_dicom_read_series_header(ctx, p, 0, &h), LUMEN_OK);
@@ -457,7 +450,6 @@ static void enhanced_frames(void **state) {
                  "PixelValueTransformationSequence (0028,9145) > RescaleSlope (0028,1053)");
   expect_refused(ctx, write_enhanced("enh_shared.dcm", ENH_TWO_SHARED), LUMEN_ERR_FORMAT,
                  "SharedFunctionalGroupsSequence (5200,9229) has more than one item");
-  lumen_ctx_destroy(ctx);
 }
 
 static int cleanup(void **state) {
@@ -485,8 +477,7 @@ static void *waiting_thread(void *arg) {
 /* With several threads (Python after any lumen call, MATLAB) the default still decodes in another
    process, the helper program: a decoder that aborts is an error, never the end of this process. */
 static void threaded_process_isolates(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   pthread_t th;
   assert_int_equal(pipe(release_fd), 0);
   assert_int_equal(pthread_create(&th, NULL, waiting_thread, NULL), 0);
@@ -514,7 +505,6 @@ static void threaded_process_isolates(void **state) {
   pthread_join(th, NULL);
   close(release_fd[0]);
   close(release_fd[1]);
-  lumen_ctx_destroy(ctx);
 }
 
 int main(void) {
@@ -530,9 +520,9 @@ int main(void) {
     printf("Debian python3-pydicom (the test files) missing: skipped\n");
     return LUMEN_TEST_SKIP;
   }
-  const struct CMUnitTest tests[] = {cmocka_unit_test(metadata_like_pydicom), cmocka_unit_test(fork_equals_in_process),
-                                     cmocka_unit_test(threaded_process_isolates),
-                                     cmocka_unit_test(known_values), cmocka_unit_test(hostile_headers),
-                                     cmocka_unit_test(enhanced_frames)};
+  const struct CMUnitTest tests[] = {LUMEN_TEST_WITH_CTX(metadata_like_pydicom), LUMEN_TEST_WITH_CTX(fork_equals_in_process),
+                                     LUMEN_TEST_WITH_CTX(threaded_process_isolates),
+                                     LUMEN_TEST_WITH_CTX(known_values), LUMEN_TEST_WITH_CTX(hostile_headers),
+                                     LUMEN_TEST_WITH_CTX(enhanced_frames)};
   return lumen_test_run_in_dir(g_dir, sizeof g_dir, "dicom", tests, LUMEN_TEST_COUNT(tests), NULL, cleanup);
 }

@@ -163,8 +163,7 @@ static void count_warnings(void *user, lumen_log_level level, const char *messag
 
 /* The content decides; the name only where the content says nothing. */
 static void probe_content_first(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_ctx_set_log(ctx, count_warnings, NULL, LUMEN_LOG_WARNING);
   expect_probe(ctx, "r8.png", LUMEN_IMAGE_FORMAT_PNG, 1, 4);
   expect_probe(ctx, "v3.nii", LUMEN_IMAGE_FORMAT_NIFTI, 1, 4);
@@ -195,12 +194,10 @@ static void probe_content_first(void **state) {
   assert_int_equal(symlink("study", path_of("link_to_study")), 0);
   expect_probe(ctx, "link_to_png", LUMEN_IMAGE_FORMAT_PNG, 1, 0);
   expect_probe(ctx, "link_to_study", LUMEN_IMAGE_FORMAT_DICOM_FOLDER, 1, 0);
-  lumen_ctx_destroy(ctx);
 }
 
 static void probe_hostile(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   /* empty, truncated, damaged: the name decides, so that the reader says what is wrong */
   write_bytes("empty.png", "", 0);
   write_bytes("empty", "", 0);
@@ -259,13 +256,11 @@ static void probe_hostile(void **state) {
   bad.format = 99;
   assert_int_equal(lumen_image_read_any(ctx, path_of("r8.png"), &bad, &im, NULL), LUMEN_ERR_INVALID_ARGUMENT);
   assert_null(im);
-  lumen_ctx_destroy(ctx);
 }
 
 /* read_any returns what the format's own reader returns, with its info. */
 static void read_any_equals_readers(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   static const char *const pngs[] = {"r8.png", "r16.png"};
   for (int k = 0; k < 2; k++) {
     lumen_image *a = NULL, *b = NULL;
@@ -297,10 +292,7 @@ static void read_any_equals_readers(void **state) {
       assert_int_equal(lumen_nifti_read(ctx, path_of(niis[k]), &no, &a, &ni), LUMEN_OK);
       assert_int_equal(lumen_image_read_any(ctx, path_of(niis[k]), &ao, &b, &info), LUMEN_OK);
       lumen_test_assert_images_equal(a, b);
-      double aa[16], ba[16];
-      lumen_image_get_affine(a, aa);
-      lumen_image_get_affine(b, ba);
-      assert_memory_equal(aa, ba, sizeof aa);
+      lumen_test_assert_affines_equal(a, b);
       assert_int_equal(info.format.format, LUMEN_IMAGE_FORMAT_NIFTI);
       assert_int_equal(info.nifti.ndim, ni.ndim);
       assert_int_equal(info.nifti.compressed, ni.compressed);
@@ -327,7 +319,6 @@ static void read_any_equals_readers(void **state) {
   lumen_image_read_opts forced = {.format = LUMEN_IMAGE_FORMAT_PNG};
   assert_int_equal(lumen_image_read_any(ctx, path_of("nifti_named.png"), &forced, &im, NULL), LUMEN_ERR_FORMAT);
   assert_null(im);
-  lumen_ctx_destroy(ctx);
 }
 
 static void write_any(void **state) {
@@ -372,7 +363,7 @@ static void write_any(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(table_rows), cmocka_unit_test(names),
-                                     cmocka_unit_test(probe_content_first), cmocka_unit_test(probe_hostile),
-                                     cmocka_unit_test(read_any_equals_readers), cmocka_unit_test(write_any)};
+                                     LUMEN_TEST_WITH_CTX(probe_content_first), LUMEN_TEST_WITH_CTX(probe_hostile),
+                                     LUMEN_TEST_WITH_CTX(read_any_equals_readers), cmocka_unit_test(write_any)};
   return lumen_test_run_in_dir(g_dir, sizeof g_dir, "formats", tests, LUMEN_TEST_COUNT(tests), set_up, tear_down);
 }

@@ -29,8 +29,7 @@ static void expect_format(lumen_ctx *ctx, const char *relative, int format, int 
 }
 
 static void probe_third_party(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   expect_format(ctx, DWI "/i22.MRDC.1", LUMEN_IMAGE_FORMAT_DICOM, 0);
   expect_format(ctx, "dicom_ge/In/SliceTimingRT/2_epiRT_IntAsc_GD0/0001.dcm", LUMEN_IMAGE_FORMAT_DICOM, 4);
   expect_format(ctx, DWI, LUMEN_IMAGE_FORMAT_DICOM_FOLDER, 0);
@@ -47,7 +46,6 @@ static void probe_third_party(void **state) {
   assert_int_equal(lumen_image_probe(ctx, p, &f), LUMEN_ERR_FORMAT);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "is a folder without a DICOM file"));
   free(p);
-  lumen_ctx_destroy(ctx);
 }
 
 static void read_any_equals_readers(void **state) {
@@ -74,10 +72,7 @@ static void read_any_equals_readers(void **state) {
   assert_int_equal(lumen_dicom_series_read(ctx, paths, 1, NULL, &a, &si), LUMEN_OK);
   assert_int_equal(lumen_image_read_any(ctx, p, NULL, &b, &info), LUMEN_OK);
   lumen_test_assert_images_equal(a, b);
-  double aa[16], ba[16];
-  lumen_image_get_affine(a, aa);
-  lumen_image_get_affine(b, ba);
-  assert_memory_equal(aa, ba, sizeof aa);
+  lumen_test_assert_affines_equal(a, b);
   assert_int_equal(info.format.format, LUMEN_IMAGE_FORMAT_DICOM_FOLDER);
   assert_int_equal(info.is_series, 1);
   assert_string_equal(info.series.series_uid, si.series_uid);
@@ -123,7 +118,7 @@ int main(void) {
   lumen_dicom_info info;
   lumen_status s = lumen_dicom_read_header(ctx, "/nonexistent.dcm", NULL, &info);
   lumen_ctx_destroy(ctx);
-  const struct CMUnitTest tests[] = {cmocka_unit_test(probe_third_party), cmocka_unit_test(read_any_equals_readers)};
+  const struct CMUnitTest tests[] = {LUMEN_TEST_WITH_CTX(probe_third_party), cmocka_unit_test(read_any_equals_readers)};
   /* without GDCM nothing DICOM is read, but the probe (no decoding) still runs; its output says so */
   if (s == LUMEN_ERR_NOT_BUILT) printf("lumen_io was built without DICOM (GDCM): read_any_equals_readers not run\n");
   return _cmocka_run_group_tests("formats_refdata", tests, s == LUMEN_ERR_NOT_BUILT ? 1 : 2, NULL, NULL);

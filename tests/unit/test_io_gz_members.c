@@ -110,8 +110,7 @@ static void sizes_and_threads(void **state) {
 }
 
 static void nifti_of_several_members(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_ctx_set_threads(ctx, 2);
   const int64_t dims[3] = {700, 600, 2}; /* 3.36 MB of float: 4 members */
   lumen_image *im = lumen_test_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
@@ -141,7 +140,6 @@ static void nifti_of_several_members(void **state) {
   free(all);
   remove(path);
   lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
 }
 
 /* data -> a file of lumen's members (2 threads) at path */
@@ -277,11 +275,9 @@ static void index_refuses_damage(void **state) {
 }
 
 int main(void) {
-  if (!lumen_gz_members_available()) {
-    printf("skip: lumen built without libdeflate (libdeflate-dev): .nii.gz is written by zlib\n");
-    return LUMEN_TEST_SKIP;
-  }
-  const struct CMUnitTest tests[] = {cmocka_unit_test(sizes_and_threads), cmocka_unit_test(nifti_of_several_members),
+  if (!lumen_gz_members_available())
+    return lumen_test_skip("lumen built without libdeflate (libdeflate-dev): .nii.gz is written by zlib");
+  const struct CMUnitTest tests[] = {cmocka_unit_test(sizes_and_threads), LUMEN_TEST_WITH_CTX(nifti_of_several_members),
                                      cmocka_unit_test(index_reads_any_range), cmocka_unit_test(index_refuses_damage)};
   return lumen_test_run_in_dir(g_dir, sizeof g_dir, "gz_members", tests, LUMEN_TEST_COUNT(tests), NULL, NULL);
 }

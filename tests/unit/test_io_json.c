@@ -18,8 +18,7 @@ static void write_text(const char *p, const char *text) {
 }
 
 static void sidecar_values(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const char *nii = lumen_test_join(g_dir, "sub-01_dce.nii.gz");
   char js[128];
   assert_int_equal(lumen_sidecar_path(ctx, nii, js, sizeof js), LUMEN_OK);
@@ -79,13 +78,11 @@ static void sidecar_values(void **state) {
   assert_int_equal(acq.n_frame_times, 0);
   assert_null(acq.frame_times_key);
   unlink(js);
-  lumen_ctx_destroy(ctx);
 }
 
 /* dcm2niix 4-D series: RepetitionTime is the volume time, RepetitionTimeExcitation the TR. */
 static void sidecar_tr(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const char *js = lumen_test_join(g_dir, "tr.json");
   lumen_acquisition acq;
   write_text(js, "{\"RepetitionTime\": 0.5, \"RepetitionTimeExcitation\": 0.005, \"FlipAngle\": 25}");
@@ -151,12 +148,10 @@ static void sidecar_tr(void **state) {
   } else {
     printf("reference data qiba/v4_etm_vfa/q4_dce.json not found (LUMEN_REFDATA): that check skipped\n");
   }
-  lumen_ctx_destroy(ctx);
 }
 
 static void bad_json(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const char *p = lumen_test_join(g_dir, "bad.json");
   write_text(p, "{\n  \"FlipAngle\": 15,\n  \"TR\": 0.0.4\n}\n");
   lumen_json *j = (lumen_json *)0x1;
@@ -188,12 +183,10 @@ static void bad_json(void **state) {
   assert_int_equal(lumen_json_read(ctx, missing, &j), LUMEN_ERR_IO);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), missing));
   unlink(p);
-  lumen_ctx_destroy(ctx);
 }
 
 static void write_round_trip(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const char *p = lumen_test_join(g_dir, "out.json");
   lumen_json *j = NULL;
   assert_int_equal(lumen_json_create(ctx, &j), LUMEN_OK);
@@ -246,14 +239,12 @@ static void write_round_trip(void **state) {
   free(s);
   lumen_json_free(j);
   unlink(p);
-  lumen_ctx_destroy(ctx);
 }
 
 /* A FIFO as a JSON file or sidecar is refused at once (issue 15: reading it would block forever);
    alarm() turns a hang into a failure. */
 static void non_regular_sidecar(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const char *nii = lumen_test_join(g_dir, "sub-02_dce.nii.gz");
   char js[128];
   assert_int_equal(lumen_sidecar_path(ctx, nii, js, sizeof js), LUMEN_OK);
@@ -270,9 +261,8 @@ static void non_regular_sidecar(void **state) {
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "FIFO"));
   alarm(0);
   unlink(js);
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN_IN_DIR(g_dir, "json", NULL, NULL, cmocka_unit_test(sidecar_values), cmocka_unit_test(sidecar_tr),
-                       cmocka_unit_test(bad_json), cmocka_unit_test(write_round_trip),
-                       cmocka_unit_test(non_regular_sidecar))
+LUMEN_TEST_MAIN_IN_DIR(g_dir, "json", NULL, NULL, LUMEN_TEST_WITH_CTX(sidecar_values), LUMEN_TEST_WITH_CTX(sidecar_tr),
+                       LUMEN_TEST_WITH_CTX(bad_json), LUMEN_TEST_WITH_CTX(write_round_trip),
+                       LUMEN_TEST_WITH_CTX(non_regular_sidecar))

@@ -14,30 +14,7 @@
 #include "lumen/io.h"
 #include "io/io_internal.h"
 
-static char g_dir[64];
-
-static int setup(void **state) {
-  (void)state;
-  snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-nifti-XXXXXX");
-  return mkdtemp(g_dir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  DIR *d = opendir(g_dir);
-  if (d) {
-    struct dirent *e;
-    char p[512];
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(g_dir);
-  return 0;
-}
+static char g_dir[LUMEN_TEST_DIR_SIZE]; /* each test's fresh folder (LUMEN_TEST_IN_DIR) */
 
 static char *path_of(const char *name) { return lumen_test_join(g_dir, name); }
 
@@ -142,8 +119,7 @@ static void round_trip_types(void **state) {
       lumen_image *conv = NULL;
       assert_int_equal(lumen_image_convert(ctx, im, LUMEN_DTYPE_FLOAT32, &conv), LUMEN_OK);
       assert_memory_equal(lumen_image_const_data(back), lumen_image_const_data(conv), 60 * sizeof(float));
-      lumen_image_free(conv);
-      lumen_image_free(back);
+      LUMEN_TEST_FREE_IMAGES(conv, back);
     }
     lumen_image_free(im);
   }
@@ -196,9 +172,7 @@ static void scaling_each_integer_type(void **state) {
       assert_false(info.scaled);
       assert_int_equal(lumen_image_dtype(back), k_types[k]);
       assert_memory_equal(lumen_image_const_data(back), lumen_image_const_data(im), (size_t)lumen_image_nbytes(im));
-      lumen_image_free(back);
-      lumen_image_free(conv);
-      lumen_image_free(im);
+      LUMEN_TEST_FREE_IMAGES(back, conv, im);
     }
   }
   lumen_ctx_destroy(ctx);
@@ -248,8 +222,7 @@ static void geometry_and_intent(void **state) {
       assert_int_equal(info.sform_code, 1);
       assert_int_equal(info.qform_code, 1);
       assert_memory_equal(lumen_image_const_data(back), lumen_image_const_data(im), (size_t)lumen_image_nbytes(im));
-      lumen_image_free(back);
-      lumen_image_free(im);
+      LUMEN_TEST_FREE_IMAGES(back, im);
     }
   }
   /* qform only (sform_code 0 in the file): the rigid affine comes back from the quaternion */
@@ -282,8 +255,7 @@ static void geometry_and_intent(void **state) {
   const uint16_t *h = lumen_image_const_data(im);
   const float *f = lumen_image_const_data(back);
   for (int i = 0; i < 24; i++) assert_true(f[i] == lumen_half_to_float(h[i]));
-  lumen_image_free(back);
-  lumen_image_free(im);
+  LUMEN_TEST_FREE_IMAGES(back, im);
   /* intent names over 15 characters are refused */
   im = make_image(ctx, 3, dims, LUMEN_DTYPE_FLOAT32);
   lumen_nifti_write_opts wo = {0};
@@ -764,19 +736,18 @@ static void argument_checks(void **state) {
   lumen_image *back = NULL;
   assert_int_equal(lumen_nifti_read(ctx, path_of("wide.nii"), NULL, &back, NULL), LUMEN_OK);
   assert_true(lumen_image_dim(back, 0) == 40000);
-  lumen_image_free(back);
-  lumen_image_free(im);
+  LUMEN_TEST_FREE_IMAGES(back, im);
   assert_true(lumen_io_default_max_bytes() > 0 && lumen_io_default_max_bytes() <= (INT64_C(16) << 30));
   lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test_setup_teardown(round_trip_types, setup, teardown),
-                cmocka_unit_test_setup_teardown(scaling_each_integer_type, setup, teardown),
-                cmocka_unit_test_setup_teardown(geometry_and_intent, setup, teardown),
-                cmocka_unit_test_setup_teardown(hostile_headers, setup, teardown),
-                cmocka_unit_test_setup_teardown(overwrite_and_failures, setup, teardown),
-                cmocka_unit_test_setup_teardown(argument_checks, setup, teardown),
-                cmocka_unit_test_setup_teardown(non_regular_inputs, setup, teardown),
-                cmocka_unit_test_setup_teardown(trailing_gzip_data, setup, teardown),
-                cmocka_unit_test_setup_teardown(overwrite_only_regular_files, setup, teardown),
+LUMEN_TEST_MAIN(LUMEN_TEST_IN_DIR(round_trip_types, g_dir),
+                LUMEN_TEST_IN_DIR(scaling_each_integer_type, g_dir),
+                LUMEN_TEST_IN_DIR(geometry_and_intent, g_dir),
+                LUMEN_TEST_IN_DIR(hostile_headers, g_dir),
+                LUMEN_TEST_IN_DIR(overwrite_and_failures, g_dir),
+                LUMEN_TEST_IN_DIR(argument_checks, g_dir),
+                LUMEN_TEST_IN_DIR(non_regular_inputs, g_dir),
+                LUMEN_TEST_IN_DIR(trailing_gzip_data, g_dir),
+                LUMEN_TEST_IN_DIR(overwrite_only_regular_files, g_dir),
                 cmocka_unit_test(real_disk_full))

@@ -23,8 +23,7 @@ static int built(void) {
 }
 
 static void round_trips(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t dims[2] = {37, 23};
   /* 8 bit */
   lumen_image *im = lumen_test_image(ctx, 2, dims, LUMEN_DTYPE_UINT8);
@@ -65,7 +64,6 @@ static void round_trips(void **state) {
   assert_true(((const float *)lumen_image_const_data(back))[5] == 5 * 77 + 1);
   lumen_image_free(back);
   lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
 }
 
 static void scaling(void **state) {
@@ -133,8 +131,7 @@ static void write_rgb(const char *p, int w, int h, const unsigned char *rgb) {
 }
 
 static void colour_and_hostile(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const unsigned char rgb[2 * 3] = {255, 0, 0, 100, 100, 100};
   const char *p = path_of("rgb.png");
   write_rgb(p, 2, 1, rgb);
@@ -207,14 +204,12 @@ static void colour_and_hostile(void **state) {
   lumen_image_free(im);
   unlink(full);
   unlink(h);
-  lumen_ctx_destroy(ctx);
 }
 
 /* A FIFO (or any non-regular file) as a PNG input is refused at once, never opened for a blocking
    read (issue 15); alarm() turns a hang into a failure. */
 static void non_regular_input(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const char *fifo = path_of("fifo.png");
   unlink(fifo);
   assert_int_equal(mkfifo(fifo, 0600), 0);
@@ -231,7 +226,6 @@ static void non_regular_input(void **state) {
   assert_int_equal(s, LUMEN_ERR_IO);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "character device"));
   unlink(fifo);
-  lumen_ctx_destroy(ctx);
 }
 
 static int cleanup(void **state) {
@@ -242,11 +236,8 @@ static int cleanup(void **state) {
 }
 
 int main(void) {
-  if (!built()) {
-    printf("lumen_io was built without libpng: skipped\n");
-    return LUMEN_TEST_SKIP;
-  }
-  const struct CMUnitTest tests[] = {cmocka_unit_test(round_trips), cmocka_unit_test(scaling),
-                                     cmocka_unit_test(colour_and_hostile), cmocka_unit_test(non_regular_input)};
+  if (!built()) return lumen_test_skip("lumen_io was built without libpng");
+  const struct CMUnitTest tests[] = {LUMEN_TEST_WITH_CTX(round_trips), cmocka_unit_test(scaling),
+                                     LUMEN_TEST_WITH_CTX(colour_and_hostile), LUMEN_TEST_WITH_CTX(non_regular_input)};
   return lumen_test_run_in_dir(g_dir, sizeof g_dir, "png", tests, LUMEN_TEST_COUNT(tests), NULL, cleanup);
 }

@@ -4,6 +4,7 @@
    (and the threaded read's own words when the file shrinks under it, or for a read error),
    progress that rises to 1, and cancellation. */
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 
 enum { NX = 1024, NY = 1024, NZ = 20 }; /* 80 MiB of float32: above the threaded read's 64 MiB */
 
-static char g_dir[64];
+static char g_dir[LUMEN_TEST_DIR_SIZE]; /* each test's fresh folder, which it empties */
 
 static float value(int64_t i) { return (float)((i * 37) % 1000003) * 0.5f - 3.0f; }
 
@@ -23,8 +24,9 @@ static int16_t stored16(int64_t i) { return (int16_t)((i * 37) % 1000003 % 30000
 
 /* A NIfTI-1 file of NX x NY x NZ float32 values (or, i16 = 1, NX x NY x 2 NZ int16 with scl_slope
    0.5, scl_inter -3), vox_offset 352, written byte by byte in the given byte order (big = 1:
-   big-endian header and data). */
-static void write_raw(const char *path, int big, int i16) {
+   big-endian header and data), g_dir/name: its path. */
+static const char *write_raw(const char *name, int big, int i16) {
+  const char *path = lumen_test_join(g_dir, name);
   unsigned char h[352];
   memset(h, 0, sizeof h);
 #define PUT(off, v, size)                                                                  \
@@ -71,6 +73,7 @@ static void write_raw(const char *path, int big, int i16) {
     assert_int_equal(fwrite(buf, 1, (size_t)(es * ROW), f), (size_t)(es * ROW));
   }
   assert_int_equal(fclose(f), 0);
+  return path;
 }
 
 static lumen_image *read_with(int threads, const char *path, lumen_status want, char *msg, size_t msg_size) {
@@ -89,8 +92,7 @@ static void same_values_both_byte_orders(void **state) {
     const int big = v & 1, i16 = v >> 1;
     char name[64];
     snprintf(name, sizeof name, "%s-%s.nii", i16 ? "int16" : "float32", big ? "big" : "little");
-    const char *path = lumen_test_join(g_dir, name);
-    write_raw(path, big, i16);
+    const char *path = write_raw(name, big, i16);
     lumen_image *one = read_with(1, path, LUMEN_OK, NULL, 0), *two = read_with(2, path, LUMEN_OK, NULL, 0);
     lumen_image *three = read_with(3, path, LUMEN_OK, NULL, 0);
     lumen_test_assert_images_equal(one, two);
@@ -101,17 +103,14 @@ static void same_values_both_byte_orders(void **state) {
     int64_t wrong = 0;
     for (int64_t i = 0; i < n; ++i) wrong += d[i] != (i16 ? (float)((double)stored16(i) * 0.5 - 3.0) : value(i));
     assert_int_equal(wrong, 0);
-    lumen_image_free(one);
-    lumen_image_free(two);
-    lumen_image_free(three);
+    LUMEN_TEST_FREE_IMAGES(one, two, three);
     unlink(path);
   }
 }
 
 static void truncated_file_same_error(void **state) {
   (void)state;
-  const char *path = lumen_test_join(g_dir, "cut.nii");
-  write_raw(path, 0, 0);
+  const char *path = write_raw("cut.nii", 0, 0);
   /* cut inside the fourth 16 MiB slice, 3 bytes into an element: the header check refuses it
      before any voxel is read, with the same message whatever the thread count */
   const int64_t keep = 352 + ((int64_t)50 << 20) + 3, total = (int64_t)NX * NY * NZ * 4;
@@ -147,57 +146,31 @@ static void truncated_file_same_error(void **state) {
   unlink(path);
 }
 
-typedef struct recorder {
-  int n, cancel_at;
-  double last;
-  int rising;
-} recorder;
-
-static int record(void *user, double fraction, const char *stage) {
-  recorder *r = user;
-  (void)stage;
-  if (r->n > 0 && !(fraction > r->last)) r->rising = 0;
-  r->last = fraction;
-  return r->n++ == r->cancel_at;
-}
-
 static void progress_and_cancel(void **state) {
   (void)state;
-  const char *path = lumen_test_join(g_dir, "progress.nii");
-  write_raw(path, 0, 0);
+  const char *path = write_raw("progress.nii", 0, 0);
   for (int cancel = -1; cancel <= 1; ++cancel) {
     lumen_ctx *ctx = lumen_test_ctx();
     assert_int_equal(lumen_ctx_set_threads(ctx, 2), LUMEN_OK);
-    recorder rec = {0, cancel, 0, 1};
-    assert_int_equal(lumen_ctx_set_progress(ctx, record, &rec), LUMEN_OK);
+    lumen_test_progress rec = {.rising = 1, .cancel_at_call = cancel, .cancel_at_fraction = INFINITY};
+    assert_int_equal(lumen_ctx_set_progress(ctx, lumen_test_record_progress, &rec), LUMEN_OK);
     lumen_image *im = NULL;
     lumen_status s = lumen_nifti_read(ctx, path, NULL, &im, NULL);
     if (cancel < 0) { /* 0, a fraction after each round of 128 MiB (80 MiB: none), 1 */
       assert_int_equal(s, LUMEN_OK);
       assert_true(rec.rising);
-      assert_true(rec.n >= 2 && rec.last == 1.0);
+      assert_true(rec.calls >= 2 && rec.last == 1.0);
       lumen_image_free(im);
     } else {
       assert_int_equal(s, LUMEN_ERR_CANCELLED);
       assert_null(im);
-      assert_int_equal(rec.n, cancel + 1);
+      assert_int_equal(rec.calls, cancel + 1);
     }
     lumen_ctx_destroy(ctx);
   }
   unlink(path);
 }
 
-static int setup(void **state) {
-  (void)state;
-  snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-pread-XXXXXX");
-  return mkdtemp(g_dir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  return rmdir(g_dir);
-}
-
-LUMEN_TEST_MAIN(cmocka_unit_test_setup_teardown(same_values_both_byte_orders, setup, teardown),
-                cmocka_unit_test_setup_teardown(truncated_file_same_error, setup, teardown),
-                cmocka_unit_test_setup_teardown(progress_and_cancel, setup, teardown))
+LUMEN_TEST_MAIN(LUMEN_TEST_IN_DIR_LEFT_EMPTY(same_values_both_byte_orders, g_dir),
+                LUMEN_TEST_IN_DIR_LEFT_EMPTY(truncated_file_same_error, g_dir),
+                LUMEN_TEST_IN_DIR_LEFT_EMPTY(progress_and_cancel, g_dir))

@@ -42,11 +42,8 @@ static void qiba_dce(void **state) {
 }
 
 int main(void) {
-  char *p = lumen_test_refdata_path("qiba/v6_tofts/q6_dce.nii.gz");
-  if (!p) {
-    printf("reference data qiba/v6_tofts/q6_dce.nii.gz not found (LUMEN_REFDATA): skipped\n");
-    return LUMEN_TEST_SKIP;
-  }
+  char *p = lumen_test_refdata_needed("qiba/v6_tofts/q6_dce.nii.gz");
+  if (!p) return LUMEN_TEST_SKIP;
   const struct CMUnitTest tests[] = {cmocka_unit_test_prestate(qiba_dce, p)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   free(p);

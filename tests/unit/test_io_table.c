@@ -28,8 +28,7 @@ static void expect_format_error(lumen_ctx *ctx, const char *text, const lumen_ta
 }
 
 static void good_tables(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_table t;
   const char *text = "\xef\xbb\xbf# time, aif\n"
                      "\n"
@@ -74,12 +73,10 @@ static void good_tables(void **state) {
   assert_true(t.rows == 3 && t.cols == 3 && t.row_cols[1] == 1);
   assert_true(t.values[3] == 4 && isnan(t.values[4]) && isnan(t.values[5]) && t.values[7] == 6);
   lumen_table_clear(&t);
-  lumen_ctx_destroy(ctx);
 }
 
 static void bad_tables(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_table t;
   assert_int_equal(parse(ctx, "1, 2\n3, x4\n", NULL, &t), LUMEN_ERR_FORMAT);
   expect_msg(ctx, "curve.txt:2:4: 'x4' is not a number");
@@ -122,14 +119,12 @@ static void bad_tables(void **state) {
   assert_int_equal(lumen_read_table(ctx, p, NULL, &t), LUMEN_ERR_IO);
   expect_msg(ctx, p);
   rmdir(dir);
-  lumen_ctx_destroy(ctx);
 }
 
 /* A FIFO as a table (--curves, --times, --aif) is refused at once, never read (issue 15); alarm()
    turns a hang into a failure. */
 static void non_regular_table(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   char dir[] = "/tmp/lumen-test-table-fifo-XXXXXX";
   assert_non_null(mkdtemp(dir));
   char p[128];
@@ -145,9 +140,8 @@ static void non_regular_table(void **state) {
   expect_msg(ctx, "is a folder, expected a regular file");
   unlink(p);
   rmdir(dir);
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(good_tables),
-                cmocka_unit_test(bad_tables),
-                cmocka_unit_test(non_regular_table))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(good_tables),
+                LUMEN_TEST_WITH_CTX(bad_tables),
+                LUMEN_TEST_WITH_CTX(non_regular_table))

@@ -103,59 +103,57 @@ static void compare(gridset *s, lumen_model m, const double *p, const ode *o, co
   s->g.conv = LUMEN_CONV_EXACT; s->gf.conv = LUMEN_CONV_EXACT;
 }
 
-static void test_tofts_etofts(void **state) {
-  (void)state;
+/* One model check at the point p on the grid s, whose name is grid. */
+typedef void (*point_check)(gridset *s, const double *p, const char *grid);
+
+/* check at each of the n points of pts (np numbers each), on the uniform grid, then the irregular one. */
+static void over_grids(point_check check, const double *pts, size_t n, size_t np) {
   static gridset s;
-  const double pts[][3] = {{0.25, 0.3, 0.05}, {0.02, 0.1, 0.005}, {0.35, 0.05, 0.1}, {1.0, 0.8, 0.02}};
   for (int irr = 0; irr < 2; ++irr) {
     make(&s, irr);
-    for (int j = 0; j < 4; ++j) {
-      double kt = pts[j][0], ve = pts[j][1], vp = pts[j][2];
-      /* ve ce' = Ktrans (ca - ce); Ct = ve ce (+ vp ca) */
-      ode o = {-kt / ve, 0, 0, -1, kt / ve, 0, ve, 0, 0};
-      compare(&s, LUMEN_MODEL_TOFTS, pts[j], &o, irr ? "irregular" : "uniform");
-      o.c2 = vp;
-      compare(&s, LUMEN_MODEL_ETOFTS, pts[j], &o, irr ? "irregular" : "uniform");
-    }
+    for (size_t j = 0; j < n; ++j) check(&s, pts + j * np, irr ? "irregular" : "uniform");
   }
 }
 
-static void test_2cum(void **state) {
-  (void)state;
-  static gridset s;
-  const double pts[][3] = {{0.1, 0.5, 0.1}, {0.01, 1.2, 0.05}, {0.3, 0.4, 1.0}, {0.05, 8.0, 0.02}};
-  for (int irr = 0; irr < 2; ++irr) {
-    make(&s, irr);
-    for (int j = 0; j < 4; ++j) {
-      double kt = pts[j][0], fp = pts[j][1], tp = pts[j][2];
-      double ps = kt * fp / (fp - kt), vp = (fp + ps) * tp;
-      /* vp cp' = Fp (ca - cp) - PS cp; z1' = PS cp (extravascular amount); Ct = vp cp + z1 */
-      ode o = {-(fp + ps) / vp, 0, ps, 0, fp / vp, 0, vp, 1, 0};
-      compare(&s, LUMEN_MODEL_2CUM, pts[j], &o, irr ? "irregular" : "uniform");
-    }
-  }
+/* (Ktrans, ve, vp): ve ce' = Ktrans (ca - ce); Ct = ve ce (+ vp ca) */
+static void tofts_etofts_at(gridset *s, const double *p, const char *grid) {
+  double kt = p[0], ve = p[1], vp = p[2];
+  ode o = {-kt / ve, 0, 0, -1, kt / ve, 0, ve, 0, 0};
+  compare(s, LUMEN_MODEL_TOFTS, p, &o, grid);
+  o.c2 = vp;
+  compare(s, LUMEN_MODEL_ETOFTS, p, &o, grid);
 }
 
-static void test_2cxm(void **state) {
-  (void)state;
-  static gridset s;
-  /* public (PS, ve, vp, Fp), including float-hostile corners: tiny PS, tiny vp, huge Fp */
-  const double pts[][4] = {{0.1, 0.2, 0.05, 0.6}, {0.05, 0.3, 0.1, 1.0}, {0.3, 0.15, 0.03, 0.4},
-                           {1e-3, 0.2, 0.05, 0.6}, {0.02, 0.1, 0.002, 5.0}, {2.0, 0.5, 0.02, 0.1},
-                           {0.05, 0.05, 0.3, 0.05}};
-  for (int irr = 0; irr < 2; ++irr) {
-    make(&s, irr);
-    for (size_t j = 0; j < sizeof pts / sizeof pts[0]; ++j) {
-      double ps = pts[j][0], ve = pts[j][1], vp = pts[j][2], fp = pts[j][3];
-      double p[4] = {ps / (fp + ps), ve, vp, fp};
-      /* vp cp' = Fp (ca - cp) - PS (cp - ce); ve ce' = PS (cp - ce); Ct = vp cp + ve ce */
-      ode o = {-(fp + ps) / vp, ps / vp, ps / ve, -ps / ve, fp / vp, 0, vp, ve, 0};
-      char label[160];
-      snprintf(label, sizeof label, "%s PS %g ve %g vp %g Fp %g", irr ? "irregular" : "uniform", ps, ve, vp, fp);
-      compare(&s, LUMEN_MODEL_2CXM, p, &o, label);
-    }
-  }
+static const double tofts_points[] = {0.25, 0.3, 0.05, 0.02, 0.1, 0.005, 0.35, 0.05, 0.1, 1.0, 0.8, 0.02};
+
+/* (Ktrans, Fp, Tp): vp cp' = Fp (ca - cp) - PS cp; z1' = PS cp (extravascular amount); Ct = vp cp + z1 */
+static void twocum_at(gridset *s, const double *p, const char *grid) {
+  double kt = p[0], fp = p[1], tp = p[2];
+  double ps = kt * fp / (fp - kt), vp = (fp + ps) * tp;
+  ode o = {-(fp + ps) / vp, 0, ps, 0, fp / vp, 0, vp, 1, 0};
+  compare(s, LUMEN_MODEL_2CUM, p, &o, grid);
 }
+
+static const double twocum_points[] = {0.1, 0.5, 0.1, 0.01, 1.2, 0.05, 0.3, 0.4, 1.0, 0.05, 8.0, 0.02};
+
+/* public (PS, ve, vp, Fp): vp cp' = Fp (ca - cp) - PS (cp - ce); ve ce' = PS (cp - ce); Ct = vp cp + ve ce */
+static void twocxm_at(gridset *s, const double *pub, const char *grid) {
+  double ps = pub[0], ve = pub[1], vp = pub[2], fp = pub[3];
+  double p[4] = {ps / (fp + ps), ve, vp, fp};
+  ode o = {-(fp + ps) / vp, ps / vp, ps / ve, -ps / ve, fp / vp, 0, vp, ve, 0};
+  char label[160];
+  snprintf(label, sizeof label, "%s PS %g ve %g vp %g Fp %g", grid, ps, ve, vp, fp);
+  compare(s, LUMEN_MODEL_2CXM, p, &o, label);
+}
+
+/* including float-hostile corners: tiny PS, tiny vp, huge Fp */
+static const double twocxm_points[] = {0.1,  0.2, 0.05, 0.6, /**/ 0.05, 0.3, 0.1,   1.0, /**/ 0.3, 0.15, 0.03, 0.4,
+                                       1e-3, 0.2, 0.05, 0.6, /**/ 0.02, 0.1, 0.002, 5.0, /**/ 2.0, 0.5,  0.02, 0.1,
+                                       0.05, 0.05, 0.3, 0.05};
+
+static void test_tofts_etofts(void **state) { (void)state; over_grids(tofts_etofts_at, tofts_points, 4, 3); }
+static void test_2cum(void **state) { (void)state; over_grids(twocum_at, twocum_points, 4, 3); }
+static void test_2cxm(void **state) { (void)state; over_grids(twocxm_at, twocxm_points, 7, 4); }
 
 int main(void) {
   const struct CMUnitTest tests[] = {

@@ -153,9 +153,22 @@ static void same_result(lumen_ctx *ctx, const char *name, const char *text, lume
   lumen_image_free(direct);
 }
 
+/* s = fn(ctx, in, o, the outputs given) when the entry e names fn */
+#define CALL_NAMED(fn, ...) \
+  if (!strcmp(e, #fn)) s = fn(ctx, in, (void *)o, __VA_ARGS__)
+/* The entries called as fn(ctx, in, opts, &out); CALL_IMAGE_TO_IMAGE chains their calls with
+   "else", so that a list of them goes before the first CALL_NAMED. */
+#define IMAGE_TO_IMAGE_ENTRIES(X)                                                           \
+  X(lumen_filter_gaussian) X(lumen_filter_dog) X(lumen_filter_gaussian_laplace)             \
+  X(lumen_filter_median) X(lumen_filter_gamma) X(lumen_filter_abs) X(lumen_filter_contrast) \
+  X(lumen_filter_bandpass) X(lumen_filter_sauvola) X(lumen_filter_local_variance)           \
+  X(lumen_filter_variance_binarize) X(lumen_filter_morphology) X(lumen_filter_fill_holes)   \
+  X(lumen_filter_largest_component) X(lumen_segment_tophat) X(lumen_segment_region_grow)    \
+  X(lumen_segment_breast_mask) X(lumen_segment_window)
+#define CALL_IMAGE_TO_IMAGE(fn) CALL_NAMED(fn, &out); else
+
 static void test_run_by_name_equals_direct(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *in = test_image(ctx), *out = NULL;
   lumen_status s;
   double nan = NAN;
@@ -172,40 +185,23 @@ static void test_run_by_name_equals_direct(void **state) {
     s = LUMEN_ERR_INTERNAL;
     const char *e = op->entry;
     if (!e) continue; /* a one-file op: reached by name only (its own test) */
-    if (!strcmp(e, "lumen_filter_gaussian")) s = lumen_filter_gaussian(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_dog")) s = lumen_filter_dog(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_gaussian_laplace")) s = lumen_filter_gaussian_laplace(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_median")) s = lumen_filter_median(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_gamma")) s = lumen_filter_gamma(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_abs")) s = lumen_filter_abs(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_contrast")) s = lumen_filter_contrast(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_bandpass")) s = lumen_filter_bandpass(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_otsu")) s = lumen_filter_otsu(ctx, in, (void *)o, &v, &out);
-    else if (!strcmp(e, "lumen_filter_sauvola")) s = lumen_filter_sauvola(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_local_variance")) s = lumen_filter_local_variance(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_variance_binarize")) s = lumen_filter_variance_binarize(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_morphology")) s = lumen_filter_morphology(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_fill_holes")) s = lumen_filter_fill_holes(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_filter_largest_component")) s = lumen_filter_largest_component(ctx, in, (void *)o, &out);
+    IMAGE_TO_IMAGE_ENTRIES(CALL_IMAGE_TO_IMAGE)
+    CALL_NAMED(lumen_filter_otsu, &v, &out);
     else if (!strcmp(e, "lumen_filter_label")) {
       int64_t n = 0;
       s = lumen_filter_label(ctx, in, (void *)o, &out, &n);
       v = (double)n;
-    } else if (!strcmp(e, "lumen_filter_entropy")) s = lumen_filter_entropy(ctx, in, (void *)o, &v);
-    else if (!strcmp(e, "lumen_filter_variance")) s = lumen_filter_variance(ctx, in, (void *)o, NULL, &v);
-    else if (!strcmp(e, "lumen_segment_febds")) s = lumen_segment_febds(ctx, in, (void *)o, &out, &v);
-    else if (!strcmp(e, "lumen_segment_tophat")) s = lumen_segment_tophat(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_segment_kmeans")) s = lumen_segment_kmeans(ctx, in, (void *)o, &out, NULL);
-    else if (!strcmp(e, "lumen_segment_fcm")) s = lumen_segment_fcm(ctx, in, (void *)o, &out, NULL);
-    else if (!strcmp(e, "lumen_segment_pfcm")) s = lumen_segment_pfcm(ctx, in, (void *)o, &out, NULL);
-    else if (!strcmp(e, "lumen_segment_region_grow")) s = lumen_segment_region_grow(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_segment_breast_mask")) s = lumen_segment_breast_mask(ctx, in, (void *)o, &out);
-    else if (!strcmp(e, "lumen_segment_window")) s = lumen_segment_window(ctx, in, (void *)o, &out);
+    } else CALL_NAMED(lumen_filter_entropy, &v);
+    else CALL_NAMED(lumen_filter_variance, NULL, &v);
+    else CALL_NAMED(lumen_segment_febds, &out, &v);
+    else CALL_NAMED(lumen_segment_kmeans, &out, NULL);
+    else CALL_NAMED(lumen_segment_fcm, &out, NULL);
+    else CALL_NAMED(lumen_segment_pfcm, &out, NULL);
     else if (!strcmp(e, "lumen_segment_normalize_bits")) {
       int bits = 0;
       s = lumen_segment_normalize_bits(ctx, in, (void *)o, &out, &bits);
       v = bits;
-    } else if (!strcmp(e, "lumen_segment_grail")) s = lumen_segment_grail(ctx, in, (void *)o, &out, NULL);
+    } else CALL_NAMED(lumen_segment_grail, &out, NULL);
     else fail_msg("%s: no direct call in this test", op->name);
     if (s == LUMEN_ERR_NOT_BUILT) { /* bandpass without FFTW: both say so */
       same_result(ctx, op->name, "", s, out, nan, in);
@@ -256,12 +252,7 @@ static void test_run_by_name_equals_direct(void **state) {
   s = lumen_segment_febds(ctx, in, &fb, &out, &thr);
   same_result(ctx, "febds", "method=log no_fill_holes", s, out, thr, in);
   static const float kern[6] = {1, 2, 1, 0, -1, 3};
-  lumen_convolve_opts cv;
-  lumen_convolve_opts_init(&cv);
-  cv.kernel = kern;
-  cv.kernel_ndim = 2;
-  cv.kernel_dims[0] = 3;
-  cv.kernel_dims[1] = 2;
+  lumen_convolve_opts cv = lumen_test_convolve_2d(kern, 3, 2);
   cv.kernel_dims[2] = 1;
   s = lumen_filter_convolve(ctx, in, &cv, &out);
   same_result(ctx, "convolve", "kernel=1,2,1,0,-1,3 kernel_dims=3,2", s, out, nan, in);
@@ -279,7 +270,6 @@ static void test_run_by_name_equals_direct(void **state) {
   s = lumen_segment_region_grow(ctx, in, &rg, &out);
   same_result(ctx, "region_grow", "seed_point=12,9 threshold=500", s, out, nan, in);
   lumen_image_free(in);
-  lumen_ctx_destroy(ctx);
 }
 
 /* ------------------------------------------------------------------ errors */
@@ -294,8 +284,7 @@ static void expect_error(lumen_ctx *ctx, const lumen_image *in, const char *op, 
 }
 
 static void test_range_errors(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *in = test_image(ctx);
   expect_error(ctx, in, "gaussian", "sigma=-1", "gaussian: sigma is -1, expected > 0");
   expect_error(ctx, in, "median", "size=4", "median: size is 4, expected an odd size 1..255");
@@ -328,14 +317,12 @@ static void test_range_errors(void **state) {
   lumen_op_option_range_text(lumen_op_option_find(lumen_op_find("window"), "width"), range, sizeof range);
   assert_string_equal(range, "auto (nan) or > 0");
   lumen_image_free(in);
-  lumen_ctx_destroy(ctx);
 }
 
 /* every lower bound of the registry is one the library refuses too: the value just under it,
    set straight into the options struct, fails with INVALID_ARGUMENT */
 static void test_lower_bounds_match_the_library(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *in = test_image(ctx);
   int checked = 0;
   for (int k = 0; k < lumen_op_count(); k++) {
@@ -372,16 +359,15 @@ static void test_lower_bounds_match_the_library(void **state) {
   }
   assert_true(checked >= 60);
   lumen_image_free(in);
-  lumen_ctx_destroy(ctx);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_every_op_by_name_and_alias),
     cmocka_unit_test(test_defaults_equal_opts_init),
-    cmocka_unit_test(test_run_by_name_equals_direct),
-    cmocka_unit_test(test_range_errors),
-    cmocka_unit_test(test_lower_bounds_match_the_library),
+    LUMEN_TEST_WITH_CTX(test_run_by_name_equals_direct),
+    LUMEN_TEST_WITH_CTX(test_range_errors),
+    LUMEN_TEST_WITH_CTX(test_lower_bounds_match_the_library),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

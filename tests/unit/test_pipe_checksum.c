@@ -16,8 +16,7 @@ static void write_file(const char *path, const unsigned char *p, size_t n) {
 }
 
 static void known_values(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   char dir[] = "/tmp/lumen-sum-XXXXXX", path[64], hex[17];
   assert_non_null(mkdtemp(dir));
   snprintf(path, sizeof path, "%s/f", dir);
@@ -43,10 +42,9 @@ static void known_values(void **state) {
   assert_int_equal(lumen_pipe_checksum_file(ctx, dir, hex), LUMEN_ERR_IO);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "not a regular file"));
   assert_int_equal(rmdir(dir), 0);
-  lumen_ctx_destroy(ctx);
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(known_values)};
+  const struct CMUnitTest tests[] = {LUMEN_TEST_WITH_CTX(known_values)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

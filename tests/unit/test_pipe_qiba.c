@@ -304,11 +304,8 @@ static void qiba_v4_vfa(void **state) {
 }
 
 int main(void) {
-  char *p = lumen_test_refdata_path("qiba/v6_tofts/q6_dce.nii.gz");
-  if (!p) {
-    printf("reference data qiba/ not found (LUMEN_REFDATA): skipped\n");
-    return LUMEN_TEST_SKIP;
-  }
+  char *p = lumen_test_refdata_needed("qiba/v6_tofts/q6_dce.nii.gz");
+  if (!p) return LUMEN_TEST_SKIP;
   const struct CMUnitTest tests[] = {cmocka_unit_test_prestate(qiba_v6_tofts, p),
                                      cmocka_unit_test_prestate(qiba_v6_rocketship_preset_at_bound, p),
                                      cmocka_unit_test(qiba_v4_etm),

@@ -10,8 +10,7 @@
 #include "lumen/pipeline.h"
 
 static void config_keys(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_pipe_config c;
   lumen_pipe_config_init(&c);
   int known = -1;
@@ -51,7 +50,6 @@ static void config_keys(void **state) {
   assert_non_null(strstr(lumen_ctx_last_error(ctx), ":1: expected 'key = value'"));
   unlink(path);
   lumen_pipe_config_clear(&c);
-  lumen_ctx_destroy(ctx);
 }
 
 static void ccc_and_arrival(void **state) {
@@ -67,8 +65,7 @@ static void ccc_and_arrival(void **state) {
 }
 
 static void biexp_aif(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   enum { N = 120 };
   double t[N], cb[N], fit[N], p[6];
   for (int i = 0; i < N; ++i) {
@@ -81,12 +78,10 @@ static void biexp_aif(void **state) {
   lumen_test_assert_close(p[1], 1.5, 0.05, 0.01, "B");
   lumen_test_assert_close(p[2], 4.0, 0.05, 0.02, "c");
   lumen_test_assert_close(p[3], 0.1, 0.01, 0.05, "d");
-  lumen_ctx_destroy(ctx);
 }
 
 static void checksum(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   char path[] = "/tmp/lumen-pipe-sum-XXXXXX";
   int fd = mkstemp(path);
   assert_true(fd >= 0);
@@ -97,11 +92,10 @@ static void checksum(void **state) {
   assert_string_equal(hex, "e6c632b61e964e1f");  /* XXH3 64-bit of "a" (xxhsum -H3) */
   unlink(path);
   assert_int_equal(lumen_pipe_checksum_file(ctx, path, hex), LUMEN_ERR_IO);
-  lumen_ctx_destroy(ctx);
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(config_keys), cmocka_unit_test(ccc_and_arrival),
-                                     cmocka_unit_test(biexp_aif), cmocka_unit_test(checksum)};
+  const struct CMUnitTest tests[] = {LUMEN_TEST_WITH_CTX(config_keys), cmocka_unit_test(ccc_and_arrival),
+                                     LUMEN_TEST_WITH_CTX(biexp_aif), LUMEN_TEST_WITH_CTX(checksum)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

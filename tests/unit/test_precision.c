@@ -36,12 +36,7 @@ static uint32_t f2u(float f) { return (float_word){.f = f}.u; }
 static float u2f(uint32_t u) { return (float_word){.u = u}.f; }
 
 static uint64_t splitmix_state;
-static uint64_t splitmix(void) {
-  uint64_t z = (splitmix_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+static uint64_t splitmix(void) { return lumen_test_splitmix64(&splitmix_state); }
 
 /* Value of a non-negative half pattern 0x0000 .. 0x7C00 from the definition; 0x7C00 gives
    65536, the value the next binade would start with, which stands for "overflow to Inf". */
@@ -87,39 +82,40 @@ static uint32_t nearest_even(const double *table, uint32_t last, double x) {
   return (lo & 1u) ? hi : lo;
 }
 
-static uint16_t ref_f32_to_f16(uint32_t u) {
+/* A 16-bit format as the references see it: its value table (overflow index last), the value of
+   a pattern from the definition, its Inf pattern, and its NaN payload (quiet bit, payload mask,
+   the shift between float's mantissa and its own). */
+typedef struct ref_format {
+  const double *table;
+  uint32_t last;
+  double (*value)(uint32_t pattern);
+  uint32_t inf, quiet, payload;
+  int shift;
+} ref_format;
+static const ref_format half_format = {half_table, HALF_LAST, half_value, 0x7C00u, 0x0200u, 0x1FFu, 13};
+static const ref_format bf16_format = {bf16_table, BF16_LAST, bf16_value, 0x7F80u, 0x0040u, 0x3Fu, 16};
+
+static uint16_t ref_from_f32(const ref_format *f, uint32_t u) {
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t a = u & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return (uint16_t)(sign | 0x7C00u | 0x0200u | ((a >> 13) & 0x1FFu));
-  if (a == 0x7F800000u) return (uint16_t)(sign | 0x7C00u);
-  return (uint16_t)(sign | nearest_even(half_table, HALF_LAST, (double)u2f(a)));
+  if (a > 0x7F800000u) return (uint16_t)(sign | f->inf | f->quiet | ((a >> f->shift) & f->payload));
+  if (a == 0x7F800000u) return (uint16_t)(sign | f->inf);
+  return (uint16_t)(sign | nearest_even(f->table, f->last, (double)u2f(a)));
 }
+static uint16_t ref_f32_to_f16(uint32_t u) { return ref_from_f32(&half_format, u); }
+static uint16_t ref_f32_to_bf16(uint32_t u) { return ref_from_f32(&bf16_format, u); }
 
-static uint16_t ref_f32_to_bf16(uint32_t u) {
-  const uint32_t sign = (u >> 16) & 0x8000u;
-  const uint32_t a = u & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return (uint16_t)(sign | 0x7F80u | 0x0040u | ((a >> 16) & 0x3Fu));
-  if (a == 0x7F800000u) return (uint16_t)(sign | 0x7F80u);
-  return (uint16_t)(sign | nearest_even(bf16_table, BF16_LAST, (double)u2f(a)));
-}
-
-/* Expected float bits of a half / bfloat16 pattern, from the definition. */
-static uint32_t ref_f16_to_f32(uint16_t h) {
+/* Expected float bits of a half / bfloat16 pattern, from the definition (every value of either
+   format is a float exactly). */
+static uint32_t ref_to_f32(const ref_format *f, uint16_t h) {
   const uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
   const uint32_t a = h & 0x7FFFu;
-  if (a > 0x7C00u) return sign | 0x7F800000u | 0x00400000u | ((a & 0x1FFu) << 13);
-  if (a == 0x7C00u) return sign | 0x7F800000u;
-  const double v = half_value(a);
-  return sign | f2u((float)v);  /* every half value is a float exactly */
+  if (a > f->inf) return sign | 0x7F800000u | 0x00400000u | ((a & f->payload) << f->shift);
+  if (a == f->inf) return sign | 0x7F800000u;
+  return sign | f2u((float)f->value(a));
 }
-
-static uint32_t ref_bf16_to_f32(uint16_t b) {
-  const uint32_t sign = ((uint32_t)b & 0x8000u) << 16;
-  const uint32_t a = b & 0x7FFFu;
-  if (a > 0x7F80u) return sign | 0x7F800000u | 0x00400000u | ((a & 0x3Fu) << 16);
-  if (a == 0x7F80u) return sign | 0x7F800000u;
-  return sign | f2u((float)bf16_value(a));
-}
+static uint32_t ref_f16_to_f32(uint16_t h) { return ref_to_f32(&half_format, h); }
+static uint32_t ref_bf16_to_f32(uint16_t b) { return ref_to_f32(&bf16_format, b); }
 
 /* ------------------------------------------------------------------ the test inputs */
 
@@ -165,6 +161,18 @@ static const uint32_t special_inputs[] = {
   0x7F7F8000u, 0x7F7F7FFFu, 0x7F7EFFFFu,           /* bf16 overflow boundary */
 };
 
+/* Every value of format f's table with the given sign, and every midpoint between neighbours
+   (exact as a float), each with the floats around it. */
+static void push_table_values(u32_list *l, uint32_t sign, const ref_format *f) {
+  for (uint32_t h = 0; h < f->last; ++h) {
+    const float value = (float)f->table[h];
+    const float midpoint = (float)((f->table[h] + f->table[h + 1]) / 2);
+    assert_true((double)midpoint == (f->table[h] + f->table[h + 1]) / 2);
+    push_around(l, sign | f2u(value), 1);
+    push_around(l, sign | f2u(midpoint), 2);
+  }
+}
+
 static void build_inputs(void) {
   if (float_inputs.n) return;
   build_tables();
@@ -174,20 +182,8 @@ static void build_inputs(void) {
   }
   for (uint32_t s = 0; s < 2; ++s) {
     const uint32_t sign = s << 31;
-    for (uint32_t h = 0; h < HALF_LAST; ++h) {
-      const float value = (float)half_table[h];
-      const float midpoint = (float)((half_table[h] + half_table[h + 1]) / 2);
-      assert_true((double)midpoint == (half_table[h] + half_table[h + 1]) / 2);
-      push_around(l, sign | f2u(value), 1);
-      push_around(l, sign | f2u(midpoint), 2);
-    }
-    for (uint32_t b = 0; b < BF16_LAST; ++b) {
-      const float value = (float)bf16_table[b];
-      const float midpoint = (float)((bf16_table[b] + bf16_table[b + 1]) / 2);
-      assert_true((double)midpoint == (bf16_table[b] + bf16_table[b + 1]) / 2);
-      push_around(l, sign | f2u(value), 1);
-      push_around(l, sign | f2u(midpoint), 2);
-    }
+    push_table_values(l, sign, &half_format);
+    push_table_values(l, sign, &bf16_format);
   }
   splitmix_state = 0x1234567887654321ull;
   for (int i = 0; i < 3000000; ++i) push(l, (uint32_t)splitmix());  /* any pattern */
@@ -290,17 +286,28 @@ static void test_precision_names(void **state) {
 
 /* ------------------------------------------------------------------------- half */
 
-static void test_half_to_float_all_patterns(void **state) {
-  (void)state;
+/* Every 16-bit pattern of format f: to_float gives the reference's float bits, and from_float of
+   that float gives the pattern back (a NaN quieted: its quiet bit set). */
+static void check_all_patterns(const ref_format *f, float (*to_float)(uint16_t), uint16_t (*from_float)(float),
+                               const char *kind) {
+  const uint32_t mantissa = 2 * f->quiet - 1;
   long bad = 0;
   for (uint32_t h = 0; h < 65536; ++h) {
-    const uint32_t got = f2u(lumen_half_to_float((uint16_t)h));
-    const uint32_t want = ref_f16_to_f32((uint16_t)h);
-    if (got != want) {
-      if (bad++ < 10) print_error("half 0x%04x -> float 0x%08x, expected 0x%08x\n", h, got, want);
+    const uint32_t got = f2u(to_float((uint16_t)h));
+    const uint32_t want = ref_to_f32(f, (uint16_t)h);
+    const int is_nan = (h & f->inf) == f->inf && (h & mantissa) != 0;
+    const uint16_t back = from_float(u2f(got));
+    const uint16_t back_want = is_nan ? (uint16_t)(h | f->quiet) : (uint16_t)h;
+    if (got != want || back != back_want) {
+      if (bad++ < 10) print_error("%s 0x%04x -> float 0x%08x (expected 0x%08x) -> 0x%04x\n", kind, h, got, want, back);
     }
   }
   assert_int_equal(bad, 0);
+}
+
+static void test_half_all_patterns(void **state) {
+  (void)state;
+  check_all_patterns(&half_format, lumen_half_to_float, lumen_float_to_half, "half");
   /* a few values written out, as a check on the reference itself */
   assert_true(lumen_half_to_float(0x3C00) == 1.0f);
   assert_true(lumen_half_to_float(0xC000) == -2.0f);
@@ -314,15 +321,17 @@ static void test_half_to_float_all_patterns(void **state) {
   assert_true(isnan(lumen_half_to_float(0x7C01)));
 }
 
-static void test_half_round_trip_all_patterns(void **state) {
-  (void)state;
+/* Every float of the test inputs rounds to the 16-bit pattern the reference gives. */
+static void check_rounding(uint16_t (*convert)(float), uint16_t (*reference)(uint32_t), const char *kind) {
+  build_inputs();
   long bad = 0;
-  for (uint32_t h = 0; h < 65536; ++h) {
-    const uint16_t back = lumen_float_to_half(lumen_half_to_float((uint16_t)h));
-    const int is_nan = (h & 0x7C00u) == 0x7C00u && (h & 0x3FFu) != 0;
-    const uint16_t want = is_nan ? (uint16_t)(h | 0x0200u) : (uint16_t)h;  /* NaN: quieted */
-    if (back != want) {
-      if (bad++ < 10) print_error("half 0x%04x -> float -> half 0x%04x\n", h, back);
+  for (size_t i = 0; i < float_inputs.n; ++i) {
+    const uint32_t u = float_inputs.v[i];
+    const uint16_t got = convert(u2f(u));
+    const uint16_t want = reference(u);
+    if (got != want) {
+      if (bad++ < 10) print_error("float 0x%08x (%.9g) -> %s 0x%04x, expected 0x%04x\n",
+                                  u, (double)u2f(u), kind, got, want);
     }
   }
   assert_int_equal(bad, 0);
@@ -330,18 +339,7 @@ static void test_half_round_trip_all_patterns(void **state) {
 
 static void test_float_to_half_rounding(void **state) {
   (void)state;
-  build_inputs();
-  long bad = 0;
-  for (size_t i = 0; i < float_inputs.n; ++i) {
-    const uint32_t u = float_inputs.v[i];
-    const uint16_t got = lumen_float_to_half(u2f(u));
-    const uint16_t want = ref_f32_to_f16(u);
-    if (got != want) {
-      if (bad++ < 10) print_error("float 0x%08x (%.9g) -> half 0x%04x, expected 0x%04x\n",
-                                  u, (double)u2f(u), got, want);
-    }
-  }
-  assert_int_equal(bad, 0);
+  check_rounding(lumen_float_to_half, ref_f32_to_f16, "half");
   /* written-out values, as a check on the reference itself */
   assert_int_equal(lumen_float_to_half(1.0f), 0x3C00);
   assert_int_equal(lumen_float_to_half(-0.0f), 0x8000);
@@ -371,19 +369,7 @@ static void test_float_to_half_rounding(void **state) {
 
 static void test_bf16_all_patterns(void **state) {
   (void)state;
-  long bad = 0;
-  for (uint32_t b = 0; b < 65536; ++b) {
-    const uint32_t got = f2u(lumen_bfloat16_to_float((uint16_t)b));
-    const uint32_t want = ref_bf16_to_f32((uint16_t)b);
-    const int is_nan = (b & 0x7F80u) == 0x7F80u && (b & 0x7Fu) != 0;
-    const uint16_t back = lumen_float_to_bfloat16(u2f(got));
-    const uint16_t back_want = is_nan ? (uint16_t)(b | 0x0040u) : (uint16_t)b;
-    if (got != want || back != back_want) {
-      if (bad++ < 10) print_error("bf16 0x%04x -> float 0x%08x (expected 0x%08x) -> 0x%04x\n",
-                                  b, got, want, back);
-    }
-  }
-  assert_int_equal(bad, 0);
+  check_all_patterns(&bf16_format, lumen_bfloat16_to_float, lumen_float_to_bfloat16, "bf16");
   assert_true(lumen_bfloat16_to_float(0x3F80) == 1.0f);
   assert_true(lumen_bfloat16_to_float(0xC040) == -3.0f);
   assert_true(lumen_bfloat16_to_float(0x0001) == ldexpf(1.0f, -133));
@@ -391,18 +377,7 @@ static void test_bf16_all_patterns(void **state) {
 
 static void test_float_to_bf16_rounding(void **state) {
   (void)state;
-  build_inputs();
-  long bad = 0;
-  for (size_t i = 0; i < float_inputs.n; ++i) {
-    const uint32_t u = float_inputs.v[i];
-    const uint16_t got = lumen_float_to_bfloat16(u2f(u));
-    const uint16_t want = ref_f32_to_bf16(u);
-    if (got != want) {
-      if (bad++ < 10) print_error("float 0x%08x (%.9g) -> bf16 0x%04x, expected 0x%04x\n",
-                                  u, (double)u2f(u), got, want);
-    }
-  }
-  assert_int_equal(bad, 0);
+  check_rounding(lumen_float_to_bfloat16, ref_f32_to_bf16, "bf16");
   assert_int_equal(lumen_float_to_bfloat16(u2f(0x3F808000u)), 0x3F80);  /* tie, even */
   assert_int_equal(lumen_float_to_bfloat16(u2f(0x3F818000u)), 0x3F82);  /* tie, even */
   assert_int_equal(lumen_float_to_bfloat16(u2f(0x3F808001u)), 0x3F81);
@@ -688,8 +663,7 @@ int main(void) {
     cmocka_unit_test(test_dtype_names_sizes),
     cmocka_unit_test(test_dtype_parse_errors),
     cmocka_unit_test(test_precision_names),
-    cmocka_unit_test(test_half_to_float_all_patterns),
-    cmocka_unit_test(test_half_round_trip_all_patterns),
+    cmocka_unit_test(test_half_all_patterns),
     cmocka_unit_test(test_float_to_half_rounding),
     cmocka_unit_test(test_bf16_all_patterns),
     cmocka_unit_test(test_float_to_bf16_rounding),

@@ -9,13 +9,7 @@
 #define N 128
 
 static uint64_t rs;
-static double urand(void) {
-  uint64_t z = (rs += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return (double)(z >> 11) * 0x1.0p-53;
-}
+static double urand(void) { return lumen_test_uniform(&rs); }
 
 static lumen_image *new_image(lumen_ctx *ctx, int64_t nx, int64_t ny, lumen_dtype t) {
   int64_t d[2] = {nx, ny};
@@ -24,15 +18,23 @@ static lumen_image *new_image(lumen_ctx *ctx, int64_t nx, int64_t ny, lumen_dtyp
   return im;
 }
 
+/* An N x N image of type t (zeros) to fill with noise from urand, seeded with seed. */
+static lumen_image *noise_image(lumen_ctx *ctx, lumen_dtype t, uint64_t seed) {
+  rs = seed;
+  return new_image(ctx, N, N, t);
+}
+
+/* The classes of three_classes' voxels. */
+static uint8_t three_truth[N * N];
+
 /* Three classes (100, 500, 900) in vertical bands with uniform noise +-60; truth 0/1/2. */
-static lumen_image *three_classes(lumen_ctx *ctx, uint8_t *truth) {
-  lumen_image *im = new_image(ctx, N, N, LUMEN_DTYPE_FLOAT32);
+static lumen_image *three_classes(lumen_ctx *ctx) {
+  lumen_image *im = noise_image(ctx, LUMEN_DTYPE_FLOAT32, 5);
   float *p = lumen_image_data(im);
-  rs = 5;
   for (int y = 0; y < N; y++)
     for (int x = 0; x < N; x++) {
       int c = (x * 3 / N + (y > N / 2 && x < N / 3)) % 3;  /* bands, with a block of class 1 */
-      truth[y * N + x] = (uint8_t)c;
+      three_truth[y * N + x] = (uint8_t)c;
       p[y * N + x] = (float)(100 + 400 * c + (urand() - 0.5) * 120);
     }
   return im;
@@ -54,10 +56,8 @@ static double iou(const uint8_t *a, const uint8_t *b, int64_t n) {
 }
 
 static void test_kmeans(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
-  uint8_t *truth = malloc(N * N);
-  lumen_image *im = three_classes(ctx, truth);
+  lumen_ctx *ctx = *state;
+  lumen_image *im = three_classes(ctx);
   lumen_kmeans_opts o;
   lumen_kmeans_opts_init(&o);
   assert_int_equal(o.k, 2);
@@ -67,7 +67,7 @@ static void test_kmeans(void **state) {
   lumen_cluster_result r, r2;
   lumen_image *lab = NULL, *lab2 = NULL, *mask = NULL;
   assert_int_equal(lumen_segment_kmeans(ctx, im, &o, &lab, &r), LUMEN_OK);
-  double acc = agreement(lumen_image_const_data(lab), truth, N * N);
+  double acc = agreement(lumen_image_const_data(lab), three_truth, N * N);
   printf("k-means k=3: centres %.1f %.1f %.1f, %d iterations, agreement %.4f\n", r.centers[0], r.centers[1],
          r.centers[2], r.iterations, acc);
   assert_true(acc == 1.0);
@@ -82,7 +82,7 @@ static void test_kmeans(void **state) {
   o.output = LUMEN_CLUSTER_MASK;
   assert_int_equal(lumen_segment_kmeans(ctx, im, &o, &mask, NULL), LUMEN_OK);
   const uint8_t *m = lumen_image_const_data(mask);
-  for (int i = 0; i < N * N; i++) assert_int_equal(m[i], truth[i] == 2);
+  for (int i = 0; i < N * N; i++) assert_int_equal(m[i], three_truth[i] == 2);
   o.k = 1;
   lumen_image *bad = (lumen_image *)1;
   assert_int_equal(lumen_segment_kmeans(ctx, im, &o, &bad, NULL), LUMEN_ERR_INVALID_ARGUMENT);
@@ -94,19 +94,12 @@ static void test_kmeans(void **state) {
   ((float *)lumen_image_data(im))[7] = NAN;
   assert_int_equal(lumen_segment_kmeans(ctx, im, &o, &bad, NULL), LUMEN_ERR_INVALID_DATA);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "voxel 7 is nan"));
-  lumen_image_free(lab);
-  lumen_image_free(lab2);
-  lumen_image_free(mask);
-  lumen_image_free(im);
-  free(truth);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(lab, lab2, mask, im);
 }
 
 static void test_fcm_pfcm(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
-  uint8_t *truth = malloc(N * N);
-  lumen_image *im = three_classes(ctx, truth);
+  lumen_ctx *ctx = *state;
+  lumen_image *im = three_classes(ctx);
   lumen_fcm_opts o;
   lumen_fcm_opts_init(&o);
   assert_true(o.m == 2.0 && o.c == 2 && o.tau == 0.04 && o.b == 4.0);
@@ -115,7 +108,7 @@ static void test_fcm_pfcm(void **state) {
   lumen_cluster_result r;
   lumen_image *lab = NULL, *lab1 = NULL;
   assert_int_equal(lumen_segment_fcm(ctx, im, &o, &lab, &r), LUMEN_OK);
-  double acc = agreement(lumen_image_const_data(lab), truth, N * N);
+  double acc = agreement(lumen_image_const_data(lab), three_truth, N * N);
   printf("FCM c=3: centres %.1f %.1f %.1f, %d iterations, agreement %.4f\n", r.centers[0], r.centers[1], r.centers[2],
          r.iterations, acc);
   assert_true(acc == 1.0);
@@ -123,15 +116,12 @@ static void test_fcm_pfcm(void **state) {
   assert_int_equal(lumen_segment_fcm(ctx, im, &o, &lab1, NULL), LUMEN_OK);
   assert_memory_equal(lumen_image_const_data(lab), lumen_image_const_data(lab1), N * N);
   lumen_ctx_set_threads(ctx, 0);
-  lumen_image_free(lab);
-  lumen_image_free(lab1);
-  lumen_image_free(im);
+  LUMEN_TEST_FREE_IMAGES(lab, lab1, im);
 
   /* PFCM: two classes (200, 700, uniform noise +-40) and a few bright outliers (1500) */
-  lumen_image *two = new_image(ctx, N, N, LUMEN_DTYPE_FLOAT32);
+  lumen_image *two = noise_image(ctx, LUMEN_DTYPE_FLOAT32, 9);
   float *p = lumen_image_data(two);
   uint8_t *dots = calloc(N * N, 1);
-  rs = 9;
   for (int y = 0; y < N; y++)
     for (int x = 0; x < N; x++) {
       int i = y * N + x;
@@ -160,8 +150,6 @@ static void test_fcm_pfcm(void **state) {
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "m is 1"));
   lumen_image_free(two);
   free(dots);
-  free(truth);
-  lumen_ctx_destroy(ctx);
 }
 
 static void disk(float *p, uint8_t *m, int cx, int cy, int r, float v) {
@@ -174,8 +162,7 @@ static void disk(float *p, uint8_t *m, int cx, int cy, int r, float v) {
 }
 
 static void test_region_grow(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *im = new_image(ctx, N, N, LUMEN_DTYPE_FLOAT32);
   float *p = lumen_image_data(im);
   for (int i = 0; i < N * N; i++) p[i] = 50;
@@ -220,16 +207,13 @@ static void test_region_grow(void **state) {
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "seed 0 coordinate 0 is 400"));
   free(a);
   lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
 }
 
 static void test_breast_mask(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
-  lumen_image *im = new_image(ctx, N, N, LUMEN_DTYPE_UINT16);
+  lumen_ctx *ctx = *state;
+  lumen_image *im = noise_image(ctx, LUMEN_DTYPE_UINT16, 3);
   uint16_t *p = lumen_image_data(im);
   uint8_t *truth = calloc(N * N, 1);
-  rs = 3;
   for (int y = 0; y < N; y++)
     for (int x = 0; x < N; x++) {
       double rx = x / (0.8 * N), ry = (y - N / 2.0) / (0.45 * N);
@@ -250,12 +234,10 @@ static void test_breast_mask(void **state) {
   assert_int_equal(lumen_segment_breast_mask(ctx, im, &o, &m), LUMEN_ERR_INVALID_ARGUMENT);
   free(truth);
   lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
 }
 
 static void test_window_bits(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *im = new_image(ctx, 5, 1, LUMEN_DTYPE_UINT16);
   uint16_t *p = lumen_image_data(im);
   uint16_t v[5] = {0, 1000, 2000, 3000, 4095};
@@ -311,14 +293,11 @@ static void test_window_bits(void **state) {
   ((uint8_t *)lumen_image_data(u8))[1] = 255;
   assert_int_equal(lumen_segment_normalize_bits(ctx, u8, NULL, &o, &bits), LUMEN_OK);
   assert_int_equal(bits, 8);
-  lumen_image_free(o);
-  lumen_image_free(u8);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(o, u8);
 }
 
 static void test_tophat(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *im = new_image(ctx, N, N, LUMEN_DTYPE_FLOAT32);
   float *p = lumen_image_data(im);
   for (int y = 0; y < N; y++)
@@ -345,8 +324,7 @@ static void test_tophat(void **state) {
   lumen_image_free(t);
   free(dot);
   lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(test_kmeans),      cmocka_unit_test(test_fcm_pfcm),    cmocka_unit_test(test_region_grow),
-                cmocka_unit_test(test_breast_mask), cmocka_unit_test(test_window_bits), cmocka_unit_test(test_tophat))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(test_kmeans),      LUMEN_TEST_WITH_CTX(test_fcm_pfcm),    LUMEN_TEST_WITH_CTX(test_region_grow),
+                LUMEN_TEST_WITH_CTX(test_breast_mask), LUMEN_TEST_WITH_CTX(test_window_bits), LUMEN_TEST_WITH_CTX(test_tophat))

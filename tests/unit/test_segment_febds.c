@@ -17,13 +17,7 @@ typedef struct {
 } calc_t;
 
 static uint64_t rng_state;
-static double urand(void) {
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return (double)(z >> 11) * 0x1.0p-53;
-}
+static double urand(void) { return lumen_test_uniform(&rng_state); }
 static double nrand(void) {
   double u = urand(), v = urand();
   if (u < 1e-300) u = 1e-300;
@@ -83,8 +77,7 @@ static lumen_image *make_mammogram(lumen_ctx *ctx, uint64_t seed, calc_t *calc, 
       v = floor(v + 0.5);
       p[y * W + x] = (float)(v < 0 ? 0 : v > 4095 ? 4095 : v);
     }
-  lumen_image_free(noise);
-  lumen_image_free(tex);
+  LUMEN_TEST_FREE_IMAGES(noise, tex);
   return img;
 }
 
@@ -126,8 +119,7 @@ static score_t score(lumen_ctx *ctx, const lumen_image *mask, const calc_t *calc
 }
 
 static void test_febds_methods(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   calc_t calc[NCALC];
   lumen_image *img = make_mammogram(ctx, 12345, calc, NCALC);
   for (int m = 0; m < LUMEN_FEBDS_METHOD_COUNT; m++) {
@@ -163,13 +155,11 @@ static void test_febds_methods(void **state) {
     lumen_image_free(mask);
   }
   lumen_image_free(img);
-  lumen_ctx_destroy(ctx);
 }
 
 /* The reference's fft band runs (no floor asserted: see docs/SEGMENTATION.md). */
 static void test_febds_fft_reference_band(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   calc_t calc[NCALC];
   lumen_image *img = make_mammogram(ctx, 12345, calc, NCALC);
   lumen_febds_opts o;
@@ -184,16 +174,13 @@ static void test_febds_fft_reference_band(void **state) {
   } else {
     assert_int_equal(s, LUMEN_ERR_NOT_BUILT);
   }
-  lumen_image_free(mask);
-  lumen_image_free(img);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(mask, img);
 }
 
 /* A 3-D image is processed slice by slice: every slice equals the 2-D result. Batches equal
    single calls; HALF precision still finds the calcifications. */
 static void test_febds_slices_batch_precision(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   calc_t calc[NCALC];
   lumen_image *img = make_mammogram(ctx, 777, calc, NCALC);
   int64_t d3[3] = {W, H, 2};
@@ -219,8 +206,7 @@ static void test_febds_slices_batch_precision(void **state) {
   assert_int_equal(lumen_segment_many(ctx, LUMEN_SEGMENT_FEBDS, &o, 2, ins, outs), LUMEN_OK);
   assert_memory_equal(lumen_image_const_data(outs[1]), a, W * H);
   assert_string_equal(rep.op, "febds");
-  lumen_image_free(outs[0]);
-  lumen_image_free(outs[1]);
+  LUMEN_TEST_FREE_IMAGES(outs[0], outs[1]);
   /* mismatched shapes: error naming the index, outputs NULL */
   const lumen_image *bad[2] = {img, vol};
   assert_int_equal(lumen_segment_many(ctx, LUMEN_SEGMENT_FEBDS, &o, 2, bad, outs), LUMEN_ERR_INVALID_ARGUMENT);
@@ -234,18 +220,12 @@ static void test_febds_slices_batch_precision(void **state) {
   printf("FEBDS dog, HALF precision: sensitivity %.3f, false positives %d\n", sc.sensitivity, sc.fp);
   assert_true(sc.sensitivity >= 0.8);
   assert_int_equal(rep.precision, LUMEN_PRECISION_HALF);
-  lumen_image_free(mh);
-  lumen_image_free(m2);
-  lumen_image_free(m3);
-  lumen_image_free(vol);
-  lumen_image_free(img);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(mh, m2, m3, vol, img);
 }
 
 /* A CUDA request on this build reruns every step on the CPU: same mask, fallback recorded. */
 static void test_febds_cuda_fallback(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   calc_t calc[4];
   lumen_image *img = make_mammogram(ctx, 99, calc, 4);
   lumen_febds_opts o;
@@ -268,15 +248,11 @@ static void test_febds_cuda_fallback(void **state) {
     assert_int_equal(lumen_image_to_device(ctx, gpu, lumen_device_cpu(), &host), LUMEN_OK);
   assert_memory_equal(lumen_image_const_data(cpu), lumen_image_const_data(host), W * H);
   if (host != gpu) lumen_image_free(host);
-  lumen_image_free(gpu);
-  lumen_image_free(cpu);
-  lumen_image_free(img);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(gpu, cpu, img);
 }
 
 static void test_febds_bad_input(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   int64_t d1[1] = {16}, d2[2] = {16, 16};
   lumen_image *line = NULL, *img = NULL, *mask = (lumen_image *)1;
   assert_int_equal(lumen_image_create(ctx, 1, d1, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), LUMEN_IMAGE_ZERO, &line),
@@ -325,13 +301,11 @@ static void test_febds_bad_input(void **state) {
   assert_int_equal(a, LUMEN_SEGMENT_REGION_GROW);
   assert_int_equal(lumen_segment_algo_parse(ctx, "watershed", &a), LUMEN_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "febds"));
-  lumen_image_free(line);
-  lumen_image_free(img);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(line, img);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(test_febds_methods),
-                cmocka_unit_test(test_febds_fft_reference_band),
-                cmocka_unit_test(test_febds_slices_batch_precision),
-                cmocka_unit_test(test_febds_cuda_fallback),
-                cmocka_unit_test(test_febds_bad_input))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(test_febds_methods),
+                LUMEN_TEST_WITH_CTX(test_febds_fft_reference_band),
+                LUMEN_TEST_WITH_CTX(test_febds_slices_batch_precision),
+                LUMEN_TEST_WITH_CTX(test_febds_cuda_fallback),
+                LUMEN_TEST_WITH_CTX(test_febds_bad_input))

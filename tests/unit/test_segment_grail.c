@@ -12,13 +12,7 @@
 #define H 80
 
 static uint64_t rs;
-static double urand(void) {
-  uint64_t z = (rs += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return (double)(z >> 11) * 0x1.0p-53;
-}
+static double urand(void) { return lumen_test_uniform(&rs); }
 
 /* A half-ellipse breast (skin fall-off) on a dark background, fibroglandular texture (random
    sinusoids), quantum noise, five bright calcifications; uint16 in 0..4095. */
@@ -137,8 +131,7 @@ static double ref_metric(const lumen_image *im, double a, double b) {
 
 /* (a) the metric equals the direct double-precision reference */
 static void test_metric_reference(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *im = mammogram(ctx);
   const double win[3][2] = {{0, 4095}, {300, 2200}, {900, 1700}};
   for (int k = 0; k < 3; k++) {
@@ -150,14 +143,12 @@ static void test_metric_reference(void **state) {
     assert_true(want > 1.0);
   }
   lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
 }
 
 /* (b) the optimum is at least as good as a brute-force grid, (c) the output is linear windowing
    with the returned bounds */
 static void test_search_and_output(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *im = mammogram(ctx);
   lumen_image *out = NULL;
   lumen_grail_result r;
@@ -229,16 +220,12 @@ static void test_search_and_output(void **state) {
   assert_int_equal(lumen_ctx_set_threads(ctx, 3), LUMEN_OK);
   assert_int_equal(lumen_segment_grail(ctx, im, &g, &o2, &r3), LUMEN_OK);
   assert_true(r1.a == r3.a && r1.b == r3.b && r1.metric == r3.metric);
-  lumen_image_free(o2);
-  lumen_image_free(out);
-  lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(o2, out, im);
 }
 
 /* 8-bit data: the default step is the 12-bit 300 scaled to 255 levels */
 static void test_delta_scaling(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   int64_t d[2] = {32, 32};
   lumen_image *im = NULL, *out = NULL;
   assert_int_equal(lumen_image_create(ctx, 2, d, LUMEN_DTYPE_UINT8, lumen_device_cpu(), LUMEN_IMAGE_ZERO, &im),
@@ -258,9 +245,7 @@ static void test_delta_scaling(void **state) {
   assert_int_equal(lumen_segment_grail(ctx, im, &g, &out, &r), LUMEN_OK);
   assert_int_equal(r.bits, 0);
   assert_float_equal(r.delta, 7, 0);
-  lumen_image_free(out);
-  lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(out, im);
 }
 
 #define REFUSED(call, word)                                                  \
@@ -272,8 +257,7 @@ static void test_delta_scaling(void **state) {
 
 /* (d) bad options and images are refused with a message naming the field; nothing is returned */
 static void test_refused(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   lumen_image *im = mammogram(ctx), *out = NULL;
   lumen_grail_opts g;
   double m;
@@ -316,10 +300,8 @@ static void test_refused(void **state) {
                    LUMEN_OK);
   REFUSED(lumen_segment_grail(ctx, f, NULL, &out, NULL), "2-D");
   assert_null(out);
-  lumen_image_free(f);
-  lumen_image_free(im);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(f, im);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(test_metric_reference), cmocka_unit_test(test_search_and_output),
-                cmocka_unit_test(test_delta_scaling), cmocka_unit_test(test_refused))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(test_metric_reference), LUMEN_TEST_WITH_CTX(test_search_and_output),
+                LUMEN_TEST_WITH_CTX(test_delta_scaling), LUMEN_TEST_WITH_CTX(test_refused))

@@ -79,15 +79,15 @@ static void t1_setup(t1_data *d, lumen_model m) {
   if (m == LUMEN_MODEL_IR) d->g.tr = 6.0;
 }
 
+/* The T1 grid of model m and m's noise-free curve y at truth (with per-curve constants consts). */
+static void t1_curve(t1_data *d, lumen_model m, const double *consts, const double *truth, double *y) {
+  t1_setup(d, m);
+  lumen_model_eval_f64(m, &d->g, consts, truth, y, NULL, NULL);
+}
+
 /* splitmix64 + Box-Muller: reproducible Gaussian noise */
 static uint64_t rng_state = 12345;
-static double rng_uniform(void) {
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
-}
+static double rng_uniform(void) { return ((double)(lumen_test_splitmix64(&rng_state) >> 11) + 0.5) / 9007199254740992.0; }
 static double rng_normal(void) {
   double u1 = rng_uniform(), u2 = rng_uniform();
   return sqrt(-2.0 * log(u1)) * cos(2.0 * LUMEN_TEST_PI * u2);
@@ -106,6 +106,50 @@ static int all_nan(const lumen_curve_result *r, int np) {
 }
 
 static int have_gsl(void) { return LUMEN_HAVE_GSL; }
+
+/* One test's problem on the DCE grid: a context, model m's noise-free curve y at truth, and m's
+   default start and box (s, lo, hi), which the options o point to. */
+typedef struct problem {
+  lumen_ctx *ctx;
+  lumen_model m;
+  dce_data d;
+  double y[NT], s[4], lo[4], hi[4];
+  lumen_curve_options o;
+} problem;
+
+static void problem_setup(problem *p, lumen_model m, const double *truth) {
+  p->ctx = lumen_test_ctx();
+  p->m = m;
+  dce_setup(&p->d, NT);
+  lumen_model_eval_f64(m, &p->d.g, NULL, truth, p->y, NULL, NULL);
+  p->o = default_options(m, p->s, p->lo, p->hi);
+}
+
+/* Back to the model's default start and box. */
+static void problem_reset(problem *p) { lumen_model_defaults(p->m, p->s, p->lo, p->hi); }
+
+/* The status of fitting p's curve y with p's options into *r. */
+static lumen_status problem_fit(problem *p, lumen_curve_result *r) {
+  return lumen_standard_fit_curve(p->ctx, p->m, &p->d.g, NULL, p->y, &p->o, r);
+}
+
+/* Fits p's curve, asserting LUMEN_OK and a converged state (or, when max_ok, the state of
+   reaching the iteration limit too): the result. */
+static lumen_curve_result fit_converged(problem *p, int max_ok) {
+  lumen_curve_result r;
+  assert_int_equal(problem_fit(p, &r), LUMEN_OK);
+  if (max_ok)
+    assert_true(r.state == LUMEN_FIT_CONVERGED || r.state == LUMEN_FIT_MAX_ITERATIONS);
+  else
+    assert_int_equal(r.state, LUMEN_FIT_CONVERGED);
+  return r;
+}
+
+/* Asserts that p's fit is refused as an argument error. */
+static void expect_argument_error(problem *p) {
+  lumen_curve_result r;
+  assert_int_equal(problem_fit(p, &r), LUMEN_ERR_INVALID_ARGUMENT);
+}
 
 /* ------------------------------------------------------------------------ noise-free recovery */
 
@@ -150,25 +194,29 @@ static void check_recovery(lumen_model m, const lumen_grid_f64 *g, const double 
   lumen_ctx_destroy(ctx);
 }
 
+/* The default start of model m (NULL constants, no bounds) checked by check_recovery. */
+static void check_recovery_from_defaults(lumen_model m, const lumen_grid_f64 *g, const double *consts,
+                                         const double *truth, const char *label) {
+  double s[4];
+  lumen_model_defaults(m, s, NULL, NULL);
+  check_recovery(m, g, consts, truth, s, label);
+}
+
 static void test_recover_dce(void **state) {
   (void)state;
-  if (!have_gsl()) skip();
   dce_data d;
   dce_setup(&d, NT);
   double consts[LUMEN_FIT_NCONSTS] = {0.8, 1.0};
   for (size_t c = 0; c < sizeof dce_cases / sizeof dce_cases[0]; ++c) {
     const truth_case *tc = &dce_cases[c];
-    double s[4];
-    lumen_model_defaults(tc->m, s, NULL, NULL);
     const double *k = tc->m == LUMEN_MODEL_FXR ? consts : NULL;
-    check_recovery(tc->m, &d.g, k, tc->p, s, "default start");
+    check_recovery_from_defaults(tc->m, &d.g, k, tc->p, "default start");
     check_recovery(tc->m, &d.g, k, tc->p, NULL, "linear start");
   }
 }
 
 static void test_recover_dce_trapezoid_nonuniform(void **state) {
   (void)state;
-  if (!have_gsl()) skip();
   /* non-uniform grid (first half 5 s, second half 10 s) with the trapezoid convolution */
   dce_data d;
   int n = 60;
@@ -179,26 +227,20 @@ static void test_recover_dce_trapezoid_nonuniform(void **state) {
   assert_int_equal(lumen_grid_setup_f64(&d.g, n, d.t, d.cp, d.dt, d.icp), 0);
   assert_int_equal(d.g.uniform, 0);
   d.g.conv = LUMEN_CONV_TRAPEZOID;
-  for (int c = 0; c < 6; ++c) {
-    double s[4];
-    lumen_model_defaults(dce_cases[c].m, s, NULL, NULL);
-    check_recovery(dce_cases[c].m, &d.g, NULL, dce_cases[c].p, s, "trapezoid/non-uniform");
-  }
+  for (int c = 0; c < 6; ++c) check_recovery_from_defaults(dce_cases[c].m, &d.g, NULL, dce_cases[c].p, "trapezoid/non-uniform");
 }
 
 static void test_recover_t1(void **state) {
   (void)state;
-  if (!have_gsl()) skip();
   const lumen_model models[] = {LUMEN_MODEL_VFA, LUMEN_MODEL_IR, LUMEN_MODEL_SR};
   const double truths[][2] = {{1.2, 2000.0}, {0.9, 1000.0}, {1.5, 800.0}};
   double consts[LUMEN_FIT_NCONSTS] = {1.0, 0.9}; /* B1 = 0.9 for VFA */
   for (int c = 0; c < 3; ++c) {
     t1_data d;
-    t1_setup(&d, models[c]);
     const double *k = models[c] == LUMEN_MODEL_VFA ? consts : NULL;
     /* T1 = 1 s (the default) and M0 = the largest sample (M0 has no data-free start) */
     double y[16], ymax = 0;
-    lumen_model_eval_f64(models[c], &d.g, k, truths[c], y, NULL, NULL);
+    t1_curve(&d, models[c], k, truths[c], y);
     for (int i = 0; i < d.g.n; ++i) ymax = fmax(ymax, fabs(y[i]));
     double s[2] = {1.0, ymax};
     check_recovery(models[c], &d.g, k, truths[c], s, "default start");
@@ -209,14 +251,11 @@ static void test_recover_t1(void **state) {
 }
 
 static void test_closed_form_vfa(void **state) {
-  (void)state;
-  if (!have_gsl()) skip();
-  lumen_ctx *ctx = lumen_test_ctx();
-  t1_data d;
-  t1_setup(&d, LUMEN_MODEL_VFA_LINEAR);
+  lumen_ctx *ctx = *state;
+  t1_data d; /* the VFA grid is also VFA_LINEAR's */
   const double truth[2] = {1.1, 1500.0};
   double y[16];
-  lumen_model_eval_f64(LUMEN_MODEL_VFA, &d.g, NULL, truth, y, NULL, NULL);
+  t1_curve(&d, LUMEN_MODEL_VFA, NULL, truth, y);
   double s[4], lo[4], hi[4];
   lumen_curve_options o = default_options(LUMEN_MODEL_VFA_LINEAR, s, lo, hi);
   lumen_curve_result r;
@@ -225,65 +264,23 @@ static void test_closed_form_vfa(void **state) {
   assert_int_equal(r.iterations, 0);
   lumen_test_assert_close(r.p[0], truth[0], 0, 1e-9, "vfa-linear T1");
   lumen_test_assert_close(r.p[1], truth[1], 0, 1e-9, "vfa-linear M0");
-  lumen_ctx_destroy(ctx);
 }
 
 /* ------------------------------------------------------------------------ bounds, fixed, weights */
 
-static void test_bounds_respected(void **state) {
-  (void)state;
-  if (!have_gsl()) skip();
-  lumen_ctx *ctx = lumen_test_ctx();
-  dce_data d;
-  dce_setup(&d, NT);
-  const double truth[2] = {0.25, 0.30};
-  double y[NT];
-  lumen_model_eval_f64(LUMEN_MODEL_TOFTS, &d.g, NULL, truth, y, NULL, NULL);
-  double s[4], lo[4], hi[4];
-  lumen_curve_options o = default_options(LUMEN_MODEL_TOFTS, s, lo, hi);
-  lumen_curve_result r;
-
-  /* ve truth above the box: ve ends on its upper bound */
-  hi[1] = 0.2;
-  s[1] = 0.1;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
-  assert_true(r.state == LUMEN_FIT_CONVERGED || r.state == LUMEN_FIT_MAX_ITERATIONS);
-  assert_true(r.p[1] <= 0.2 && r.p[0] >= lo[0] && r.p[0] <= hi[0]);
-  lumen_test_assert_close(r.p[1], 0.2, 0, 1e-6, "ve on its upper bound");
-
-  /* Ktrans truth above the box */
-  lumen_model_defaults(LUMEN_MODEL_TOFTS, s, lo, hi);
-  hi[0] = 0.1;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
-  assert_true(r.state == LUMEN_FIT_CONVERGED || r.state == LUMEN_FIT_MAX_ITERATIONS);
-  lumen_test_assert_close(r.p[0], 0.1, 0, 1e-6, "Ktrans on its upper bound");
-  assert_true(r.p[1] >= lo[1] && r.p[1] <= hi[1]);
-
-  /* ve truth below the box */
-  lumen_model_defaults(LUMEN_MODEL_TOFTS, s, lo, hi);
-  lo[1] = 0.5;
-  s[1] = 0.7;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
-  assert_true(r.state == LUMEN_FIT_CONVERGED || r.state == LUMEN_FIT_MAX_ITERATIONS);
-  lumen_test_assert_close(r.p[1], 0.5, 0, 1e-6, "ve on its lower bound");
-
-  /* a start exactly on a bound can still leave it */
-  lumen_model_defaults(LUMEN_MODEL_TOFTS, s, lo, hi);
-  s[1] = hi[1];
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
-  assert_int_equal(r.state, LUMEN_FIT_CONVERGED);
-  lumen_test_assert_close(r.p[1], truth[1], 0, 1e-6, "ve from a start on the bound");
-
-  /* noisy curves: every result inside the box, for every model with its default box */
+/* Noisy curves of every DCE case: every result inside the model's default box. */
+static void check_noisy_results_in_box(lumen_ctx *ctx, const dce_data *d) {
   rng_state = 99;
+  double s[4], lo[4], hi[4], y[NT];
   for (size_t c = 0; c < sizeof dce_cases / sizeof dce_cases[0]; ++c) {
     lumen_model m = dce_cases[c].m;
     double consts[LUMEN_FIT_NCONSTS] = {0.8, 1.0};
     for (int rep = 0; rep < 10; ++rep) {
-      lumen_model_eval_f64(m, &d.g, consts, dce_cases[c].p, y, NULL, NULL);
+      lumen_model_eval_f64(m, &d->g, consts, dce_cases[c].p, y, NULL, NULL);
       for (int i = 0; i < NT; ++i) y[i] += 0.05 * rng_normal();
-      o = default_options(m, s, lo, hi);
-      lumen_status st = lumen_standard_fit_curve(ctx, m, &d.g, consts, y, &o, &r);
+      lumen_curve_options o = default_options(m, s, lo, hi);
+      lumen_curve_result r;
+      lumen_status st = lumen_standard_fit_curve(ctx, m, &d->g, consts, y, &o, &r);
       if (st != LUMEN_OK) print_error("model %d: %s\n", (int)m, lumen_ctx_last_error(ctx));
       assert_int_equal(st, LUMEN_OK);
       if (r.state == LUMEN_FIT_CONVERGED || r.state == LUMEN_FIT_MAX_ITERATIONS) {
@@ -293,18 +290,52 @@ static void test_bounds_respected(void **state) {
       }
     }
   }
-  lumen_ctx_destroy(ctx);
+}
+
+static void test_bounds_respected(void **state) {
+  (void)state;
+  const double truth[2] = {0.25, 0.30};
+  problem p;
+  problem_setup(&p, LUMEN_MODEL_TOFTS, truth);
+
+  /* ve truth above the box: ve ends on its upper bound */
+  p.hi[1] = 0.2;
+  p.s[1] = 0.1;
+  lumen_curve_result r = fit_converged(&p, 1);
+  assert_true(r.p[1] <= 0.2 && r.p[0] >= p.lo[0] && r.p[0] <= p.hi[0]);
+  lumen_test_assert_close(r.p[1], 0.2, 0, 1e-6, "ve on its upper bound");
+
+  /* Ktrans truth above the box */
+  problem_reset(&p);
+  p.hi[0] = 0.1;
+  r = fit_converged(&p, 1);
+  lumen_test_assert_close(r.p[0], 0.1, 0, 1e-6, "Ktrans on its upper bound");
+  assert_true(r.p[1] >= p.lo[1] && r.p[1] <= p.hi[1]);
+
+  /* ve truth below the box */
+  problem_reset(&p);
+  p.lo[1] = 0.5;
+  p.s[1] = 0.7;
+  r = fit_converged(&p, 1);
+  lumen_test_assert_close(r.p[1], 0.5, 0, 1e-6, "ve on its lower bound");
+
+  /* a start exactly on a bound can still leave it */
+  problem_reset(&p);
+  p.s[1] = p.hi[1];
+  r = fit_converged(&p, 0);
+  lumen_test_assert_close(r.p[1], truth[1], 0, 1e-6, "ve from a start on the bound");
+
+  /* noisy curves: every result inside the box, for every model with its default box */
+  check_noisy_results_in_box(p.ctx, &p.d);
+  lumen_ctx_destroy(p.ctx);
 }
 
 static void test_one_sided_and_unbounded(void **state) {
-  (void)state;
-  if (!have_gsl()) skip();
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   t1_data d;
-  t1_setup(&d, LUMEN_MODEL_SR);
   const double truth[2] = {1.5, 800.0};
   double y[16];
-  lumen_model_eval_f64(LUMEN_MODEL_SR, &d.g, NULL, truth, y, NULL, NULL);
+  t1_curve(&d, LUMEN_MODEL_SR, NULL, truth, y);
   double s[2] = {1.0, 100.0}, lo[2] = {1e-4, -INFINITY}, hi[2] = {INFINITY, INFINITY};
   lumen_curve_options o = default_options(LUMEN_MODEL_SR, NULL, NULL, NULL);
   o.start = s;
@@ -323,105 +354,86 @@ static void test_one_sided_and_unbounded(void **state) {
   assert_true(r.state == LUMEN_FIT_CONVERGED || r.state == LUMEN_FIT_MAX_ITERATIONS);
   assert_true(r.p[1] <= 600.0);
   lumen_test_assert_close(r.p[1], 600.0, 0, 1e-6, "M0 on a one-sided upper bound");
-  lumen_ctx_destroy(ctx);
 }
 
 static void test_fixed_parameters(void **state) {
   (void)state;
-  if (!have_gsl()) skip();
-  lumen_ctx *ctx = lumen_test_ctx();
-  dce_data d;
-  dce_setup(&d, NT);
   const double truth[3] = {0.25, 0.30, 0.05};
-  double y[NT];
-  lumen_model_eval_f64(LUMEN_MODEL_ETOFTS, &d.g, NULL, truth, y, NULL, NULL);
-  double s[4], lo[4], hi[4];
-  lumen_curve_options o = default_options(LUMEN_MODEL_ETOFTS, s, lo, hi);
+  problem p;
+  problem_setup(&p, LUMEN_MODEL_ETOFTS, truth);
   unsigned char fixed[3] = {0, 0, 1};
-  o.fixed = fixed;
-  lumen_curve_result r;
+  p.o.fixed = fixed;
 
   /* vp held at its true value: the others are recovered, vp is untouched and has no CI */
-  s[2] = 0.05;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_ETOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
-  assert_int_equal(r.state, LUMEN_FIT_CONVERGED);
+  p.s[2] = 0.05;
+  lumen_curve_result r = fit_converged(&p, 0);
   lumen_test_assert_close(r.p[0], truth[0], 0, 1e-6, "Ktrans with vp fixed");
   lumen_test_assert_close(r.p[1], truth[1], 0, 1e-6, "ve with vp fixed");
   assert_true(r.p[2] == 0.05);
   assert_true(isnan(r.ci_lo[2]) && isnan(r.ci_hi[2]));
 
   /* vp held at a wrong value: it stays exactly there */
-  s[2] = 0.11;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_ETOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
-  assert_true(r.state == LUMEN_FIT_CONVERGED || r.state == LUMEN_FIT_MAX_ITERATIONS);
+  p.s[2] = 0.11;
+  r = fit_converged(&p, 1);
   assert_true(r.p[2] == 0.11);
   assert_true(r.chi2 > 1e-6);
 
   /* lo == hi acts as fixed */
-  o.fixed = NULL;
-  s[2] = lo[2] = hi[2] = 0.05;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_ETOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
-  assert_int_equal(r.state, LUMEN_FIT_CONVERGED);
+  p.o.fixed = NULL;
+  p.s[2] = p.lo[2] = p.hi[2] = 0.05;
+  r = fit_converged(&p, 0);
   assert_true(r.p[2] == 0.05);
   lumen_test_assert_close(r.p[0], truth[0], 0, 1e-6, "Ktrans with lo == hi on vp");
 
   /* everything fixed: the model at the start, converged, no iterations */
   unsigned char all[3] = {1, 1, 1};
-  lumen_model_defaults(LUMEN_MODEL_ETOFTS, s, lo, hi);
-  o.fixed = all;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_ETOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
-  assert_int_equal(r.state, LUMEN_FIT_CONVERGED);
+  problem_reset(&p);
+  p.o.fixed = all;
+  r = fit_converged(&p, 0);
   assert_int_equal(r.iterations, 0);
-  for (int k = 0; k < 3; ++k) assert_true(r.p[k] == s[k]);
+  for (int k = 0; k < 3; ++k) assert_true(r.p[k] == p.s[k]);
   assert_true(r.chi2 > 0);
-  lumen_ctx_destroy(ctx);
+  lumen_ctx_destroy(p.ctx);
 }
 
 static void test_weights(void **state) {
   (void)state;
-  if (!have_gsl()) skip();
-  lumen_ctx *ctx = lumen_test_ctx();
-  dce_data d;
-  dce_setup(&d, NT);
   const double truth[2] = {0.25, 0.30};
-  double y[NT], w[NT];
-  lumen_model_eval_f64(LUMEN_MODEL_TOFTS, &d.g, NULL, truth, y, NULL, NULL);
+  problem p;
+  problem_setup(&p, LUMEN_MODEL_TOFTS, truth);
+  double w[NT];
   /* corrupt every third sample and give it zero weight: the fit must ignore it */
   for (int i = 0; i < NT; ++i) {
     w[i] = 1.0;
     if (i % 3 == 1) {
-      y[i] += 0.5;
+      p.y[i] += 0.5;
       w[i] = 0.0;
     }
   }
-  double s[4], lo[4], hi[4];
-  lumen_curve_options o = default_options(LUMEN_MODEL_TOFTS, s, lo, hi);
   lumen_curve_result r, ru;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &ru), LUMEN_OK);
+  assert_int_equal(problem_fit(&p, &ru), LUMEN_OK);
   assert_true(fabs(ru.p[0] - truth[0]) > 1e-3); /* unweighted: visibly off */
-  o.weights = w;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
-  assert_int_equal(r.state, LUMEN_FIT_CONVERGED);
+  p.o.weights = w;
+  r = fit_converged(&p, 0);
   lumen_test_assert_close(r.p[0], truth[0], 0, 1e-6, "Ktrans, outliers weighted out");
   lumen_test_assert_close(r.p[1], truth[1], 0, 1e-6, "ve, outliers weighted out");
 
   /* uniform weight 4: same parameters and CIs, chi2 x 4 */
   rng_state = 7;
-  lumen_model_eval_f64(LUMEN_MODEL_TOFTS, &d.g, NULL, truth, y, NULL, NULL);
+  lumen_model_eval_f64(p.m, &p.d.g, NULL, truth, p.y, NULL, NULL);
   for (int i = 0; i < NT; ++i) {
-    y[i] += 0.01 * rng_normal();
+    p.y[i] += 0.01 * rng_normal();
     w[i] = 4.0;
   }
-  o.weights = NULL;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &ru), LUMEN_OK);
-  o.weights = w;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
-  assert_int_equal(r.state, LUMEN_FIT_CONVERGED);
+  p.o.weights = NULL;
+  assert_int_equal(problem_fit(&p, &ru), LUMEN_OK);
+  p.o.weights = w;
+  r = fit_converged(&p, 0);
   lumen_test_assert_close(r.p[0], ru.p[0], 0, 1e-5, "Ktrans, uniform weights");
   lumen_test_assert_close(r.chi2, 4.0 * ru.chi2, 0, 1e-6, "chi2, uniform weights");
   lumen_test_assert_close(r.ci_hi[0] - r.ci_lo[0], ru.ci_hi[0] - ru.ci_lo[0], 0, 1e-4, "CI, uniform weights");
   lumen_test_assert_close(r.r2, ru.r2, 1e-9, 0, "R^2, uniform weights");
-  lumen_ctx_destroy(ctx);
+  lumen_ctx_destroy(p.ctx);
 }
 
 /* ------------------------------------------------------------------------ confidence intervals */
@@ -457,7 +469,6 @@ static void ci_run(const dce_data *d, double sd, int reps, double *mean_width, d
 
 static void test_confidence_intervals(void **state) {
   (void)state;
-  if (!have_gsl()) skip();
   dce_data d;
   dce_setup(&d, NT);
   rng_state = 2024;
@@ -495,91 +506,47 @@ static void expect_state(lumen_ctx *ctx, lumen_model m, const lumen_grid_f64 *g,
   }
 }
 
-static void test_bad_input_states(void **state) {
-  (void)state;
-  if (!have_gsl()) skip();
-  lumen_ctx *ctx = lumen_test_ctx();
-  dce_data d;
-  dce_setup(&d, NT);
-  const double truth[2] = {0.25, 0.30};
-  double y[NT], bad[NT];
-  lumen_model_eval_f64(LUMEN_MODEL_TOFTS, &d.g, NULL, truth, y, NULL, NULL);
-  double s[4], lo[4], hi[4];
-  lumen_curve_options o = default_options(LUMEN_MODEL_TOFTS, s, lo, hi);
-  const lumen_model m = LUMEN_MODEL_TOFTS;
+/* The options of a T1 model with start s and box lo..hi. */
+static lumen_curve_options t1_options(lumen_model m, double *s, double *lo, double *hi) {
+  lumen_curve_options o = default_options(m, NULL, NULL, NULL);
+  o.start = s;
+  o.lo = lo;
+  o.hi = hi;
+  return o;
+}
 
-  memcpy(bad, y, sizeof y);
-  bad[40] = NAN;
-  expect_state(ctx, m, &d.g, NULL, bad, &o, LUMEN_FIT_INVALID_INPUT);
-  bad[40] = INFINITY;
-  expect_state(ctx, m, &d.g, NULL, bad, &o, LUMEN_FIT_INVALID_INPUT);
-  bad[40] = -INFINITY;
-  expect_state(ctx, m, &d.g, NULL, bad, &o, LUMEN_FIT_INVALID_INPUT);
-  memset(bad, 0, sizeof bad);
-  expect_state(ctx, m, &d.g, NULL, bad, &o, LUMEN_FIT_INVALID_INPUT);
-
-  /* n < np */
-  lumen_grid_f64 g1 = d.g;
-  g1.n = 1;
-  expect_state(ctx, m, &g1, NULL, y, &o, LUMEN_FIT_INVALID_INPUT);
-
-  /* weights: negative, NaN, too few positive */
-  double w[NT];
-  for (int i = 0; i < NT; ++i) w[i] = 1.0;
-  o.weights = w;
-  w[3] = -1.0;
-  expect_state(ctx, m, &d.g, NULL, y, &o, LUMEN_FIT_INVALID_INPUT);
-  w[3] = NAN;
-  expect_state(ctx, m, &d.g, NULL, y, &o, LUMEN_FIT_INVALID_INPUT);
-  for (int i = 0; i < NT; ++i) w[i] = i == 50 ? 1.0 : 0.0;
-  expect_state(ctx, m, &d.g, NULL, y, &o, LUMEN_FIT_INVALID_INPUT);
-  o.weights = NULL;
-
-  /* start outside the bounds, or NaN */
-  s[1] = 1.5;
-  expect_state(ctx, m, &d.g, NULL, y, &o, LUMEN_FIT_START_OUT_OF_BOUNDS);
-  s[1] = 1e-5; /* below ve's default lower bound 1e-4 */
-  expect_state(ctx, m, &d.g, NULL, y, &o, LUMEN_FIT_START_OUT_OF_BOUNDS);
-  s[1] = NAN;
-  expect_state(ctx, m, &d.g, NULL, y, &o, LUMEN_FIT_START_OUT_OF_BOUNDS);
-  lumen_model_defaults(m, s, lo, hi);
-
-  /* bad per-curve constants */
+/* Bad per-curve constants (VFA's B1 NaN, FXR's negative relaxivity) and a model that overflows
+   at its start. */
+static void check_bad_constants_and_overflow(problem *p) {
   t1_data tv;
-  t1_setup(&tv, LUMEN_MODEL_VFA);
-  const double tt[2] = {1.2, 2000.0};
   double yv[16];
-  lumen_model_eval_f64(LUMEN_MODEL_VFA, &tv.g, NULL, tt, yv, NULL, NULL);
+  t1_curve(&tv, LUMEN_MODEL_VFA, NULL, (const double[2]){1.2, 2000.0}, yv);
   double sv[4], lov[4], hiv[4];
   lumen_curve_options ov = default_options(LUMEN_MODEL_VFA, sv, lov, hiv);
   double cv[LUMEN_FIT_NCONSTS] = {1.0, NAN};
-  expect_state(ctx, LUMEN_MODEL_VFA, &tv.g, cv, yv, &ov, LUMEN_FIT_INVALID_INPUT);
+  expect_state(p->ctx, LUMEN_MODEL_VFA, &tv.g, cv, yv, &ov, LUMEN_FIT_INVALID_INPUT);
   double cf[LUMEN_FIT_NCONSTS] = {-1.0, 1.0};
-  expect_state(ctx, LUMEN_MODEL_FXR, &d.g, cf, y, &o, LUMEN_FIT_INVALID_INPUT);
+  expect_state(p->ctx, LUMEN_MODEL_FXR, &p->d.g, cf, p->y, &p->o, LUMEN_FIT_INVALID_INPUT);
 
   /* the model overflows at the start: not finite */
   t1_data ti;
-  t1_setup(&ti, LUMEN_MODEL_IR);
   double yi[16];
-  const double ttrue[2] = {0.9, 1000.0};
-  lumen_model_eval_f64(LUMEN_MODEL_IR, &ti.g, NULL, ttrue, yi, NULL, NULL);
+  t1_curve(&ti, LUMEN_MODEL_IR, NULL, (const double[2]){0.9, 1000.0}, yi);
   double si[2] = {0.9, 1.5e308}, loi[2] = {1e-4, 0}, hii[2] = {10, INFINITY};
-  lumen_curve_options oi = default_options(LUMEN_MODEL_IR, NULL, NULL, NULL);
-  oi.start = si;
-  oi.lo = loi;
-  oi.hi = hii;
-  expect_state(ctx, LUMEN_MODEL_IR, &ti.g, NULL, yi, &oi, LUMEN_FIT_NOT_FINITE);
+  lumen_curve_options oi = t1_options(LUMEN_MODEL_IR, si, loi, hii);
+  expect_state(p->ctx, LUMEN_MODEL_IR, &ti.g, NULL, yi, &oi, LUMEN_FIT_NOT_FINITE);
+}
 
-  /* singular: an AIF of zeros makes the Tofts model identically zero */
+/* Singular problems: an AIF of zeros makes the Tofts model identically zero; SR sampled at one
+   time only cannot separate T1 from M0. */
+static void check_singular(problem *p) {
   dce_data z;
   dce_setup(&z, NT);
   for (int i = 0; i < NT; ++i) z.cp[i] = 0.0;
   assert_int_equal(lumen_grid_setup_f64(&z.g, NT, z.t, z.cp, z.dt, z.icp), 0);
   double ones[NT];
   for (int i = 0; i < NT; ++i) ones[i] = 1.0;
-  expect_state(ctx, m, &z.g, NULL, ones, &o, LUMEN_FIT_SINGULAR);
-  /* singular: ETM whose vp column duplicates ... Patlak with cp == icp shape is not needed;
-     two identical T1 columns: SR sampled at one time only twice */
+  expect_state(p->ctx, p->m, &z.g, NULL, ones, &p->o, LUMEN_FIT_SINGULAR);
   t1_data sr;
   t1_setup(&sr, LUMEN_MODEL_SR);
   for (int i = 0; i < sr.g.n; ++i) sr.x[i] = 1.0; /* same time: T1 and M0 not separable */
@@ -588,67 +555,105 @@ static void test_bad_input_states(void **state) {
   lumen_model_eval_f64(LUMEN_MODEL_SR, &sr.g, NULL, tsr, ysr, NULL, NULL);
   double ssr[2] = {1.0, 500.0}, losr[2], hisr[2];
   lumen_model_defaults(LUMEN_MODEL_SR, NULL, losr, hisr);
-  lumen_curve_options osr = default_options(LUMEN_MODEL_SR, NULL, NULL, NULL);
-  osr.start = ssr;
-  osr.lo = losr;
-  osr.hi = hisr;
-  expect_state(ctx, LUMEN_MODEL_SR, &sr.g, NULL, ysr, &osr, LUMEN_FIT_SINGULAR);
+  lumen_curve_options osr = t1_options(LUMEN_MODEL_SR, ssr, losr, hisr);
+  expect_state(p->ctx, LUMEN_MODEL_SR, &sr.g, NULL, ysr, &osr, LUMEN_FIT_SINGULAR);
+}
+
+static void test_bad_input_states(void **state) {
+  (void)state;
+  const double truth[2] = {0.25, 0.30};
+  problem p;
+  problem_setup(&p, LUMEN_MODEL_TOFTS, truth);
+  lumen_ctx *ctx = p.ctx;
+  const lumen_model m = p.m;
+  const double *y = p.y;
+  lumen_curve_options *o = &p.o;
+  double bad[NT];
+
+  memcpy(bad, y, sizeof bad);
+  const double bad_values[] = {NAN, INFINITY, -INFINITY};
+  for (int b = 0; b < 3; ++b) {
+    bad[40] = bad_values[b];
+    expect_state(ctx, m, &p.d.g, NULL, bad, o, LUMEN_FIT_INVALID_INPUT);
+  }
+  memset(bad, 0, sizeof bad);
+  expect_state(ctx, m, &p.d.g, NULL, bad, o, LUMEN_FIT_INVALID_INPUT);
+
+  /* n < np */
+  lumen_grid_f64 g1 = p.d.g;
+  g1.n = 1;
+  expect_state(ctx, m, &g1, NULL, y, o, LUMEN_FIT_INVALID_INPUT);
+
+  /* weights: negative, NaN, too few positive */
+  double w[NT];
+  for (int i = 0; i < NT; ++i) w[i] = 1.0;
+  o->weights = w;
+  w[3] = -1.0;
+  expect_state(ctx, m, &p.d.g, NULL, y, o, LUMEN_FIT_INVALID_INPUT);
+  w[3] = NAN;
+  expect_state(ctx, m, &p.d.g, NULL, y, o, LUMEN_FIT_INVALID_INPUT);
+  for (int i = 0; i < NT; ++i) w[i] = i == 50 ? 1.0 : 0.0;
+  expect_state(ctx, m, &p.d.g, NULL, y, o, LUMEN_FIT_INVALID_INPUT);
+  o->weights = NULL;
+
+  /* start outside the bounds (above; below ve's default lower bound 1e-4), or NaN */
+  const double bad_starts[] = {1.5, 1e-5, NAN};
+  for (int b = 0; b < 3; ++b) {
+    p.s[1] = bad_starts[b];
+    expect_state(ctx, m, &p.d.g, NULL, y, o, LUMEN_FIT_START_OUT_OF_BOUNDS);
+  }
+  problem_reset(&p);
+
+  check_bad_constants_and_overflow(&p);
+  check_singular(&p);
 
   /* max iterations: the last iterate, finite and inside the box */
-  o.max_iterations = 1;
-  lumen_curve_result r;
-  assert_int_equal(lumen_standard_fit_curve(ctx, m, &d.g, NULL, y, &o, &r), LUMEN_OK);
+  o->max_iterations = 1;
+  lumen_curve_result r = fit_converged(&p, 1);
   assert_int_equal(r.state, LUMEN_FIT_MAX_ITERATIONS);
   assert_int_equal(r.iterations, 1);
-  for (int k = 0; k < 2; ++k) assert_true(isfinite(r.p[k]) && r.p[k] >= lo[k] && r.p[k] <= hi[k]);
+  for (int k = 0; k < 2; ++k) assert_true(isfinite(r.p[k]) && r.p[k] >= p.lo[k] && r.p[k] <= p.hi[k]);
   assert_true(isfinite(r.chi2));
   lumen_ctx_destroy(ctx);
 }
 
 static void test_argument_errors(void **state) {
   (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
-  dce_data d;
-  dce_setup(&d, NT);
-  double y[NT];
-  for (int i = 0; i < NT; ++i) y[i] = 0.1;
-  double s[4], lo[4], hi[4];
-  lumen_curve_options o = default_options(LUMEN_MODEL_TOFTS, s, lo, hi);
+  problem p;
+  problem_setup(&p, LUMEN_MODEL_TOFTS, (const double[2]){0.25, 0.30});
+  for (int i = 0; i < NT; ++i) p.y[i] = 0.1;
+  lumen_ctx *ctx = p.ctx;
+  const lumen_grid_f64 *g = &p.d.g;
+  const double *y = p.y;
+  lumen_curve_options *o = &p.o;
   lumen_curve_result r;
   if (!have_gsl()) {
-    assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r), LUMEN_ERR_NOT_BUILT);
+    assert_int_equal(problem_fit(&p, &r), LUMEN_ERR_NOT_BUILT);
     assert_int_equal(r.state, LUMEN_FIT_NOT_FITTED);
     lumen_ctx_destroy(ctx);
     return;
   }
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, NULL, NULL, y, &o, &r), LUMEN_ERR_INVALID_ARGUMENT);
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, NULL, &o, &r),
-                   LUMEN_ERR_INVALID_ARGUMENT);
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, NULL, &r),
-                   LUMEN_ERR_INVALID_ARGUMENT);
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, NULL),
-                   LUMEN_ERR_INVALID_ARGUMENT);
-  assert_int_equal(lumen_standard_fit_curve(ctx, (lumen_model)99, &d.g, NULL, y, &o, &r), LUMEN_ERR_INVALID_ARGUMENT);
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_AUC, &d.g, NULL, y, &o, &r), LUMEN_ERR_UNSUPPORTED);
-  hi[1] = 1e-5; /* lo > hi (ve's default lower bound is 1e-4) */
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r),
-                   LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, NULL, NULL, y, o, &r), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, g, NULL, NULL, o, &r), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, g, NULL, y, NULL, &r), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, g, NULL, y, o, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_standard_fit_curve(ctx, (lumen_model)99, g, NULL, y, o, &r), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_AUC, g, NULL, y, o, &r), LUMEN_ERR_UNSUPPORTED);
+  p.hi[1] = 1e-5; /* lo > hi (ve's default lower bound is 1e-4) */
+  expect_argument_error(&p);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "bounds"));
-  lumen_model_defaults(LUMEN_MODEL_TOFTS, s, lo, hi);
-  lo[0] = NAN;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r),
-                   LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_model_defaults(LUMEN_MODEL_TOFTS, s, lo, hi);
-  o.tolerance = 0;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r),
-                   LUMEN_ERR_INVALID_ARGUMENT);
-  o.tolerance = 1e-6;
-  o.max_iterations = 0;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r),
-                   LUMEN_ERR_INVALID_ARGUMENT);
+  problem_reset(&p);
+  p.lo[0] = NAN;
+  expect_argument_error(&p);
+  problem_reset(&p);
+  o->tolerance = 0;
+  expect_argument_error(&p);
+  o->tolerance = 1e-6;
+  o->max_iterations = 0;
+  expect_argument_error(&p);
   /* NULL context is allowed (no message recorded) */
-  o.max_iterations = 200;
-  assert_int_equal(lumen_standard_fit_curve(NULL, LUMEN_MODEL_TOFTS, &d.g, NULL, y, &o, &r), LUMEN_OK);
+  o->max_iterations = 200;
+  assert_int_equal(lumen_standard_fit_curve(NULL, LUMEN_MODEL_TOFTS, g, NULL, y, o, &r), LUMEN_OK);
   lumen_ctx_destroy(ctx);
 }
 
@@ -656,33 +661,23 @@ static void test_argument_errors(void **state) {
 
 static void test_tolerance_and_iterations(void **state) {
   (void)state;
-  if (!have_gsl()) skip();
-  lumen_ctx *ctx = lumen_test_ctx();
-  dce_data d;
-  dce_setup(&d, NT);
-  const double truth[3] = {0.25, 0.30, 0.05};
-  double y[NT];
-  lumen_model_eval_f64(LUMEN_MODEL_ETOFTS, &d.g, NULL, truth, y, NULL, NULL);
+  problem p;
+  problem_setup(&p, LUMEN_MODEL_ETOFTS, (const double[3]){0.25, 0.30, 0.05});
   rng_state = 5;
-  for (int i = 0; i < NT; ++i) y[i] += 0.005 * rng_normal();
-  double s[4], lo[4], hi[4];
-  lumen_curve_options o = default_options(LUMEN_MODEL_ETOFTS, s, lo, hi);
-  lumen_curve_result tight, loose;
-  o.tolerance = 1e-10;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_ETOFTS, &d.g, NULL, y, &o, &tight), LUMEN_OK);
-  o.tolerance = 1e-3;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_ETOFTS, &d.g, NULL, y, &o, &loose), LUMEN_OK);
-  assert_int_equal(tight.state, LUMEN_FIT_CONVERGED);
-  assert_int_equal(loose.state, LUMEN_FIT_CONVERGED);
+  for (int i = 0; i < NT; ++i) p.y[i] += 0.005 * rng_normal();
+  p.o.tolerance = 1e-10;
+  lumen_curve_result tight = fit_converged(&p, 0);
+  p.o.tolerance = 1e-3;
+  lumen_curve_result loose = fit_converged(&p, 0);
   assert_true(loose.iterations <= tight.iterations);
   assert_true(loose.chi2 >= tight.chi2 * (1 - 1e-12));
   for (int k = 0; k < 3; ++k) lumen_test_assert_close(loose.p[k], tight.p[k], 0, 2e-2, "loose vs tight");
   /* the default tolerance is close to the tight answer */
-  o.tolerance = 1e-6;
+  p.o.tolerance = 1e-6;
   lumen_curve_result def;
-  assert_int_equal(lumen_standard_fit_curve(ctx, LUMEN_MODEL_ETOFTS, &d.g, NULL, y, &o, &def), LUMEN_OK);
+  assert_int_equal(problem_fit(&p, &def), LUMEN_OK);
   for (int k = 0; k < 3; ++k) lumen_test_assert_close(def.p[k], tight.p[k], 0, 1e-5, "default vs tight");
-  lumen_ctx_destroy(ctx);
+  lumen_ctx_destroy(p.ctx);
 }
 
 #define TH_CURVES 40
@@ -708,7 +703,6 @@ static void *th_main(void *arg) {
 
 static void test_thread_safety(void **state) {
   (void)state;
-  if (!have_gsl()) skip();
   dce_data d;
   dce_setup(&d, NT);
   static double y[TH_CURVES * NT];
@@ -747,9 +741,7 @@ static void test_thread_safety(void **state) {
    nearly every curve converges (2CXM follows its long valleys with the accelerated phase), and
    no converged result is outside its box. */
 static void test_noisy_robustness(void **state) {
-  (void)state;
-  if (!have_gsl()) skip();
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   dce_data d;
   dce_setup(&d, NT);
   const lumen_model models[] = {LUMEN_MODEL_TOFTS, LUMEN_MODEL_ETOFTS, LUMEN_MODEL_PATLAK, LUMEN_MODEL_2CUM,
@@ -792,7 +784,6 @@ static void test_noisy_robustness(void **state) {
     print_message("model %d: %d/%d converged, %d at max iterations\n", (int)m, conv, reps, maxit);
     assert_true(conv >= reps - 2);
   }
-  lumen_ctx_destroy(ctx);
 }
 
 int main(void) {
@@ -805,9 +796,9 @@ int main(void) {
     cmocka_unit_test(test_recover_dce),
     cmocka_unit_test(test_recover_dce_trapezoid_nonuniform),
     cmocka_unit_test(test_recover_t1),
-    cmocka_unit_test(test_closed_form_vfa),
+    LUMEN_TEST_WITH_CTX(test_closed_form_vfa),
     cmocka_unit_test(test_bounds_respected),
-    cmocka_unit_test(test_one_sided_and_unbounded),
+    LUMEN_TEST_WITH_CTX(test_one_sided_and_unbounded),
     cmocka_unit_test(test_fixed_parameters),
     cmocka_unit_test(test_weights),
     cmocka_unit_test(test_confidence_intervals),
@@ -815,7 +806,7 @@ int main(void) {
     cmocka_unit_test(test_argument_errors),
     cmocka_unit_test(test_tolerance_and_iterations),
     cmocka_unit_test(test_thread_safety),
-    cmocka_unit_test(test_noisy_robustness),
+    LUMEN_TEST_WITH_CTX(test_noisy_robustness),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lumen/aif.h"
@@ -47,11 +48,36 @@ void lumen_test_assert_images_equal(const lumen_image *a, const lumen_image *b) 
   assert_memory_equal(lumen_image_const_data(a), lumen_image_const_data(b), (size_t)lumen_image_nbytes(a));
 }
 
+void lumen_test_assert_affines_equal(const lumen_image *a, const lumen_image *b) {
+  assert_non_null(a);
+  assert_non_null(b);
+  double aa[16], ba[16];
+  assert_int_equal(lumen_image_get_affine(a, aa), LUMEN_OK);
+  assert_int_equal(lumen_image_get_affine(b, ba), LUMEN_OK);
+  assert_memory_equal(aa, ba, sizeof aa);
+}
+
+void lumen_test_free_images(lumen_image *const *images, size_t count) {
+  for (size_t i = 0; i < count; ++i) lumen_image_free(images[i]);
+}
+
 lumen_ctx *lumen_test_ctx(void) {
   lumen_ctx *ctx = NULL;
   assert_int_equal(lumen_ctx_create(&ctx), LUMEN_OK);
   assert_non_null(ctx);
   return ctx;
+}
+
+int lumen_test_ctx_setup(void **state) { /* no assertion here: a fixture reports by its return value */
+  lumen_ctx *ctx = NULL;
+  if (lumen_ctx_create(&ctx) != LUMEN_OK || !ctx) return -1;
+  *state = ctx;
+  return 0;
+}
+
+int lumen_test_ctx_teardown(void **state) {
+  lumen_ctx_destroy(*state);
+  return 0;
 }
 
 char *lumen_test_join(const char *dir, const char *name) {
@@ -61,6 +87,31 @@ char *lumen_test_join(const char *dir, const char *name) {
   snprintf(p, 256, "%s/%s", dir, name);
   return p;
 }
+
+int lumen_test_dir_setup(void **state) {
+  char *dir = *state;
+  snprintf(dir, LUMEN_TEST_DIR_SIZE, "/tmp/lumen-test-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+int lumen_test_dir_teardown(void **state) {
+  const char *dir = *state;
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    char p[512];
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+  return 0;
+}
+
+int lumen_test_dir_teardown_empty(void **state) { return rmdir((const char *)*state); }
 
 int lumen_test_run_in_dir(char *dir, size_t size, const char *name, const struct CMUnitTest *tests, size_t count,
                           CMFixtureFunction setup, CMFixtureFunction teardown) {
@@ -197,6 +248,16 @@ int lumen_test_csv_arr(const lumen_test_csv *t, int r, const char *name, double 
   return n;
 }
 
+lumen_convolve_opts lumen_test_convolve_2d(const float *k, int64_t nx, int64_t ny) {
+  lumen_convolve_opts o;
+  lumen_convolve_opts_init(&o);
+  o.kernel = k;
+  o.kernel_ndim = 2;
+  o.kernel_dims[0] = nx;
+  o.kernel_dims[1] = ny;
+  return o;
+}
+
 void lumen_test_parker_grid(int n, double delay, int plasma, double *t, double *cp) {
   for (int i = 0; i < n; ++i) t[i] = i * 5.0 / 60.0;
   lumen_aif_options ao;
@@ -230,6 +291,23 @@ void lumen_test_noisy_curves(lumen_model model, int n, int nc, const double *t, 
   free(f);
 }
 
+uint64_t lumen_test_splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double lumen_test_uniform(uint64_t *state) { return (double)(lumen_test_splitmix64(state) >> 11) * 0x1.0p-53; }
+
+int lumen_test_record_progress(void *user, double fraction, const char *stage) {
+  lumen_test_progress *p = user;
+  (void)stage;
+  if (p->calls > 0 && !(fraction > p->last)) p->rising = 0;
+  p->last = fraction;
+  return p->calls++ == p->cancel_at_call || fraction >= p->cancel_at_fraction;
+}
+
 int lumen_test_cuda_devices(char *reason, size_t size) {
   lumen_ctx *ctx = NULL;
   int ndev = 0;
@@ -237,6 +315,22 @@ int lumen_test_cuda_devices(char *reason, size_t size) {
   lumen_status s = lumen_cuda_probe(ctx, &ndev, reason, size);
   lumen_ctx_destroy(ctx);
   return s == LUMEN_OK && ndev > 0 ? ndev : 0;
+}
+
+int lumen_test_skip_without_cuda(const char *test, const char *reason) {
+  printf("%s: skipped, no CUDA device (%s)\n", test, reason);
+  return LUMEN_TEST_SKIP;
+}
+
+int lumen_test_skip(const char *why) {
+  printf("%s: skipped\n", why);
+  return LUMEN_TEST_SKIP;
+}
+
+char *lumen_test_refdata_needed(const char *relative) {
+  char *path = lumen_test_refdata_path(relative);
+  if (!path) printf("reference data %s not found (LUMEN_REFDATA): skipped\n", relative);
+  return path;
 }
 
 int lumen_test_refdata_has(const char *relative, const char *what) {

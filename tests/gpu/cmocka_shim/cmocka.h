@@ -38,16 +38,23 @@ static volatile int shim_skipped_;
 struct CMUnitTest {
   const char *name;
   void (*fn)(void **);
+  int (*setup)(void **);
   int (*teardown)(void **);
 };
-#define cmocka_unit_test(f) {#f, f, NULL}
-#define cmocka_unit_test_teardown(f, t) {#f, f, t}
+#define cmocka_unit_test(f) {#f, f, NULL, NULL}
+#define cmocka_unit_test_teardown(f, t) {#f, f, NULL, t}
+#define cmocka_unit_test_setup_teardown(f, s, t) {#f, f, s, t}
 #define cmocka_run_group_tests(tests, a, b) shim_run_(tests, (int)(sizeof(tests) / sizeof(tests[0])))
 static inline int shim_run_(const struct CMUnitTest *t, int n) {
   volatile int failed = 0;
   for (int i = 0; i < n; ++i) {
     void *state = NULL;
     shim_skipped_ = 0;
+    if (t[i].setup && t[i].setup(&state) != 0) {
+      printf("FAIL %s (setup)\n", t[i].name);
+      ++failed;
+      continue;
+    }
     volatile int r = setjmp(shim_jmp_);
     if (r == 0) t[i].fn(&state);
     if (t[i].teardown) t[i].teardown(&state);

@@ -21,13 +21,8 @@
 # Skips (77) only when Debian's pydicom/numpy are missing, lumen was built without DICOM (GDCM),
 # or the reference data (LUMEN_REFDATA qiba/) are not there.
 set -u
-bin=${LUMEN_BIN:?LUMEN_BIN not set}
-py=/usr/bin/python3
-"$py" -c 'import pydicom, numpy' 2>/dev/null ||
-  { echo "Debian python3-pydicom or python3-numpy missing (scripts/setup.sh): skipped"; exit 77; }
-q6=${LUMEN_REFDATA:-${LUMEN_REFDATA_DEFAULT:-}}/qiba/v6_tofts/q6_dce.nii.gz
-[ -f "$q6" ] || { echo "reference data qiba/v6_tofts not found (LUMEN_REFDATA): skipped"; exit 77; }
 . "$(dirname "$0")/lib.sh"
+need_dicom_series_inputs
 ds="$py $LUMEN_CLI_TESTS/dicom_series.py"
 common="--t1 1.0 --relaxivity 4.5 -q --no-report"
 

@@ -18,13 +18,8 @@
 # Skips (77) only when Debian's pydicom/numpy are missing, lumen was built without DICOM (GDCM),
 # or the reference data (LUMEN_REFDATA qiba/) are not there.
 set -u
-bin=${LUMEN_BIN:?LUMEN_BIN not set}
-py=/usr/bin/python3
-"$py" -c 'import pydicom, numpy' 2>/dev/null ||
-  { echo "Debian python3-pydicom or python3-numpy missing (scripts/setup.sh): skipped"; exit 77; }
-q6=${LUMEN_REFDATA:-${LUMEN_REFDATA_DEFAULT:-}}/qiba/v6_tofts/q6_dce.nii.gz
-[ -f "$q6" ] || { echo "reference data qiba/v6_tofts not found (LUMEN_REFDATA): skipped"; exit 77; }
 . "$(dirname "$0")/lib.sh"
+need_dicom_series_inputs
 ds="$py -W ignore $LUMEN_CLI_TESTS/dicom_series.py"
 common="--t1 1.0 --relaxivity 4.5 -q --no-report"
 
@@ -40,41 +35,49 @@ same_maps() {  # A B: Ktrans, ve and state of two runs equal voxel for voxel
 sidecar() {  # FILE.json EXPR: the Python expression on the sidecar j is true
   "$py" -c "import json,sys; j=json.load(open('$1')); sys.exit(0 if ($2) else 1)"
 }
+# series_like_nifti SERIES OUT NIFTI_OUT "RUNS" "SAME" [OPTION...]: lumen dce on the folder SERIES
+# (with the options) into OUT: checks RUNS (it runs) and SAME (the maps of the run in NIFTI_OUT)
+series_like_nifti() {
+  local series=$1 out=$2 nii=$3 runs=$4 same=$5
+  shift 5
+  "$bin" dce --dce "$series" --out "$out" $common "$@" 2> "$out.err"
+  check "$runs" "[ \$? -eq 0 ]" || cat "$out.err"
+  check "$same" "same_maps $nii $out"
+}
+# convert_sidecar SERIES OUT JSON "WHAT" EXPR: lumen convert SERIES into OUT; checks WHAT: the
+# Python expression EXPR (no double quotes) on the sidecar OUT/JSON
+convert_sidecar() {
+  "$bin" convert "$1" --out "$2" -q 2> "$2.err"
+  check "$4" "sidecar $2/$3 \"$5\"" || cat "$2.err"
+}
 
 # ---------------------------------------------------------------- QIBA v6, one malformed AcquisitionTime
 $ds qiba "$q6" v6bad --acquisition-time --malformed-acq 700 >/dev/null || { echo "FAIL: writing v6bad"; exit 1; }
 "$bin" dce --dce "$q6" --dt 0.5 --out nii6 $common 2> nii6.err || { cat nii6.err; echo "FAIL: the NIfTI run"; exit 1; }
-"$bin" dce --dce v6bad --out dcm6 $common 2> dcm6.err
-check "QIBA v6 with a malformed AcquisitionTime ('0960.000') in one file: lumen dce runs" "[ \$? -eq 0 ]" || cat dcm6.err
-check "v6bad: the maps of the NIfTI run with --dt 0.5" "same_maps nii6 dcm6"
+series_like_nifti v6bad dcm6 nii6 "QIBA v6 with a malformed AcquisitionTime ('0960.000') in one file: lumen dce runs" \
+  "v6bad: the maps of the NIfTI run with --dt 0.5"
 check "v6bad: the run log names TriggerTime as the frame times' source" \
   "grep -q \"times from the headers' TriggerTime\" dcm6/lumen_runlog.txt"
-"$bin" convert v6bad --out cv6 -q 2> cv6.err
-check "v6bad: lumen convert: FrameOrder and FrameTimesSource TriggerTime, 1321 times 0 ... 660 s" \
-  "sidecar cv6/18_qiba_v6_tofts.json \"j['FrameOrder'] == 'TriggerTime' and j['FrameTimesSource'] == 'TriggerTime' and len(j['FrameTimesStart']) == 1321 and j['FrameTimesStart'][-1] == 660\"" ||
-  cat cv6.err
+convert_sidecar v6bad cv6 18_qiba_v6_tofts.json \
+  "v6bad: lumen convert: FrameOrder and FrameTimesSource TriggerTime, 1321 times 0 ... 660 s" \
+  "j['FrameOrder'] == 'TriggerTime' and j['FrameTimesSource'] == 'TriggerTime' and len(j['FrameTimesStart']) == 1321 and j['FrameTimesStart'][-1] == 660"
 
 # ---------------------------------------------------------------- QIBA v9 / GE style: first TriggerTime missing
 $ds qiba "$q6" v9 --every 12 --ge --nifti v9.nii >/dev/null || { echo "FAIL: writing v9"; exit 1; }
 "$bin" dce --dce v9.nii --dt 6 --flip-angle 30 --tr 0.005 --out nii9 $common 2> nii9.err || { cat nii9.err; echo "FAIL: v9 NIfTI run"; }
-"$bin" dce --dce v9 --out dcm9 $common 2> dcm9.err
-check "GE-style series (one AcquisitionTime, no TriggerTime in the first file): lumen dce runs" "[ \$? -eq 0 ]" || cat dcm9.err
-check "v9: the maps of the NIfTI run with --dt 6" "same_maps nii9 dcm9"
-"$bin" convert v9 --out cv9 -q 2> cv9.err
-check "v9: FrameTimesStart 0, 6, 12 ... 660 s from TriggerTime (the first file's taken as 0)" \
-  "sidecar cv9/18_qiba_v6_tofts.json \"j['FrameTimesStart'][:3] == [0, 6, 12] and j['FrameTimesStart'][-1] == 660 and 'AcquisitionTime' in j['FrameTimingNote']\"" ||
-  cat cv9.err
+series_like_nifti v9 dcm9 nii9 "GE-style series (one AcquisitionTime, no TriggerTime in the first file): lumen dce runs" \
+  "v9: the maps of the NIfTI run with --dt 6"
+convert_sidecar v9 cv9 18_qiba_v6_tofts.json \
+  "v9: FrameTimesStart 0, 6, 12 ... 660 s from TriggerTime (the first file's taken as 0)" \
+  "j['FrameTimesStart'][:3] == [0, 6, 12] and j['FrameTimesStart'][-1] == 660 and 'AcquisitionTime' in j['FrameTimingNote']"
 
 # ---------------------------------------------------------------- AcquisitionTime across midnight
 $ds small mid --acquisition-time --start 86395 >/dev/null
 "$bin" dce --dce mid.nii --out midnii $common --aif parker 2> midnii.err || cat midnii.err
-"$bin" dce --dce mid --out middcm $common --aif parker 2> middcm.err
-check "AcquisitionTime from 23:59:55 across midnight: lumen dce runs" "[ \$? -eq 0 ]" || cat middcm.err
-check "midnight: the maps of the NIfTI run with the same frame times" "same_maps midnii middcm"
-"$bin" convert mid --out cvmid -q 2> cvmid.err
-check "midnight: FrameTimesStart 0, 10 ... 190 s (past 24 h, not back to 0)" \
-  "sidecar cvmid/7_small.json \"j['FrameTimesStart'] == [10.0 * t for t in range(20)] and j['FrameTimesSource'] == 'AcquisitionTime'\"" ||
-  cat cvmid.err
+series_like_nifti mid middcm midnii "AcquisitionTime from 23:59:55 across midnight: lumen dce runs" \
+  "midnight: the maps of the NIfTI run with the same frame times" --aif parker
+convert_sidecar mid cvmid 7_small.json "midnight: FrameTimesStart 0, 10 ... 190 s (past 24 h, not back to 0)" \
+  "j['FrameTimesStart'] == [10.0 * t for t in range(20)] and j['FrameTimesSource'] == 'AcquisitionTime'"
 
 # ---------------------------------------------------------------- sources that disagree, and none
 cp -r small flipped && "$py" -W ignore - <<'PYEOF'

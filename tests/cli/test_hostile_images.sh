@@ -12,10 +12,8 @@
 #  - the temporaries a killed run left in an output folder are removed by the next run there
 #    (those of a running process are kept).
 set -u
-bin=${LUMEN_BIN:?LUMEN_BIN not set}
-py=$(command -v python3 || true)
-[ -n "$py" ] || { echo "python3 not found: skipped"; exit 77; }
 . "$(dirname "$0")/lib.sh"
+need_python3
 
 "$py" - <<'PYEOF' || { echo "FAIL: making the test images"; exit 1; }
 import struct, zlib

@@ -3,6 +3,7 @@
 # tree and fails, naming the file and both layers, when a lower layer includes a higher one.
 set -u
 src=${LUMEN_SOURCE_DIR:?LUMEN_SOURCE_DIR not set}
+bin=none # this test runs no lumen
 . "$(dirname "$0")/lib.sh"
 py=$(command -v python3) || { echo "FAIL: python3 not found"; exit 1; }
 "$py" "$src/scripts/check_layers.py" "$src" > out.txt 2>&1; rc=$?

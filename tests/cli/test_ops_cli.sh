@@ -3,10 +3,8 @@
 # op give the same bytes, options are read by their descriptors (aliases, --no-NAME), range errors
 # name the option, its value and the range, --help lists the registry's ops.
 set -u
-bin=${LUMEN_BIN:?LUMEN_BIN not set}
-py=$(command -v python3 || true)
-[ -n "$py" ] || { echo "python3 not found: skipped"; exit 77; }
 . "$(dirname "$0")/lib.sh"
+need_python3
 
 "$py" - <<'PYEOF' || { echo "FAIL: making the test image"; exit 1; }
 import os, sys

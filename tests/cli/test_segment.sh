@@ -2,15 +2,12 @@
 # lumen segment: FEBDS on a synthetic 16-bit PNG mammogram (planted calcifications found), the
 # other algorithms on PNG and NIfTI (2-D and 3-D) round trips, batches, --overwrite, help, bad input.
 set -u
-bin=${LUMEN_BIN:?LUMEN_BIN not set}
-py=$(command -v python3 || true)
-[ -n "$py" ] || { echo "python3 not found: skipped"; exit 77; }
-"$bin" segment --help >/dev/null 2>&1 || { echo "lumen built without the segment command"; exit 1; }
 . "$(dirname "$0")/lib.sh"
+need_python3
+need_command segment
 
 cat > img.py <<'PYEOF'
 import os, math, random, sys
-sys.path.insert(0, os.environ['LUMEN_CLI_TESTS'])
 from imagefiles import png_write, png_read, nii_write, nii_read
 random.seed(7)
 W, H = 256, 256
@@ -77,8 +74,7 @@ done
 check "summary line: device requested/used, no fallback" \
   "grep -qE '^lumen segment: febds \(dog\), 1 image: device requested cpu, used cpu, no fallback, precision full' err_dog.txt"
 
-"$bin" segment febds mammo.png mask_dog.png 2>err.txt; rc=$?
-check "existing output refused without --overwrite" "[ $rc -ne 0 ] && grep -q 'mask_dog.png exists' err.txt"
+refused "existing output refused without --overwrite" '!0' 'mask_dog.png exists' segment febds mammo.png mask_dog.png
 "$bin" segment febds mammo.png mask_dog.png --overwrite -q 2>err.txt; rc=$?
 check "--overwrite replaces it, -q prints nothing" "[ $rc -eq 0 ] && [ ! -s err.txt ]"
 
@@ -87,8 +83,7 @@ check "NIfTI in/out, uint8 0/1 mask, precision half" \
   "[ $rc -eq 0 ] && \"$py\" img.py nii mask.nii.gz | grep -qE '^256x256 2 [0-9]+ 1$' && grep -q 'precision half' err.txt"
 "$bin" segment febds vol.nii vol_mask.nii.gz 2>/dev/null; rc=$?
 check "3-D NIfTI in, 3-D mask out" "[ $rc -eq 0 ] && \"$py\" img.py nii vol_mask.nii.gz | grep -qE '^256x256x2 2 '"
-"$bin" segment febds vol.nii vol.png 2>err.txt; rc=$?
-check "3-D result to PNG refused" "[ $rc -ne 0 ] && grep -q 'cannot be a PNG' err.txt"
+refused "3-D result to PNG refused" '!0' 'cannot be a PNG' segment febds vol.nii vol.png
 
 printf '# batch\nmammo.png b1.png\nmammo8.png b2.png\n' > list.txt
 "$bin" segment febds --batch list.txt 2>err.txt; rc=$?
@@ -96,25 +91,16 @@ check "batch of two, plain progress lines" "[ $rc -eq 0 ] && [ -f b1.png ] && [ 
 "$bin" segment febds mammo.png c1.png small.png c2.png 2>err.txt; rc=$?
 check "mismatched batch shapes: error naming the file" "[ $rc -ne 0 ] && grep -q 'small.png is 64x64' err.txt && [ ! -f c1.png ]"
 
-"$bin" segment febds mammo.png x.png --method sobel 2>err.txt; rc=$?
-check "unknown method names the valid ones" "[ $rc -eq 2 ] && grep -q 'expected one of dog, log, fft' err.txt"
-"$bin" segment febds mammo.png x.png --median-size 4 2>err.txt; rc=$?
-check "even median size rejected, naming the option" "[ $rc -ne 0 ] && grep -q 'median_size is 4' err.txt"
-"$bin" segment febds mammo.png x.png --dog-low-sigma 0 2>err.txt; rc=$?
-check "zero sigma rejected" "[ $rc -ne 0 ] && grep -q 'dog_low_sigma is 0' err.txt"
-"$bin" segment watershed mammo.png x.png 2>err.txt; rc=$?
-check "unknown algorithm" "[ $rc -eq 2 ] && grep -q 'unknown algorithm' err.txt"
-"$bin" segment febds missing.png x.png 2>err.txt; rc=$?
-check "missing input names the file" "[ $rc -eq 1 ] && grep -q 'missing.png' err.txt"
+refused "unknown method names the valid ones" 2 'expected one of dog, log, fft' segment febds mammo.png x.png --method sobel
+refused "even median size rejected, naming the option" '!0' 'median_size is 4' segment febds mammo.png x.png --median-size 4
+refused "zero sigma rejected" '!0' 'dog_low_sigma is 0' segment febds mammo.png x.png --dog-low-sigma 0
+refused "unknown algorithm" 2 'unknown algorithm' segment watershed mammo.png x.png
+refused "missing input names the file" 1 'missing.png' segment febds missing.png x.png
 printf 'not a png' > bad.png
-"$bin" segment febds bad.png x.png 2>err.txt; rc=$?
-check "corrupt input names the file" "[ $rc -eq 1 ] && grep -q 'bad.png' err.txt"
-"$bin" segment febds mammo.png x.jpg 2>err.txt; rc=$?
-check "unknown output extension" "[ $rc -ne 0 ] && grep -q 'expected .png, .nii or .nii.gz' err.txt"
-"$bin" segment febds mammo.png 2>err.txt; rc=$?
-check "input without output" "[ $rc -eq 2 ] && grep -q 'has no output' err.txt"
-"$bin" segment febds mammo.png x.png --device tpu 2>err.txt; rc=$?
-check "bad device" "[ $rc -eq 2 ] && grep -q 'expected cpu, cuda or cuda:N' err.txt"
+refused "corrupt input names the file" 1 'bad.png' segment febds bad.png x.png
+refused "unknown output extension" '!0' 'expected .png, .nii or .nii.gz' segment febds mammo.png x.jpg
+refused "input without output" 2 'has no output' segment febds mammo.png
+refused "bad device" 2 'expected cpu, cuda or cuda:N' segment febds mammo.png x.png --device tpu
 
 "$bin" segment febds mammo.png gpu.png --device cuda 2>err.txt; rc=$?
 check "--device cuda: runs, summary names the device and the fallback" \
@@ -145,8 +131,7 @@ check "window to PNG" "[ $rc -eq 0 ] && [ -s win.png ]"
 "$bin" segment region_grow mammo.png rg.nii --seed-point 120,70 --threshold 2000 2>/dev/null; rc=$?
 check "region growing from a seed point finds that calcification only" \
   "[ $rc -eq 0 ] && \"$py\" img.py nii rg.nii | awk '{exit !(\$3 >= 20 && \$3 <= 60)}'"
-"$bin" segment region_grow mammo.png rg2.nii --seed-point 1,2,3 2>err.txt; rc=$?
-check "seed with the wrong number of coordinates" "[ $rc -ne 0 ] && grep -q 'expected 2' err.txt"
+refused "seed with the wrong number of coordinates" '!0' 'expected 2' segment region_grow mammo.png rg2.nii --seed-point 1,2,3
 
 "$bin" segment grail mammo.png grail.nii --n-scales 1 --n-orientations 2 -v 2>err.txt; rc=$?
 check "grail writes the window and logs a and b (-v)" \

@@ -40,6 +40,7 @@
 #include "lumen_build_config.h"
 #include "core/internal.h"  /* lumen_now_seconds */
 #include "probe_tofts.h"
+#include "bench_util.h"
 
 #define MAX_LIST 16
 #define FRAME_S 5.0
@@ -160,18 +161,16 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
       else return -1;
       ++i;
     } else if (!strcmp(a, "--quick")) {
+      const int64_t quick_curves[] = {1000, 10000};
+      const int quick_points[] = {40, 80, 160};
       o->budget = 0.5;
       o->repeat = 1;
-      o->model_curves = 2000;
-      o->points_curves = 2000;
+      o->model_curves = o->points_curves = 2000;
       o->standard_max = 300;
       o->n_curves = 2;
-      o->curves[0] = 1000;
-      o->curves[1] = 10000;
+      memcpy(o->curves, quick_curves, sizeof quick_curves);
       o->n_points = 3;
-      o->points[0] = 40;
-      o->points[1] = 80;
-      o->points[2] = 160;
+      memcpy(o->points, quick_points, sizeof quick_points);
     } else if (v && !strcmp(a, "--models")) {
       if ((o->n_models = parse_models(v, o->models, MAX_LIST)) < 1) return -1;
       ++i;
@@ -409,20 +408,11 @@ typedef struct measure {
 
 /* CPU time of the process (every thread): on a machine shared with other work, curves per CPU
    second shows what the fitting costs, independently of how much of the machine it got. */
-static double cpu_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+static double cpu_s(void) { return bench_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 
 static double median_inplace(double *v, int64_t n) {
   if (n <= 0) return NAN;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 

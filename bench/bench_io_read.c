@@ -7,17 +7,9 @@
 #include <time.h>
 #include "lumen/io.h"
 #include "lumen/lumen.h"
+#include "bench_util.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+static double now(void) { return bench_seconds(CLOCK_MONOTONIC); }
 
 int main(int argc, char **argv) {
   if (argc < 3) {
@@ -46,8 +38,8 @@ int main(int argc, char **argv) {
     if (s != LUMEN_OK) { fprintf(stderr, "%s\n", lumen_ctx_last_error(ctx)); return 1; }
     lumen_image_free(im);
   }
-  qsort(td, (size_t)reps, sizeof td[0], cmp);
-  qsort(tp, (size_t)reps, sizeof tp[0], cmp);
+  qsort(td, (size_t)reps, sizeof td[0], bench_cmp_double);
+  qsort(tp, (size_t)reps, sizeof tp[0], bench_cmp_double);
   printf("| file | median s | min s | max s |\n|---|---:|---:|---:|\n");
   printf("| DICOM %s (decoded %s) | %.3f | %.3f | %.3f |\n", argv[1], isolated ? "in a child process" : "in this process",
          td[reps / 2], td[0], td[reps - 1]);

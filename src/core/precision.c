@@ -192,35 +192,25 @@ float lumen_bfloat16_to_float(uint16_t bits) { return bits_float(bf16_to_f32_bit
 /* Array forms of the scalar code (also the tails of the vector code). Elements are copied
    through memcpy so that a float holding a signalling NaN is never loaded into an FP register
    (on i386 an x87 load would quiet it). */
-static void f32_to_f16_scalar(const float *in, uint16_t *out, size_t n) {
+static inline void from_f32_scalar(const float *in, uint16_t *out, size_t n, uint16_t (*convert)(uint32_t)) {
   for (size_t i = 0; i < n; ++i) {
     uint32_t f;
     memcpy(&f, in + i, sizeof f);
-    out[i] = f32_bits_to_f16(f);
+    out[i] = convert(f);
   }
 }
 
-static void f16_to_f32_scalar(const uint16_t *in, float *out, size_t n) {
+static inline void to_f32_scalar(const uint16_t *in, float *out, size_t n, uint32_t (*convert)(uint16_t)) {
   for (size_t i = 0; i < n; ++i) {
-    const uint32_t f = f16_to_f32_bits(in[i]);
+    const uint32_t f = convert(in[i]);
     memcpy(out + i, &f, sizeof f);
   }
 }
 
-static void f32_to_bf16_scalar(const float *in, uint16_t *out, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t f;
-    memcpy(&f, in + i, sizeof f);
-    out[i] = f32_bits_to_bf16(f);
-  }
-}
-
-static void bf16_to_f32_scalar(const uint16_t *in, float *out, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t f = bf16_to_f32_bits(in[i]);
-    memcpy(out + i, &f, sizeof f);
-  }
-}
+static void f32_to_f16_scalar(const float *in, uint16_t *out, size_t n) { from_f32_scalar(in, out, n, f32_bits_to_f16); }
+static void f16_to_f32_scalar(const uint16_t *in, float *out, size_t n) { to_f32_scalar(in, out, n, f16_to_f32_bits); }
+static void f32_to_bf16_scalar(const float *in, uint16_t *out, size_t n) { from_f32_scalar(in, out, n, f32_bits_to_bf16); }
+static void bf16_to_f32_scalar(const uint16_t *in, float *out, size_t n) { to_f32_scalar(in, out, n, bf16_to_f32_bits); }
 
 /* ------------------------------------------------------------------ AVX2 + F16C path */
 
@@ -374,54 +364,27 @@ static lumen_status check_args(const void *in, const void *out, int64_t count) {
   return LUMEN_OK;
 }
 
-lumen_status lumen_convert_f32_to_f16(const float *in, uint16_t *out, int64_t count) {
-  const lumen_status status = check_args(in, out, count);
-  if (status != LUMEN_OK || count == 0) return status;
+/* The loop NAME_avx2 where the CPU has AVX2 and F16C, else NAME_scalar, over in, out, count. */
 #if LUMEN_PRECISION_X86
-  if (current_path() == PATH_AVX2_F16C) {
-    f32_to_f16_avx2(in, out, (size_t)count);
-    return LUMEN_OK;
-  }
+#define CONVERT_ON_BEST_PATH(name)      \
+  if (current_path() == PATH_AVX2_F16C) \
+    name##_avx2(in, out, (size_t)count); \
+  else                                  \
+    name##_scalar(in, out, (size_t)count)
+#else
+#define CONVERT_ON_BEST_PATH(name) name##_scalar(in, out, (size_t)count)
 #endif
-  f32_to_f16_scalar(in, out, (size_t)count);
-  return LUMEN_OK;
-}
 
-lumen_status lumen_convert_f16_to_f32(const uint16_t *in, float *out, int64_t count) {
-  const lumen_status status = check_args(in, out, count);
-  if (status != LUMEN_OK || count == 0) return status;
-#if LUMEN_PRECISION_X86
-  if (current_path() == PATH_AVX2_F16C) {
-    f16_to_f32_avx2(in, out, (size_t)count);
-    return LUMEN_OK;
+/* lumen_convert_NAME(in, out, count): the arguments checked, then the best loop for this CPU. */
+#define DEFINE_CONVERT(name, in_type, out_type)                                         \
+  lumen_status lumen_convert_##name(const in_type *in, out_type *out, int64_t count) { \
+    const lumen_status status = check_args(in, out, count);                            \
+    if (status != LUMEN_OK || count == 0) return status;                                \
+    CONVERT_ON_BEST_PATH(name);                                                         \
+    return LUMEN_OK;                                                                    \
   }
-#endif
-  f16_to_f32_scalar(in, out, (size_t)count);
-  return LUMEN_OK;
-}
 
-lumen_status lumen_convert_f32_to_bf16(const float *in, uint16_t *out, int64_t count) {
-  const lumen_status status = check_args(in, out, count);
-  if (status != LUMEN_OK || count == 0) return status;
-#if LUMEN_PRECISION_X86
-  if (current_path() == PATH_AVX2_F16C) {
-    f32_to_bf16_avx2(in, out, (size_t)count);
-    return LUMEN_OK;
-  }
-#endif
-  f32_to_bf16_scalar(in, out, (size_t)count);
-  return LUMEN_OK;
-}
-
-lumen_status lumen_convert_bf16_to_f32(const uint16_t *in, float *out, int64_t count) {
-  const lumen_status status = check_args(in, out, count);
-  if (status != LUMEN_OK || count == 0) return status;
-#if LUMEN_PRECISION_X86
-  if (current_path() == PATH_AVX2_F16C) {
-    bf16_to_f32_avx2(in, out, (size_t)count);
-    return LUMEN_OK;
-  }
-#endif
-  bf16_to_f32_scalar(in, out, (size_t)count);
-  return LUMEN_OK;
-}
+DEFINE_CONVERT(f32_to_f16, float, uint16_t)
+DEFINE_CONVERT(f16_to_f32, uint16_t, float)
+DEFINE_CONVERT(f32_to_bf16, float, uint16_t)
+DEFINE_CONVERT(bf16_to_f32, uint16_t, float)

@@ -1,45 +1,41 @@
 #include "lumen/status.h"
+#include <stddef.h>
 
-static const char *const status_text[LUMEN_STATUS_COUNT] = {
-  [LUMEN_OK] = "success",
-  [LUMEN_ERR_INVALID_ARGUMENT] = "invalid argument",
-  [LUMEN_ERR_OVERFLOW] = "size overflow",
-  [LUMEN_ERR_OUT_OF_MEMORY] = "out of host memory",
-  [LUMEN_ERR_DEVICE_OUT_OF_MEMORY] = "out of device memory",
-  [LUMEN_ERR_NOT_BUILT] = "feature not built into this lumen",
-  [LUMEN_ERR_NO_DEVICE] = "no usable device",
-  [LUMEN_ERR_DEVICE] = "device error",
-  [LUMEN_ERR_UNSUPPORTED] = "unsupported operation",
-  [LUMEN_ERR_IO] = "input/output error",
-  [LUMEN_ERR_FORMAT] = "malformed input",
-  [LUMEN_ERR_CANCELLED] = "cancelled",
-  [LUMEN_ERR_INTERNAL] = "internal error",
-  [LUMEN_ERR_INVALID_DATA] = "invalid input data",
+/* Each status once: its lumen_status_name and its lumen_status_string. */
+static const struct status_names {
+  lumen_status status;
+  const char *id, *text;
+} status_names[] = {
+  {LUMEN_OK,                       "ok",                   "success"},
+  {LUMEN_ERR_INVALID_ARGUMENT,     "invalid_argument",     "invalid argument"},
+  {LUMEN_ERR_OVERFLOW,             "overflow",             "size overflow"},
+  {LUMEN_ERR_OUT_OF_MEMORY,        "out_of_memory",        "out of host memory"},
+  {LUMEN_ERR_DEVICE_OUT_OF_MEMORY, "device_out_of_memory", "out of device memory"},
+  {LUMEN_ERR_NOT_BUILT,            "not_built",            "feature not built into this lumen"},
+  {LUMEN_ERR_NO_DEVICE,            "no_device",            "no usable device"},
+  {LUMEN_ERR_DEVICE,               "device_error",         "device error"},
+  {LUMEN_ERR_UNSUPPORTED,          "unsupported",          "unsupported operation"},
+  {LUMEN_ERR_IO,                   "io_error",             "input/output error"},
+  {LUMEN_ERR_FORMAT,               "format_error",         "malformed input"},
+  {LUMEN_ERR_CANCELLED,            "cancelled",            "cancelled"},
+  {LUMEN_ERR_INTERNAL,             "internal_error",       "internal error"},
+  {LUMEN_ERR_INVALID_DATA,         "invalid_data",         "invalid input data"},
 };
+_Static_assert(sizeof status_names / sizeof status_names[0] == LUMEN_STATUS_COUNT, "a row for every status");
 
-static const char *const status_id[LUMEN_STATUS_COUNT] = {
-  [LUMEN_OK] = "ok",
-  [LUMEN_ERR_INVALID_ARGUMENT] = "invalid_argument",
-  [LUMEN_ERR_OVERFLOW] = "overflow",
-  [LUMEN_ERR_OUT_OF_MEMORY] = "out_of_memory",
-  [LUMEN_ERR_DEVICE_OUT_OF_MEMORY] = "device_out_of_memory",
-  [LUMEN_ERR_NOT_BUILT] = "not_built",
-  [LUMEN_ERR_NO_DEVICE] = "no_device",
-  [LUMEN_ERR_DEVICE] = "device_error",
-  [LUMEN_ERR_UNSUPPORTED] = "unsupported",
-  [LUMEN_ERR_IO] = "io_error",
-  [LUMEN_ERR_FORMAT] = "format_error",
-  [LUMEN_ERR_CANCELLED] = "cancelled",
-  [LUMEN_ERR_INTERNAL] = "internal_error",
-  [LUMEN_ERR_INVALID_DATA] = "invalid_data",
-};
+/* The row of status, NULL for a value outside the enum. */
+static const struct status_names *status_row(lumen_status status) {
+  for (size_t i = 0; i < sizeof status_names / sizeof status_names[0]; i++)
+    if (status_names[i].status == status) return &status_names[i];
+  return NULL;
+}
 
 const char *lumen_status_string(lumen_status status) {
-  if ((int)status < 0 || status >= LUMEN_STATUS_COUNT) return "unknown status";
-  return status_text[status];
+  const struct status_names *row = status_row(status);
+  return row ? row->text : "unknown status";
 }
 
 const char *lumen_status_name(lumen_status status) {
-  if ((int)status < 0 || status >= LUMEN_STATUS_COUNT) return "unknown";
-  return status_id[status];
+  const struct status_names *row = status_row(status);
+  return row ? row->id : "unknown";
 }

@@ -21,37 +21,20 @@ lumen_status lumen_febds_method_parse(lumen_ctx *ctx, const char *name, lumen_fe
                     "FEBDS method '%s' is unknown, expected one of dog, log, fft", name ? name : "(null)");
 }
 
-/* The options of a NULL opts: those the _init functions below give (the exec as
-   lumen_filter_exec_init sets it). */
-#define DEFAULT_EXEC {.device = NULL, .precision = LUMEN_FILTER_PRECISION_DEFAULT, .report = NULL}
+/* The options of a NULL opts: those the _init functions below give. */
 static const lumen_febds_opts febds_defaults = {
-    .exec = DEFAULT_EXEC, .method = LUMEN_FEBDS_DOG, .dog_low_sigma = 1.7, .dog_high_sigma = 2.0, .log_sigma = 2.0,
+    .exec = SEG_DEFAULT_EXEC, .method = LUMEN_FEBDS_DOG, .dog_low_sigma = 1.7, .dog_high_sigma = 2.0, .log_sigma = 2.0,
     .fft_d0 = 21.0, .fft_width = 32.0, .fft_order = 3, .fft_pad = 32, .median_size = 5, .gamma = 1.25,
     .gamma_max = 4095.0, .variance_alpha = 1.0, .variance_window = 5, .otsu_bins = 0, .closing_size = 7,
     .fill_holes = 1, .spatial_dims = 2};
 static const lumen_tophat_opts tophat_defaults = {
-    .exec = DEFAULT_EXEC, .radius = 4, .output_mask = 0, .spatial_dims = 2};
+    .exec = SEG_DEFAULT_EXEC, .radius = 4, .output_mask = 0, .spatial_dims = 2};
 static const lumen_breast_mask_opts breast_mask_defaults = {
-    .exec = DEFAULT_EXEC, .otsu_bins = 0, .connectivity = 1, .fill_holes = 0, .spatial_dims = 2};
-#undef DEFAULT_EXEC
+    .exec = SEG_DEFAULT_EXEC, .otsu_bins = 0, .connectivity = 1, .fill_holes = 0, .spatial_dims = 2};
 
-void lumen_febds_opts_init(lumen_febds_opts *o) {
-  if (!o) return;
-  *o = febds_defaults;
-  lumen_filter_exec_init(&o->exec);
-}
-
-void lumen_tophat_opts_init(lumen_tophat_opts *o) {
-  if (!o) return;
-  *o = tophat_defaults;
-  lumen_filter_exec_init(&o->exec);
-}
-
-void lumen_breast_mask_opts_init(lumen_breast_mask_opts *o) {
-  if (!o) return;
-  *o = breast_mask_defaults;
-  lumen_filter_exec_init(&o->exec);
-}
+SEG_DEFINE_OPTS_INIT(lumen_febds_opts, febds_defaults)
+SEG_DEFINE_OPTS_INIT(lumen_tophat_opts, tophat_defaults)
+SEG_DEFINE_OPTS_INIT(lumen_breast_mask_opts, breast_mask_defaults)
 
 static lumen_status check_image(lumen_ctx *ctx, const char *fn, const lumen_image *in) {
   LUMEN_REQUIRE(ctx, in != NULL, "%s: in is NULL", fn);

@@ -22,18 +22,15 @@
 #define GRAIL_PI 3.14159265358979323846
 #define GRAIL_MAX_ORIENTATIONS 32
 
+/* The options of a NULL opts: those lumen_grail_opts_init gives (static: padding zero too). */
+static const lumen_grail_opts grail_defaults = {
+    .exec = SEG_DEFAULT_EXEC, .n_scales = 3, .n_orientations = 6, .delta = 0.0, .k_max = 3, .steps = 5,
+    .bins = 256, .quantize = 1, .out_max = 255.0};
+
 void lumen_grail_opts_init(lumen_grail_opts *opts) {
   if (!opts) return;
-  memset(opts, 0, sizeof *opts);
+  memcpy(opts, &grail_defaults, sizeof *opts);
   lumen_filter_exec_init(&opts->exec);
-  opts->n_scales = 3;
-  opts->n_orientations = 6;
-  opts->delta = 0.0;
-  opts->k_max = 3;
-  opts->steps = 5;
-  opts->bins = 256;
-  opts->quantize = 1;
-  opts->out_max = 255.0;
 }
 
 /* ------------------------------------------------------------------ the Gabor bank */
@@ -343,9 +340,7 @@ lumen_status lumen_segment_grail_metric(lumen_ctx *ctx, const lumen_image *in, c
   static const char fn[] = "lumen_segment_grail_metric";
   GREQ(metric != NULL, "%s: metric is NULL", fn);
   *metric = NAN;
-  lumen_grail_opts def;
-  lumen_grail_opts_init(&def);
-  const lumen_grail_opts *o = opts ? opts : &def;
+  const lumen_grail_opts *o = opts ? opts : &grail_defaults;
   double lo, hi;
   lumen_status s = check_opts(ctx, fn, o);
   if (s == LUMEN_OK) s = check_image(ctx, fn, in, &lo, &hi);
@@ -389,9 +384,7 @@ lumen_status lumen_segment_grail(lumen_ctx *ctx, const lumen_image *in, const lu
   seg_run run;
   lumen_status s = seg_start(ctx, &run, fn, "grail", opts ? &opts->exec : NULL, in, out, "out");
   if (s != LUMEN_OK) return s;
-  lumen_grail_opts def;
-  lumen_grail_opts_init(&def);
-  const lumen_grail_opts *o = opts ? opts : &def;
+  const lumen_grail_opts *o = opts ? opts : &grail_defaults;
   double lo, hi;
   if ((s = check_opts(ctx, fn, o)) != LUMEN_OK || (s = check_image(ctx, fn, in, &lo, &hi)) != LUMEN_OK)
     return seg_end(&run, s);

@@ -5,27 +5,17 @@
 #include <string.h>
 #include "segment/seg_internal.h"
 
-void lumen_region_grow_opts_init(lumen_region_grow_opts *o) {
-  static const lumen_region_grow_opts defaults = {
-      .seeds = NULL, .n_seeds = 0, .threshold = NAN, .max_gradient = 0, .connectivity = 0, .smooth_radius = 2};
-  if (!o) return;
-  *o = defaults;
-  lumen_filter_exec_init(&o->exec);
-}
+/* The options of a NULL opts: those the _init functions below give. */
+static const lumen_region_grow_opts region_grow_defaults = {
+    .exec = SEG_DEFAULT_EXEC, .seeds = NULL, .n_seeds = 0, .threshold = NAN, .max_gradient = 0, .connectivity = 0,
+    .smooth_radius = 2};
+static const lumen_window_opts window_defaults = {
+    .exec = SEG_DEFAULT_EXEC, .center = NAN, .width = NAN, .out_max = 255.0};
+static const lumen_bits_opts bits_defaults = {.exec = SEG_DEFAULT_EXEC, .bits = 0, .target = 255.0};
 
-void lumen_window_opts_init(lumen_window_opts *o) {
-  static const lumen_window_opts defaults = {.center = NAN, .width = NAN, .out_max = 255.0};
-  if (!o) return;
-  *o = defaults;
-  lumen_filter_exec_init(&o->exec);
-}
-
-void lumen_bits_opts_init(lumen_bits_opts *o) {
-  static const lumen_bits_opts defaults = {.bits = 0, .target = 255.0};
-  if (!o) return;
-  *o = defaults;
-  lumen_filter_exec_init(&o->exec);
-}
+SEG_DEFINE_OPTS_INIT(lumen_region_grow_opts, region_grow_defaults)
+SEG_DEFINE_OPTS_INIT(lumen_window_opts, window_defaults)
+SEG_DEFINE_OPTS_INIT(lumen_bits_opts, bits_defaults)
 
 /* Neighbour offsets of a 2-D/3-D grid: full (8/26) or faces (4/6). */
 static int neighbours(int nd, int full, int off[26][3]) {
@@ -245,9 +235,7 @@ lumen_status lumen_segment_region_grow(lumen_ctx *ctx, const lumen_image *in, co
   seg_run run;
   lumen_status s = seg_start(ctx, &run, fn, "region_grow", opts ? &opts->exec : NULL, in, mask, "mask");
   if (s != LUMEN_OK) return s;
-  lumen_region_grow_opts def;
-  if (!opts) lumen_region_grow_opts_init(&def);
-  const lumen_region_grow_opts *o = opts ? opts : &def;
+  const lumen_region_grow_opts *o = opts ? opts : &region_grow_defaults;
   if ((s = check_region_grow(ctx, fn, in, o)) != LUMEN_OK) return seg_end(&run, s);
   lumen_image *tmp = NULL, *m = NULL;
   const float *x;
@@ -338,9 +326,7 @@ lumen_status lumen_segment_window(lumen_ctx *ctx, const lumen_image *in, const l
   seg_run run;
   lumen_status s = seg_start(ctx, &run, fn, "window", opts ? &opts->exec : NULL, in, out, "out");
   if (s != LUMEN_OK) return s;
-  lumen_window_opts def;
-  if (!opts) lumen_window_opts_init(&def);
-  const lumen_window_opts *o = opts ? opts : &def;
+  const lumen_window_opts *o = opts ? opts : &window_defaults;
   if ((s = check_window(ctx, fn, in, o)) != LUMEN_OK) return seg_end(&run, s);
   double c = o->center, w = o->width;
   if (isnan(c) || isnan(w)) {
@@ -368,9 +354,7 @@ lumen_status lumen_segment_normalize_bits(lumen_ctx *ctx, const lumen_image *in,
   seg_run run;
   lumen_status s = seg_start(ctx, &run, fn, "normalize_bits", opts ? &opts->exec : NULL, in, out, "out");
   if (s != LUMEN_OK) return s;
-  lumen_bits_opts def;
-  if (!opts) lumen_bits_opts_init(&def);
-  const lumen_bits_opts *o = opts ? opts : &def;
+  const lumen_bits_opts *o = opts ? opts : &bits_defaults;
   if ((s = check_bits(ctx, fn, in, o)) != LUMEN_OK) return seg_end(&run, s);
   int bits = o->bits;
   if (bits == 0) {

@@ -61,6 +61,18 @@ typedef lumen_status (*seg_slice_fn)(lumen_ctx *ctx, seg_run *run, const void *o
 lumen_status seg_per_slice(lumen_ctx *ctx, seg_run *run, const void *opts, const lumen_image *in, int spatial,
                            seg_slice_fn fn, lumen_image **out, double *scalar);
 
+/* The exec of a NULL opts, as lumen_filter_exec_init sets it: for the static default options that
+   the opts_init functions copy and that a NULL opts stands for. */
+#define SEG_DEFAULT_EXEC {.device = NULL, .precision = LUMEN_FILTER_PRECISION_DEFAULT, .report = NULL}
+/* The definition of the public T_init(T *o): *o = defaults (NULL o: nothing), the exec by
+   lumen_filter_exec_init. */
+#define SEG_DEFINE_OPTS_INIT(T, defaults) \
+  void T##_init(T *o) {                   \
+    if (!o) return;                       \
+    *o = (defaults);                      \
+    lumen_filter_exec_init(&o->exec);     \
+  }
+
 /* Deterministic random numbers (splitmix64). */
 static inline uint64_t seg_rand_next(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);

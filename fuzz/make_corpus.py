@@ -113,24 +113,37 @@ def dicom_seeds():
     put('dicom', 'mosaic_mr.dcm', b'\1' + mosaic_mr())
 
 
+def mr_dataset(sop_class, sop_instance):
+    """A pydicom Dataset of that SOP class and instance, with its file meta (explicit VR little endian)."""
+    from pydicom.dataset import Dataset, FileMetaDataset
+    from pydicom.uid import ExplicitVRLittleEndian
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = sop_class
+    meta.MediaStorageSOPInstanceUID = sop_instance
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = Dataset()
+    ds.file_meta = meta
+    ds.SOPClassUID, ds.SOPInstanceUID = sop_class, sop_instance
+    return ds
+
+
+def dicom_bytes(ds):
+    """The bytes of ds as a file, explicit VR little endian."""
+    import io
+    ds.is_little_endian, ds.is_implicit_VR = True, False
+    out = io.BytesIO()
+    ds.save_as(out, write_like_original=False)
+    return out.getvalue()
+
+
 def mosaic_mr():
     """A small Siemens-style mosaic written with pydicom (4 tiles of 2 x 2 in 4 x 4): ImageType MOSAIC,
     NumberOfImagesInMosaic under "SIEMENS MR HEADER", a CSA image header "SV10" with
     NumberOfImagesInMosaic and SliceNormalVector, GE's group delay under GEMS_PARM_01, and the
     timing tags of a series (the private values lumen parses, for the fuzzer to mutate)."""
-    import io
-    from pydicom.dataset import Dataset, FileMetaDataset
-    from pydicom.uid import ExplicitVRLittleEndian
-
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests', 'cli'))
     from make_mosaic import csa  # the CSA header writer of the mosaic tests
-    meta = FileMetaDataset()
-    meta.MediaStorageSOPClassUID = '1.2.840.10008.5.1.4.1.1.4'
-    meta.MediaStorageSOPInstanceUID = '1.2.3.4.7'
-    meta.TransferSyntaxUID = ExplicitVRLittleEndian
-    ds = Dataset()
-    ds.file_meta = meta
-    ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
+    ds = mr_dataset('1.2.840.10008.5.1.4.1.1.4', '1.2.3.4.7')
     ds.ImageType = ['ORIGINAL', 'PRIMARY', 'M', 'MOSAIC']
     ds.AcquisitionDate, ds.AcquisitionTime, ds.AcquisitionDateTime = '20260101', '235959.5', '20260101235959.5'
     ds.Modality, ds.Manufacturer, ds.SeriesInstanceUID, ds.SeriesNumber = 'MR', 'SIEMENS', '1.2.3.4.8', 3
@@ -147,32 +160,21 @@ def mosaic_mr():
     ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, 'MONOCHROME2'
     ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 16, 15, 0
     ds.PixelData = bytes(range(32))
-    ds.is_little_endian, ds.is_implicit_VR = True, False
-    out = io.BytesIO()
-    ds.save_as(out, write_like_original=False)
-    return out.getvalue()
+    return dicom_bytes(ds)
 
 
 def enhanced_mr():
     """A small Enhanced MR Image Storage file written with pydicom: 2 frames of 3 x 2, shared and
     per-frame functional groups (position, orientation, pixel measures, frame content with
     TemporalPositionIndex and FrameAcquisitionDateTime, trigger delay, MR timing, rescale)."""
-    import io
-    from pydicom.dataset import Dataset, FileMetaDataset
-    from pydicom.uid import ExplicitVRLittleEndian
+    from pydicom.dataset import Dataset
 
     def item(**kw):
         d = Dataset()
         for k, v in kw.items():
             setattr(d, k, v)
         return d
-    meta = FileMetaDataset()
-    meta.MediaStorageSOPClassUID = '1.2.840.10008.5.1.4.1.1.4.1'
-    meta.MediaStorageSOPInstanceUID = '1.2.3.4.5'
-    meta.TransferSyntaxUID = ExplicitVRLittleEndian
-    ds = Dataset()
-    ds.file_meta = meta
-    ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
+    ds = mr_dataset('1.2.840.10008.5.1.4.1.1.4.1', '1.2.3.4.5')
     ds.Modality, ds.SeriesInstanceUID = 'MR', '1.2.3.4.6'
     ds.NumberOfFrames, ds.Rows, ds.Columns = 2, 2, 3
     ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, 'MONOCHROME2'
@@ -191,10 +193,7 @@ def enhanced_mr():
     ds.PerFrameFunctionalGroupsSequence[1].PixelValueTransformationSequence = [
         item(RescaleSlope=0.5, RescaleIntercept=1, RescaleType='US')]
     ds.PixelData = bytes(range(24))
-    ds.is_little_endian, ds.is_implicit_VR = True, False
-    out = io.BytesIO()
-    ds.save_as(out, write_like_original=False)
-    return out.getvalue()
+    return dicom_bytes(ds)
 
 
 if __name__ == '__main__':

@@ -79,3 +79,24 @@ def test_every_mirror_matches_the_c_layout(tmp_path):
     bad = [(w, g, v) for (w, v), (_, g) in zip(want, got) if g != v]
     assert not bad, "C layout (offset, size) != ctypes mirror: %s" % bad[:10]
     assert len(MIRRORS) >= 48
+
+
+# sizes and offsets computed by hand from include/lumen/filter.h for x86-64 / aarch64 (LP64): the
+# mirrors checked without a C compiler
+LP64_BY_HAND = [
+    (_image, {"_Report": 328, "_Exec": 24, "_GaussianOpts": 96, "_DogOpts": 80, "_LaplaceOpts": 72,
+              "_MedianOpts": 48, "_OtsuOpts": 32, "_MorphOpts": 48, "_RegionOpts": 32},
+     [(_image._GaussianOpts.truncate, 64), (_image._Report.seconds, 320)]),
+    (_image_ops, {"_GammaOpts": 40, "_AbsOpts": 24, "_ContrastOpts": 48, "_ConvolveOpts": 88, "_BandpassOpts": 48,
+                  "_SauvolaOpts": 64, "_LocalVarianceOpts": 56, "_StatsOpts": 32, "_MiResult": 32},
+     [(_image_ops._ConvolveOpts.kernel_dims, 40), (_image_ops._ConvolveOpts.cval, 72)]),
+]
+
+
+@pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="sizes below are the LP64 ABI's")
+@pytest.mark.parametrize("module, sizes, offsets", LP64_BY_HAND, ids=["image", "image_ops"])
+def test_struct_sizes_match_filter_h(module, sizes, offsets):
+    for name, size in sizes.items():
+        assert ctypes.sizeof(getattr(module, name)) == size, name
+    for field, offset in offsets:
+        assert field.offset == offset

@@ -100,6 +100,11 @@ struct scratch {
   lfc::device_scope lfc_scope_((call)->device.index);                                            \
   if (lfc_scope_.err != cudaSuccess) return lfc::fail((ctx), lfc_scope_.err, (fn), "cudaSetDevice")
 
+// LFC_ENTER with fn, the name the entry's messages start with, defined here.
+#define LFC_ENTRY(ctx, call, name) \
+  static const char fn[] = name;   \
+  LFC_ENTER(ctx, call, fn)
+
 #define LFC_TRY(expr)                   \
   do {                                  \
     lumen_status lfc_s_ = (expr);       \
@@ -126,6 +131,12 @@ struct scratch {
 // in[i] of a call as float32 on the device: the staged data itself when it is float32, else a
 // converted copy in *owned (any lumen_dtype, converted as lumen_image_convert does).
 lumen_status input_f32(lumen_ctx *ctx, const char *fn, const lumen_image *im, const float **out, scratch<float> *owned);
+// An input as float32 by input_f32: x, pointing into owned when the input was converted.
+struct f32_input {
+  const float *x = nullptr;
+  scratch<float> owned;
+  lumen_status get(lumen_ctx *ctx, const char *fn, const lumen_image *im) { return input_f32(ctx, fn, im, &x, &owned); }
+};
 // float32 device data -> the output image's storage dtype (float32 copy, float16, bfloat16).
 lumen_status store_f32(lumen_ctx *ctx, const char *fn, const float *src, lumen_image *out, int64_t n);
 // min and max of n floats (NaN ignored as in the CPU path) into dev[0], dev[1] (no host sync).

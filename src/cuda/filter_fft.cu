@@ -10,6 +10,8 @@
 #include <mutex>
 #include "cuda/filter_common.cuh"
 
+using namespace lfc;  // the entry points below use the namespace's helpers
+
 namespace lfc {
 
 // cuFFT is loaded with dlopen on first use, like FFTW on the CPU: linking it would map its ~300 MB
@@ -159,11 +161,8 @@ static lumen_status plan_get(lumen_ctx *ctx, const char *fn, int device, int ran
 
 }  // namespace lfc
 
-using namespace lfc;
-
 extern "C" lumen_status lf_cuda_bandpass(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_bandpass (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_bandpass (cuda)");
   const lumen_bandpass_opts *o = (const lumen_bandpass_opts *)call->opts;
   const lf_geom *g = &call->geom;
   const int S = g->spatial;

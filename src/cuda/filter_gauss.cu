@@ -480,8 +480,7 @@ static lumen_status storage_input(lumen_ctx *ctx, const char *fn, const lumen_im
 using namespace lfc;
 
 extern "C" lumen_status lf_cuda_gaussian(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_gaussian (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_gaussian (cuda)");
   const lf_gauss_params *p = (const lf_gauss_params *)call->params;
   const int orders[3] = {0, 0, 0};
   const void *in;
@@ -501,8 +500,7 @@ extern "C" lumen_status lf_cuda_gaussian(lumen_ctx *ctx, lf_call *call) {
 }
 
 extern "C" lumen_status lf_cuda_dog(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_dog (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_dog (cuda)");
   const lf_gauss_params *p = (const lf_gauss_params *)call->params;
   const int orders[3] = {0, 0, 0};
   const int64_t n = call->geom.total;
@@ -519,8 +517,7 @@ extern "C" lumen_status lf_cuda_dog(lumen_ctx *ctx, lf_call *call) {
 }
 
 extern "C" lumen_status lf_cuda_laplace(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_gaussian_laplace (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_gaussian_laplace (cuda)");
   const lf_gauss_params *p = (const lf_gauss_params *)call->params;
   const lf_geom *g = &call->geom;
   const int64_t n = g->total;
@@ -551,8 +548,7 @@ extern "C" lumen_status lf_cuda_laplace(lumen_ctx *ctx, lf_call *call) {
 }
 
 extern "C" lumen_status lf_cuda_convolve(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_convolve (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_convolve (cuda)");
   const lf_conv_params *p = (const lf_conv_params *)call->params;
   const lf_geom *g = &call->geom;
   const int64_t n = g->total;

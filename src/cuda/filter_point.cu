@@ -151,6 +151,14 @@ static lumen_status fetch(lumen_ctx *ctx, const char *fn, void *host, const void
   return err == cudaSuccess ? LUMEN_OK : fail(ctx, err, fn, "result copy to the host");
 }
 
+// The smallest and largest of x[0..n), on the host in range[0], range[1].
+static lumen_status host_range(lumen_ctx *ctx, const char *fn, const float *x, int64_t n, float range[2]) {
+  scratch<float> mm;
+  LFC_TRY(mm.alloc(ctx, fn, 2));
+  LFC_TRY(minmax(ctx, fn, x, n, mm.p));
+  return fetch(ctx, fn, range, mm.p, 2 * sizeof(float));
+}
+
 static lumen_status upload(lumen_ctx *ctx, const char *fn, void *dev, const void *host, size_t bytes) {
   cudaError_t err = cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, 0);
   return err == cudaSuccess ? LUMEN_OK : fail(ctx, err, fn, "parameter copy to the device");
@@ -191,39 +199,34 @@ __global__ void k_contrast_o(const float *in, int64_t n, double contrast, double
 }  // namespace lfc
 
 extern "C" lumen_status lf_cuda_gamma(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_gamma (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_gamma (cuda)");
   const lumen_gamma_opts *o = (const lumen_gamma_opts *)call->opts;
   const int64_t n = call->geom.total;
-  const float *x;
-  scratch<float> xin;
-  LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
-  LFC_LAUNCH_OUT(call->out, k_gamma_o, grid_for(n), 256, x, n, (float)o->max_value, (float)o->gamma);
+  f32_input src;
+  LFC_TRY(src.get(ctx, fn, call->in[0]));
+  LFC_LAUNCH_OUT(call->out, k_gamma_o, grid_for(n), 256, src.x, n, (float)o->max_value, (float)o->gamma);
   return launched(ctx, fn, "gamma kernel");
 }
 
 extern "C" lumen_status lf_cuda_abs(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_abs (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_abs (cuda)");
   const int64_t n = call->geom.total;
-  const float *x;
-  scratch<float> xin;
-  LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
-  LFC_LAUNCH_OUT(call->out, k_abs_o, grid_for(n), 256, x, n);
+  f32_input src;
+  LFC_TRY(src.get(ctx, fn, call->in[0]));
+  LFC_LAUNCH_OUT(call->out, k_abs_o, grid_for(n), 256, src.x, n);
   return launched(ctx, fn, "abs kernel");
 }
 
 extern "C" lumen_status lf_cuda_contrast(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_contrast (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_contrast (cuda)");
   const lumen_contrast_opts *o = (const lumen_contrast_opts *)call->opts;
   const int64_t n = call->geom.total;
-  const float *x;
-  scratch<float> xin, mm;
-  LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
+  f32_input src;
+  scratch<float> mm;
+  LFC_TRY(src.get(ctx, fn, call->in[0]));
   LFC_TRY(mm.alloc(ctx, fn, 2));
-  if (o->bins == 0) LFC_TRY(minmax(ctx, fn, x, n, mm.p));
-  LFC_LAUNCH_OUT(call->out, k_contrast_o, grid_for(n), 256, x, n, o->contrast, o->brightness, (double)o->bins, mm.p);
+  if (o->bins == 0) LFC_TRY(minmax(ctx, fn, src.x, n, mm.p));
+  LFC_LAUNCH_OUT(call->out, k_contrast_o, grid_for(n), 256, src.x, n, o->contrast, o->brightness, (double)o->bins, mm.p);
   return launched(ctx, fn, "contrast kernel");
 }
 
@@ -333,33 +336,29 @@ __global__ void k_gt_mask(const float *__restrict__ x, int64_t n, float t, uint8
 // ------------------------------------------------------------------ Otsu
 
 extern "C" lumen_status lf_cuda_otsu(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_otsu (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_otsu (cuda)");
   const lumen_otsu_opts *o = (const lumen_otsu_opts *)call->opts;
   const int64_t n = call->geom.total;
-  const float *x;
-  scratch<float> xin, mm;
-  LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
-  LFC_TRY(mm.alloc(ctx, fn, 2));
-  LFC_TRY(minmax(ctx, fn, x, n, mm.p));
+  f32_input src;
+  LFC_TRY(src.get(ctx, fn, call->in[0]));
   float mmh[2];
-  LFC_TRY(fetch(ctx, fn, mmh, mm.p, sizeof mmh));
+  LFC_TRY(host_range(ctx, fn, src.x, n, mmh));
   double thr;
   if (mmh[0] == mmh[1]) {
     thr = mmh[0];
   } else {
     const int nb = o->bins ? o->bins : (mmh[0] >= 0.0f && mmh[1] <= 255.0f ? 256 : 4096);
     host_hist h;
-    LFC_TRY(h.init(ctx, fn, x, n, nb, mmh));
+    LFC_TRY(h.init(ctx, fn, src.x, n, nb, mmh));
     std::vector<int64_t> c;
-    LFC_TRY(histogram(ctx, fn, x, n, h, c));
+    LFC_TRY(histogram(ctx, fn, src.x, n, h, c));
     std::vector<double> work((size_t)nb * 4);
     std::vector<float> centre((size_t)nb);
     thr = lf_otsu_threshold(c.data(), h.edges.data(), nb, work.data(), centre.data());
   }
   call->scalar[0] = thr;
   if (call->out) {
-    k_gt_mask<<<grid_for(n), 256>>>(x, n, (float)thr, (uint8_t *)lumen_image_data(call->out));
+    k_gt_mask<<<grid_for(n), 256>>>(src.x, n, (float)thr, (uint8_t *)lumen_image_data(call->out));
     return launched(ctx, fn, "mask kernel");
   }
   return LUMEN_OK;
@@ -375,24 +374,20 @@ extern "C" lumen_status lf_cuda_entropy(lumen_ctx *ctx, lf_call *call) {
                       "%s: bins = 0 (one bin per distinct value) needs a sort and runs on the CPU", fn);
   LFC_ENTER(ctx, call, fn);
   const int64_t n = call->geom.total;
-  const float *x;
-  scratch<float> xin, mm;
-  LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
-  LFC_TRY(mm.alloc(ctx, fn, 2));
-  LFC_TRY(minmax(ctx, fn, x, n, mm.p));
+  f32_input src;
+  LFC_TRY(src.get(ctx, fn, call->in[0]));
   float mmh[2];
-  LFC_TRY(fetch(ctx, fn, mmh, mm.p, sizeof mmh));
+  LFC_TRY(host_range(ctx, fn, src.x, n, mmh));
   host_hist h;
-  LFC_TRY(h.init(ctx, fn, x, n, o->bins, mmh));
+  LFC_TRY(h.init(ctx, fn, src.x, n, o->bins, mmh));
   std::vector<int64_t> c;
-  LFC_TRY(histogram(ctx, fn, x, n, h, c));
+  LFC_TRY(histogram(ctx, fn, src.x, n, h, c));
   call->scalar[0] = lf_entropy_of(c.data(), o->bins, n);
   return LUMEN_OK;
 }
 
 extern "C" lumen_status lf_cuda_mutual_information(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_mutual_information (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_mutual_information (cuda)");
   const lumen_stats_opts *o = (const lumen_stats_opts *)call->opts;
   const int nb = o->bins;
   const int64_t n = call->geom.total;
@@ -466,16 +461,14 @@ static lumen_status mean_var(lumen_ctx *ctx, const char *fn, const float *x, int
 }  // namespace lfc
 
 extern "C" lumen_status lf_cuda_variance(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_variance (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_variance (cuda)");
   const lumen_stats_opts *o = (const lumen_stats_opts *)call->opts;
   const int64_t n = call->geom.total;
-  const float *x;
-  scratch<float> xin;
+  f32_input src;
   scratch<double> acc;
-  LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
+  LFC_TRY(src.get(ctx, fn, call->in[0]));
   LFC_TRY(acc.alloc(ctx, fn, 2));
-  LFC_TRY(mean_var(ctx, fn, x, n, acc.p));
+  LFC_TRY(mean_var(ctx, fn, src.x, n, acc.p));
   double h[2];
   LFC_TRY(fetch(ctx, fn, h, acc.p, sizeof h));
   call->scalar[0] = h[0] / (double)n;
@@ -560,14 +553,29 @@ static lumen_status box_sum(lumen_ctx *ctx, const char *fn, const float *x, int 
   return launched(ctx, fn, "window sums");
 }
 
+// The window sums of x (s1) and x^2 (s2) over a window of width w on every spatial axis, and the
+// window's voxel count N.
 struct moments {
   scratch<double> s1, s2, tmp;
+  double N = 1;
   lumen_status run(lumen_ctx *ctx, const char *fn, const float *x, const lf_geom *g, int w, int mode, double cval) {
+    N = 1;
+    for (int a = 0; a < g->spatial; a++) N *= w;
     LFC_TRY(s1.alloc(ctx, fn, g->total));
     LFC_TRY(s2.alloc(ctx, fn, g->total));
     LFC_TRY(tmp.alloc(ctx, fn, g->total));
     LFC_TRY(box_sum(ctx, fn, x, 1, s1.p, tmp.p, g, w, mode, cval));
     return box_sum(ctx, fn, x, 2, s2.p, tmp.p, g, w, mode, cval);
+  }
+};
+
+// A call's input as float32 (src) and its window moments mo.
+struct windowed_input {
+  f32_input src;
+  moments mo;
+  lumen_status run(lumen_ctx *ctx, const char *fn, const lf_call *call, int w, int mode, double cval) {
+    LFC_TRY(src.get(ctx, fn, call->in[0]));
+    return mo.run(ctx, fn, src.x, &call->geom, w, mode, cval);
   }
 };
 
@@ -617,63 +625,42 @@ __global__ void k_var_binarize(const double *__restrict__ s1, const double *__re
 }  // namespace lfc
 
 extern "C" lumen_status lf_cuda_sauvola(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_sauvola (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_sauvola (cuda)");
   const lumen_sauvola_opts *o = (const lumen_sauvola_opts *)call->opts;
-  const lf_geom *g = &call->geom;
-  const int64_t n = g->total;
-  const float *x;
-  scratch<float> xin;
-  LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
-  moments mo;
-  LFC_TRY(mo.run(ctx, fn, x, g, o->window, LUMEN_BOUNDARY_MIRROR, 0.0));
-  double N = 1;
-  for (int a = 0; a < g->spatial; a++) N *= o->window;
+  const int64_t n = call->geom.total;
+  windowed_input w;
+  LFC_TRY(w.run(ctx, fn, call, o->window, LUMEN_BOUNDARY_MIRROR, 0.0));
   void *dst = lumen_image_data(call->out);
   const unsigned grid = grid_for(n);
   if (!o->output_threshold) {
-    k_sauvola<float><<<grid, 256>>>(x, mo.s1.p, mo.s2.p, n, N, o->k, o->r, (uint8_t)o->foreground, (uint8_t *)dst,
-                                    (float *)nullptr);
+    k_sauvola<float><<<grid, 256>>>(w.src.x, w.mo.s1.p, w.mo.s2.p, n, w.mo.N, o->k, o->r, (uint8_t)o->foreground,
+                                    (uint8_t *)dst, (float *)nullptr);
   } else {
-    LFC_LAUNCH_OUT(call->out, k_sauvola, grid, 256, x, mo.s1.p, mo.s2.p, n, N, o->k, o->r, 0, nullptr);
+    LFC_LAUNCH_OUT(call->out, k_sauvola, grid, 256, w.src.x, w.mo.s1.p, w.mo.s2.p, n, w.mo.N, o->k, o->r, 0, nullptr);
   }
   return launched(ctx, fn, "Sauvola kernel");
 }
 
 extern "C" lumen_status lf_cuda_local_variance(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_local_variance (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_local_variance (cuda)");
   const lumen_local_variance_opts *o = (const lumen_local_variance_opts *)call->opts;
-  const lf_geom *g = &call->geom;
-  const int64_t n = g->total;
-  const float *x;
-  scratch<float> xin;
-  LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
-  moments mo;
-  LFC_TRY(mo.run(ctx, fn, x, g, o->window, (int)o->mode, o->cval));
-  double N = 1;
-  for (int a = 0; a < g->spatial; a++) N *= o->window;
-  LFC_LAUNCH_OUT(call->out, k_local_var, grid_for(n), 256, mo.s1.p, mo.s2.p, n, N);
+  const int64_t n = call->geom.total;
+  windowed_input w;
+  LFC_TRY(w.run(ctx, fn, call, o->window, (int)o->mode, o->cval));
+  LFC_LAUNCH_OUT(call->out, k_local_var, grid_for(n), 256, w.mo.s1.p, w.mo.s2.p, n, w.mo.N);
   return launched(ctx, fn, "local variance kernel");
 }
 
 extern "C" lumen_status lf_cuda_variance_binarize(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_variance_binarize (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_variance_binarize (cuda)");
   const lumen_local_variance_opts *o = (const lumen_local_variance_opts *)call->opts;
-  const lf_geom *g = &call->geom;
-  const int64_t n = g->total;
-  const float *x;
-  scratch<float> xin;
+  const int64_t n = call->geom.total;
+  windowed_input w;
   scratch<double> acc;
-  LFC_TRY(input_f32(ctx, fn, call->in[0], &x, &xin));
-  moments mo;
-  LFC_TRY(mo.run(ctx, fn, x, g, o->window, (int)o->mode, o->cval));
+  LFC_TRY(w.run(ctx, fn, call, o->window, (int)o->mode, o->cval));
   LFC_TRY(acc.alloc(ctx, fn, 2));
-  LFC_TRY(mean_var(ctx, fn, x, n, acc.p));
-  double N = 1;
-  for (int a = 0; a < g->spatial; a++) N *= o->window;
-  k_var_binarize<<<grid_for(n), 256>>>(mo.s1.p, mo.s2.p, n, N, o->alpha, acc.p,
+  LFC_TRY(mean_var(ctx, fn, w.src.x, n, acc.p));
+  k_var_binarize<<<grid_for(n), 256>>>(w.mo.s1.p, w.mo.s2.p, n, w.mo.N, o->alpha, acc.p,
                                        (uint8_t *)lumen_image_data(call->out));
   return launched(ctx, fn, "binarisation kernel");
 }

@@ -29,18 +29,27 @@ __device__ __forceinline__ void axis_idx(int64_t c, int64_t n, int h, int mode, 
 #define MN(a, b) a = fminf(a, b);
 #define MX(a, b) b = fmaxf(a, b);
 
+// The 2-D window of half-width H around voxel i of a stack of n0 x n1 planes: the plane's data and,
+// per axis, the window's indices in it (-1: outside, cval).
+template <int H>
+struct plane_window {
+  const float *blk;
+  int64_t xs[2 * H + 1], ys[2 * H + 1];
+  __device__ __forceinline__ plane_window(const float *in, int64_t i, int64_t n0, int64_t n1, int mode) {
+    const int64_t x = i % n0, y = (i / n0) % n1;
+    blk = in + (i / (n0 * n1)) * (n0 * n1);
+    axis_idx(x, n0, H, mode, xs);
+    axis_idx(y, n1, H, mode, ys);
+  }
+};
+
 template <class Out>
 __global__ void k_med9(const float *__restrict__ in, int64_t n0, int64_t n1, int64_t total, int mode, float cval,
                        Out *__restrict__ out) {
   for (int64_t i = gtid(); i < total; i += gstride()) {
-    const int64_t x = i % n0, y = (i / n0) % n1;
-    const float *blk = in + (i / (n0 * n1)) * (n0 * n1);
-    int64_t xs[3], ys[3];
-    axis_idx(x, n0, 1, mode, xs);
-    axis_idx(y, n1, 1, mode, ys);
-    const int64_t zs0 = 0;
+    const plane_window<1> w(in, i, n0, n1, mode);
     float r0, r1, r2, r3, r4, r5, r6, r7, r8;
-#define L9(j, a, b) r##j = (xs[a] < 0 || ys[b] < 0) ? cval : __ldg(blk + (zs0 * n1 + ys[b]) * n0 + xs[a]);
+#define L9(j, a, b) r##j = (w.xs[a] < 0 || w.ys[b] < 0) ? cval : __ldg(w.blk + w.ys[b] * n0 + w.xs[a]);
     L9(0, 0, 0) L9(1, 1, 0) L9(2, 2, 0) L9(3, 0, 1) L9(4, 1, 1) L9(5, 2, 1) L9(6, 0, 2) L9(7, 1, 2) L9(8, 2, 2)
 #undef L9
     LF_MED9_NET
@@ -52,14 +61,10 @@ template <class Out>
 __global__ void k_med25(const float *__restrict__ in, int64_t n0, int64_t n1, int64_t total, int mode, float cval,
                         Out *__restrict__ out) {
   for (int64_t i = gtid(); i < total; i += gstride()) {
-    const int64_t x = i % n0, y = (i / n0) % n1;
-    const float *blk = in + (i / (n0 * n1)) * (n0 * n1);
-    int64_t xs[5], ys[5];
-    axis_idx(x, n0, 2, mode, xs);
-    axis_idx(y, n1, 2, mode, ys);
+    const plane_window<2> w(in, i, n0, n1, mode);
     float r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15, r16, r17, r18, r19, r20, r21, r22,
         r23, r24;
-#define L25(j, a, b) r##j = (xs[a] < 0 || ys[b] < 0) ? cval : __ldg(blk + ys[b] * n0 + xs[a]);
+#define L25(j, a, b) r##j = (w.xs[a] < 0 || w.ys[b] < 0) ? cval : __ldg(w.blk + w.ys[b] * n0 + w.xs[a]);
 #define ROW25(b, j0, j1, j2, j3, j4) L25(j0, 0, b) L25(j1, 1, b) L25(j2, 2, b) L25(j3, 3, b) L25(j4, 4, b)
     ROW25(0, 0, 1, 2, 3, 4) ROW25(1, 5, 6, 7, 8, 9) ROW25(2, 10, 11, 12, 13, 14) ROW25(3, 15, 16, 17, 18, 19)
     ROW25(4, 20, 21, 22, 23, 24)
@@ -205,8 +210,7 @@ extern "C" lumen_status lf_cuda_median(lumen_ctx *ctx, lf_call *call) {
 }
 
 extern "C" lumen_status lf_cuda_morphology(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_morphology (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_morphology (cuda)");
   const lumen_morph_opts *o = (const lumen_morph_opts *)call->opts;
   const lf_geom *g = &call->geom;
   const int64_t n = g->total, n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];

@@ -156,8 +156,7 @@ __global__ void k_fill_final(uint8_t *m, int64_t n) {
 using namespace lfc;
 
 extern "C" lumen_status lf_cuda_fill_holes(lumen_ctx *ctx, lf_call *call) {
-  static const char fn[] = "lumen_filter_fill_holes (cuda)";
-  LFC_ENTER(ctx, call, fn);
+  LFC_ENTRY(ctx, call, "lumen_filter_fill_holes (cuda)");
   const lumen_region_opts *o = (const lumen_region_opts *)call->opts;
   const lf_geom g = call->geom;
   uint8_t *m = (uint8_t *)lumen_image_data(call->out);

@@ -73,29 +73,31 @@ static void f_free(void *state, void *dev) {
   (void)state;
   free(dev);
 }
-static lumen_status f_h2d(lumen_ctx *ctx, void *state, int slot, void *dev, const void *pinned, size_t bytes) {
-  (void)ctx;
-  fake_dev *d = state;
-  assert_int_equal(d->up[slot].pending, 0); /* the slot's last upload was waited for */
-  d->up[slot] = (copy){dev, pinned, bytes, 1};
+/* Queues the copy of a slot, run when it is waited for; the slot's last copy was waited for. */
+static lumen_status queue_copy(copy *c, void *dst, const void *src, size_t bytes) {
+  assert_int_equal(c->pending, 0);
+  *c = (copy){dst, src, bytes, 1};
   return LUMEN_OK;
 }
-static lumen_status f_wait_h2d(lumen_ctx *ctx, void *state, int slot) {
-  (void)ctx;
-  run_copy(&((fake_dev *)state)->up[slot]);
+static lumen_status wait_copy(copy *c) {
+  run_copy(c);
   return LUMEN_OK;
+}
+static lumen_status f_h2d(lumen_ctx *ctx, void *state, int slot, void *dev, const void *pinned, size_t bytes) {
+  (void)ctx;
+  return queue_copy(&((fake_dev *)state)->up[slot], dev, pinned, bytes);
 }
 static lumen_status f_d2h(lumen_ctx *ctx, void *state, int slot, void *pinned, const void *dev, size_t bytes) {
   (void)ctx;
-  fake_dev *d = state;
-  assert_int_equal(d->down[slot].pending, 0); /* the slot's last download was collected */
-  d->down[slot] = (copy){pinned, dev, bytes, 1};
-  return LUMEN_OK;
+  return queue_copy(&((fake_dev *)state)->down[slot], pinned, dev, bytes);
+}
+static lumen_status f_wait_h2d(lumen_ctx *ctx, void *state, int slot) {
+  (void)ctx;
+  return wait_copy(&((fake_dev *)state)->up[slot]);
 }
 static lumen_status f_wait_d2h(lumen_ctx *ctx, void *state, int slot) {
   (void)ctx;
-  run_copy(&((fake_dev *)state)->down[slot]);
-  return LUMEN_OK;
+  return wait_copy(&((fake_dev *)state)->down[slot]);
 }
 /* the op's stream waits for the upload: the copy lands before the op reads it */
 static const lumen_dist_xfer_ops fake_ops = {f_create,    f_destroy, f_host_alloc, f_host_free, f_alloc, f_free,
@@ -133,6 +135,12 @@ static void note(tb *t, int kind, int worker, int64_t item, int slot) {
   pthread_mutex_lock(&t->mu);
   if (t->nlog < MAXLOG) t->log[t->nlog++] = (ev){kind, worker, slot, item};
   pthread_mutex_unlock(&t->mu);
+}
+
+/* A stage callback's start: its event noted, the job of *data. */
+static job *noted_job(tb *t, int kind, int worker, int64_t item, int slot, void **data) {
+  note(t, kind, worker, item, slot);
+  return *data;
 }
 
 static float src_value(int64_t item, int v) { return (float)((item * 7919 + v * 104729) % 1000) * 0.5f; }
@@ -221,8 +229,7 @@ static void t_close(void *user, int worker) {
 
 static lumen_status t_begin(void *user, int worker, int64_t i, int slot, void **data) {
   tb *t = user;
-  job *j = *data;
-  note(t, EV_BEGIN, worker, i, slot);
+  job *j = noted_job(t, EV_BEGIN, worker, i, slot, data);
   void *dev = NULL;
   lumen_status s = lumen_dist_xfer_upload(NULL, t->x[worker], slot, j->in, NVOX * sizeof(float), &dev);
   if (s != LUMEN_OK || !dev) return s;
@@ -235,8 +242,7 @@ static lumen_status t_begin(void *user, int worker, int64_t i, int slot, void **
 
 static lumen_status t_end(void *user, int worker, int64_t i, int slot, void **data) {
   tb *t = user;
-  job *j = *data;
-  note(t, EV_END, worker, i, slot);
+  job *j = noted_job(t, EV_END, worker, i, slot, data);
   if (!j->dev_res) return LUMEN_OK;
   int queued = 0;
   lumen_status s = lumen_dist_xfer_download(NULL, t->x[worker], slot, j->dev_res, NVOX * sizeof(float), &queued);
@@ -247,8 +253,7 @@ static lumen_status t_end(void *user, int worker, int64_t i, int slot, void **da
 
 static lumen_status t_finish(void *user, int worker, int64_t i, int slot, void **data) {
   tb *t = user;
-  job *j = *data;
-  note(t, EV_FINISH, worker, i, slot);
+  job *j = noted_job(t, EV_FINISH, worker, i, slot, data);
   if (!j->downloading) return LUMEN_OK;
   j->res = malloc(NVOX * sizeof(float));
   lumen_status s = lumen_dist_xfer_collect(NULL, t->x[worker], slot, j->res, NVOX * sizeof(float));

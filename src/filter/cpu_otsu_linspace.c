@@ -4,7 +4,8 @@
  * reference's bin centre, linspace(min, max, bins)[i] as numpy computes it (float64, rounded to
  * float32). Passes: the finite range (and whether every value is an integer); the histogram (for
  * integer data with a range below 2^16: counts per integer value, then each value's bin, which
- * needs no per-voxel float arithmetic); the mask x > threshold. All threaded. */
+ * needs no per-voxel float arithmetic); the mask x > threshold. All threaded. Integers in
+ * [-2^15, 2^16) (12- and 16-bit images) take the range and the counts in one pass. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,20 +63,22 @@ static void float_counts(const otsu_bins *b, const float *x, int64_t n, int thre
     for (int k = 0; k < nb; k++) counts[k] += priv[(size_t)t * (size_t)nb + (size_t)k];
 }
 
-/* the histogram of the finite voxels; -1 when out of memory */
+/* the histogram of the finite voxels (known: the counts of the integers from r->min, already
+   made by the first pass, or NULL); -1 when out of memory */
 static int histogram(const otsu_bins *b, const float *x, int64_t n, int threads, const lf_value_range *r,
-                     int64_t *counts) {
+                     const int64_t *known, int64_t *counts) {
   const double span = (double)r->max - (double)r->min + 1.0;
   if (r->integral && span <= 65536.0) {
     const int64_t lo = (int64_t)r->min, ns = (int64_t)span;
-    int64_t *vc = malloc((size_t)ns * sizeof *vc);
-    if (!vc || lf_integer_counts_f32(x, n, threads, lo, ns, vc) != 0) {
+    int64_t *vc = known ? NULL : malloc((size_t)ns * sizeof *vc);
+    if (!known && (!vc || lf_integer_counts_f32(x, n, threads, lo, ns, vc) != 0)) {
       free(vc);
       return -1;
     }
+    const int64_t *c = known ? known : vc;
     memset(counts, 0, (size_t)b->nb * sizeof *counts);
     for (int64_t k = 0; k < ns; k++)
-      if (vc[k]) counts[bin_of(b, (float)(lo + k))] += vc[k];
+      if (c[k]) counts[bin_of(b, (float)(lo + k))] += c[k];
     free(vc);
     return 0;
   }
@@ -89,7 +92,7 @@ static int histogram(const otsu_bins *b, const float *x, int64_t n, int threads,
 /* the reference's threshold of data with range [mn, mx] (mn < mx): lumen's bin centre t mapped
    back to its bin index, then that index's linspace centre */
 static lumen_status threshold_of(lumen_ctx *ctx, const float *x, int64_t n, int threads, const lf_value_range *r,
-                                 float *thr) {
+                                 const int64_t *known, float *thr) {
   otsu_bins b = {.nb = r->max <= 255.0f ? 256 : 4096, .mn = r->min, .mx = r->max};
   const double lo = r->min, hi = r->max, scale = (double)b.nb / (hi - lo);
   b.scale = (float)scale;
@@ -103,7 +106,7 @@ static lumen_status threshold_of(lumen_ctx *ctx, const float *x, int64_t n, int 
     const double step = (hi - lo) / b.nb;
     for (int i = 0; i < b.nb; i++) b.edges[i] = (float)((double)i * step + lo);
     b.edges[b.nb] = r->max;
-    if (histogram(&b, x, n, threads, r, counts) == 0) {
+    if (histogram(&b, x, n, threads, r, known, counts) == 0) {
       const double t = lf_otsu_threshold(counts, b.edges, b.nb, work, centre);
       /* the compat layer's former Python: round((t - lo) / ((hi - lo) / bins) - 0.5), ties to even */
       double fi = nearbyint((t - lo) / ((hi - lo) / b.nb) - 0.5);
@@ -160,10 +163,18 @@ lumen_status lumen_filter_otsu_linspace(lumen_ctx *ctx, const lumen_image *in, l
   if (mask && (s = lf_values_check(ctx, fn, "mask", mask, LUMEN_DTYPE_UINT8, n)) != LUMEN_OK) return s;
   const float *x = lumen_image_const_data(in);
   const int threads = lf_values_threads(ctx, n);
+  /* 12- and 16-bit images (integers in [-2^15, 2^16)): the range and the counts in one pass; any
+     other data: the range pass, then the histogram's */
+  enum { WINDOW_LO = -32768, WINDOW_SPAN = 98304 };
+  int64_t *window = n >= 65536 ? malloc(WINDOW_SPAN * sizeof *window) : NULL;
   lf_value_range r;
-  lf_value_range_f32(x, n, threads, &r);
+  const int w = window ? lf_integer_window_f32(x, n, threads, WINDOW_LO, WINDOW_SPAN, window, &r) : 0;
+  if (w <= 0) lf_value_range_f32(x, n, threads, &r);
+  const int64_t *known = w > 0 ? window + ((int64_t)r.min - WINDOW_LO) : NULL;
   float thr = r.min; /* a constant image (or none finite): its value, the mask empty */
-  if (r.min < r.max && (s = threshold_of(ctx, x, n, threads, &r, &thr)) != LUMEN_OK) return s;
+  if (r.min < r.max) s = threshold_of(ctx, x, n, threads, &r, known, &thr);
+  free(window);
+  if (s != LUMEN_OK) return s;
   *threshold = thr;
   if (mask) write_mask(x, n, threads, thr, lumen_image_data(mask));
   return LUMEN_OK;

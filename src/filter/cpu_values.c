@@ -135,8 +135,15 @@ static inline int64_t slot_of(float v, int64_t base, int64_t span) {
    (span + 1)), so that runs of one value (a flat background) do not wait on one counter; the
    copies are folded into c every 2^30 voxels, before a uint32 could overflow. The slots of 4
    voxels at a time are computed in SSE2 lanes (x is integer-valued: truncation is the value). */
-static void count_part(const float *x, int64_t lo, int64_t hi, int64_t base, int64_t span, int64_t *c, uint32_t *c4) {
+/* check: also tell (*odd) whether a voxel was not counted: a NaN, an infinity, a value that is not
+   an integer or lies outside [base, base + span) (a constant, so each caller's loop is its own) */
+static inline void count_part_checked(const float *x, int64_t lo, int64_t hi, int64_t base, int64_t span, int64_t *c,
+                                      uint32_t *c4, const int check, int *odd) {
   const int64_t S = span + 1;
+  int64_t outside = 0;
+#if defined(__SSE2__)
+  __m128 frac = _mm_setzero_ps();
+#endif
   for (int64_t s = lo; s < hi; s += (int64_t)1 << 30) {
     const int64_t e = hi - s > ((int64_t)1 << 30) ? s + ((int64_t)1 << 30) : hi;
     memset(c4, 0, (size_t)(4 * S) * sizeof *c4);
@@ -148,7 +155,10 @@ static void count_part(const float *x, int64_t lo, int64_t hi, int64_t base, int
     const __m128i off = _mm_setr_epi32(0, (int32_t)S, (int32_t)(2 * S), (int32_t)(3 * S));
     const __m128i m1 = _mm_set1_epi32(-1);
     for (; i + 4 <= e; i += 4) {
-      const __m128i k = _mm_sub_epi32(_mm_cvttps_epi32(_mm_loadu_ps(x + i)), vb);
+      const __m128 v = _mm_loadu_ps(x + i);
+      const __m128i t = _mm_cvttps_epi32(v);
+      if (check) frac = _mm_or_ps(frac, _mm_sub_ps(v, _mm_cvtepi32_ps(t))); /* NaN, Inf, fractions: not 0 */
+      const __m128i k = _mm_sub_epi32(t, vb);
       const __m128i in = _mm_and_si128(_mm_cmpgt_epi32(k, m1), _mm_cmplt_epi32(k, vs));
       const __m128i slot = _mm_add_epi32(_mm_or_si128(_mm_and_si128(in, k), _mm_andnot_si128(in, vs)), off);
       int32_t q[4];
@@ -159,20 +169,63 @@ static void count_part(const float *x, int64_t lo, int64_t hi, int64_t base, int
       c4[q[3]]++;
     }
 #endif
-    for (; i < e; i++) c4[slot_of(x[i], base, span)]++;
-    for (int j = 0; j < 4; j++)
+    for (; i < e; i++) {
+      c4[slot_of(x[i], base, span)]++;
+      if (check && !(fabsf(x[i]) <= 16777216.0f && (float)(int32_t)x[i] == x[i])) outside++;
+    }
+    for (int j = 0; j < 4; j++) {
       for (int64_t k = 0; k < span; k++) c[k] += c4[j * S + k];
+      outside += c4[j * S + span];
+    }
   }
+#if defined(__SSE2__)
+  if (check && _mm_movemask_epi8(_mm_cmpeq_epi32(_mm_castps_si128(frac), _mm_setzero_si128())) != 0xffff) outside++;
+#endif
+  if (check) *odd = outside != 0;
 }
 
+static void count_part(const float *x, int64_t lo, int64_t hi, int64_t base, int64_t span, int64_t *c, uint32_t *c4) {
+  count_part_checked(x, lo, hi, base, span, c, c4, 0, NULL);
+}
+
+static void count_part_check(const float *x, int64_t lo, int64_t hi, int64_t base, int64_t span, int64_t *c,
+                             uint32_t *c4, int *odd) {
+  count_part_checked(x, lo, hi, base, span, c, c4, 1, odd);
+}
+
+/* both counting passes: check 0 counts (lf_integer_counts_f32), check 1 also reports *odd */
+static int counts_pass(const float *x, int64_t n, int threads, int64_t lo, int64_t span, int64_t *counts, int check,
+                       int *odd);
+
 int lf_integer_counts_f32(const float *x, int64_t n, int threads, int64_t lo, int64_t span, int64_t *counts) {
+  return counts_pass(x, n, threads, lo, span, counts, 0, NULL);
+}
+
+int lf_integer_window_f32(const float *x, int64_t n, int threads, int64_t lo, int64_t span, int64_t *counts,
+                          lf_value_range *r) {
+  int odd = 0;
+  if (counts_pass(x, n, threads, lo, span, counts, 1, &odd) != 0) return -1;
+  if (odd) return 0;
+  int64_t a = 0, b = span - 1;
+  while (a < span && counts[a] == 0) a++;
+  while (b > a && counts[b] == 0) b--;
+  if (a == span) return 0; /* nothing counted (n voxels all odd cannot be: odd would be set) */
+  r->min = (float)(lo + a);
+  r->max = (float)(lo + b);
+  r->finite = n;
+  r->integral = 1;
+  return 1;
+}
+
+static int counts_pass(const float *x, int64_t n, int threads, int64_t lo, int64_t span, int64_t *counts, int check,
+                       int *odd) {
   enum { MAXT = 256 };
   const int T = threads < MAXT ? threads : MAXT;
   /* per thread: span int64 counts, then 4 (span + 1) uint32 copies */
   const size_t per = (size_t)span * sizeof(int64_t) + (size_t)(4 * (span + 1)) * sizeof(uint32_t);
   char *work = calloc((size_t)T, per);
   if (!work) return -1;
-  int used = 1;
+  int used = 1, odd_of[MAXT] = {0};
 #pragma omp parallel num_threads(T)
   {
 #ifdef _OPENMP
@@ -181,8 +234,15 @@ int lf_integer_counts_f32(const float *x, int64_t n, int threads, int64_t lo, in
     const int t = 0, nt = 1;
 #endif
     int64_t *c = (int64_t *)(void *)(work + (size_t)t * per);
-    count_part(x, n * t / nt, n * (t + 1) / nt, lo, span, c, (uint32_t *)(void *)(c + span));
+    int o = 0;
+    if (check) count_part_check(x, n * t / nt, n * (t + 1) / nt, lo, span, c, (uint32_t *)(void *)(c + span), &o);
+    else count_part(x, n * t / nt, n * (t + 1) / nt, lo, span, c, (uint32_t *)(void *)(c + span));
+    odd_of[t] = o;
     if (t == 0) used = nt;
+  }
+  if (check) {
+    *odd = 0;
+    for (int t = 0; t < used; t++) *odd |= odd_of[t];
   }
   memset(counts, 0, (size_t)span * sizeof *counts);
   for (int t = 0; t < used; t++) {

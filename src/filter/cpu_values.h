@@ -30,4 +30,12 @@ void lf_value_range_f32(const float *x, int64_t n, int threads, lf_value_range *
    overwritten. Returns 0, or -1 when out of memory (counts then unset). */
 int lf_integer_counts_f32(const float *x, int64_t n, int threads, int64_t lo, int64_t span, int64_t *counts);
 
+/* One pass for data that are likely integers in [lo, lo + span) (12- or 16-bit images as float32):
+   the counts as lf_integer_counts_f32 gives them and the range at once. 1 when every voxel is a
+   finite integer inside the window (counts and *r set: r->integral 1, r->finite n), 0 when one is
+   not (a NaN, an infinity, a fraction, a value outside: take lf_value_range_f32's pass instead;
+   counts then unusable), -1 when out of memory. */
+int lf_integer_window_f32(const float *x, int64_t n, int threads, int64_t lo, int64_t span, int64_t *counts,
+                          lf_value_range *r);
+
 #endif

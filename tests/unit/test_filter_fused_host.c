@@ -24,9 +24,15 @@ static void fill_mammo(float *x, int64_t n, uint64_t seed) {
     x[i] = (i % 97) < 30 ? 0.0f : (float)(200 + (lcg(&seed) % 1500) + ((i % 1013) == 0 ? 1000 : 0));
 }
 
+/* A float32 image of n mammogram-like values (fill_mammo with seed). */
+static lumen_image *mammo_image(lumen_ctx *ctx, int64_t n, uint64_t seed) {
+  lumen_image *im = f32_image(ctx, n);
+  fill_mammo(lumen_image_data(im), n, seed);
+  return im;
+}
+
 static void test_scale_clamp(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t sizes[] = {1, 7, 100003};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
     const int64_t n = sizes[k];
@@ -57,8 +63,7 @@ static void test_scale_clamp(void **state) {
     assert_int_equal(lumen_filter_scale_clamp(ctx, in, 0.0, 1 / 4095.0, 255.0, in), LUMEN_OK);
     assert_memory_equal(copy, lumen_image_const_data(in), (size_t)n * sizeof *copy);
     free(copy);
-    lumen_image_free(in);
-    lumen_image_free(out);
+    LUMEN_TEST_FREE_IMAGES(in, out);
   }
   lumen_image *a = f32_image(ctx, 10), *b = f32_image(ctx, 11);
   memset(lumen_image_data(a), 0, 10 * sizeof(float));
@@ -69,10 +74,7 @@ static void test_scale_clamp(void **state) {
   int64_t d1[1] = {10};
   lumen_image *u8 = lumen_test_image(ctx, 1, d1, LUMEN_DTYPE_UINT8);
   assert_int_equal(lumen_filter_scale_clamp(ctx, u8, 0.0, 1.0, 1.0, a), LUMEN_ERR_INVALID_ARGUMENT);
-  lumen_image_free(u8);
-  lumen_image_free(a);
-  lumen_image_free(b);
-  lumen_ctx_destroy(ctx);
+  LUMEN_TEST_FREE_IMAGES(u8, a, b);
 }
 
 static void check_range(lumen_ctx *ctx, const lumen_image *in) {
@@ -99,12 +101,10 @@ static void check_range(lumen_ctx *ctx, const lumen_image *in) {
 }
 
 static void test_finite_range(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t n = 100003;
-  lumen_image *in = f32_image(ctx, n);
+  lumen_image *in = mammo_image(ctx, n, 3);
   float *x = lumen_image_data(in);
-  fill_mammo(x, n, 3);
   check_range(ctx, in);     /* integers */
   x[5000] = 17.5f;
   check_range(ctx, in);     /* one that is not */
@@ -119,7 +119,6 @@ static void test_finite_range(void **state) {
   assert_int_equal(lumen_filter_finite_range(ctx, in, NULL, &b, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
   assert_int_equal(lumen_filter_finite_range(ctx, NULL, &a, &b, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
   lumen_image_free(in);
-  lumen_ctx_destroy(ctx);
 }
 
 /* lumen_filter_otsu's bin (its own histogram) mapped to the linspace centre, and the mask */
@@ -147,14 +146,12 @@ static void check_otsu(lumen_ctx *ctx, lumen_image *in) {
 }
 
 static void test_otsu_linspace(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t sizes[] = {1000, 100003};
   for (size_t k = 0; k < 2; k++) {
     const int64_t n = sizes[k];
-    lumen_image *in = f32_image(ctx, n);
+    lumen_image *in = mammo_image(ctx, n, 11 + k);
     float *x = lumen_image_data(in);
-    fill_mammo(x, n, 11 + k);
     check_otsu(ctx, in); /* integers: counts per value */
     for (int64_t i = 0; i < n; i++) x[i] = x[i] * 0.37f + 0.1f;
     check_otsu(ctx, in); /* fractions: per-voxel bins */
@@ -171,16 +168,13 @@ static void test_otsu_linspace(void **state) {
     assert_int_equal(lumen_filter_otsu_linspace(ctx, in, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
     lumen_image_free(in);
   }
-  lumen_ctx_destroy(ctx);
 }
 
 static void test_fcm_values(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int64_t n = 150001;
-  lumen_image *in = f32_image(ctx, n);
+  lumen_image *in = mammo_image(ctx, n, 5);
   float *x = lumen_image_data(in);
-  fill_mammo(x, n, 5);
   int64_t *counts = calloc(65536, sizeof *counts);
   assert_non_null(counts);
   for (int c = 2; c <= 3; c++) {
@@ -230,8 +224,7 @@ static void test_fcm_values(void **state) {
                    LUMEN_ERR_INVALID_ARGUMENT);
   free(counts);
   lumen_image_free(in);
-  lumen_ctx_destroy(ctx);
 }
 
-LUMEN_TEST_MAIN(cmocka_unit_test(test_scale_clamp), cmocka_unit_test(test_finite_range),
-                cmocka_unit_test(test_otsu_linspace), cmocka_unit_test(test_fcm_values))
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(test_scale_clamp), LUMEN_TEST_WITH_CTX(test_finite_range),
+                LUMEN_TEST_WITH_CTX(test_otsu_linspace), LUMEN_TEST_WITH_CTX(test_fcm_values))

@@ -115,11 +115,17 @@ typedef struct io_state {
   int rejected[NCURVES];         /* test_check_samples: start() calls with ls_ret -2 */
 } io_state;
 
+/* The next of the NCURVES curves for ticket tk (noted in ticket_curve); -1 when all are taken. */
+static int take_curve(int *next_curve, int *ticket_curve, int tk) {
+  if (*next_curve >= NCURVES) return -1;
+  ticket_curve[tk] = *next_curve;
+  return (*next_curve)++;
+}
+
 static int io_next(void *user, int tk, float *y, float *consts) {
   io_state *u = user;
-  if (u->next_curve >= NCURVES) return 0;
-  int c = u->next_curve++;
-  u->ticket_curve[tk] = c;
+  const int c = take_curve(&u->next_curve, u->ticket_curve, tk);
+  if (c < 0) return 0;
   memcpy(y, u->s->y[c], sizeof(float) * (size_t)u->s->n);
   memcpy(consts, u->s->consts[c], sizeof(float) * LUMEN_FIT_NCONSTS);
   return 1;
@@ -317,9 +323,8 @@ typedef struct dio_state {
 
 static int dio_next(void *user, int tk, double *y, double *consts) {
   dio_state *u = user;
-  if (u->next_curve >= NCURVES) return 0;
-  int c = u->next_curve++;
-  u->ticket_curve[tk] = c;
+  const int c = take_curve(&u->next_curve, u->ticket_curve, tk);
+  if (c < 0) return 0;
   memcpy(y, u->y[c], sizeof(double) * (size_t)u->n);
   consts[LUMEN_FIT_CONST_R10] = 1.0;
   consts[LUMEN_FIT_CONST_B1] = 1.0;
@@ -447,8 +452,7 @@ static void test_double_lanes_fxr(void **state) {
 /* Through the API: tier cpu on Tofts curves with NaN, all-zero and regular curves, with R^2 and
    confidence intervals (the lane path completes these per curve). */
 static void test_api_states(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   const int n = 80, nc = 53;
   float t[80], cp[80];
   double td[80], cpd[80];
@@ -505,7 +509,6 @@ static void test_api_states(void **state) {
     assert_true(lo[c * 2] < params[c * 2] && params[c * 2] < hi[c * 2]);
   }
   lumen_fit_plan_destroy(plan);
-  lumen_ctx_destroy(ctx);
 }
 
 /* problem.check_samples: the solver tests the loaded lanes' samples (bit patterns) and hands the
@@ -617,8 +620,7 @@ static void test_check_samples(void **state) {
    intervals and R^2: Tofts and ETM curves of which some end on a bound (ve near 1, Ktrans near 0)
    or are invalid, and VFA curves (a T1 model). */
 static void test_fast_completion(void **state) {
-  (void)state;
-  lumen_ctx *ctx = lumen_test_ctx();
+  lumen_ctx *ctx = *state;
   enum { NC = 611 };
   static float data[NC * 80];
   static double par[2][NC * 3], lo[2][NC * 3], hi[2][NC * 3], r2[2][NC], chi2[2][NC], der[2][NC * LUMEN_FIT_MAX_DERIVED];
@@ -688,9 +690,8 @@ static void test_fast_completion(void **state) {
     assert_true(model == 1 || general > NC / 10); /* Tofts, ETM: bounds and invalid curves took the general path */
     lumen_fit_plan_destroy(plan);
   }
-  lumen_ctx_destroy(ctx);
 }
 
 LUMEN_TEST_MAIN(cmocka_unit_test(test_lanes_match_scalar), cmocka_unit_test(test_double_lanes_2cxm),
-                cmocka_unit_test(test_api_states), cmocka_unit_test(test_fast_completion),
+                LUMEN_TEST_WITH_CTX(test_api_states), LUMEN_TEST_WITH_CTX(test_fast_completion),
                 cmocka_unit_test(test_check_samples), cmocka_unit_test(test_double_lanes_fxr))

@@ -63,16 +63,9 @@ static void test_checks_and_batch(void **state) {
                    LUMEN_ERR_INVALID_ARGUMENT);
   assert_null(out);
   assert_non_null(strstr(lumen_ctx_last_error(ctx), "binary_threshold: lower is 4, expected <= upper (3)"));
-  const lumen_batch_named_op *b = lumen_batch_named_op_find("binary_threshold");
-  assert_non_null(b);
   unsigned char o[256];
-  assert_true(b->opts_size <= sizeof o);
-  memset(o, 0, sizeof o);
-  b->init(o);
-  const lumen_op_info *op = lumen_op_find("binary_threshold");
-  const double lo = 7.5, hi = 20;
-  memcpy(o + op->options[0].offset, &lo, sizeof lo);
-  memcpy(o + op->options[1].offset, &hi, sizeof hi);
+  const double lower_upper[2] = {7.5, 20};
+  const lumen_batch_named_op *b = lumen_test_batch_op("binary_threshold", o, sizeof o, lower_upper, 2);
   double v = NAN;
   assert_int_equal(b->run(ctx, im, o, &out, &v), LUMEN_OK);
   assert_int_equal(lumen_op_run(ctx, "binary_threshold", im, "lower=7.5 upper=20", &byname, NULL), LUMEN_OK);
@@ -87,11 +80,6 @@ static void test_checks_and_batch(void **state) {
   LUMEN_TEST_FREE_IMAGES(im, out, byname);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_registry_row),
-    LUMEN_TEST_WITH_CTX(test_mask_values),
-    LUMEN_TEST_WITH_CTX(test_checks_and_batch),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_registry_row),
+                LUMEN_TEST_WITH_CTX(test_mask_values),
+                LUMEN_TEST_WITH_CTX(test_checks_and_batch))

@@ -223,19 +223,15 @@ static void test_cuda_request_runs_on_the_cpu(void **state) {
 /* the batch engine's view (lumen_batch_callbacks.op = "clip", Python's process_images) */
 static void test_batch_view(void **state) {
   lumen_ctx *ctx = *state;
-  const lumen_batch_named_op *b = lumen_batch_named_op_find("clamp");
-  assert_non_null(b);
-  assert_string_equal(b->name, "clip");
-  assert_string_equal(b->cmd, "filter");
-  assert_string_equal(lumen_batch_named_op_charge_name(b, NULL), "clip");
+  const lumen_batch_named_op *alias = lumen_batch_named_op_find("clamp");
+  assert_non_null(alias);
+  assert_string_equal(alias->name, "clip");
+  assert_string_equal(alias->cmd, "filter");
+  assert_string_equal(lumen_batch_named_op_charge_name(alias, NULL), "clip");
   unsigned char o[256];
-  assert_true(b->opts_size <= sizeof o);
-  memset(o, 0, sizeof o);
-  b->init(o);
-  const lumen_op_info *op = lumen_op_find("clip");
-  const double lo = 0, hi = 3.5;
-  memcpy(o + op->options[0].offset, &lo, sizeof lo);
-  memcpy(o + op->options[1].offset, &hi, sizeof hi);
+  const double lo_hi[2] = {0, 3.5};
+  const lumen_batch_named_op *b = lumen_test_batch_op("clip", o, sizeof o, lo_hi, 2);
+  assert_ptr_equal(b, alias);
   lumen_image *im = vector(ctx, X, NX), *out = NULL, *byname = NULL;
   double v = NAN;
   assert_int_equal(b->run(ctx, im, o, &out, &v), LUMEN_OK);
@@ -244,16 +240,11 @@ static void test_batch_view(void **state) {
   LUMEN_TEST_FREE_IMAGES(im, out, byname);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_in_the_registry),
-    LUMEN_TEST_WITH_CTX(test_values_as_numpy_clip),
-    LUMEN_TEST_WITH_CTX(test_large_image_threaded),
-    LUMEN_TEST_WITH_CTX(test_uint8_input_and_half_output),
-    LUMEN_TEST_WITH_CTX(test_shape_and_geometry_kept),
-    LUMEN_TEST_WITH_CTX(test_checks),
-    LUMEN_TEST_WITH_CTX(test_cuda_request_runs_on_the_cpu),
-    LUMEN_TEST_WITH_CTX(test_batch_view),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+LUMEN_TEST_MAIN(cmocka_unit_test(test_in_the_registry),
+                LUMEN_TEST_WITH_CTX(test_values_as_numpy_clip),
+                LUMEN_TEST_WITH_CTX(test_large_image_threaded),
+                LUMEN_TEST_WITH_CTX(test_uint8_input_and_half_output),
+                LUMEN_TEST_WITH_CTX(test_shape_and_geometry_kept),
+                LUMEN_TEST_WITH_CTX(test_checks),
+                LUMEN_TEST_WITH_CTX(test_cuda_request_runs_on_the_cpu),
+                LUMEN_TEST_WITH_CTX(test_batch_view))

@@ -31,72 +31,74 @@ static void judge(const double *cb, const double *tissue, int64_t used, int inpu
   pipe_aif_judge_vessels(&c, why, size);
 }
 
+/* An arterial curve (peak 4 mM, washout to 0.5) and the tissue curve. */
+static void artery_and_tissue(double *cb, double *tissue) {
+  tissue_curve(tissue);
+  vessel_curve(cb, 4.0, 0.5);
+}
+
+/* The judgement of the vessel curve cb against the tissue curve: its reason, exactly want ("":
+   accepted), or, with expect_reason_has, a reason holding words. */
+static void expect_reason(const double *cb, const double *tissue, int64_t used, int input_conc, const char *want) {
+  char why[256] = "not cleared";
+  judge(cb, tissue, used, input_conc, why, sizeof why);
+  assert_string_equal(why, want);
+}
+static void expect_reason_has(const double *cb, const double *tissue, const char *words) {
+  char why[256];
+  judge(cb, tissue, 50, 0, why, sizeof why);
+  assert_non_null(strstr(why, words));
+}
+
 static void artery_accepted(void **state) {
   (void)state;
   double cb[NT], tissue[NT];
-  char why[256] = "not cleared";
-  tissue_curve(tissue);
-  vessel_curve(cb, 4.0, 0.5);
-  judge(cb, tissue, 50, 0, why, sizeof why);
-  assert_string_equal(why, "");
+  artery_and_tissue(cb, tissue);
+  expect_reason(cb, tissue, 50, 0, "");
 }
 
 /* plasma peak = blood peak / (1 - hct) against 3 x the tissue peak, on either side by 0.1 % */
 static void peak_threshold(void **state) {
   (void)state;
   double cb[NT], tissue[NT];
-  char why[256];
   tissue_curve(tissue);
   const double tissue_peak = tissue[NT - 1], blood_at_threshold = 3 * tissue_peak * (1 - HCT);
   vessel_curve(cb, blood_at_threshold * 0.999, 0.1 * blood_at_threshold);
-  judge(cb, tissue, 50, 0, why, sizeof why);
-  assert_non_null(strstr(why, "below 3x the tissue peak"));
+  expect_reason_has(cb, tissue, "below 3x the tissue peak");
   vessel_curve(cb, blood_at_threshold * 1.001, 0.1 * blood_at_threshold);
-  judge(cb, tissue, 50, 0, why, sizeof why);
-  assert_string_equal(why, "");
+  expect_reason(cb, tissue, 50, 0, "");
 }
 
 /* a vessel that peaks after the tissue is no artery */
 static void late_peak(void **state) {
   (void)state;
   double cb[NT], tissue[NT];
-  char why[256];
   for (int i = 0; i < NT; ++i) tissue[i] = i == 20 ? 0.4 : 0.1; /* tissue peaks at frame 20 */
   for (int i = 0; i < NT; ++i) cb[i] = i == 21 ? 5.0 : 0.2;      /* the vessel at 21 */
-  judge(cb, tissue, 50, 0, why, sizeof why);
-  assert_string_equal(why, "candidate peaks (frame 21) after the tissue (frame 20)");
+  expect_reason(cb, tissue, 50, 0, "candidate peaks (frame 21) after the tissue (frame 20)");
   cb[21] = 0.2;
   cb[20] = 5.0; /* the same frame as the tissue: accepted */
-  judge(cb, tissue, 50, 0, why, sizeof why);
-  assert_string_equal(why, "");
+  expect_reason(cb, tissue, 50, 0, "");
 }
 
 /* washout: the mean of the last quarter of the frames at most 70 % of the peak */
 static void washout_threshold(void **state) {
   (void)state;
   double cb[NT], tissue[NT];
-  char why[256];
   tissue_curve(tissue);
   vessel_curve(cb, 4.0, 0.7 * 4.0 * 1.001);
-  judge(cb, tissue, 50, 0, why, sizeof why);
-  assert_non_null(strstr(why, "no washout"));
+  expect_reason_has(cb, tissue, "no washout");
   vessel_curve(cb, 4.0, 0.7 * 4.0 * 0.999);
-  judge(cb, tissue, 50, 0, why, sizeof why);
-  assert_string_equal(why, "");
+  expect_reason(cb, tissue, 50, 0, "");
 }
 
 static void voxel_count_and_input(void **state) {
   (void)state;
   double cb[NT], tissue[NT];
-  char why[256];
-  tissue_curve(tissue);
-  vessel_curve(cb, 4.0, 0.5);
-  judge(cb, tissue, 2, 0, why, sizeof why);
-  assert_string_equal(why, "fewer than 3 usable vascular candidate voxels (2)");
-  judge(cb, tissue, 3, 0, why, sizeof why);
-  assert_string_equal(why, "");
-  judge(cb, tissue, 50, 1, why, sizeof why);
-  assert_string_equal(why, "concentration input: no signal to find vessels in");
+  artery_and_tissue(cb, tissue);
+  expect_reason(cb, tissue, 2, 0, "fewer than 3 usable vascular candidate voxels (2)");
+  expect_reason(cb, tissue, 3, 0, "");
+  expect_reason(cb, tissue, 50, 1, "concentration input: no signal to find vessels in");
   char small[8]; /* a short buffer gets the reason cut, terminated */
   judge(cb, tissue, 2, 0, small, sizeof small);
   assert_string_equal(small, "fewer t");

@@ -9,6 +9,7 @@
 #include "models/models_f64.h"
 #include "lumen/device.h"
 #include "fit/fit_cuda.h"
+#include "scale/batch_ops.h"
 
 const char *lumen_test_refdata(void) {
   const char *dir = getenv("LUMEN_REFDATA"); /* set when ctest runs; else the configure-time folder */
@@ -256,6 +257,19 @@ lumen_convolve_opts lumen_test_convolve_2d(const float *k, int64_t nx, int64_t n
   o.kernel_dims[0] = nx;
   o.kernel_dims[1] = ny;
   return o;
+}
+
+const struct lumen_batch_named_op *lumen_test_batch_op(const char *name, unsigned char *o, size_t size,
+                                                       const double *values, int count) {
+  const lumen_batch_named_op *b = lumen_batch_named_op_find(name);
+  const lumen_op_info *op = lumen_op_find(name);
+  assert_non_null(b);
+  assert_non_null(op);
+  assert_true(b->opts_size <= size);
+  memset(o, 0, size);
+  b->init(o);
+  for (int k = 0; k < count; ++k) memcpy(o + op->options[k].offset, &values[k], sizeof values[k]);
+  return b;
 }
 
 void lumen_test_parker_grid(int n, double delay, int plasma, double *t, double *cp) {

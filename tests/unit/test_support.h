@@ -33,6 +33,13 @@ lumen_image *lumen_test_image(lumen_ctx *ctx, int ndim, const int64_t *dims, lum
 /* Convolve options from lumen_convolve_opts_init with the 2-D kernel k of nx x ny values (x fastest). */
 lumen_convolve_opts lumen_test_convolve_2d(const float *k, int64_t nx, int64_t ny);
 
+/* The batch engine's view of the op name (scale/batch_ops.h): its row, asserted, and in o (size
+   bytes, at least the row's opts_size) its options from its init with option k of the op's registry
+   row set to the double values[k], k < count. */
+struct lumen_batch_named_op;
+const struct lumen_batch_named_op *lumen_test_batch_op(const char *name, unsigned char *o, size_t size,
+                                                       const double *values, int count);
+
 /* The DCE time axis of the fit tests: n frames 5 s apart (t in minutes), and the Parker
    population AIF on it (Hct 0.42, arrival at delay minutes; plasma when plasma != 0). */
 void lumen_test_parker_grid(int n, double delay, int plasma, double *t, double *cp);

@@ -359,6 +359,20 @@ static double value_at(view_run *run, int map, int64_t v) {
   return NAN;
 }
 
+/* n values as a JSON array, or null without them (y NULL). */
+static void curve_json(pipe_sb *b, const double *y, int64_t n) {
+  if (!y) {
+    pipe_sb_printf(b, "null");
+    return;
+  }
+  pipe_sb_printf(b, "[");
+  for (int64_t i = 0; i < n; ++i) {
+    pipe_sb_printf(b, "%s", i ? ", " : "");
+    pipe_sb_json_num(b, y[i]);
+  }
+  pipe_sb_printf(b, "]");
+}
+
 /* One model's answer at voxel v: parameters with their 95 % intervals, state, r2, AIC, the curve. */
 static void model_at(view_run *run, const view_model *m, int64_t v, pipe_sb *b) {
   const int np = lumen_model_param_count(m->id);
@@ -391,17 +405,10 @@ static void model_at(view_run *run, const view_model *m, int64_t v, pipe_sb *b) 
   pipe_sb_printf(b, ", \"curve\": ");
   double *y = all && m->plan ? malloc(sizeof(double) * (size_t)run->nt) : NULL;
   const double delay = m->delay_map >= 0 ? value_at(run, m->delay_map, v) / 60.0 : 0; /* the map is in s */
-  if (y && lumen_fit_plan_eval(m->plan, p, NULL, isfinite(delay) ? delay : 0, y) == LUMEN_OK) {
-    pipe_sb_printf(b, "[");
-    for (int64_t i = 0; i < run->nt; ++i) {
-      pipe_sb_printf(b, "%s", i ? ", " : "");
-      pipe_sb_json_num(b, y[i]);
-    }
-    pipe_sb_printf(b, "]}");
-  } else {
-    lumen_ctx_clear_error(run->ctx);
-    pipe_sb_printf(b, "null}");
-  }
+  const int ok = y && lumen_fit_plan_eval(m->plan, p, NULL, isfinite(delay) ? delay : 0, y) == LUMEN_OK;
+  if (!ok) lumen_ctx_clear_error(run->ctx);
+  curve_json(b, ok ? y : NULL, run->nt);
+  pipe_sb_printf(b, "}");
   free(y);
 }
 
@@ -415,16 +422,7 @@ lumen_status view_voxel_json(view_run *run, int64_t x, int64_t y, int64_t z, pip
   pthread_mutex_lock(&run->mu);
   pipe_sb_printf(b, "{\"voxel\": [%lld, %lld, %lld], \"measured\": ", (long long)x, (long long)y, (long long)z);
   const int measured = run->conc_file[0] && conc_of_voxel(run, v, c) == LUMEN_OK;
-  if (measured) {
-    pipe_sb_printf(b, "[");
-    for (int64_t i = 0; i < run->nt; ++i) {
-      pipe_sb_printf(b, "%s", i ? ", " : "");
-      pipe_sb_json_num(b, c[i]);
-    }
-    pipe_sb_printf(b, "]");
-  } else {
-    pipe_sb_printf(b, "null");
-  }
+  curve_json(b, measured ? c : NULL, run->nt);
   free(c);
   pipe_sb_printf(b, ", \"hint\": ");
   if (!measured && run->conc_file[0]) pipe_sb_json_str(b, lumen_ctx_last_error(run->ctx)); /* a damaged series says so */
@@ -524,17 +522,10 @@ lumen_status view_roi(view_run *run, int64_t x0, int64_t y0, int64_t x1, int64_t
   }
   if (!csv) {
     pipe_sb_printf(b, "}, \"mean_curve\": ");
-    if (run->conc_file[0] && roi_curve(run, x0, y0, x1, y1, z, rows, curve) == LUMEN_OK) {
-      pipe_sb_printf(b, "[");
-      for (int64_t i = 0; i < run->nt; ++i) {
-        pipe_sb_printf(b, "%s", i ? ", " : "");
-        pipe_sb_json_num(b, curve[i]);
-      }
-      pipe_sb_printf(b, "]}");
-    } else {
-      lumen_ctx_clear_error(run->ctx);
-      pipe_sb_printf(b, "null}");
-    }
+    const int ok = run->conc_file[0] && roi_curve(run, x0, y0, x1, y1, z, rows, curve) == LUMEN_OK;
+    if (!ok) lumen_ctx_clear_error(run->ctx);
+    curve_json(b, ok ? curve : NULL, run->nt);
+    pipe_sb_printf(b, "}");
   }
   pthread_mutex_unlock(&run->mu);
   free(t), free(curve), free(rows);

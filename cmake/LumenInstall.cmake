@@ -5,20 +5,24 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# Libraries a static link needs (the shared library carries them itself).
+# Libraries a static link needs (the shared library carries them itself): these, and those of each
+# part that is built: the variable that says so, then its flags.
 set(_lumen_private "-lm -lpthread")
-if(CMAKE_DL_LIBS)
-  string(APPEND _lumen_private " -l${CMAKE_DL_LIBS}")
-endif()
-if(LUMEN_HAVE_OPENMP)
-  string(APPEND _lumen_private " ${OpenMP_C_FLAGS}")
-endif()
-if(LUMEN_HAVE_GSL)
-  string(APPEND _lumen_private " -lgsl -lgslcblas")
-endif()
-if(LUMEN_HAVE_CUDA)
-  string(APPEND _lumen_private " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lrt")
-endif()
+set(_lumen_private_parts
+    CMAKE_DL_LIBS "-l${CMAKE_DL_LIBS}"
+    LUMEN_HAVE_OPENMP "${OpenMP_C_FLAGS}"
+    LUMEN_HAVE_GSL "-lgsl -lgslcblas"
+    LUMEN_HAVE_CUDA "-L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lrt")
+list(LENGTH _lumen_private_parts _lumen_n)
+math(EXPR _lumen_last "${_lumen_n} - 1")
+foreach(_lumen_i RANGE 0 ${_lumen_last} 2)
+  math(EXPR _lumen_j "${_lumen_i} + 1")
+  list(GET _lumen_private_parts ${_lumen_i} _lumen_built)
+  list(GET _lumen_private_parts ${_lumen_j} _lumen_flags)
+  if(${_lumen_built})
+    string(APPEND _lumen_private " ${_lumen_flags}")
+  endif()
+endforeach()
 string(REPLACE ";" " " _lumen_private "${_lumen_private}")
 
 # Relocatable: the prefix is found from the .pc file's own folder (cmake --install --prefix works).

@@ -41,11 +41,7 @@ static void float_counts(const otsu_bins *b, const float *x, int64_t n, int thre
   int used = 1;
 #pragma omp parallel num_threads(threads)
   {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-    const int t = 0, nt = 1;
-#endif
+    LF_THREAD_OF_TEAM(int, t, nt);
     int64_t *c = priv + (size_t)t * 4 * (size_t)nb;
     const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
     int64_t i = lo;
@@ -129,11 +125,7 @@ static lumen_status threshold_of(lumen_ctx *ctx, const float *x, int64_t n, int 
 static void write_mask(const float *x, int64_t n, int threads, float t, uint8_t *m) {
 #pragma omp parallel num_threads(threads)
   {
-#ifdef _OPENMP
-    const int64_t th = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-    const int64_t th = 0, nt = 1;
-#endif
+    LF_THREAD_OF_TEAM(int64_t, th, nt);
     int64_t i = n * th / nt;
     const int64_t hi = n * (th + 1) / nt;
 #if defined(__SSE2__)

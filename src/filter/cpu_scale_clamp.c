@@ -48,11 +48,7 @@ lumen_status lumen_filter_scale_clamp(lumen_ctx *ctx, const lumen_image *in, dou
      operand when either is NaN, hence max(0, v), min(1, v) */
 #pragma omp parallel num_threads(threads)
   {
-#ifdef _OPENMP
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-    const int64_t t = 0, nt = 1;
-#endif
+    LF_THREAD_OF_TEAM(int64_t, t, nt);
     int64_t i = n * t / nt;
     const int64_t hi = n * (t + 1) / nt;
 #if defined(__SSE2__)

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "filter/cpu_values.h"
 #include "filter/filter_internal.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -53,11 +54,7 @@ static void min_max(const float *x, int64_t n, int threads, float *mn, float *mx
   pl[0] = ph[0] = x[0];
 #pragma omp parallel num_threads(T)
   {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-    const int t = 0, nt = 1;
-#endif
+    LF_THREAD_OF_TEAM(int, t, nt);
     float l = x[0], h = x[0];
     min_max_part(x, n * t / nt, n * (t + 1) / nt, &l, &h);
     pl[t] = l;
@@ -304,11 +301,7 @@ static lumen_status histogram_mm(lumen_ctx *ctx, const float *x, int64_t n, int 
   }
 #pragma omp parallel num_threads(T)
   {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-    const int t = 0, nt = 1;
-#endif
+    LF_THREAD_OF_TEAM(int, t, nt);
     int64_t *pc = priv + (size_t)t * 5 * (size_t)nb;
     hist_part(h, x, n * t / nt, n * (t + 1) / nt, pc, pc + nb);
   }

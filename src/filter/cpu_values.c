@@ -105,11 +105,7 @@ void lf_value_range_f32(const float *x, int64_t n, int threads, lf_value_range *
   int used = 1;
 #pragma omp parallel num_threads(T)
   {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-    const int t = 0, nt = 1;
-#endif
+    LF_THREAD_OF_TEAM(int, t, nt);
     range_part(x, n * t / nt, n * (t + 1) / nt, &part[t]);
     if (t == 0) used = nt;
   }
@@ -228,11 +224,7 @@ static int counts_pass(const float *x, int64_t n, int threads, int64_t lo, int64
   int used = 1, odd_of[MAXT] = {0};
 #pragma omp parallel num_threads(T)
   {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-    const int t = 0, nt = 1;
-#endif
+    LF_THREAD_OF_TEAM(int, t, nt);
     int64_t *c = (int64_t *)(void *)(work + (size_t)t * per);
     int o = 0;
     if (check) count_part_check(x, n * t / nt, n * (t + 1) / nt, lo, span, c, (uint32_t *)(void *)(c + span), &o);

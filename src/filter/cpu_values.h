@@ -8,6 +8,15 @@
 #include <stdint.h>
 #include "core/internal.h"
 
+/* In a parallel region: this thread's number and the team's size as `type` t, nt (0 and 1
+   without OpenMP); a thread's part of n voxels is [n * t / nt, n * (t + 1) / nt). */
+#ifdef _OPENMP
+#include <omp.h>
+#define LF_THREAD_OF_TEAM(type, t, nt) const type t = (type)omp_get_thread_num(), nt = (type)omp_get_num_threads()
+#else
+#define LF_THREAD_OF_TEAM(type, t, nt) const type t = 0, nt = 1
+#endif
+
 typedef struct lf_value_range {
   float min, max;   /* of the finite voxels (0, 0 when there is none) */
   int64_t finite;   /* number of finite voxels */

@@ -30,7 +30,8 @@ sed -e 's/clip/throwaway/g' -e 's/"clamp"/"throwaway_alias"/' "$src/src/filter/o
 check "the generator lists the new file" "grep -qx 'LUMEN_NATIVE_OP(throwaway)' gen/lumen_native_ops.inc"
 
 # the build of the two objects that change: the unchanged op_table.c, the new op file
-field() { sed -n "s/^$1 = //p" "$flags"; }
+# a field of flags.make as the compiler gets it: make's \" (a CUDA build's string defines) is "
+field() { sed -n "s/^$1 = //p" "$flags" | sed 's/\\"/"/g'; }
 read -r -a cflags <<< "$(field C_DEFINES) -I$PWD/gen $(field C_INCLUDES) $(field C_FLAGS)"
 "$cc" "${cflags[@]}" -c "$src/src/filter/op_table.c" -o op_table.o 2> cc.txt &&
   "$cc" "${cflags[@]}" -c ops/throwaway.c -o throwaway.o 2>> cc.txt
@@ -40,6 +41,15 @@ check "op_table.c (unchanged) and throwaway.c compile" "[ -s op_table.o ] && [ -
 exe_link=$(sed "s| -o lumen | $PWD/op_table.o $PWD/throwaway.o -o $PWD/out/lumen |" "$build/CMakeFiles/lumen.dir/link.txt")
 so_link=$(sed -e "s| CMakeFiles/lumen_objects.dir/src/filter/op_table.c.o | $PWD/op_table.o $PWD/throwaway.o |" \
   -e "s| -o liblumen.so[.0-9]* | -o $PWD/out/liblumen.so |" "$build/CMakeFiles/lumen_shared.dir/link.txt")
+# a build that lists the objects in a response file (@CMakeFiles/lumen_shared.dir/objects1: the
+# CUDA build) gets a copy with the same replacement
+for rsp in $(grep -o '@[^ ]*' <<<"$so_link" || true); do
+  f=$build/${rsp#@}
+  if [ -f "$f" ] && grep -q 'src/filter/op_table.c.o' "$f"; then
+    sed "s|[^ ]*lumen_objects.dir/src/filter/op_table.c.o|$PWD/op_table.o $PWD/throwaway.o|" "$f" > objects.rsp
+    so_link=${so_link//$rsp/@$PWD/objects.rsp}
+  fi
+done
 (cd "$build" && eval "$exe_link" && eval "$so_link") > link.txt 2>&1
 check "lumen and liblumen.so relink" "[ -x out/lumen ] && [ -s out/liblumen.so ]" || { cat link.txt; exit 1; }
 new=$PWD/out/lumen

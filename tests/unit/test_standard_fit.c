@@ -525,8 +525,9 @@ static void check_bad_constants_and_overflow(problem *p) {
   lumen_curve_options ov = default_options(LUMEN_MODEL_VFA, sv, lov, hiv);
   double cv[LUMEN_FIT_NCONSTS] = {1.0, NAN};
   expect_state(p->ctx, LUMEN_MODEL_VFA, &tv.g, cv, yv, &ov, LUMEN_FIT_INVALID_INPUT);
-  double cf[LUMEN_FIT_NCONSTS] = {-1.0, 1.0};
-  expect_state(p->ctx, LUMEN_MODEL_FXR, &p->d.g, cf, p->y, &p->o, LUMEN_FIT_INVALID_INPUT);
+  double cf[LUMEN_FIT_NCONSTS] = {-1.0, 1.0}, sf[4], lof[4], hif[4];
+  lumen_curve_options of = default_options(LUMEN_MODEL_FXR, sf, lof, hif); /* FXR's own 3 parameters */
+  expect_state(p->ctx, LUMEN_MODEL_FXR, &p->d.g, cf, p->y, &of, LUMEN_FIT_INVALID_INPUT);
 
   /* the model overflows at the start: not finite */
   t1_data ti;

@@ -30,25 +30,6 @@ static int nearest(const double *c, int k, double x) {
   return best;
 }
 
-/* memberships of x for the k centres c, exponent e = 2 / (m - 1) (a voxel on a centre: 1 there) */
-static void memberships(double x, const double *c, int k, double e, double *u) {
-  double dd[16];
-  for (int j = 0; j < k; j++) {
-    dd[j] = fabs(x - c[j]);
-    if (dd[j] == 0) {
-      for (int l = 0; l < k; l++) u[l] = l == j ? 1.0 : 0.0;
-      return;
-    }
-  }
-  for (int j = 0; j < k; j++) {
-    double s = 0;
-    for (int l = 0; l < k; l++) {
-      const double r = dd[j] / dd[l];
-      s += e == 2.0 ? r * r : pow(r, e);
-    }
-    u[j] = 1.0 / s;
-  }
-}
 
 typedef struct seed_data {
   const float *x;
@@ -117,9 +98,9 @@ static void iterate(const int64_t *counts, int64_t span, int64_t lo, int k, doub
     for (int64_t i = 0; i < span; i++) {
       if (!counts[i]) continue;
       const double x = (double)(lo + i), n = (double)counts[i];
-      memberships(x, c, k, e, u);
+      seg_fcm_memberships(x, c, k, e, u);
       if (it > 1) {
-        memberships(x, prev, k, e, up);
+        seg_fcm_memberships(x, prev, k, e, up);
         for (int j = 0; j < k; j++)
           if (fabs(u[j] - up[j]) > du) du = fabs(u[j] - up[j]);
       }

@@ -246,25 +246,6 @@ lumen_status lumen_segment_kmeans(lumen_ctx *ctx, const lumen_image *in, const l
 
 /* ------------------------------------------------------------------ fuzzy c-means */
 
-/* Memberships of x for centres c (k of them), exponent e = 2/(m-1). */
-static inline void fcm_u(double x, const double *c, int k, double e, double *u) {
-  double dd[LUMEN_CLUSTER_MAX];
-  for (int j = 0; j < k; j++) {
-    dd[j] = fabs(x - c[j]);
-    if (dd[j] == 0) {
-      for (int l = 0; l < k; l++) u[l] = l == j ? 1.0 : 0.0;
-      return;
-    }
-  }
-  for (int j = 0; j < k; j++) {
-    double s = 0;
-    for (int l = 0; l < k; l++) {
-      double r = dd[j] / dd[l];
-      s += e == 2.0 ? r * r : pow(r, e);
-    }
-    u[j] = 1.0 / s;
-  }
-}
 
 static inline double powm(double u, double m) { return m == 2.0 ? u * u : pow(u, m); }
 
@@ -309,9 +290,9 @@ static lumen_status fcm_core(lumen_ctx *ctx, const cl_data *d, const lumen_fcm_o
       *du = 0;
       for (int64_t i = b * BLOCK; i < blk_end(d, b); i++) {
         double x = d->x[i];
-        fcm_u(x, c, k, e, u);
+        seg_fcm_memberships(x, c, k, e, u);
         if (it > 1) {
-          fcm_u(x, prev, k, e, up);
+          seg_fcm_memberships(x, prev, k, e, up);
           for (int j = 0; j < k; j++)
             if (fabs(u[j] - up[j]) > *du) *du = fabs(u[j] - up[j]);
         }
@@ -349,7 +330,7 @@ static lumen_status fcm_core(lumen_ctx *ctx, const cl_data *d, const lumen_fcm_o
 static double fcm_objective(const cl_data *d, const double *c, int k, double m) {
   double e = 2.0 / (m - 1.0), obj = 0, u[LUMEN_CLUSTER_MAX];
   for (int64_t i = 0; i < d->n; i++) {
-    fcm_u(d->x[i], c, k, e, u);
+    seg_fcm_memberships(d->x[i], c, k, e, u);
     for (int j = 0; j < k; j++) obj += powm(u[j], m) * (d->x[i] - c[j]) * (d->x[i] - c[j]);
   }
   return obj;
@@ -379,7 +360,7 @@ static lumen_status fuzzy(lumen_ctx *ctx, const lumen_image *in, const lumen_fcm
     /* gamma_j = sum u^m d^2 / sum u^m from the FCM result (K = 1) */
     double num[LUMEN_CLUSTER_MAX] = {0}, den[LUMEN_CLUSTER_MAX] = {0}, u[LUMEN_CLUSTER_MAX];
     for (int64_t i = 0; i < d.n; i++) {
-      fcm_u(d.x[i], c, k, e, u);
+      seg_fcm_memberships(d.x[i], c, k, e, u);
       for (int j = 0; j < k; j++) {
         double w = powm(u[j], opts->m), dd = d.x[i] - c[j];
         num[j] += w * dd * dd;
@@ -396,7 +377,7 @@ static lumen_status fuzzy(lumen_ctx *ctx, const lumen_image *in, const lumen_fcm
       double nm[LUMEN_CLUSTER_MAX] = {0}, dn[LUMEN_CLUSTER_MAX] = {0};
       for (int64_t i = 0; i < d.n; i++) {
         double x = d.x[i];
-        fcm_u(x, c, k, e, u);
+        seg_fcm_memberships(x, c, k, e, u);
         for (int j = 0; j < k; j++) {
           double dd = (x - c[j]) * (x - c[j]);
           double t = 1.0 / (1.0 + pow(opts->b / gam[j] * dd, pe));

@@ -4,6 +4,7 @@
 #ifndef LUMEN_SEG_INTERNAL_H
 #define LUMEN_SEG_INTERNAL_H
 
+#include <math.h>
 #include <stdint.h>
 #include "core/internal.h"
 #include "lumen/segment.h"
@@ -81,5 +82,26 @@ static inline uint64_t seg_rand_next(uint64_t *s) {
   return z ^ (z >> 31);
 }
 static inline double seg_rand_uniform(uint64_t *s) { return (double)(seg_rand_next(s) >> 11) * 0x1.0p-53; }
+
+/* Fuzzy c-means memberships of x for the k centres c, exponent e = 2 / (m - 1) (a voxel on a
+   centre: 1 there); lumen_segment_fcm and its value-count form (src/filter/cpu_fcm_values.c). */
+static inline void seg_fcm_memberships(double x, const double *c, int k, double e, double *u) {
+  double dd[LUMEN_CLUSTER_MAX];
+  for (int j = 0; j < k; j++) {
+    dd[j] = fabs(x - c[j]);
+    if (dd[j] == 0) {
+      for (int l = 0; l < k; l++) u[l] = l == j ? 1.0 : 0.0;
+      return;
+    }
+  }
+  for (int j = 0; j < k; j++) {
+    double s = 0;
+    for (int l = 0; l < k; l++) {
+      const double r = dd[j] / dd[l];
+      s += e == 2.0 ? r * r : pow(r, e);
+    }
+    u[j] = 1.0 / s;
+  }
+}
 
 #endif

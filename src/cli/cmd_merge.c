@@ -1,5 +1,5 @@
 /* lumen merge (assembles `lumen dce --shard K/N` parts) and the distributed `lumen dce` runs
-   (--shard K/N, mpirun -np N); the work is in src/scale (src/scale/dist_internal.h, docs/SCALE.md). */
+   (--shard K/N, mpirun -np N); the work is in src/scale (src/scale/scale.h, docs/SCALE.md). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

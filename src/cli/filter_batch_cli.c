@@ -1,6 +1,6 @@
 /* A batch of images for `lumen filter` and `lumen segment` (image_cli.h): the headers are
    checked before any work, then the library's image batch (lumen_dist_imgbatch_run in
-   src/scale/dist_internal.h: a reader thread under --memory-limit, one worker per device of
+   src/scale/scale.h: a reader thread under --memory-limit, one worker per device of
    --device, pinned double buffers on a CUDA worker, the writer in input order) runs the op, so
    every output equals a single-device serial run (docs/SCALE.md). This file is the glue: the
    lumen_imgcli reading and writing, the messages, the progress and the statistics line. */
@@ -12,66 +12,45 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/image_cli.h"
-#include "core/internal.h"
 #include "filter/op_registry.h"
-#include "io/png_probe.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 /* ------------------------------------------------------------------ headers before any work */
 
-/* PNG: the IHDR chunk. 1 when read (dims and *elem set), 0 when this is no PNG header (the
-   full read decides), -1 when refused (message printed). */
-static int png_dims(lumen_imgcli *c, const char *path, int64_t dims[4], int *elem) {
-  int64_t w = 0, h = 0;
-  int bits = 8, found = 0;
-  if (lumen_png_probe(c->ctx, path, &w, &h, &bits, &found) != LUMEN_OK) {
-    lumen_cli_error(c->cmd, "%s", lumen_ctx_last_error(c->ctx));
-    return -1;
-  }
-  if (!found) return 0;
-  dims[0] = w;
-  dims[1] = h;
-  dims[2] = dims[3] = 1;
-  *elem = bits == 16 ? 2 : 1; /* the reader gives 8-bit or 16-bit grey */
-  return 1;
-}
-
-/* The shape of one input without its voxels, and the bytes per voxel as read; on any doubt the
-   full read decides (and prints its message when the file is unusable). */
-static int kind_is_dicom(const char *path) {
-  return !lumen_ends_with_nocase(path, ".png") && !lumen_ends_with_nocase(path, ".nii") &&
-         !lumen_ends_with_nocase(path, ".nii.gz") && lumen_imgcli_is_dicom(path);
-}
-
+/* The shape of one input without its voxels, and the bytes per voxel as read: the loader
+   table's header read (lumen_image_read_any with headers_only; DICOM through image_dicom.c). A
+   header it refuses is reported here, before any work; a 4-D image or a path the probe cannot
+   place goes to the full read, which prints its message (a damaged file's own error first). */
 int lumen_imgbatch_shape(lumen_imgcli *c, const char *path, int *ndim, int64_t dims[4], int *elem) {
-  if (lumen_ends_with_nocase(path, ".png")) {
-    int r = png_dims(c, path, dims, elem);
-    if (r < 0) return 0;
-    if (r > 0) {
-      *ndim = 2;
-      return 1;
-    }
-  }
-  if (lumen_ends_with_nocase(path, ".nii") || lumen_ends_with_nocase(path, ".nii.gz")) {
-    lumen_nifti_info info;
-    if (lumen_nifti_read_header(c->ctx, path, NULL, &info) != LUMEN_OK) {
-      lumen_cli_error(c->cmd, "%s: %s", path, lumen_ctx_last_error(c->ctx));
-      return 0;
-    }
-    if (info.ndim <= 3) {
-      *ndim = info.ndim;
-      for (int a = 0; a < 4; a++) dims[a] = a < info.ndim ? info.dims[a] : 1;
+  lumen_format_info f;
+  if (lumen_image_probe(c->ctx, path, &f) == LUMEN_OK) {
+    if (f.format == LUMEN_IMAGE_FORMAT_DICOM || f.format == LUMEN_IMAGE_FORMAT_DICOM_FOLDER) {
+      if (!lumen_imgcli_dicom_shape(c, path, ndim, dims)) return 0;
       *elem = 4; /* read as float32 */
       return 1;
     }
-    /* 4-D: the full read reports it (or an unreadable file, which takes precedence) */
-  }
-  if (kind_is_dicom(path)) {
-    if (!lumen_imgcli_dicom_shape(c, path, ndim, dims)) return 0;
-    *elem = 4; /* read as float32 */
-    return 1;
+    lumen_image_read_opts o = {.format = f.format, .headers_only = 1};
+    lumen_image_read_info info;
+    lumen_image *none = NULL;
+    lumen_status s = lumen_image_read_any(c->ctx, path, &o, &none, &info);
+    lumen_image_free(none);
+    if (s == LUMEN_OK && info.ndim >= 1 && info.ndim <= 3) {
+      *ndim = info.ndim;
+      for (int a = 0; a < 4; a++) dims[a] = a < info.ndim ? info.dims[a] : 1;
+      /* what the command's reader returns: PNG as stored (8 or 16-bit grey), the rest as float32 */
+      *elem = f.format == LUMEN_IMAGE_FORMAT_PNG ? (info.png_bit_depth == 16 ? 2 : 1) : 4;
+      lumen_image_read_info_clear(&info);
+      return 1;
+    }
+    if (s != LUMEN_OK) { /* a header the table's reader refuses (a PNG over the per-side cap, ...) */
+      const char *m = lumen_ctx_last_error(c->ctx);
+      if (strstr(m, path)) lumen_cli_error(c->cmd, "%s", m); /* the reader named the file */
+      else lumen_cli_error(c->cmd, "%s: %s", path, m);
+      return 0;
+    }
+    lumen_image_read_info_clear(&info); /* 4-D: the full read reports it */
   }
   lumen_image *im = NULL;
   if (!lumen_imgcli_read(c, path, &im)) return 0; /* unknown type, unreadable or 4-D: message printed */

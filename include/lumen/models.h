@@ -171,6 +171,9 @@ LUMEN_API const char *lumen_model_name(lumen_model model);
 LUMEN_API lumen_status lumen_model_parse(const char *name, lumen_model *out);
 /* Number of fitted parameters (0 for AUC); -1 for an unknown model. */
 LUMEN_API int lumen_model_param_count(lumen_model model);
+/* The LUMEN_MF_* flags of the model's row of LUMEN_MODEL_TABLE (what its x values are, what it
+   reads, how it is solved); 0 for an unknown value. For bindings, which have no table. */
+LUMEN_API int lumen_model_flags_of(lumen_model model);
 /* Name ("Ktrans") and unit ("1/min") of parameter i; NULL when out of range. */
 LUMEN_API const char *lumen_model_param_name(lumen_model model, int i);
 LUMEN_API const char *lumen_model_param_unit(lumen_model model, int i);

@@ -60,6 +60,8 @@ const char *lumen_model_param_name(lumen_model model, int i) {
   return (d && i >= 0 && i < d->np) ? d->params[i] : NULL;
 }
 
+int lumen_model_flags_of(lumen_model model) { return lumen_model_flags(model); }
+
 const char *lumen_model_param_unit(lumen_model model, int i) {
   const model_def *d = find(model);
   return (d && i >= 0 && i < d->np) ? d->units[i] : NULL;

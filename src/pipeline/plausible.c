@@ -184,7 +184,7 @@ lumen_status pipe_parse_t1_method(lumen_ctx *ctx, const char *method, lumen_mode
   const char *m = method ? method : "vfa";
   if (lumen_model_parse(m, out) != LUMEN_OK || !(lumen_model_flags(*out) & LUMEN_MF_T1)) {
     char names[256]; /* the T1 methods: the LUMEN_MF_T1 rows */
-    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--method '%s': expected one of %s", m,
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--method '%s': expected %s (the T1 methods)", m,
                       lumen_model_names_with(LUMEN_MF_T1, names, sizeof names));
   }
   return LUMEN_OK;

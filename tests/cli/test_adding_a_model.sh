@@ -32,6 +32,11 @@ mkdir tree
   CMakeLists.txt cmake include src tests) | (cd tree && tar -xf -) ||
   { echo "FAIL: copying the tree"; exit 1; }
 cp -r tree orig
+# the example must be new to the tree: a t2 that ships needs another example in the doc
+if grep -q 'LUMEN_MODEL_T2\b' tree/include/lumen/models.h; then
+  echo "FAIL: the tree already has LUMEN_MODEL_T2: give docs/ADDING_A_MODEL.md another worked example"
+  exit 1
+fi
 
 # the doc's steps, with the doc's blocks
 "$PY" - "$src/docs/ADDING_A_MODEL.md" tree <<'PYEOF' > apply.txt 2>&1 || { cat apply.txt; echo "FAIL: applying the doc"; exit 1; }

@@ -192,7 +192,7 @@ static void parse_user_info(const mxArray *a, size_t n, lumen_model model, const
                             "(rad) for vfa, times (s) for ir / sr", "user_info");
   double *ui = as_double(a, "user_info");
   size_t nui = mxGetNumberOfElements(a);
-  int dce = model < LUMEN_MODEL_VFA;  /* tofts .. auc take an AIF */
+  int dce = (lumen_model_flags_of(model) & LUMEN_MF_AIF) != 0;  /* tofts .. auc take an AIF */
   *x = ui;
   *cp = NULL;
   if (nui == 2 * n) {
@@ -245,7 +245,8 @@ static double unit_factor(const mxArray *v, const char *field, int angle) {
    to radians; an unlabelled grid in a likely wrong unit is refused (issue 39 item 3). */
 static void apply_units(double *x, size_t n, lumen_model model, const grid_units *u) {
   const char *name = lumen_model_name(model);
-  int angles = !strncmp(name, "vfa", 3), dce = model < LUMEN_MODEL_VFA;
+  const int flags = lumen_model_flags_of(model);
+  int angles = (flags & LUMEN_MF_X_FLIP) != 0, dce = (flags & LUMEN_MF_AIF) != 0;
   char msg[400];
   if (u->angle && !angles) fail_arg("options.angle_unit: model '%s' takes times, not flip angles", name);
   if (u->time && !dce) fail_arg("options.time_unit: model '%s' takes no DCE times", name);

@@ -384,11 +384,24 @@ def _unit(value, table, what):
     return table[key]
 
 
+# The LUMEN_MF_* flags the binding reads (include/lumen/models.h): the x-value kind of a model.
+_MF_AIF, _MF_X_TIMES, _MF_X_FLIP = 0x01, 0x02, 0x08
+
+
+def _model_flags(model):
+    """The LUMEN_MF_* flags of a model's row (lumen_model_flags_of); 0 for an unknown name."""
+    m = c_int()
+    if lib.lumen_model_parse(cstr(model), ctypes.byref(m)) != 0:
+        return 0
+    return lib.lumen_model_flags_of(m)
+
+
 def _grid_in_lumen_units(model, x, time_unit, angle_unit):
     """The sample grid converted to the C API's units (DCE: minutes; vfa*: radians); refuses an
     unlabelled grid in a likely wrong unit (issue 39 item 3: times in seconds, angles in degrees)."""
-    angles = model.startswith("vfa")
-    recovery = model in ("ir", "sr")
+    flags = _model_flags(model)
+    angles = bool(flags & _MF_X_FLIP)
+    recovery = bool(flags & _MF_X_TIMES) and not flags & _MF_AIF  # ir, sr: seconds
     if angles:
         if time_unit is not None:
             raise ValueError("time_unit: model %r takes flip angles, not times: give angle_unit" % model)
@@ -403,7 +416,7 @@ def _grid_in_lumen_units(model, x, time_unit, angle_unit):
         raise ValueError("angle_unit: model %r takes times, not flip angles" % model)
     if recovery:
         if time_unit is not None and _unit(time_unit, _TIME_UNITS, "time_unit") != 1.0 / 60.0:
-            raise ValueError("time_unit: the %s recovery times are seconds; give them in seconds (time_unit='s')"
+            raise ValueError("time_unit: the %s times are seconds; give them in seconds (time_unit='s')"
                              % model)
         return x
     if time_unit is not None:

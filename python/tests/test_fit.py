@@ -92,6 +92,23 @@ def test_model_info():
     assert [d["name"] for d in tofts_info["derived"]] == ["kep"]
 
 
+def test_model_flags_choose_the_grid_units():
+    # the x-value kind of a model comes from its row's LUMEN_MF_* flags (lumen_model_flags_of)
+    from lumen import _fit
+    assert _fit._model_flags("tofts") & _fit._MF_AIF and _fit._model_flags("auc") & _fit._MF_AIF
+    for m in ("vfa", "vfa-linear", "vfa-2pt"):
+        assert _fit._model_flags(m) & _fit._MF_X_FLIP and not _fit._model_flags(m) & _fit._MF_AIF
+    for m in ("ir", "sr"):
+        f = _fit._model_flags(m)
+        assert f & _fit._MF_X_TIMES and not f & (_fit._MF_AIF | _fit._MF_X_FLIP)
+    assert _fit._model_flags("bogus") == 0
+    x = np.array([0.1, 0.5, 2.0])
+    assert np.array_equal(_fit._grid_in_lumen_units("ir", x, None, None), x)  # seconds, unconverted
+    assert np.allclose(_fit._grid_in_lumen_units("vfa", np.array([2.0, 10.0]), None, "deg"), np.deg2rad([2, 10]))
+    with pytest.raises(ValueError, match="times are seconds"):
+        _fit._grid_in_lumen_units("sr", x, "min", None)
+
+
 def test_parse_backend_aliases():
     assert lumen.parse_backend("gpufit") == "accelerated"
     assert lumen.parse_backend("pure_cpu") == "standard"

@@ -70,11 +70,10 @@ static void fit_log(void *user, lumen_log_level level, const char *message) {
 /* The sample grid into x: flip angles (radians), inversion times or times (DCE: in minutes),
    strictly increasing where they are times. 0, or -1 after the message. */
 static int fit_read_grid(const lumen_fitcli_request *r, lumen_ctx *ctx, lumen_fitcli_list *x) {
-  const lumen_model m = r->o.model;
   if (r->is_vfa) {
     if (lumen_fitcli_read_list(ctx, r->fa_arg, r->fa_opt, r->mem_limit, x)) return -1;
     for (int i = 0; i < x->n; ++i) x->v[i] *= 3.14159265358979323846 / 180.0;
-  } else if (m == LUMEN_MODEL_IR) {
+  } else if (r->x_ti) {
     if (lumen_fitcli_read_list(ctx, r->ti_arg, r->ti_opt, r->mem_limit, x)) return -1;
   } else {
     if (lumen_fitcli_read_file(ctx, r->times_arg, "--times", r->mem_limit, x)) return -1;
@@ -90,11 +89,11 @@ static int fit_read_grid(const lumen_fitcli_request *r, lumen_ctx *ctx, lumen_fi
                          : (span / 60.0 <= 240.0 ? "; in seconds? give --time-unit s" : ""));
     return -1;
   }
-  if (!r->is_dce && m != LUMEN_MODEL_SR && m != LUMEN_MODEL_IR) return 0;
+  if (!r->x_times) return 0;
   for (int i = 1; i < x->n; ++i)
     if (!(x->v[i] > x->v[i - 1])) {
       lumen_cli_error(CMD, "%s: values must increase strictly, but value %d (%g) follows value %d (%g)",
-                      m == LUMEN_MODEL_IR ? r->ti_opt : "--times", i + 1, x->v[i], i, x->v[i - 1]);
+                      r->x_ti ? r->ti_opt : "--times", i + 1, x->v[i], i, x->v[i - 1]);
       return -1;
     }
   return 0;
@@ -235,7 +234,7 @@ static int fit_run(const lumen_fitcli_request *r, lumen_ctx *ctx) {
     lumen_cli_error(CMD, "%s", lumen_ctx_last_error(ctx));
     goto done;
   }
-  const char *per = r->is_vfa ? "flip angle" : r->o.model == LUMEN_MODEL_IR ? "inversion time" : "time";
+  const char *per = r->is_vfa ? "flip angle" : r->x_ti ? "inversion time" : "time";
   if (lumen_fitcli_read_curves(ctx, r->curves_path, x.n, per, r->mem_limit, &curves, &nc) || fit_outputs_alloc(&f, r, nc))
     goto done;
   lumen_fit_results res = {.params = f.params, .derived = f.derived, .state = f.state, .chi2 = f.chi2, .r2 = f.r2,

@@ -264,7 +264,10 @@ static int fit_check_model(lumen_fitcli_request *r) {
   const char *name = r->model_name;
   r->is_dce = (lumen_model_flags(m) & LUMEN_MF_AIF) != 0; /* the DCE models and auc */
   r->is_vfa = (lumen_model_flags(m) & LUMEN_MF_X_FLIP) != 0;
-  if ((r->is_dce || m == LUMEN_MODEL_SR) && !r->times_arg) {
+  r->x_times = (lumen_model_flags(m) & LUMEN_MF_X_TIMES) != 0;
+  r->x_ti = (lumen_model_flags(m) & LUMEN_MF_X_TI) != 0;
+  const int x_ti = r->x_ti;
+  if (r->x_times && !x_ti && !r->times_arg) {
     lumen_cli_error(CMD, "model %s needs --times FILE", name);
     return -1;
   }
@@ -276,12 +279,12 @@ static int fit_check_model(lumen_fitcli_request *r) {
     lumen_cli_error(CMD, "model %s needs --flip-angles LIST (degrees; also --flip-angle) and --tr S (seconds)", name);
     return -1;
   }
-  if (m == LUMEN_MODEL_IR && !r->ti_arg && r->times_arg) {
+  if (x_ti && !r->ti_arg && r->times_arg) {
     r->ti_arg = r->times_arg; /* as lumen t1 --method ir --times */
     snprintf(r->ti_opt, sizeof r->ti_opt, "--times");
   }
-  if (m == LUMEN_MODEL_IR && !r->ti_arg) {
-    lumen_cli_error(CMD, "model ir needs --inversion-times LIST (seconds; also --ti)");
+  if (x_ti && !r->ti_arg) {
+    lumen_cli_error(CMD, "model %s needs --inversion-times LIST (seconds; also --ti)", name);
     return -1;
   }
   return 0;
@@ -290,8 +293,8 @@ static int fit_check_model(lumen_fitcli_request *r) {
 /* Everything that needs no file and no context: -1 to go on, or the exit status. */
 int lumen_fitcli_check_request(lumen_fitcli_request *r) {
   if (!r->model_name) {
-    lumen_cli_error(CMD, "--model is required (tofts, etofts, patlak, 2cum, 2cxm, fxr, auc, vfa, vfa-linear, "
-                         "vfa-2pt, ir, sr)");
+    char names[256];
+    lumen_cli_error(CMD, "--model is required (%s)", lumen_model_names_with(0, names, sizeof names));
     return LUMEN_EXIT_USAGE;
   }
   if (lumen_model_parse(r->model_name, &r->o.model) != LUMEN_OK) {

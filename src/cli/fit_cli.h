@@ -28,6 +28,7 @@ typedef struct {
   /* set by lumen_fitcli_check_request */
   double tscale; /* --time-unit to minutes */
   int is_dce, is_vfa, to_file;
+  int x_times, x_ti; /* the row's LUMEN_MF_X_TIMES (increasing times), LUMEN_MF_X_TI (inversion times) */
 } lumen_fitcli_request;
 
 /* The library's defaults and the command's. */

@@ -60,7 +60,7 @@ int real_count(char *why, size_t why_size) {
 }
 
 int real_supports(int dev, const lumen_fitcu_problem *pb, char *why, size_t why_size) {
-  if (pb->model == LUMEN_MODEL_AUC || !lumen_fitk_built(pb->model)) {
+  if ((lumen_model_flags((lumen_model)pb->model) & LUMEN_MF_AREAS) || !lumen_fitk_built(pb->model)) {
     snprintf(why, why_size, "model %s has no CUDA kernel", lumen_model_name((lumen_model)pb->model));
     return 0;
   }

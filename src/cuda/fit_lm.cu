@@ -29,7 +29,7 @@ template <> struct Grid<double> { typedef lumen_grid_f64 type; };
 // Fit parameters of a model, as a constant expression read from LUMEN_MODEL_TABLE (lumen_model_np).
 __host__ __device__ constexpr int np_of(int m) {
   switch (m) {
-#define LFIT_NP_CASE(id, name, flags, derived, p0, p1, p2, p3) \
+#define LFIT_NP_CASE(id, name, fn, derived, flags, p0, p1, p2, p3) \
   case id: return LUMEN_MT_NP_(p0, p1, p2, p3);
     LUMEN_MODEL_TABLE(LFIT_NP_CASE)
 #undef LFIT_NP_CASE
@@ -40,7 +40,7 @@ __host__ __device__ constexpr int np_of(int m) {
 // The LUMEN_MF_* flags of a model, as a constant expression read from LUMEN_MODEL_TABLE.
 __host__ __device__ constexpr int flags_of(int m) {
   switch (m) {
-#define LFIT_FLAGS_CASE(id, name, flags, derived, p0, p1, p2, p3) \
+#define LFIT_FLAGS_CASE(id, name, fn, derived, flags, p0, p1, p2, p3) \
   case id: return (flags);
     LUMEN_MODEL_TABLE(LFIT_FLAGS_CASE)
 #undef LFIT_FLAGS_CASE
@@ -241,7 +241,7 @@ template <int M> static lfit_kernel_fn kernel_for(int f64) {
 
 static lfit_kernel_fn kernel_of(int model, int f64) {
   switch (model) {
-#define LFIT_CASE(id, name, flags, derived, p0, p1, p2, p3) \
+#define LFIT_CASE(id, name, fn, derived, flags, p0, p1, p2, p3) \
   case id: return kernel_for<id>(f64);
     LUMEN_MODEL_TABLE(LFIT_CASE)
 #undef LFIT_CASE

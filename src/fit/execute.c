@@ -75,7 +75,7 @@ static void store(const lumen_fit_plan *pl, lumen_fit_results *res, int64_t c, c
       double tmp[LUMEN_FIT_MAX_DERIVED];
       int nw = lumen_model_derived_f64(m, o->p, tmp);
       for (int k = 0; k < nd && k < nw; ++k) der[k] = tmp[k];
-    } else if (m == LUMEN_MODEL_AUC && ok) {
+    } else if ((lumen_model_flags(m) & LUMEN_MF_AREAS) && ok) {
       for (int k = 0; k < nd; ++k) der[k] = o->derived[k];
     }
     put_derived(res->derived + c * nd, der, nd);
@@ -204,7 +204,8 @@ typedef struct patlak_design {
 /* 1 when the plan's fit can take the closed form (then d is set up; free d->mem). */
 static int patlak_design_init(lumen_ctx *ctx, const lumen_fit_plan *pl, patlak_design *d) {
   memset(d, 0, sizeof *d);
-  if (pl->model != LUMEN_MODEL_PATLAK || pl->np != 2 || pl->opts.fit_delay || pl->fixed[0] || pl->fixed[1])
+  if (!(lumen_model_flags(pl->model) & LUMEN_MF_PATLAK_LINEAR) || pl->np != 2 || pl->opts.fit_delay || pl->fixed[0] ||
+      pl->fixed[1])
     return 0;
   const int n = pl->n;
   const double *w = pl->opts.weights ? pl->w64 : NULL, *u = pl->g64.icp, *c = pl->g64.cp;
@@ -653,8 +654,9 @@ static lumen_status execute_tiers(lumen_ctx *ctx, const lumen_fit_plan *pl, int6
   LUMEN_REQUIRE(ctx, n_curves == 0 || res->state != NULL, "lumen_fit_execute: results.state is NULL (required)");
   LUMEN_REQUIRE(ctx, n_curves == 0 || pl->np == 0 || res->params != NULL,
                 "lumen_fit_execute: results.params is NULL (required)");
-  LUMEN_REQUIRE(ctx, n_curves == 0 || pl->model != LUMEN_MODEL_AUC || res->derived != NULL,
-                "lumen_fit_execute: results.derived is NULL (required for auc, which has no parameters)");
+  LUMEN_REQUIRE(ctx, n_curves == 0 || !(lumen_model_flags(pl->model) & LUMEN_MF_AREAS) || res->derived != NULL,
+                "lumen_fit_execute: results.derived is NULL (required for %s, which has no parameters)",
+                lumen_model_name(pl->model));
   int64_t total;
   LUMEN_REQUIRE(ctx, !lumen_mul_i64(n_curves, pl->n, &total), "lumen_fit_execute: n_curves x n overflows");
   double t0 = lumen_now_seconds();

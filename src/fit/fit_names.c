@@ -104,8 +104,8 @@ int lumen_fit_param_count(lumen_model model) { return lumen_model_param_count(mo
 
 /* The fit-parameter names (2cxm fits E = Ktrans / Fp in place of Ktrans), from LUMEN_MODEL_TABLE. */
 const char *lumen_fit_param_name(lumen_model model, int i) {
-#define FIT_NAME(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi) fit_name,
-#define FIT_NAMES(id, name, flags, derived, p0, p1, p2, p3) \
+#define FIT_NAME(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi, dlo, dhi) fit_name,
+#define FIT_NAMES(id, name, fn, derived, flags, p0, p1, p2, p3) \
   [id] = {p0(FIT_NAME, 0) p1(FIT_NAME, 1) p2(FIT_NAME, 2) p3(FIT_NAME, 3)},
   static const char *const names[LUMEN_MODEL_COUNT][LUMEN_FIT_MAX_PARAMS] = {LUMEN_MODEL_TABLE(FIT_NAMES)};
 #undef FIT_NAME
@@ -121,7 +121,7 @@ typedef struct {
 } derived_def;
 
 #define DERIVED_DEF(name, unit) {name, unit},
-#define DERIVED_LIST(id, name, flags, derived, p0, p1, p2, p3) \
+#define DERIVED_LIST(id, name, fn, derived, flags, p0, p1, p2, p3) \
   static const derived_def derived_of_##id[] = {derived(DERIVED_DEF){NULL, NULL}};
 LUMEN_MODEL_TABLE(DERIVED_LIST)
 #undef DERIVED_LIST
@@ -129,7 +129,7 @@ LUMEN_MODEL_TABLE(DERIVED_LIST)
 
 static int derived_defs(lumen_model model, const derived_def **out) {
   switch (model) {
-#define DERIVED_CASE(id, name, flags, derived, p0, p1, p2, p3) \
+#define DERIVED_CASE(id, name, fn, derived, flags, p0, p1, p2, p3) \
   case id: *out = derived_of_##id; return (int)(sizeof derived_of_##id / sizeof derived_of_##id[0]) - 1;
     LUMEN_MODEL_TABLE(DERIVED_CASE)
 #undef DERIVED_CASE

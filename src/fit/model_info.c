@@ -18,9 +18,9 @@ _Static_assert(LUMEN_MODEL_TOFTS == 0 && LUMEN_MODEL_FXR == 5 && LUMEN_MODEL_AUC
 
 /* Indexed by lumen_model, generated from LUMEN_MODEL_TABLE (include/lumen/models.h).
    Dimensionless fractions have unit "1"; Fp is in 1/min (multiply by 100 for ml/100ml/min). */
-#define PARAM_NAME(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi) name,
-#define PARAM_UNIT(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi) unit,
-#define MODEL_DEF(id, name, flags, derived, p0, p1, p2, p3)                                   \
+#define PARAM_NAME(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi, dlo, dhi) name,
+#define PARAM_UNIT(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi, dlo, dhi) unit,
+#define MODEL_DEF(id, name, fn, derived, flags, p0, p1, p2, p3)                                   \
   [id] = {name, LUMEN_MT_NP_(p0, p1, p2, p3),                                                \
           {p0(PARAM_NAME, 0) p1(PARAM_NAME, 1) p2(PARAM_NAME, 2) p3(PARAM_NAME, 3)},          \
           {p0(PARAM_UNIT, 0) p1(PARAM_UNIT, 1) p2(PARAM_UNIT, 2) p3(PARAM_UNIT, 3)}},
@@ -60,6 +60,8 @@ const char *lumen_model_param_name(lumen_model model, int i) {
   return (d && i >= 0 && i < d->np) ? d->params[i] : NULL;
 }
 
+int lumen_model_flags_of(lumen_model model) { return lumen_model_flags(model); }
+
 const char *lumen_model_param_unit(lumen_model model, int i) {
   const model_def *d = find(model);
   return (d && i >= 0 && i < d->np) ? d->units[i] : NULL;
@@ -72,8 +74,13 @@ lumen_status lumen_model_param_defaults_preset(lumen_model model, int i, lumen_f
     return LUMEN_ERR_INVALID_ARGUMENT;
   double s[LUMEN_FIT_MAX_PARAMS], l[LUMEN_FIT_MAX_PARAMS], h[LUMEN_FIT_MAX_PARAMS];
   lumen_model_defaults_preset(model, (int)preset, s, l, h);
-  if (model == LUMEN_MODEL_2CXM && i == 0)  /* public Ktrans (the solver fits E): Tofts' Ktrans */
-    lumen_model_defaults_preset(LUMEN_MODEL_TOFTS, (int)preset, s, l, h);
+  if ((lumen_model_flags(model) & LUMEN_MF_FIT_E) && i == 0) { /* public Ktrans (the solver fits E) */
+    const int rs = preset == LUMEN_FIT_BOUNDS_ROCKETSHIP;
+#define KTRANS_DEF(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi, dlo, dhi) \
+  s[0] = (st), l[0] = rs ? (rlo) : (plo), h[0] = rs ? (rhi) : (phi);
+    LUMEN_P_KTRANS(KTRANS_DEF, 0)
+#undef KTRANS_DEF
+  }
   if (start) *start = s[i];
   if (lo) *lo = l[i];
   if (hi) *hi = h[i];

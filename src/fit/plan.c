@@ -17,8 +17,8 @@ static int tier_runnable(lumen_ctx *ctx, const lumen_fit_plan *pl, lumen_fit_tie
         snprintf(why, why_size, "arterial delay fitting runs on the CPU tiers only");
         return 0;
       }
-      if (pl->model == LUMEN_MODEL_AUC) {
-        snprintf(why, why_size, "auc has no CUDA kernel (no fit)");
+      if (lumen_model_flags(pl->model) & LUMEN_MF_AREAS) {
+        snprintf(why, why_size, "%s has no CUDA kernel (no fit)", lumen_model_name(pl->model));
         return 0;
       }
       lumen_fitcu_problem pb;
@@ -116,8 +116,9 @@ static double lcg_uniform(uint64_t *state) {
 static void make_extra_starts(lumen_fit_plan *pl) {
   pl->n_extra_starts = 0;
   pl->n_escape_starts = 0;
-  if (pl->model != LUMEN_MODEL_2CXM && pl->model != LUMEN_MODEL_2CUM) return;
-  int total = pl->model == LUMEN_MODEL_2CXM ? pl->opts.n_starts : 1; /* 2cum: escape starts only */
+  const int flags = lumen_model_flags(pl->model);
+  if (!(flags & LUMEN_MF_ESCAPE_STARTS)) return;
+  int total = (flags & LUMEN_MF_STAGED) ? pl->opts.n_starts : 1; /* else escape starts only */
   if (total < 1) total = 1;
   if (total > LUMEN_PLAN_MAX_STARTS) total = LUMEN_PLAN_MAX_STARTS;
   int ne = 0;
@@ -127,11 +128,9 @@ static void make_extra_starts(lumen_fit_plan *pl) {
     ne++;
   }
   /* log-uniform draws over a plausible range inside the box (fixed seed: deterministic) */
-  /* plausible ranges of the fit parameters: 2cxm (E, ve, vp, Fp), 2cum (Ktrans, Fp, Tp) */
-  static const double cxm_lo[4] = {0.01, 0.05, 0.005, 0.05}, cxm_hi[4] = {0.9, 0.8, 0.3, 5.0};
-  static const double cum_lo[4] = {0.001, 0.05, 0.02, 0}, cum_hi[4] = {0.5, 5.0, 1.0, 0};
-  const double *plaus_lo = pl->model == LUMEN_MODEL_2CXM ? cxm_lo : cum_lo;
-  const double *plaus_hi = pl->model == LUMEN_MODEL_2CXM ? cxm_hi : cum_hi;
+  /* plausible ranges of the fit parameters: the draw ranges of the row's LUMEN_P_* descriptors */
+  double plaus_lo[LUMEN_FIT_MAX_PARAMS], plaus_hi[LUMEN_FIT_MAX_PARAMS];
+  lumen_model_draw_ranges(pl->model, plaus_lo, plaus_hi);
   const int np = pl->np;
   uint64_t seed = 0x2C3Du;
   for (int pass = 0; pass < 2; ++pass) {
@@ -237,18 +236,19 @@ static lumen_status check_fit_options(lumen_ctx *ctx, const lumen_fit_options *o
     su = check_tr_unit(ctx, mname, opts->tr);
     if (su != LUMEN_OK) return su;
   }
-  if (m == LUMEN_MODEL_IR)
+  const int flags = lumen_model_flags(m);
+  if (flags & LUMEN_MF_USES_TR)
     LUMEN_REQUIRE(ctx, isfinite(opts->tr) && opts->tr >= 0,
-                  "fit options (ir): TR %g s, expected >= 0 seconds (0 = long TR)", opts->tr);
-  if (m == LUMEN_MODEL_FXR) {
+                  "fit options (%s): TR %g s, expected >= 0 seconds (0 = long TR)", mname, opts->tr);
+  if (flags & LUMEN_MF_USES_R1) {
     LUMEN_REQUIRE(ctx, isfinite(opts->r1) && opts->r1 > 0,
-                  "fit options (fxr): relaxivity r1 %g, expected > 0 1/(mM s)", opts->r1);
+                  "fit options (%s): relaxivity r1 %g, expected > 0 1/(mM s)", mname, opts->r1);
     lumen_status su = check_r1_unit(ctx, opts->r1);
     if (su != LUMEN_OK) return su;
   }
-  if (m == LUMEN_MODEL_AUC)
+  if (flags & LUMEN_MF_AREAS)
     LUMEN_REQUIRE(ctx, isfinite(opts->auc_window) && opts->auc_window > 0,
-                  "fit options (auc): window %g min, expected > 0", opts->auc_window);
+                  "fit options (%s): window %g min, expected > 0", mname, opts->auc_window);
   if (opts->weights) {
     double sw = 0;
     for (int i = 0; i < n; ++i) {
@@ -394,7 +394,7 @@ lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts
   pl->nd = lumen_fit_derived_count(m);
   st = set_bounds_and_starts(ctx, pl, opts, mname);
   if (st == LUMEN_OK) {
-    pl->has_linear_start = opts->linear_start && np > 0 && m != LUMEN_MODEL_AUC;
+    pl->has_linear_start = opts->linear_start && np > 0 && !(lumen_model_flags(m) & LUMEN_MF_AREAS);
     st = set_grids(ctx, pl, opts, x, cp);
   }
   if (st != LUMEN_OK) {

@@ -70,6 +70,7 @@
 #define LUMEN_MODELS_MODEL_H
 
 #include <stddef.h>
+#include <string.h>
 #include "models/hd.h"
 #include "lumen/models.h"
 
@@ -92,14 +93,14 @@
 #define LUMEN_SERIES_TERMS 13
 
 /* Per-model facts, generated from LUMEN_MODEL_TABLE (include/lumen/models.h). */
-#define LUMEN_MT_PRESENT_(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi) (present)
+#define LUMEN_MT_PRESENT_(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi, dlo, dhi) (present)
 #define LUMEN_MT_NP_(p0, p1, p2, p3) \
   (p0(LUMEN_MT_PRESENT_, 0) + p1(LUMEN_MT_PRESENT_, 1) + p2(LUMEN_MT_PRESENT_, 2) + p3(LUMEN_MT_PRESENT_, 3))
 
 /* Number of fit parameters of a model (0 for AUC, -1 for an unknown value). */
 LUMEN_HD int lumen_model_np(lumen_model m) {
   switch (m) {
-#define LUMEN_MT_NP_CASE_(id, name, flags, derived, p0, p1, p2, p3) \
+#define LUMEN_MT_NP_CASE_(id, name, fn, derived, flags, p0, p1, p2, p3) \
   case id: return LUMEN_MT_NP_(p0, p1, p2, p3);
     LUMEN_MODEL_TABLE(LUMEN_MT_NP_CASE_)
 #undef LUMEN_MT_NP_CASE_
@@ -110,7 +111,7 @@ LUMEN_HD int lumen_model_np(lumen_model m) {
 /* The LUMEN_MF_* flags of a model (0 for an unknown value). */
 LUMEN_HD int lumen_model_flags(lumen_model m) {
   switch (m) {
-#define LUMEN_MT_FLAGS_CASE_(id, name, flags, derived, p0, p1, p2, p3) \
+#define LUMEN_MT_FLAGS_CASE_(id, name, fn, derived, flags, p0, p1, p2, p3) \
   case id: return (flags);
     LUMEN_MODEL_TABLE(LUMEN_MT_FLAGS_CASE_)
 #undef LUMEN_MT_FLAGS_CASE_
@@ -147,9 +148,9 @@ LUMEN_HD int lumen_model_defaults_preset(lumen_model m, int preset, double *star
   const int np = lumen_model_np(m);
   const int rs = preset == LUMEN_FIT_BOUNDS_ROCKETSHIP;
   if (preset < 0 || preset >= LUMEN_FIT_BOUNDS_PRESET_COUNT) return -1;
-#define LUMEN_MT_DEF_(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi) \
+#define LUMEN_MT_DEF_(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi, dlo, dhi) \
   s[k] = (st), l[k] = rs ? (rlo) : (plo), h[k] = rs ? (rhi) : (phi);
-#define LUMEN_MT_DEF_CASE_(id, name, flags, derived, p0, p1, p2, p3)                         \
+#define LUMEN_MT_DEF_CASE_(id, name, fn, derived, flags, p0, p1, p2, p3)                         \
   case id:                                                                                 \
     p0(LUMEN_MT_DEF_, 0) p1(LUMEN_MT_DEF_, 1) p2(LUMEN_MT_DEF_, 2) p3(LUMEN_MT_DEF_, 3) break;
   switch (m) {
@@ -165,6 +166,40 @@ LUMEN_HD int lumen_model_defaults_preset(lumen_model m, int preset, double *star
     if (hi) hi[k] = h[k];
   }
   return np;
+}
+
+/* The draw ranges of the fit parameters (LUMEN_MF_ESCAPE_STARTS draws further starts there; 0, 0:
+   the bounds), from the LUMEN_P_* descriptors; slots past np are 0. */
+LUMEN_HD void lumen_model_draw_ranges(lumen_model m, double *lo, double *hi) {
+  for (int k = 0; k < LUMEN_FIT_MAX_PARAMS; ++k) lo[k] = hi[k] = 0;
+#define LUMEN_MT_DRAW_(k, present, name, unit, fit_name, st, plo, phi, rlo, rhi, dlo, dhi) \
+  lo[k] = (dlo), hi[k] = (dhi);
+#define LUMEN_MT_DRAW_CASE_(id, name, fn, derived, flags, p0, p1, p2, p3)                        \
+  case id:                                                                                      \
+    p0(LUMEN_MT_DRAW_, 0) p1(LUMEN_MT_DRAW_, 1) p2(LUMEN_MT_DRAW_, 2) p3(LUMEN_MT_DRAW_, 3) break;
+  switch (m) {
+    LUMEN_MODEL_TABLE(LUMEN_MT_DRAW_CASE_)
+    case LUMEN_MODEL_COUNT: break;
+  }
+#undef LUMEN_MT_DRAW_
+#undef LUMEN_MT_DRAW_CASE_
+}
+
+/* The names of the rows whose flags include every bit of flags (0: every row), in table order
+   and ", "-separated ("tofts, etofts, ..."), into buf (size > 0): the model lists of messages and
+   help texts. Host only. Returns buf. */
+static inline const char *lumen_model_names_with(int flags, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int m = 0; m < LUMEN_MODEL_COUNT; ++m) {
+    if ((lumen_model_flags((lumen_model)m) & flags) != flags) continue;
+    const char *name = lumen_model_name((lumen_model)m), *sep = len ? ", " : "";
+    if (len + strlen(sep) + strlen(name) + 1 > size) break;
+    strcat(buf + len, sep);
+    strcat(buf + len, name);
+    len += strlen(buf + len);
+  }
+  return buf;
 }
 
 /* lumen_model_defaults_preset in the physical (default) preset. */

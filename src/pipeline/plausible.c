@@ -167,9 +167,11 @@ lumen_status pipe_parse_models(lumen_ctx *ctx, const char *list, lumen_model *mo
   snprintf(buf, sizeof buf, "%s", list ? list : "tofts");
   for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
     lumen_model m;
-    if (lumen_model_parse(tok, &m) != LUMEN_OK || !(lumen_model_flags(m) & LUMEN_MF_AIF))
-      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT,
-                        "--models: '%s' is not a DCE model (tofts, etofts, patlak, 2cum, 2cxm, fxr, auc)", tok);
+    if (lumen_model_parse(tok, &m) != LUMEN_OK || !(lumen_model_flags(m) & LUMEN_MF_AIF)) {
+      char names[256];
+      return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--models: '%s' is not a DCE model (%s)", tok,
+                        lumen_model_names_with(LUMEN_MF_AIF, names, sizeof names));
+    }
     for (int k = 0; k < *n; ++k)
       if (models[k] == m) return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--models: '%s' is listed twice", tok);
     models[(*n)++] = m;
@@ -180,8 +182,11 @@ lumen_status pipe_parse_models(lumen_ctx *ctx, const char *list, lumen_model *mo
 
 lumen_status pipe_parse_t1_method(lumen_ctx *ctx, const char *method, lumen_model *out) {
   const char *m = method ? method : "vfa";
-  if (lumen_model_parse(m, out) != LUMEN_OK || (lumen_model_flags(*out) & LUMEN_MF_AIF))
-    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--method '%s': expected vfa, vfa-linear, vfa-2pt, ir or sr", m);
+  if (lumen_model_parse(m, out) != LUMEN_OK || !(lumen_model_flags(*out) & LUMEN_MF_T1)) {
+    char names[256]; /* the T1 methods: the LUMEN_MF_T1 rows */
+    return lumen_fail(ctx, LUMEN_ERR_INVALID_ARGUMENT, "--method '%s': expected %s (the T1 methods)", m,
+                      lumen_model_names_with(LUMEN_MF_T1, names, sizeof names));
+  }
   return LUMEN_OK;
 }
 

@@ -104,7 +104,7 @@ static lumen_status t1_read_inputs(pipe_run *run, t1_job *job) {
       if (job->ngiven > 0) {
         if (job->n < job->ngiven) v = job->gv[job->n];
       } else if (job->frames_per[f] == 1) {
-        v = job->vfa ? acq.flip_angle_deg : job->method == LUMEN_MODEL_IR ? acq.inversion_time_s : NAN;
+        v = job->vfa ? acq.flip_angle_deg : (lumen_model_flags(job->method) & LUMEN_MF_X_TI) ? acq.inversion_time_s : NAN;
         if (job->vfa && isfinite(v)) {
           char sc[LUMEN_PIPE_PATH_MAX], src[LUMEN_PIPE_PATH_MAX + 64];
           if (dicom) snprintf(sc, sizeof sc, "%s", job->files[f]);
@@ -115,8 +115,8 @@ static lumen_status t1_read_inputs(pipe_run *run, t1_job *job) {
         }
       }
       if (!isfinite(v)) {
-        const char *what = job->vfa ? "flip angle" : job->method == LUMEN_MODEL_IR ? "inversion time" : "recovery time";
-        const char *field = job->vfa ? "FlipAngle" : job->method == LUMEN_MODEL_IR ? "InversionTime" : NULL;
+        const char *what = job->vfa ? "flip angle" : (lumen_model_flags(job->method) & LUMEN_MF_X_TI) ? "inversion time" : "recovery time";
+        const char *field = job->vfa ? "FlipAngle" : (lumen_model_flags(job->method) & LUMEN_MF_X_TI) ? "InversionTime" : NULL;
         char where_x[LUMEN_PIPE_PATH_MAX + 96] = "";
         if (job->frames_per[f] > 1)  /* one header value cannot give each volume of a 4-D input its own */
           snprintf(where_x, sizeof where_x, " (%lld values for the %lld volumes of this 4-D input)",
@@ -296,7 +296,7 @@ static lumen_status t1_record(pipe_run *run, t1_job *job) {
     if (strcmp(job->res.backend_used, job->res.backend_selected))
       pipe_warn(run, "T1: backend selected %s but used %s (%s)", job->res.backend_selected, job->res.backend_used, job->res.reason);
     pipe_curve_in ci = {job->method, job->plan, &job->res, job->list, job->nl, job->n, job->data, job->consts, job->xs, job->vfa ? 180 / PI : 1.0,
-                        job->vfa ? "flip angle (deg)" : job->method == LUMEN_MODEL_IR ? "inversion time (s)" : "recovery time (s)",
+                        job->vfa ? "flip angle (deg)" : (lumen_model_flags(job->method) & LUMEN_MF_X_TI) ? "inversion time (s)" : "recovery time (s)",
                         "signal (a.u.)", &job->o, NULL};
     pipe_curve_figure(run, &ci);
     lumen_log(ctx, LUMEN_LOG_INFO, "T1 %s: backend requested %s, selected %s, used %s (%s)", job->mname, job->res.backend_requested,

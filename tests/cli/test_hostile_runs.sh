@@ -83,6 +83,9 @@ usage "config file backend = bogus" "backend 'bogus' is unknown" u5 "$bin" dce $
 usage "--baseline-start above --baseline" "baseline frames \[7, 5\) are empty" u6 \
   "$bin" dce $base --baseline 5 --baseline-start 7 --out u6
 usage "t1 --method bogus" "--method 'bogus': expected vfa" u7 "$bin" t1 --in $P --method bogus --tr 0.005 --out u7
+# a model that is no T1 method (its x values are no flip angles or recovery times) is refused
+usage "t1 --method tofts" "--method 'tofts': expected vfa, vfa-linear, vfa-2pt, ir, sr \\(the T1 methods\\)" u7b \
+  "$bin" t1 --in $P --method tofts --tr 0.005 --out u7b
 usage "t1 --backend bogus" "backend 'bogus' is unknown" u8 "$bin" t1 --in $P $P --flip-angles 5,20 --tr 0.005 --backend bogus --out u8
 usage "dce --vfa with T1 bounds that exclude its start" "start of T1 is 9, outside its bounds \[0.1, 3\]" u9 \
   "$bin" dce --dce $P --vfa $P --mask $M --bounds T1=0.1:3 --start T1=9 --out u9

@@ -19,11 +19,11 @@ typedef struct {
 
 static int make_x(lumen_model m, double *x, double *cp, double *tr) {
   *tr = 0;
-  if (lumen_model_is_dce(m) || m == LUMEN_MODEL_AUC) {
+  if (lumen_model_flags(m) & LUMEN_MF_AIF) { /* the DCE models and AUC */
     lumen_test_parker_grid(80, 0.5, 0, x, cp);
     return 80;
   }
-  if (m == LUMEN_MODEL_VFA || m == LUMEN_MODEL_VFA_LINEAR || m == LUMEN_MODEL_VFA_2PT) {
+  if (lumen_model_flags(m) & LUMEN_MF_X_FLIP) {
     static const double deg[6] = {2, 5, 10, 15, 20, 30};
     for (int i = 0; i < 6; ++i) x[i] = deg[i] * 3.14159265358979323846 / 180.0;
     *tr = 0.005;

@@ -300,13 +300,17 @@ static void test_conversions(void **state) {
 
 static void test_metadata(void **state) {
   (void)state;
+  /* the public names and values of the first rows never change (later rows are appended) */
   static const char *names[] = {"tofts", "etofts", "patlak", "2cum", "2cxm", "fxr", "auc",
                                 "vfa", "vfa-linear", "vfa-2pt", "ir", "sr"};
-  assert_int_equal(sizeof names / sizeof names[0], LUMEN_MODEL_COUNT);
-  for (int m = 0; m < LUMEN_MODEL_COUNT; ++m) {
-    assert_string_equal(lumen_model_name((lumen_model)m), names[m]);
+  const int n_public = (int)(sizeof names / sizeof names[0]);
+  assert_true(LUMEN_MODEL_COUNT >= n_public);
+  for (int m = 0; m < n_public; ++m) assert_string_equal(lumen_model_name((lumen_model)m), names[m]);
+  for (int m = 0; m < LUMEN_MODEL_COUNT; ++m) { /* every row of the table */
+    const char *name = lumen_model_name((lumen_model)m);
+    assert_string_not_equal(name, "unknown");
     lumen_model back = LUMEN_MODEL_COUNT;
-    assert_int_equal(lumen_model_parse(names[m], &back), LUMEN_OK);
+    assert_int_equal(lumen_model_parse(name, &back), LUMEN_OK);
     assert_int_equal(back, m);
     int np = lumen_model_param_count((lumen_model)m);
     assert_int_equal(np, lumen_model_np((lumen_model)m));

@@ -362,12 +362,26 @@ LUMEN_API lumen_status lumen_filter_finite_range(lumen_ctx *ctx, const lumen_ima
    in. offset, scale and out_max must be finite. */
 LUMEN_API lumen_status lumen_filter_scale_clamp(lumen_ctx *ctx, const lumen_image *in, double offset, double scale,
                                                 double out_max, lumen_image *out);
+/* medical-image-std's bit-depth normalisation without BitsStored: bits = 8, 12 or 16 as the
+   largest voxel is <= 255, <= 4095 or more (numpy's max: a NaN or +Inf anywhere gives 16), then
+   lumen_filter_scale_clamp(in, 0, 1 / (2^bits - 1), out_max, out)'s values. One pass over the
+   data when the bit depth of a sample of 1024 voxels is the data's (else two); out may be in (then
+   two). bits (may be NULL): the depth used. out_max must be finite. */
+LUMEN_API lumen_status lumen_filter_normalize_bits_detect(lumen_ctx *ctx, const lumen_image *in, double out_max,
+                                                          lumen_image *out, int *bits);
 /* medical-image-std's Otsu threshold: bins 256 when the largest finite voxel is <= 255, else
    4096, over the finite range (numpy.histogram's edges); lumen_filter_otsu's class split; the
    threshold the bin centre linspace(min, max, bins)[i] (numpy's float64 linspace rounded to
    float32). A constant image gives its value. mask (uint8, may be NULL) = in > threshold. */
 LUMEN_API lumen_status lumen_filter_otsu_linspace(lumen_ctx *ctx, const lumen_image *in, lumen_image *mask,
                                                   double *threshold);
+/* medical-image-std's Butterworth band-pass transfer function (Filters.butterworth_kernel) into out
+   (float32, height x width voxels, row-major): H = 1 / (1 + ((D^2 - d0^2) / (8 w D))^(2 order)),
+   D = sqrt((u - width / 2)^2 + (v - height / 2)^2), in the original's float32 steps (a zero
+   8 w D taken as 1e-6); the power as products (torch: pow), the same values within a few float32
+   ulps. height, width 1 .. 2^24; order 1 .. 64; d0, w finite, |d0|, |w| <= 1e18. */
+LUMEN_API lumen_status lumen_filter_butterworth_kernel(lumen_ctx *ctx, int64_t height, int64_t width, double d0,
+                                                       double w, int order, lumen_image *out);
 
 typedef struct lumen_fcm_values_result {
   int applicable;      /* 1: every voxel finite and an integer, max - min + 1 <= counts_len and 2^20;

@@ -1,7 +1,9 @@
 """lumen.medical_image's fused C paths (_fast.py: lumen_filter_scale_clamp, _otsu_linspace,
-_fcm_values) against the paths they replace (the compat layer with _fast switched off: numpy
-and lumen._segment), on integer-valued and fractional data; and the ctypes mirror of
-lumen_fcm_values_result against the C compiler."""
+_fcm_values, _normalize_bits_detect, _butterworth_kernel) against the paths they replace (the
+compat layer with _fast switched off: numpy and lumen._segment), on integer-valued and
+fractional data; the Butterworth kernel against the original's formula in numpy float32 and the
+bit-depth map against its float64 formula; and the ctypes mirror of lumen_fcm_values_result
+against the C compiler."""
 import ctypes
 import os
 import shutil
@@ -108,3 +110,55 @@ def test_fcm_values_result_layout(tmp_path):
     subprocess.run([cc, "-std=c11", "-I", os.path.join(REPO, "include"), str(src), "-o", str(exe)], check=True)
     assert subprocess.run([str(exe)], stdout=subprocess.PIPE, universal_newlines=True,
                           check=True).stdout.split("\n")[:len(want)] == want
+
+
+def _butterworth_numpy(h, w, d0, width, n):
+    """medical-image-std's Filters.butterworth_kernel, its torch steps in numpy float32."""
+    uu = np.arange(w, dtype=np.float32)[None, :] - np.float32(w / 2)
+    vv = np.arange(h, dtype=np.float32)[:, None] - np.float32(h / 2)
+    d = np.sqrt(uu ** 2 + vv ** 2)
+    band = d ** 2 - np.float32(d0 ** 2)
+    cutoff = np.float32(8 * width) * d
+    cutoff = np.where(cutoff == 0, np.float32(1e-6), cutoff)
+    with np.errstate(over="ignore"):
+        return np.float32(1.0) / (np.float32(1) + (band / cutoff) ** np.float32(2 * n))
+
+
+@pytest.mark.parametrize("h,w,d0,width,n", [
+    (2048, 1664, 21, 32, 3), (301, 257, 21, 32, 3), (64, 64, 0, 32, 3), (64, 48, 21, 32, 1),
+    (50, 61, 12.5, 7.5, 6), (40, 37, 5, 4, 12), (3, 5, 1.5, 0.3, 2)])
+def test_butterworth_kernel_against_the_original_formula(h, w, d0, width, n, monkeypatch):
+    assert _fast.has_butterworth()
+    img = lm.Image.from_array(np.zeros((h, w), np.float32))
+    got = np.asarray(lm.Filters.butterworth_kernel(img, img.clone(), D_0=d0, W=width, n=n).pixel_data)
+    ref = _butterworth_numpy(h, w, d0, width, n)
+    assert got.dtype == np.float32 and got.shape == (h, w)
+    # float32 steps as the original's; only the power differs (products in float64 vs powf)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=2e-7 * n)
+    # the numpy path it replaced agrees too
+    monkeypatch.setattr(_fast, "has_butterworth", lambda: False)
+    slow = np.asarray(lm.Filters.butterworth_kernel(img, img.clone(), D_0=d0, W=width, n=n).pixel_data)
+    np.testing.assert_allclose(got, slow, rtol=0, atol=2e-7 * n)
+
+
+def test_butterworth_kernel_orders_the_c_kernel_does_not_take():
+    img = lm.Image.from_array(np.zeros((30, 20), np.float32))
+    for n in (0, 2.5, 65):  # the numpy path, as the original computes them
+        got = np.asarray(lm.Filters.butterworth_kernel(img, img.clone(), n=n).pixel_data)
+        with np.errstate(invalid="ignore"):
+            ref = _butterworth_numpy(30, 20, 21, 32, n)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("peak,bits", [(250, 8), (3000, 12), (60000, 16), (np.inf, 16), (np.nan, 16)])
+def test_bit_depth_detected_in_the_map_pass(peak, bits):
+    assert _fast.has_bits_detect()
+    a = np.minimum(_mammo(), 200).astype(np.float32)  # 8-bit data: the sample guesses 8
+    a[151, 77] = peak  # one voxel the sample of every n / 1024-th voxel misses
+    img = lm.Image.from_array(a)
+    got = np.asarray(lm.BitDepthNormAlgorithm(target_max=255.0)(img, img.clone())._array)
+    with np.errstate(invalid="ignore"):
+        ref = (np.clip(a.astype(np.float64) * (1.0 / (2.0 ** bits - 1)), 0, 1) * 255.0).astype(np.float32)
+    assert got.dtype == np.float32 and np.array_equal(got, ref, equal_nan=True)
+    out, used = _fast.normalize_bits_detect(a, 255.0)
+    assert used == bits and np.array_equal(out, got, equal_nan=True)

@@ -1,6 +1,7 @@
 /* The fused host primitives of include/lumen/filter.h (cpu_scale_clamp.c, cpu_otsu_linspace.c,
  * cpu_fcm_values.c, cpu_values.c) against independent references: a plain float64 loop for
- * the scale-clamp map, a plain loop for the finite range, lumen_filter_otsu (its own histogram)
+ * the scale-clamp map and the bit-depth normalisation (its depth from a plain max loop), a plain
+ * loop for the finite range, lumen_filter_otsu (its own histogram)
  * for the Otsu bin, lumen_segment_fcm (every voxel) for the fuzzy c-means on value counts; sizes
  * below and above 2^16 voxels (the threaded paths), NaN / Inf / -0 voxels, and bad arguments. */
 #include <math.h>
@@ -75,6 +76,89 @@ static void test_scale_clamp(void **state) {
   lumen_image *u8 = lumen_test_image(ctx, 1, d1, LUMEN_DTYPE_UINT8);
   assert_int_equal(lumen_filter_scale_clamp(ctx, u8, 0.0, 1.0, 1.0, a), LUMEN_ERR_INVALID_ARGUMENT);
   LUMEN_TEST_FREE_IMAGES(u8, a, b);
+}
+
+/* lumen_filter_normalize_bits_detect against the bit depth of a plain max loop (numpy's max:
+   NaN wins) and the float64 map, into a separate image and in place */
+static void check_bits_detect(lumen_ctx *ctx, lumen_image *in, double out_max, int want_bits) {
+  const int64_t n = lumen_image_count(in);
+  const float *x = lumen_image_const_data(in);
+  float peak = -INFINITY;
+  int nan = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(x[i])) nan = 1;
+    else if (x[i] > peak) peak = x[i];
+  }
+  const int bits = nan || peak > 4095.0f ? 16 : peak > 255.0f ? 12 : 8;
+  assert_int_equal(bits, want_bits); /* the case is the one meant */
+  int64_t dims[1] = {n};
+  lumen_image *out = lumen_test_image(ctx, 1, dims, LUMEN_DTYPE_FLOAT32);
+  float *copy = malloc((size_t)n * sizeof *copy);
+  assert_non_null(copy);
+  memcpy(copy, x, (size_t)n * sizeof *copy);
+  int got = 0;
+  assert_int_equal(lumen_filter_normalize_bits_detect(ctx, in, out_max, out, &got), LUMEN_OK);
+  assert_int_equal(got, bits);
+  const double scale = 1.0 / (ldexp(1.0, bits) - 1.0);
+  const float *y = lumen_image_const_data(out);
+  for (int64_t i = 0; i < n; i++) {
+    double v = (double)copy[i] * scale;
+    v = v < 0 ? 0 : v > 1 ? 1 : v;
+    const float ref = (float)(v * out_max);
+    if (isnan(ref))
+      assert_true(isnan(y[i]));
+    else
+      assert_true(y[i] == ref);
+  }
+  got = 0;
+  assert_int_equal(lumen_filter_normalize_bits_detect(ctx, in, out_max, in, &got), LUMEN_OK); /* in place */
+  assert_int_equal(got, bits);
+  assert_memory_equal(lumen_image_const_data(in), y, (size_t)n * sizeof *y);
+  memcpy(lumen_image_data(in), copy, (size_t)n * sizeof *copy);
+  free(copy);
+  lumen_image_free(out);
+}
+
+static void test_normalize_bits_detect(void **state) {
+  lumen_ctx *ctx = *state;
+  const int64_t sizes[] = {1, 9, 100003};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    const int64_t n = sizes[k];
+    lumen_image *in = mammo_image(ctx, n, 21 + k);
+    float *x = lumen_image_data(in);
+    for (int64_t i = 0; i < n; i++) x[i] = fminf(x[i], 4000.0f);
+    x[0] = 1200.0f;
+    check_bits_detect(ctx, in, 255.0, 12);
+    for (int64_t i = 0; i < n; i++) x[i] = fminf(x[i], 250.0f) - 3.5f; /* 8 bits, negatives clamp to 0 */
+    check_bits_detect(ctx, in, 1.0, 8);
+    if (n < 1000) {
+      lumen_image_free(in);
+      continue;
+    }
+    /* the sample (every n / 1024-th voxel from 0) sees <= 255, one voxel between says 12 bits:
+       the guess is wrong and the map is redone */
+    x[n / 2 + 1] = 3000.0f;
+    check_bits_detect(ctx, in, 255.0, 12);
+    x[n / 2 + 1] = 70000.0f; /* 16 bits; values above 2^16 - 1 clamp to out_max */
+    check_bits_detect(ctx, in, 255.0, 16);
+    x[n / 2 + 1] = INFINITY; /* +Inf: 16 */
+    check_bits_detect(ctx, in, 255.0, 16);
+    x[n / 2 + 1] = -INFINITY; /* -Inf: the finite peak, 8 */
+    check_bits_detect(ctx, in, 255.0, 8);
+    x[n / 2 + 1] = NAN; /* NaN: 16, as numpy's max; the voxel stays NaN */
+    check_bits_detect(ctx, in, 255.0, 16);
+    x[0] = NAN; /* a NaN the sample sees */
+    check_bits_detect(ctx, in, 255.0, 16);
+    lumen_image_free(in);
+  }
+  lumen_image *a = f32_image(ctx, 10), *b = f32_image(ctx, 11);
+  memset(lumen_image_data(a), 0, 10 * sizeof(float));
+  assert_int_equal(lumen_filter_normalize_bits_detect(ctx, a, NAN, a, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_normalize_bits_detect(ctx, a, 255.0, b, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_normalize_bits_detect(ctx, a, 255.0, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_normalize_bits_detect(ctx, NULL, 255.0, a, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(lumen_filter_normalize_bits_detect(ctx, a, 255.0, a, NULL), LUMEN_OK); /* bits may be NULL */
+  LUMEN_TEST_FREE_IMAGES(a, b);
 }
 
 static void check_range(lumen_ctx *ctx, const lumen_image *in) {
@@ -226,5 +310,6 @@ static void test_fcm_values(void **state) {
   lumen_image_free(in);
 }
 
-LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(test_scale_clamp), LUMEN_TEST_WITH_CTX(test_finite_range),
+LUMEN_TEST_MAIN(LUMEN_TEST_WITH_CTX(test_scale_clamp), LUMEN_TEST_WITH_CTX(test_normalize_bits_detect),
+                LUMEN_TEST_WITH_CTX(test_finite_range),
                 LUMEN_TEST_WITH_CTX(test_otsu_linspace), LUMEN_TEST_WITH_CTX(test_fcm_values))

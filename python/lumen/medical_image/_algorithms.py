@@ -377,6 +377,11 @@ class MammographyPreprocessing(object):
         a = _data(image)
         dev = str(resolve_device(image, explicit=device))
         if bits_stored is None:
+            bits_stored = MammographyPreprocessing._header_bits_stored(image)
+        if bits_stored is None and _host_fast(dev) and _fast.has_bits_detect() and _finite_positive(target_max):
+            # the maximum found in the map's own pass (the bit depth guessed from a sample first)
+            return _result(output, _fast.normalize_bits_detect(a, float(target_max))[0])
+        if bits_stored is None:
             bits_stored = MammographyPreprocessing._detect_bits_stored(image, a if _host_fast(dev) else None)
         if _host_fast(dev) and isinstance(bits_stored, int) and 1 <= bits_stored <= 32 and _finite_positive(target_max):
             # lumen.normalize_bits' map in one threaded pass (lumen_segment_normalize_bits' values)
@@ -400,15 +405,23 @@ class MammographyPreprocessing(object):
         return None, None  # lumen.window: the data's middle and range (the original's fallback)
 
     @staticmethod
-    def _detect_bits_stored(image, f32=None):
-        """f32: image's float32 data, whose maximum lumen then finds in one threaded pass (numpy's
-        when a value is not finite: NaN or Inf give 16, as the original's max)."""
+    def _header_bits_stored(image):
+        """image.dicom_data.BitsStored, None when there is none."""
         dicom = getattr(image, "dicom_data", None)
         if dicom is not None:
             try:
                 return int(dicom.BitsStored)
             except (AttributeError, TypeError):
                 pass
+        return None
+
+    @staticmethod
+    def _detect_bits_stored(image, f32=None):
+        """f32: image's float32 data, whose maximum lumen then finds in one threaded pass (numpy's
+        when a value is not finite: NaN or Inf give 16, as the original's max)."""
+        bits = MammographyPreprocessing._header_bits_stored(image)
+        if bits is not None:
+            return bits
         peak = None
         if f32 is not None:
             _, hi, finite, _ = _fast.finite_range(f32)

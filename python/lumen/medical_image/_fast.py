@@ -1,9 +1,11 @@
 """ctypes bindings of lumen's fused host primitives (include/lumen/filter.h, "fused host
-primitives"; src/filter/cpu_scale_clamp.c, cpu_otsu_linspace.c, cpu_fcm_values.c), which the
-compat layer runs in place of several numpy passes: one threaded C pass each, on float32 arrays.
+primitives"; src/filter/cpu_scale_clamp.c, cpu_otsu_linspace.c, cpu_fcm_values.c,
+cpu_butterworth.c), which the compat layer runs in place of several numpy passes: one threaded C
+pass each, on float32 arrays.
 
-available() is False when the loaded library predates them; the callers then keep their numpy
-or lumen._segment paths."""
+available() is False when the loaded library predates them (has_bits_detect() and
+has_butterworth() for the two added later); the callers then keep their numpy or lumen._segment
+paths."""
 import ctypes
 from ctypes import POINTER, byref, c_double, c_int, c_int64, c_uint64, c_void_p
 
@@ -34,12 +36,23 @@ _scale_clamp = _bind("lumen_filter_scale_clamp", c_void_p, c_void_p, c_double, c
 _otsu = _bind("lumen_filter_otsu_linspace", c_void_p, c_void_p, c_void_p, POINTER(c_double))
 _fcm = _bind("lumen_filter_fcm_values", c_void_p, c_void_p, c_int, c_double, c_int, c_double, c_uint64,
              POINTER(c_int64), c_int64, POINTER(_FcmValuesResult))
+_bits_detect = _bind("lumen_filter_normalize_bits_detect", c_void_p, c_void_p, c_double, c_void_p, POINTER(c_int))
+_butterworth = _bind("lumen_filter_butterworth_kernel", c_void_p, c_int64, c_int64, c_double, c_double, c_int,
+                     c_void_p)
 _CODES = {np.dtype(np.float32): _dtype_code("float32"), np.dtype(np.uint8): _dtype_code("uint8")}
 FCM_MAX_VALUES = 1 << 16  # integer data spanning more values take lumen_segment_fcm
 
 
 def available():
     return None not in (_range, _scale_clamp, _otsu, _fcm)
+
+
+def has_bits_detect():
+    return available() and _bits_detect is not None
+
+
+def has_butterworth():
+    return available() and _butterworth is not None
 
 
 class _Wrapped(object):
@@ -93,6 +106,27 @@ def scale_clamp(a, offset, scale, out_max):
     with _Wrapped(a, out) as w:
         check(_scale_clamp(w.ctx, w.images[0], float(offset), float(scale), float(out_max), w.images[1]),
               "lumen_filter_scale_clamp", w.ctx)
+    return out
+
+
+def normalize_bits_detect(a, out_max):
+    """(clamp(a / (2^bits - 1), 0, 1) * out_max as scale_clamp gives it, bits) with bits 8 / 12 /
+    16 from a's maximum (numpy's: NaN or +Inf give 16), the maximum found in the map's own pass."""
+    a = _f32(a)
+    out = np.empty(a.shape, np.float32)
+    bits = c_int()
+    with _Wrapped(a, out) as w:
+        check(_bits_detect(w.ctx, w.images[0], float(out_max), w.images[1], byref(bits)),
+              "lumen_filter_normalize_bits_detect", w.ctx)
+    return out, bits.value
+
+
+def butterworth_kernel(height, width, d0, w, order):
+    """medical-image-std's Filters.butterworth_kernel: a new (height, width) float32 array."""
+    out = np.empty((int(height), int(width)), np.float32)
+    with _Wrapped(out) as wr:
+        check(_butterworth(wr.ctx, int(height), int(width), float(d0), float(w), int(order), wr.images[0]),
+              "lumen_filter_butterworth_kernel", wr.ctx)
     return out
 
 

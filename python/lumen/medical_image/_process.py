@@ -79,6 +79,11 @@ class Filters(object):
         """The band-pass transfer function itself (height x width, float32, centred at (W/2, H/2)),
         as the original returns it. lumen.bandpass applies the same H to an image."""
         h, w = image.height, image.width
+        order = float(n)
+        if _fast.has_butterworth() and order.is_integer() and 1 <= order <= 64 and \
+                all(np.isfinite(v) and abs(v) <= 1e18 for v in (float(D_0), float(W))):
+            # one threaded C pass in the original's float32 steps (lumen_filter_butterworth_kernel)
+            return _set(output, _fast.butterworth_kernel(h, w, D_0, W, int(order)))
         # float32 throughout, broadcast rows and columns, in-place where possible (no meshgrid)
         dv2 = ((np.arange(h, dtype=np.float32) - np.float32(h / 2)) ** 2)[:, None]
         du2 = ((np.arange(w, dtype=np.float32) - np.float32(w / 2)) ** 2)[None, :]

@@ -11,7 +11,8 @@
  * and prints iter/fit, a histogram and how often the fit from that start ends at a higher chi2;
  * then the CPU time of the linear and the grid start alone (compare with bench_fit's FXR fits per
  * CPU-second: a start that costs more than the iterations it saves does not pay).
- * Usage: bench_fxr_starts [curves (default 5000)] */
+ * Usage: bench_fxr_starts [curves (default 5000)] [tau list of the grid, min (default
+ * 0.0025,0.005,0.01,0.02,0.04,0.08)] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,12 +45,14 @@ static double chi2_of(const lumen_grid_f64 *g, const double *consts, const doubl
   return s;
 }
 
+static double taus[16] = {0.0025, 0.005, 0.01, 0.02, 0.04, 0.08};
+static int ntau = 6;
+
 /* the "grid" start above */
 static void grid_start(const lumen_grid_f64 *g, const double *consts, const double *y, double *q) {
-  static const double taus[6] = {0.0025, 0.005, 0.01, 0.02, 0.04, 0.08};
   lumen_linear_start_f64(LUMEN_MODEL_FXR, g, consts, y, q);
   double best = chi2_of(g, consts, y, q), po = fmin(q[1] / g->fw, 1.0);
-  for (int k = 0; k < 6; ++k) {
+  for (int k = 0; k < ntau; ++k) {
     double ts = 60 * taus[k], ct[N], c[3];
     for (int i = 0; i < g->n; ++i) {
       double d = y[i] - consts[LUMEN_FIT_CONST_R10], x = fmin(d * ts, 0.9); /* x < 1 without noise */
@@ -67,6 +70,16 @@ static void grid_start(const lumen_grid_f64 *g, const double *consts, const doub
 
 int main(int argc, char **argv) {
   const int count = argc > 1 ? atoi(argv[1]) : 5000;
+  if (argc > 2) {
+    char *s = argv[2];
+    for (ntau = 0; ntau < 16 && *s;) {
+      char *e;
+      taus[ntau] = strtod(s, &e);
+      if (e == s || !(taus[ntau] > 0)) return 1;
+      ntau++;
+      s = *e == ',' ? e + 1 : e;
+    }
+  }
   double x[N], cp[N], dt[N], icp[N];
   for (int i = 0; i < N; ++i) x[i] = i * 5.0 / 60.0;
   lumen_aif_options ao;
@@ -84,7 +97,7 @@ int main(int argc, char **argv) {
   const double consts[LUMEN_FIT_NCONSTS] = {1.0, 1.0};
   double *work = malloc(sizeof(double) * (size_t)lumen_lm_work_size(N, 3));
   if (!work) return 1;
-  static const char *names[NSTART] = {"linear", "truth", "grid"};
+  static const char *names[NSTART] = {"linear", "truth", "tau grid"};
   long hist[NSTART][NBIN] = {{0}}, higher[NSTART] = {0};
   double iters[NSTART] = {0};
   double *ys = malloc(sizeof(double) * (size_t)count * N);

@@ -7,6 +7,7 @@
 #include "cpu/lm_simd.h"
 #include "cpu/patlak_rows.h"
 #include "fit/curve_fit.h"
+#include "fit/cxm_grid.h"
 #include "solver/curve_out.h"
 #include "fit/fit_cuda.h"
 #include "fit/fit_internal.h"
@@ -28,12 +29,22 @@
 #undef DF
 #undef DRV_STANDARD
 
+/* 2CXM's grid start (src/fit/cxm_grid.h) on the plan's own grid (a delay-shifted AIF takes the
+   linear start), on the accelerated double tiers; pl->cxm_grid is NULL unless a test build asks
+   for it (src/fit/plan.c): measured, not the default (docs/BENCHMARKS.md) */
+static int cxm_grid_hook(const lumen_fit_plan *pl, const lumen_grid_f64 *g, const double *y, double *ls) {
+  if (!pl->cxm_grid || g != &pl->g64) return -1;
+  return lumen_cxm_grid_start(pl->cxm_grid, y, ls) ? -1 : 0;
+}
+
 #define DT double
 #define DM(x) x##_f64
 #define DF(x) x##_acc64
 #define DRV_STANDARD 0
 #define DRV_LANES 1
+#define DRV_START_HOOK(pl, ws, ls) cxm_grid_hook(pl, (ws)->g, (ws)->y, ls)
 #include "solver/driver_impl.inc"
+#undef DRV_START_HOOK
 #undef DRV_LANES
 #undef DF
 #undef DRV_STANDARD

@@ -28,6 +28,8 @@ struct lumen_fit_plan {
      its maximum attract projected LM steps) */
   int n_escape_starts;
   double escape_starts[LUMEN_PLAN_MAX_STARTS][LUMEN_FIT_MAX_PARAMS];
+  /* 2cxm: the grid start's tables (fit/cxm_grid.h) when a test build asks for it, else NULL */
+  struct lumen_cxm_grid *cxm_grid;
   /* shared grids in both precisions; all arrays owned by the plan (one allocation) */
   double *t64, *cp64, *dt64, *icp64, *w64;
   float *t32, *cp32, *dt32, *icp32, *w32;

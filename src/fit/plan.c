@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fit/cxm_grid.h"
 #include "fit/fit_cuda.h"
 #include "fit/fit_internal.h"
 #include "lumen_build_config.h"
@@ -402,6 +403,13 @@ lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts
     return st;
   }
   make_extra_starts(pl);
+#if LUMEN_TEST_HOOKS
+  /* test builds: LUMEN_TEST_CXM_GRID_START=1 starts 2CXM from the grid of fit/cxm_grid.h on tiers
+     cpu and cpu_single (bench_fit's measurement of it; not the default: docs/BENCHMARKS.md) */
+  const char *cxm_env = getenv("LUMEN_TEST_CXM_GRID_START");
+  if (m == LUMEN_MODEL_2CXM && pl->has_linear_start && cxm_env && cxm_env[0] == '1')
+    pl->cxm_grid = lumen_cxm_grid_create(&pl->g64, pl->opts.weights ? pl->w64 : NULL);
+#endif
   st = select_backend(ctx, pl, opts->backend);
   if (st != LUMEN_OK) {
     lumen_fit_plan_destroy(pl);
@@ -415,6 +423,7 @@ lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts
 
 void lumen_fit_plan_destroy(lumen_fit_plan *plan) {
   if (!plan) return;
+  lumen_cxm_grid_destroy(plan->cxm_grid);
   free(plan->block);
   free(plan);
 }

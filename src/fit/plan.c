@@ -407,7 +407,7 @@ lumen_status lumen_fit_plan_create(lumen_ctx *ctx, const lumen_fit_options *opts
   /* test builds: LUMEN_TEST_CXM_GRID_START=1 starts 2CXM from the grid of fit/cxm_grid.h on tiers
      cpu and cpu_single (bench_fit's measurement of it; not the default: docs/BENCHMARKS.md) */
   const char *cxm_env = getenv("LUMEN_TEST_CXM_GRID_START");
-  if (m == LUMEN_MODEL_2CXM && pl->has_linear_start && cxm_env && cxm_env[0] == '1')
+  if ((lumen_model_flags(m) & LUMEN_MF_2CXM_FORM) && pl->has_linear_start && cxm_env && cxm_env[0] == '1')
     pl->cxm_grid = lumen_cxm_grid_create(&pl->g64, pl->opts.weights ? pl->w64 : NULL);
 #endif
   st = select_backend(ctx, pl, opts->backend);

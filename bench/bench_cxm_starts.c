@@ -18,6 +18,7 @@
 #include "lumen/aif.h"
 #include "lumen/fit.h"
 #include "models/models_f64.h"
+#include "bench_util.h"
 
 #define NPT 80
 
@@ -75,14 +76,7 @@ int main(int argc, char **argv) {
   }
   if (nc < 1) return 2;
   double x[NPT], cp[NPT], dt[NPT], icp[NPT], yc[NPT];
-  for (int i = 0; i < NPT; ++i) x[i] = i * 5.0 / 60.0;
-  lumen_aif_options ao;
-  lumen_aif_options_init(&ao);
-  ao.kind = LUMEN_AIF_PARKER;
-  ao.delay = 1.0;
-  ao.hct = 0.42;
-  ao.plasma = 1;
-  if (lumen_aif_population(NULL, &ao, NPT, x, cp) != LUMEN_OK) return 1;
+  if (bench_parker_plasma(NPT, x, cp) != LUMEN_OK) return 1;
   lumen_grid_f64 g;
   lumen_grid_setup_f64(&g, NPT, x, cp, dt, icp);
   float *y = malloc(sizeof *y * (size_t)nc * NPT);

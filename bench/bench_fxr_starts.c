@@ -21,22 +21,12 @@
 #include "lumen/aif.h"
 #include "lumen/lumen.h"
 #include "solver/lm.h"
+#include "bench_util.h"
 
 enum { N = 80, NSTART = 3, NBIN = 7 };
 
-static uint64_t rng = 0x1234567ULL;
-static double uni(void) {
-  rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-  return ((double)(rng >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-static double gauss(void) { return sqrt(-2 * log(uni())) * cos(6.283185307179586 * uni()); }
-static double urange(double a, double b) { return a + (b - a) * uni(); }
-
-static double cpu_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static bench_rng rng = {0x1234567ULL};
+static double urange(double a, double b) { return a + (b - a) * bench_uniform(&rng); }
 
 static double chi2_of(const lumen_grid_f64 *g, const double *consts, const double *y, const double *p) {
   double f[N], s = 0;
@@ -81,14 +71,7 @@ int main(int argc, char **argv) {
     }
   }
   double x[N], cp[N], dt[N], icp[N];
-  for (int i = 0; i < N; ++i) x[i] = i * 5.0 / 60.0;
-  lumen_aif_options ao;
-  lumen_aif_options_init(&ao);
-  ao.kind = LUMEN_AIF_PARKER;
-  ao.delay = 1.0;
-  ao.hct = 0.42;
-  ao.plasma = 1;
-  if (count < 1 || lumen_aif_population(NULL, &ao, N, x, cp) != LUMEN_OK) return 1;
+  if (count < 1 || bench_parker_plasma(N, x, cp) != LUMEN_OK) return 1;
   lumen_grid_f64 g;
   lumen_grid_setup_f64(&g, N, x, cp, dt, icp);
   g.r1 = LUMEN_DEFAULT_RELAXIVITY;
@@ -105,7 +88,7 @@ int main(int argc, char **argv) {
   for (int c = 0; c < count; ++c) {
     double p[4] = {urange(0.01, 0.5), urange(0.05, 0.6), urange(0.005, 0.05), 0}, y[N];
     lumen_model_eval_f64(LUMEN_MODEL_FXR, &g, consts, p, y, NULL, NULL);
-    for (int i = 0; i < N; ++i) y[i] = (double)(float)(y[i] + 0.0225 * gauss()); /* float data, as fitted */
+    for (int i = 0; i < N; ++i) y[i] = (double)(float)(y[i] + 0.0225 * bench_normal(&rng)); /* float data, as fitted */
     memcpy(ys + (size_t)c * N, y, sizeof y);
     lumen_lm_problem_f64 pr = {.model = LUMEN_MODEL_FXR, .grid = &g, .consts = consts, .y = y, .lo = lo,
                                .hi = hi, .tol = 1e-6, .max_iterations = 200};
@@ -134,14 +117,14 @@ int main(int argc, char **argv) {
   }
   double t[2], sink = 0;
   for (int s = 0; s < 2; ++s) {
-    double t0 = cpu_s();
+    double t0 = bench_seconds(CLOCK_PROCESS_CPUTIME_ID);
     for (int c = 0; c < count; ++c) {
       double q[4];
       if (s == 0) lumen_linear_start_f64(LUMEN_MODEL_FXR, &g, consts, ys + (size_t)c * N, q);
       else grid_start(&g, consts, ys + (size_t)c * N, q);
       sink += q[0];
     }
-    t[s] = (cpu_s() - t0) / count;
+    t[s] = (bench_seconds(CLOCK_PROCESS_CPUTIME_ID) - t0) / count;
   }
   printf("\nCPU time per curve of the start alone (scalar): linear %.2f us, grid %.2f us (checksum %.6g)\n",
          1e6 * t[0], 1e6 * t[1], sink);

@@ -50,13 +50,8 @@ static int fit_all(lumen_ctx *ctx, const char *tier, int64_t nc, const double *x
   f->bound = malloc(sizeof *f->bound * (size_t)nc);
   f->chi2 = malloc(sizeof *f->chi2 * (size_t)nc);
   f->p = malloc(sizeof *f->p * 4 * (size_t)nc);
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = f->p;
-  r.state = f->state;
-  r.chi2 = f->chi2;
-  r.iterations = f->it;
-  r.bound_mask = f->bound;
+  lumen_fit_results r = {
+      .params = f->p, .state = f->state, .chi2 = f->chi2, .iterations = f->it, .bound_mask = f->bound};
   int bad = !f->it || !f->state || !f->bound || !f->chi2 || !f->p || lumen_fit_execute(ctx, pl, nc, y, NULL, &r) != LUMEN_OK;
   lumen_fit_plan_destroy(pl);
   return bad ? -1 : 0;

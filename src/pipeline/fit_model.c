@@ -28,14 +28,8 @@ static int64_t warm_up(lumen_ctx *ctx, const lumen_fit_plan *plan, int64_t nlist
   double params[WARMUP_CURVES * LUMEN_FIT_MAX_PARAMS], derived[WARMUP_CURVES * LUMEN_FIT_MAX_DERIVED];
   double chi2[WARMUP_CURVES], r2[WARMUP_CURVES], delay[WARMUP_CURVES];
   int32_t state[WARMUP_CURVES];
-  lumen_fit_results r;
-  memset(&r, 0, sizeof r);
-  r.params = params;
-  r.derived = derived;
-  r.state = state;
-  r.chi2 = chi2;
-  r.r2 = r2;
-  r.delay = delay;
+  lumen_fit_results r = {
+      .params = params, .derived = derived, .state = state, .chi2 = chi2, .r2 = r2, .delay = delay};
   lumen_status st = data ? lumen_fit_execute(ctx, plan, k, data, consts, &r)
                          : lumen_fit_execute_series(ctx, plan, k, src->base, src->list, src->nvox, consts, &r);
   if (st != LUMEN_OK) {

@@ -42,30 +42,20 @@ lumen_status dce_select_models(pipe_run *run, dce_job *j) {
       if (bm >= 0) counts[j->models[bm]]++;
     }
     char name[300];
-    if (st == LUMEN_OK) {
-      dce_map_name(name, sizeof name, run->prefix, "best", "model");
-      st = pipe_write_map(run, &(pipe_map_desc){.name = name, .data = best, .param = "model", .unit = "", .model = "best",
-                                                .backend_used = bu, .figure = 1,
-                                                .description = "model chosen by AIC: 0 tofts 1 etofts 2 patlak "
-                                                               "3 2cum 4 2cxm 5 fxr"});
-    }
-    if (st == LUMEN_OK) {
-      dce_map_name(name, sizeof name, run->prefix, "best", "Ktrans");
-      st = pipe_write_map(run, &(pipe_map_desc){.name = name, .data = bk, .param = "Ktrans", .unit = "1/min", .model = "best",
-                                                .backend_used = bu, .figure = 1,
-                                                .description = "Ktrans of the model chosen by AIC"});
-    }
-    if (st == LUMEN_OK) {
-      dce_map_name(name, sizeof name, run->prefix, "best", "ve");
-      st = pipe_write_map(run, &(pipe_map_desc){.name = name, .data = bve, .param = "ve", .unit = "1", .model = "best",
-                                                .backend_used = bu, .figure = 1,
-                                                .description = "ve of the model chosen by AIC (NaN: no ve)"});
-    }
-    if (st == LUMEN_OK) {
-      dce_map_name(name, sizeof name, run->prefix, "best", "vp");
-      st = pipe_write_map(run, &(pipe_map_desc){.name = name, .data = bvp, .param = "vp", .unit = "1", .model = "best",
-                                                .backend_used = bu, .figure = 1,
-                                                .description = "vp of the model chosen by AIC (0 for Tofts)"});
+    const struct {
+      const char *param, *unit, *description;
+      const float *data;
+    } maps[] = {
+        {"model", "", "model chosen by AIC: 0 tofts 1 etofts 2 patlak 3 2cum 4 2cxm 5 fxr", best},
+        {"Ktrans", "1/min", "Ktrans of the model chosen by AIC", bk},
+        {"ve", "1", "ve of the model chosen by AIC (NaN: no ve)", bve},
+        {"vp", "1", "vp of the model chosen by AIC (0 for Tofts)", bvp},
+    };
+    for (size_t i = 0; st == LUMEN_OK && i < sizeof maps / sizeof maps[0]; ++i) {
+      dce_map_name(name, sizeof name, run->prefix, "best", maps[i].param);
+      st = pipe_write_map(run, &(pipe_map_desc){.name = name, .data = maps[i].data, .param = maps[i].param,
+                                                .unit = maps[i].unit, .model = "best", .backend_used = bu,
+                                                .figure = 1, .description = maps[i].description});
     }
     if (st == LUMEN_OK) {
       pipe_sb_printf(&run->stages, ", \"selection\": {\"criterion\": \"aic\", \"voxels_per_model\": {");

@@ -9,6 +9,20 @@
 #include "models/hd.h"
 #include "lumen/models.h" /* LUMEN_FIT_MAX_PARAMS */
 
+/* The damping's update after an evaluated trial, shared by the three solvers (scalar, lanes,
+   CUDA): lambda times LUMEN_LM_LAMBDA_UP when the trial raised chi2, times LUMEN_LM_LAMBDA_DOWN
+   when it was taken. Gpufit divides by 10 on a taken step; lumen by 3 (Nielsen's lower limit,
+   Madsen, Nielsen and Tingleff 1999): in 2CXM's and FXR's curved valleys a /10 undamps too fast,
+   the next trial overshoots and is rejected. Measured (docs/BENCHMARKS.md, issue 43): iterations
+   per fit 2CXM 11.09 -> 9.80, FXR 12.85 -> 9.54, Tofts, ETM, 2CUM unchanged (1.93, 1.97, 2.5).
+   Macros so that a benchmark build can try others (-DLUMEN_LM_LAMBDA_DOWN=0.1). */
+#ifndef LUMEN_LM_LAMBDA_UP
+#define LUMEN_LM_LAMBDA_UP 10.0
+#endif
+#ifndef LUMEN_LM_LAMBDA_DOWN
+#define LUMEN_LM_LAMBDA_DOWN (1.0 / 3.0)
+#endif
+
 /* Factor into L; 1 when the damped matrix is not positive definite. */
 LUMEN_HD int lumen_lm_factor(int m, const int *idx, double A0[LUMEN_FIT_MAX_PARAMS][LUMEN_FIT_MAX_PARAMS],
                              double lambda, double dmax, double L[LUMEN_FIT_MAX_PARAMS][LUMEN_FIT_MAX_PARAMS]) {

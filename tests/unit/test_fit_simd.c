@@ -351,6 +351,9 @@ static void test_lanes_match_scalar(void **state) {
 typedef struct dio_state {
   int n, next_curve, ticket_curve[2 * LUMEN_LMV_MAX_WIDTH];
   const double (*y)[NMAX], (*start)[4];
+  lumen_model m;
+  const lumen_grid_f64 *g;
+  int ls_checked, ls_mismatch; /* 2CXM's vector linear starts against lumen_linear_start_f64 */
   lumen_fit_state state[NCURVES];
   double p[NCURVES][4], chi2[NCURVES];
   int it[NCURVES], seen[NCURVES];
@@ -365,11 +368,24 @@ static int dio_next(void *user, int tk, double *y, double *consts) {
   consts[LUMEN_FIT_CONST_B1] = 1.0;
   return 1;
 }
+/* 2CXM: the lanes' linear start (lumen_2cxm_start_ on vectors) must be lumen_linear_start_f64's,
+   bit for bit; FXR has none on the lanes. The fit then starts from the test's start. */
 static int dio_start(void *user, int tk, const double *y, const double *ls, int ls_ret, double *p) {
-  (void)y; (void)ls;
   dio_state *u = user;
-  assert_int_equal(ls_ret, -1);
-  memcpy(p, u->start[u->ticket_curve[tk]], sizeof(double) * 4);
+  const int c = u->ticket_curve[tk];
+  if (u->m == LUMEN_MODEL_2CXM) {
+    assert_true(ls_ret >= 0);
+    double ref[4] = {0, 0, 0, 0}, consts[LUMEN_FIT_NCONSTS] = {0};
+    const int r = lumen_linear_start_f64(u->m, u->g, consts, u->y[c], ref);
+    int bad = r != ls_ret;
+    for (int k = 0; k < 4; ++k) bad |= memcmp(&ref[k], &ls[k], sizeof(double)) != 0 && !(isnan(ref[k]) && isnan(ls[k]));
+    u->ls_checked++;
+    u->ls_mismatch += bad;
+  } else {
+    assert_int_equal(ls_ret, -1);
+  }
+  assert_memory_equal(y, u->y[c], sizeof(double) * (size_t)u->n);
+  memcpy(p, u->start[c], sizeof(double) * 4);
   return 0;
 }
 static void dio_done(void *user, int tk, const double *y, lumen_fit_state st, const double *p, double chi2, int it,
@@ -431,7 +447,9 @@ static void double_lanes(lumen_model m) {
       u.n = n;
       u.y = (const double (*)[NMAX])y;
       u.start = (const double (*)[4])start;
-      lumen_lmvd_problem pr = {m, &g, use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, 0, geo, 0, 0};
+      u.m = m;
+      u.g = &g;
+      lumen_lmvd_problem pr = {m, &g, use_w ? wts : NULL, lo, hi, fixed, 1e-6, maxit, m == LUMEN_MODEL_2CXM, geo, 0, 0};
       lumen_lmvd_io io = {&u, dio_next, dio_start, dio_done};
       size_t bytes = w[j] == 16 ? lumen_lmvd_work_bytes_d8(n, np) : lumen_lmvd_work_bytes_d4(n, np);
       void *work = malloc(bytes);
@@ -463,10 +481,12 @@ static void double_lanes(lumen_model m) {
                  lumen_model_name(m), variant, w[j] / 2, c, (int)st, it, chi2, (int)u.state[c], u.it[c], u.chi2[c]);
       }
       printf("  %s double lanes variant %d (geodesic %d, weights %d, fixed p2 %d, maxit %d), %d lanes: %d of %d "
-             "converged, mismatches %d, other paths at the same chi2 %d\n", lumen_model_name(m), variant, geo, use_w,
-             (int)fixed[2], maxit, w[j] / 2, conv, NCURVES, mismatch, paths);
+             "converged, mismatches %d, other paths at the same chi2 %d; linear starts checked %d, differing %d\n",
+             lumen_model_name(m), variant, geo, use_w, (int)fixed[2], maxit, w[j] / 2, conv, NCURVES, mismatch, paths,
+             u.ls_checked, u.ls_mismatch);
       assert_true(paths <= NCURVES * 3 / 100);
-      total += mismatch;
+      if (m == LUMEN_MODEL_2CXM) assert_int_equal(u.ls_checked, NCURVES);
+      total += mismatch + u.ls_mismatch;
     }
   }
   assert_int_equal(total, 0);

@@ -134,7 +134,13 @@ lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lum
 /* Native pixel data (checked to be within the file) as little-endian samples. */
 static void native_copy(const lumen_dicom_header *hdr, const uint8_t *data, uint8_t *raw) {
   const uint8_t *src = data + hdr->pixel_offset;
-  size_t n = (size_t)hdr->decoded_bytes, b = (size_t)hdr->info.bits_allocated / 8;
+  size_t n = (size_t)hdr->decoded_bytes, b = (size_t)lumen_dicom_sample_bytes(hdr->info.bits_allocated);
+  if (hdr->info.bits_allocated == 1) {  /* pixel i is bit i % 8 of byte i / 8 (PS3.5 8.1.1), frames not byte-aligned;
+                                           an OW value in big endian swaps the bytes of each 16-bit word */
+    size_t swap = hdr->pixel_words ? 1 : 0;
+    for (size_t i = 0; i < n; i++) raw[i] = (uint8_t)((src[(i >> 3) ^ swap] >> (i & 7)) & 1);
+    return;
+  }
   if (!hdr->big_endian || b == 1) {
     memcpy(raw, src, n);
     return;
@@ -159,7 +165,7 @@ static double sample(const uint8_t *raw, int64_t i, int bytes, int bits_stored, 
 
 static void to_float(const lumen_dicom_info *in, double slope, double inter, const uint8_t *raw, float *out,
                      int64_t count, int invert) {
-  int bytes = in->bits_allocated / 8, sgn = in->pixel_representation == 1;
+  int bytes = lumen_dicom_sample_bytes(in->bits_allocated), sgn = in->pixel_representation == 1;
   double lo = sgn ? -(double)(UINT64_C(1) << (in->bits_stored - 1)) : 0;
   double hi = sgn ? (double)(UINT64_C(1) << (in->bits_stored - 1)) - 1 : (double)(UINT64_C(1) << in->bits_stored) - 1;
   double flip = (lo + hi) * slope + 2 * inter;  /* modality(lo) + modality(hi) */
@@ -209,7 +215,7 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   }
   in->inverted = strcmp(in->photometric, "MONOCHROME1") == 0;
   /* frame by frame: an enhanced file's modality LUT may differ between frames (functional groups) */
-  int64_t per = in->rows * in->columns, step = per * (in->bits_allocated / 8);
+  int64_t per = in->rows * in->columns, step = per * lumen_dicom_sample_bytes(in->bits_allocated);
   for (int64_t k = 0; k < in->frames; k++) {
     double slope, inter;
     lumen_dicom_frame_rescale(&hdr, k, &slope, &inter);

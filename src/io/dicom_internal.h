@@ -123,16 +123,24 @@ typedef struct lumen_dicom_header {
   int encapsulated;          /* pixel data are compressed fragments */
   int64_t pixel_offset;      /* the pixel data element's value in the file */
   int64_t pixel_length;      /* its length (native), or the bytes of its fragments (encapsulated) */
-  int64_t decoded_bytes;     /* rows x columns x frames x bits_allocated / 8: what the decoder returns */
+  int64_t decoded_bytes;     /* rows x columns x frames x bytes a sample (lumen_dicom_sample_bytes): what the
+                                decoder returns (1-bit data: unpacked, one byte a pixel) */
+  int pixel_words;           /* native PixelData of VR OW in big endian: 1-bit data are packed in 16-bit words */
   /* enhanced multi-frame: one entry per item of PerFrameFunctionalGroupsSequence (as many as
      NumberOfFrames), shared values filled in where a frame has none (owned: lumen_dicom_header_free) */
   int enhanced;              /* PerFrameFunctionalGroupsSequence present */
   lumen_dicom_frame *frames;
   int64_t n_frames, cap_frames;
+  int64_t extra_items;       /* per-frame items past NumberOfFrames: ignored (a warning) */
   int has_shared;
   int top_rescale;           /* top-level RescaleSlope/Intercept present: they win over the groups */
   lumen_dicom_frame shared;  /* SharedFunctionalGroupsSequence's values */
 } lumen_dicom_header;
+
+/* The bytes of one decoded sample: BitsAllocated / 8, and 1 for packed 1-bit data (unpacked). */
+static inline int lumen_dicom_sample_bytes(int bits_allocated) {
+  return bits_allocated == 1 ? 1 : bits_allocated / 8;
+}
 
 /* Frees what lumen_dicom_precheck allocated in hdr (the frame table); hdr stays valid, empty. */
 void lumen_dicom_header_free(lumen_dicom_header *hdr);

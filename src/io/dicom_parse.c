@@ -432,6 +432,7 @@ static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, 
       }
       if (w->h->encapsulated) return bad(w, at, "native pixel data in an encapsulated transfer syntax", NULL);
       w->h->pixel_length = e.length;
+      w->h->pixel_words = w->big && e.vr[0] == 'O' && e.vr[1] == 'W';
       if (w->headers_only) {  /* the headers are read: what follows is the full read's to check */
         *pos = end;
         return LUMEN_OK;
@@ -517,9 +518,14 @@ static lumen_status check_description(walker *w) {
                       "lumen_dicom_read: '%s': PhotometricInterpretation is '%s' (%s), expected MONOCHROME1 or "
                       "MONOCHROME2: lumen takes greyscale images", path, in->photometric,
                       !strncmp(in->photometric, "PALETTE", 7) ? "a palette colour image" : "colour");
-  if (in->bits_allocated != 8 && in->bits_allocated != 16 && in->bits_allocated != 32)
-    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "lumen_dicom_read: '%s': BitsAllocated is %d, expected 8, 16 or 32",
-                      path, in->bits_allocated);
+  if (in->bits_allocated != 1 && in->bits_allocated != 8 && in->bits_allocated != 16 && in->bits_allocated != 32)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                      "lumen_dicom_read: '%s': BitsAllocated is %d, expected 1, 8, 16 or 32", path, in->bits_allocated);
+  /* 1 bit: packed bits (a binary segmentation, an overlay-like mask), native only; unpacked to a byte each */
+  if (in->bits_allocated == 1 && w->h->encapsulated)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                      "lumen_dicom_read: '%s': BitsAllocated 1 in transfer syntax %s, expected native pixel data", path,
+                      in->transfer_syntax);
   if (!w->have_stored) in->bits_stored = in->bits_allocated;
   if (in->bits_stored < 1 || in->bits_stored > in->bits_allocated)
     return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': BitsStored is %d, expected 1..%d (BitsAllocated)",
@@ -539,7 +545,7 @@ static lumen_status check_description(walker *w) {
   if (in->frames < 1) in->frames = 1;
   int64_t bytes = 0;
   if (lumen_mul_i64(in->rows, in->columns, &bytes) || lumen_mul_i64(bytes, in->frames, &bytes) ||
-      lumen_mul_i64(bytes, in->bits_allocated / 8, &bytes))
+      lumen_mul_i64(bytes, lumen_dicom_sample_bytes(in->bits_allocated), &bytes))
     return lumen_fail(ctx, LUMEN_ERR_OVERFLOW, "lumen_dicom_read: '%s': image size overflows", path);
   w->h->decoded_bytes = bytes;
   if (in->has_rescale && !(in->rescale_slope != 0))
@@ -568,10 +574,12 @@ static lumen_status check_pixels(walker *w) {
   int64_t bytes = w->h->decoded_bytes;
   if (!w->have_pixel)
     return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': no PixelData (7FE0,0010): not an image", path);
+  if (in->bits_allocated == 1) bytes = (bytes + 7) / 8;  /* packed: the unpacked size is one byte a pixel */
+  if (in->bits_allocated == 1 && w->h->pixel_words) bytes += bytes & 1;  /* whole 16-bit words */
   if (!w->h->encapsulated && w->h->pixel_length < bytes)
     return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                       "lumen_dicom_read: '%s': PixelData has %lld bytes, expected %lld (Rows %lld x Columns %lld x "
-                      "NumberOfFrames %lld x BitsAllocated %d / 8)",
+                      "NumberOfFrames %lld x BitsAllocated %d / 8, rounded up)",
                       path, (long long)w->h->pixel_length, (long long)bytes, (long long)in->rows,
                       (long long)in->columns, (long long)in->frames, in->bits_allocated);
   return LUMEN_OK;

@@ -117,7 +117,8 @@ typedef struct lumen_nifti_write_opts {
   int intent_code;          /* 0: LUMEN_NIFTI_INTENT_ESTIMATE when intent_name is set, else none */
   const char *intent_name;  /* parameter name, at most 15 characters (longer is an error) */
   const char *description;  /* descrip, at most 79 characters (longer is cut) */
-  int sform_code, qform_code; /* 0: 1 (scanner anatomical); copy info's codes to keep them */
+  int sform_code, qform_code; /* 0: 1 (scanner anatomical); -1: 0 (unknown: the affine is not a
+                               position in the patient); copy info's codes to keep them */
   int space_unit;           /* 0: LUMEN_NIFTI_UNITS_MM */
   int time_unit;            /* 0: LUMEN_NIFTI_UNITS_SEC */
   double toffset;
@@ -364,6 +365,9 @@ typedef struct lumen_dicom_series_info {
                                modality LUT in every file and frame): lumen convert stores int16/uint16 */
   int stored_signed;        /* PixelRepresentation 1 (with stored_integers) */
   int stored_bits;          /* the largest BitsStored */
+  int geometry_unknown;     /* 1: one file without ImageOrientationPatient / ImagePositionPatient; the
+                               affine is the spacing only, and lumen convert writes NIfTI qform/sform
+                               code 0 (unknown), as dcm2niix does (docs/DICOM.md "No geometry") */
 } lumen_dicom_series_info;
 
 /* Reads a series from paths[0..n_paths): folders (every regular file with the DICOM Part 10

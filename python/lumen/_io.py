@@ -98,7 +98,8 @@ class _DicomSeriesInfo(ctypes.Structure):
                 ("protocol_name", ctypes.c_char * 65), ("image_type", ctypes.c_char * 97),
                 ("acquisition_time", ctypes.c_char * 20), ("columns", c_int64), ("rows", c_int64),
                 ("timing_disagree", c_int), ("philips_float_scaling", c_int),
-                ("stored_integers", c_int), ("stored_signed", c_int), ("stored_bits", c_int)]
+                ("stored_integers", c_int), ("stored_signed", c_int), ("stored_bits", c_int),
+                ("geometry_unknown", c_int)]
 
 
 class _FormatInfo(ctypes.Structure):

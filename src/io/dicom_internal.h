@@ -61,6 +61,12 @@ typedef struct lumen_dicom_series_tags {
   int has_echo_number;
   double echo_number;         /* EchoNumbers (0018,0086), the first */
   char manufacturer[65], model_name[65], protocol_name[65], image_type[97], acquisition_time_text[20];
+  /* RT Dose: GridFrameOffsetVector (3004,000C), the frames' offsets (mm) along the normal from
+     ImagePositionPatient: grid_frames values, the first and the (even) step; grid_uneven when the
+     steps differ (lumen stacks evenly spaced slices only) */
+  int64_t grid_frames;
+  int grid_uneven;
+  double grid_first, grid_step;
 } lumen_dicom_series_tags;
 
 /* The DICOM Part 10 files among paths (files as given; folders searched recursively, 16 levels,

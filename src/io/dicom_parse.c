@@ -207,8 +207,14 @@ static void text_value(const walker *w, const element *e, char *out, size_t size
 
 static lumen_status number_field(walker *w, const element *e, const char *name, int index, double *out) {
   if (!ds_value(w, e, index, out)) {
-    char detail[80];
-    snprintf(detail, sizeof detail, "%s value %d is not a finite number", name, index + 1);
+    char text[33], detail[160];  /* the element as written (pydicom's badVR.dcm: NumberOfFrames "1A") */
+    size_t m = e->length < sizeof text - 1 ? e->length : sizeof text - 1;
+    for (size_t i = 0; i < m; i++) {
+      uint8_t c = w->d[e->value + i];
+      text[i] = c >= 32 && c < 127 ? (char)c : '?';
+    }
+    text[m] = 0;
+    snprintf(detail, sizeof detail, "%s value %d of '%s' is not a finite number", name, index + 1, text);
     return bad(w, e->value, "bad image header", detail);
   }
   return LUMEN_OK;

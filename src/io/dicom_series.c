@@ -98,7 +98,10 @@ static void unknown_geometry(lumen_ctx *ctx, member *m, int64_t n, int *unknown)
   if (m[n - 1].file_index != 0 || m[0].enhanced || m[0].mosaic || (t->has_orientation && t->has_position)) return;
   double step = t->has_between && t->spacing_between > 0 ? t->spacing_between
                 : t->has_thickness && t->slice_thickness > 0 ? t->slice_thickness : 1;
-  for (int64_t i = 0; i < n; i++) {
+  const char *missing = !t->has_orientation && !t->has_position
+                            ? "ImageOrientationPatient (0020,0037) nor ImagePositionPatient (0020,0032)"
+                        : !t->has_orientation ? "ImageOrientationPatient (0020,0037)" : "ImagePositionPatient (0020,0032)";
+  for (int64_t i = 0; i < n; i++) {  /* (t is m[0]'s: set here too) */
     lumen_dicom_series_tags *u = &m[i].h.series;
     static const double identity[6] = {1, 0, 0, 0, 1, 0};
     memcpy(u->orientation, identity, sizeof identity);
@@ -110,9 +113,7 @@ static void unknown_geometry(lumen_ctx *ctx, member *m, int64_t n, int *unknown)
   lumen_log(ctx, LUMEN_LOG_WARNING,
             "lumen_dicom_series_read: '%s': no %s: where the image lies in the patient is unknown; read with rows "
             "bottom-up (dcm2niix's layout), %lld frame(s) as slices %g mm apart, spacing %g x %g mm (%s), and no "
-            "orientation (lumen convert writes NIfTI qform/sform code 0, as dcm2niix does)", m[0].file,
-            !t->has_orientation && !t->has_position ? "ImageOrientationPatient (0020,0037) nor ImagePositionPatient "
-            "(0020,0032)" : !t->has_orientation ? "ImageOrientationPatient (0020,0037)" : "ImagePositionPatient (0020,0032)",
+            "orientation (lumen convert writes NIfTI qform/sform code 0, as dcm2niix does)", m[0].file, missing,
             (long long)n, step, m[0].h.info.spacing[0], m[0].h.info.spacing[1],
             m[0].h.info.spacing_source ? m[0].h.info.spacing_source : "no PixelSpacing: 1 assumed");
 }

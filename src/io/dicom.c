@@ -5,6 +5,7 @@
    image. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,7 +65,12 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
   lumen_status s = lumen_io_slurp(ctx, "lumen_dicom_read", path, max_bytes, &buf, size);
   if (s != LUMEN_OK) return s;
   *data = (uint8_t *)buf;
-  s = lumen_dicom_precheck(ctx, path, *data, *size, hdr);
+  int inflated = 0;
+  s = lumen_dicom_inflate(ctx, path, max_bytes, data, size, &inflated);
+  buf = (char *)*data;
+  if (s == LUMEN_OK) s = lumen_dicom_precheck(ctx, path, *data, *size, hdr);
+  if (s == LUMEN_OK && inflated)  /* what the file says, not the rewritten UID the walk used */
+    snprintf(hdr->info.transfer_syntax, sizeof hdr->info.transfer_syntax, "%s", "1.2.840.10008.1.2.1.99");
   if (s == LUMEN_OK && hdr->decoded_bytes > max_bytes / 2)  /* decoded samples + the float32 image */
     s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY,
                    "lumen_dicom_read: '%s': %lld x %lld x %lld pixels need more than the memory limit (%lld bytes)",

@@ -148,6 +148,12 @@ static inline int lumen_dicom_sample_bytes(int bits_allocated) {
   return bits_allocated == 1 ? 1 : bits_allocated / 8;
 }
 
+/* A Deflated Explicit VR Little Endian file (1.2.840.10008.1.2.1.99) in *data: replaced by the same
+   file with its data set inflated and its TransferSyntaxUID rewritten to explicit VR little endian
+   (*inflated 1), within max_bytes; any other file is left as it is (dicom_deflate.c). */
+lumen_status lumen_dicom_inflate(lumen_ctx *ctx, const char *path, int64_t max_bytes, uint8_t **data, size_t *size,
+                                 int *inflated);
+
 /* Frees what lumen_dicom_precheck allocated in hdr (the frame table); hdr stays valid, empty. */
 void lumen_dicom_header_free(lumen_dicom_header *hdr);
 

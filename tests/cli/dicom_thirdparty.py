@@ -8,14 +8,17 @@ lumen convert's NIfTI against values known from the written pixels.
                             (the same, 2 frames, SpacingBetweenSlices 3), DIR/dose.dcm (an RT Dose
                             of 3 frames of 2 x 2, uint32, GridFrameOffsetVector 0\\5\\10 like
                             rtdose.dcm), DIR/dose_desc.dcm (offsets 0\\-5\\-10), DIR/dose_uneven.dcm
-                            (0\\5\\11), DIR/badnum.dcm (NumberOfFrames "1A", like badVR.dcm)
+                            (0\\5\\11), DIR/badnum.dcm (NumberOfFrames "1A", like badVR.dcm),
+                            DIR/dfl.dcm (nogeom's pixels, Deflated Explicit VR Little Endian, like
+                            image_dfl.dcm) and DIR/dfl_cut.dcm (its last 8 bytes cut)
   check NII NAME            NII equals what lumen must write for NAME (one of the above)
+  raw NII                   NII holds nogeom's pixels as stored (lumen filter's row order)
 """
 import struct, sys
 import numpy as np
 import pydicom
 from pydicom.dataset import Dataset, FileMetaDataset
-from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+from pydicom.uid import DeflatedExplicitVRLittleEndian, ExplicitVRLittleEndian, generate_uid
 
 NOGEOM = np.arange(12, dtype=np.uint16).reshape(3, 4) * 7 + 1          # rows x columns
 NOGEOM_MF = np.stack([NOGEOM, NOGEOM + 100])                            # frames x rows x columns
@@ -59,6 +62,15 @@ def write(dirname):
         d.FrameIncrementPointer = 0x3004000C
         d.PixelData = DOSE.tobytes()
         d.save_as(f'{dirname}/{name}.dcm', write_like_original=False)
+    d = base('1.2.840.10008.5.1.4.1.1.481.2', 3, 4, 16)
+    d.Modality, d.PixelData = 'RTDOSE', NOGEOM.tobytes()
+    d = base('1.2.840.10008.5.1.4.1.1.7', 3, 4, 16)  # deflated, like image_dfl.dcm
+    d.PixelData = NOGEOM.tobytes()
+    d.file_meta.TransferSyntaxUID = DeflatedExplicitVRLittleEndian
+    d.save_as(f'{dirname}/dfl.dcm', write_like_original=False)
+    b = open(f'{dirname}/dfl.dcm', 'rb').read()
+    assert NOGEOM.tobytes() not in b  # pydicom deflated it
+    open(f'{dirname}/dfl_cut.dcm', 'wb').write(b[:-8])
     d = base('1.2.840.10008.5.1.4.1.1.481.2', 3, 4, 16)
     d.Modality, d.PixelData = 'RTDOSE', NOGEOM.tobytes()
     d.NumberOfFrames = 99
@@ -114,4 +126,7 @@ if __name__ == '__main__':
     if sys.argv[1] == 'write':
         write(sys.argv[2])
         sys.exit(0)
+    if sys.argv[1] == 'raw':
+        dims, v = nii(sys.argv[2])[:2]
+        sys.exit(0 if dims[:2] == [4, 3] and np.array_equal(v.reshape(3, 4), NOGEOM.astype(np.float64)) else 1)
     sys.exit(check(sys.argv[2], sys.argv[3]))

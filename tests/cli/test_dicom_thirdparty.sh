@@ -6,7 +6,7 @@
 # bottom-up, frames as slices, PixelSpacing as pixdim, NIfTI qform/sform code 0, a warning); an
 # RT Dose placed by GridFrameOffsetVector (rtdose.dcm; ascending and descending offsets: voxels
 # and affine known from the tags), uneven offsets refused; a NumberOfFrames of "1A" (badVR.dcm)
-# refused showing the text. Packed 1-bit data and per-frame items past NumberOfFrames (liver_1frame.dcm)
+# refused showing the text; a deflated file (image_dfl.dcm) read, cut short refused. Packed 1-bit data and per-frame items past NumberOfFrames (liver_1frame.dcm)
 # are tests/unit/test_io_dicom.c. Skips (77) when Debian's pydicom/numpy are missing or lumen was
 # built without DICOM.
 set -u
@@ -37,4 +37,9 @@ refused "uneven GridFrameOffsetVector refused" 1 "dose_uneven.dcm': GridFrameOff
   convert in/dose_uneven.dcm --out out_uneven
 refused "NumberOfFrames '1A' refused, its text shown" 1 "badnum.dcm'.*NumberOfFrames value 1 of '1A' is not a finite number" \
   convert in/badnum.dcm --out out_badnum
+# Deflated Explicit VR Little Endian (image_dfl.dcm): the pixels as stored; a cut stream refused
+"$bin" filter convolve in/dfl.dcm dfl.nii --kernel 1 -q 2> dfl.err
+check "deflated: the pixels as written" "$tp raw dfl.nii" || cat dfl.err
+refused "deflated, cut short: refused" 1 "dfl_cut.dcm': TransferSyntaxUID 1.2.840.10008.1.2.1.99 (deflated), but the data set" \
+  filter convolve in/dfl_cut.dcm dfl_cut.nii --kernel 1
 exit $fail

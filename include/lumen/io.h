@@ -390,12 +390,14 @@ typedef struct lumen_dicom_series_info {
    Errors (one message naming the file and the field): several series without series_uid
    (LUMEN_ERR_INVALID_ARGUMENT listing each SeriesInstanceUID, SeriesDescription and file count),
    a series_uid not present, a missing ImagePositionPatient / ImageOrientationPatient /
-   PixelSpacing, orientation, spacing or size that differ between files, unevenly spaced slices
+   PixelSpacing (one file without orientation or position is read with an unknown geometry
+   instead: info->geometry_unknown, a warning), orientation, spacing or size that differ between files, unevenly spaced slices
    (LUMEN_ERR_FORMAT "inconsistent geometry"), slice positions with unequal numbers of files
    ("missing frame"), several frames and no tag to order them ("no timing", naming each tag and
    what it held), an identifier or trigger time that differs between the slices of one frame, a
-   multi-frame file without functional groups, an enhanced file whose
-   PerFrameFunctionalGroupsSequence items do not match NumberOfFrames, and those of lumen_dicom_read.
+   multi-frame file without functional groups (but an RT Dose whose GridFrameOffsetVector places its
+   frames is read, one slice per frame), an enhanced file with fewer
+   PerFrameFunctionalGroupsSequence items than NumberOfFrames, and those of lumen_dicom_read.
    An enhanced file (PerFrameFunctionalGroupsSequence) is one member per frame, with the frame's
    position, orientation, spacing and timing from its functional groups (per-frame, else shared,
    else top level) and the enhanced analogues of the ordering/time tags above.

@@ -98,6 +98,7 @@ static void unknown_geometry(lumen_ctx *ctx, member *m, int64_t n, int *unknown)
   if (m[n - 1].file_index != 0 || m[0].enhanced || m[0].mosaic || (t->has_orientation && t->has_position)) return;
   double step = t->has_between && t->spacing_between > 0 ? t->spacing_between
                 : t->has_thickness && t->slice_thickness > 0 ? t->slice_thickness : 1;
+  if (t->grid_frames > 1) step = t->grid_step;  /* an RT Dose without a position: its grid still spaces the frames */
   const char *missing = !t->has_orientation && !t->has_position
                             ? "ImageOrientationPatient (0020,0037) nor ImagePositionPatient (0020,0032)"
                         : !t->has_orientation ? "ImageOrientationPatient (0020,0037)" : "ImagePositionPatient (0020,0032)";

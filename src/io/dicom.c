@@ -22,6 +22,25 @@ int lumen_dicom_is_dicom_file(const char *path) {
   return got == (ssize_t)sizeof buf && memcmp(buf + 128, "DICM", 4) == 0;
 }
 
+int lumen_dicom_bare_dataset(const uint8_t *d, size_t n) {
+  if (n < 8) return 0;
+  unsigned gl = (unsigned)(d[0] | d[1] << 8), gb = (unsigned)(d[0] << 8 | d[1]);
+  unsigned el = (unsigned)(d[2] | d[3] << 8), eb = (unsigned)(d[2] << 8 | d[3]);
+  int vr = d[4] >= 'A' && d[4] <= 'Z' && d[5] >= 'A' && d[5] <= 'Z';
+  if ((gl == 0x0002 || gl == 0x0008) && el < 0x0100) return 1;  /* explicit or implicit little endian */
+  return gb == 0x0008 && eb < 0x0100 && vr;                      /* explicit big endian */
+}
+
+int lumen_dicom_is_bare_file(const char *path) {
+  if (!path || !lumen_io_is_regular_file(path)) return 0;
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return 0;
+  unsigned char buf[8];
+  ssize_t got = pread(fd, buf, sizeof buf, 0);
+  close(fd);
+  return got == (ssize_t)sizeof buf && lumen_dicom_bare_dataset(buf, sizeof buf);
+}
+
 #ifndef LUMEN_HAVE_DICOM
 
 static lumen_status not_built(lumen_ctx *ctx, const char *path) {

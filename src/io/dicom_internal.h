@@ -154,6 +154,13 @@ static inline int lumen_dicom_sample_bytes(int bits_allocated) {
 lumen_status lumen_dicom_inflate(lumen_ctx *ctx, const char *path, int64_t max_bytes, uint8_t **data, size_t *size,
                                  int *inflated);
 
+/* 1 when d (n bytes from the start of a file) begins like a DICOM data set without the Part 10
+   header (no preamble, no "DICM"): a (0002,xxxx) or (0008,xxxx) element in either byte order.
+   lumen does not read such files (every one in pydicom's test data is no image); this only makes
+   the refusal say what the file is (dicom.c). */
+int lumen_dicom_bare_dataset(const uint8_t *d, size_t n);
+int lumen_dicom_is_bare_file(const char *path);
+
 /* Frees what lumen_dicom_precheck allocated in hdr (the frame table); hdr stays valid, empty. */
 void lumen_dicom_header_free(lumen_dicom_header *hdr);
 

@@ -656,8 +656,8 @@ static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *da
   hdr->info.rescale_slope = 1;
   if (size < 132 || memcmp(data + 128, "DICM", 4) != 0)
     return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                      "lumen_dicom_read: '%s' is not a DICOM file (no \"DICM\" at byte 128 of the Part 10 format)",
-                      path);
+                      "lumen_dicom_read: '%s' is not a DICOM file (no \"DICM\" at byte 128 of the Part 10 format%s)",
+                      path, lumen_dicom_bare_dataset(data, size) ? "; it starts like a DICOM data set without the Part 10 header (no 128-byte preamble and \"DICM\"), which lumen does not read" : "");
   /* the file meta group: explicit VR little endian, group 0002 */
   size_t p = 132;
   uint32_t last = 0;

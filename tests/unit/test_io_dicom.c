@@ -285,6 +285,11 @@ static void hostile_headers(void **state) {
   };
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     expect_refused(ctx, write_dicom(refused[i].file, &refused[i].s), refused[i].want, refused[i].words);
+  /* a bare data set (no preamble, no "DICM"; pydicom's ExplVR_LitEndNoMeta.dcm, rtstruct.dcm): said so */
+  buf bare = {.n = 0};
+  el(&bare, 0x0008, 0x0005, "CS", "ISO_IR 100", 10);
+  el(&bare, 0x0028, 0x0010, "US", "\x02\x00", 2);
+  expect_refused(ctx, save("bare.dcm", &bare), LUMEN_ERR_FORMAT, "it starts like a DICOM data set without the Part 10 header");
   /* the memory limit: CT_small (39206 bytes, 32768 decoded) under 50000 bytes */
   char file[1024];
   snprintf(file, sizeof file, "%s", testdata("CT_small.dcm"));
@@ -525,7 +530,7 @@ static int cleanup(void **state) {
   (void)state;
   const char *names[] = {"signed.dcm", "mono1.dcm", "huge.dcm", "longer.dcm", "order.dcm", "bits.dcm", "rgb.dcm",
                          "zero.dcm", "enh.dcm", "enh_top.dcm", "enh_fewer.dcm", "enh_more.dcm", "enh_tpi.dcm",
-                         "enh_dt.dcm", "enh_slope.dcm", "enh_shared.dcm", "bits1.dcm", "bits1_be.dcm"};
+                         "enh_dt.dcm", "enh_slope.dcm", "enh_shared.dcm", "bits1.dcm", "bits1_be.dcm", "bare.dcm"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     char *p = lumen_test_join(g_dir, names[i]);
     unlink(p);

@@ -680,7 +680,8 @@ static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *da
   if (!kind)
     return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
                       "lumen_dicom_read: '%s': TransferSyntaxUID %s is not supported, expected native "
-                      "(1.2.840.10008.1.2, .1.2.1, .1.2.2), RLE, JPEG, JPEG-LS or JPEG 2000 (docs/DICOM.md)",
+                      "(1.2.840.10008.1.2, .1.2.1, .1.2.2), deflated (.1.2.1.99), RLE, JPEG, JPEG-LS or JPEG 2000 "
+                      "(docs/DICOM.md)",
                       path, hdr->info.transfer_syntax);
   hdr->encapsulated = kind == 2;
   hdr->big_endian = w.big;

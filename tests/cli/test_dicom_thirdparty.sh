@@ -32,6 +32,9 @@ for f in nogeom nogeom_mf; do
     cat $f.err
 done
 check "an RT Dose's grid is no warning" "! grep -q warning dose.err" || cat dose.err
+check "no geometry, one slice: the sidecar invents no SpacingBetweenSlices" \
+  "! grep -q SpacingBetweenSlices out_nogeom/*.json && grep -q '\"SpacingBetweenSlices\":.*3' out_nogeom_mf/*.json"
+check "the RT Dose's sidecar: SpacingBetweenSlices 5 (the grid)" "grep -q '\"SpacingBetweenSlices\":.*5' out_dose/*.json"
 
 refused "uneven GridFrameOffsetVector refused" 1 "dose_uneven.dcm': GridFrameOffsetVector (3004,000C) has 3 values unevenly spaced" \
   convert in/dose_uneven.dcm --out out_uneven

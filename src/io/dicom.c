@@ -90,6 +90,11 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
   if (s == LUMEN_OK) s = lumen_dicom_precheck(ctx, path, *data, *size, hdr);
   if (s == LUMEN_OK && inflated)  /* what the file says, not the rewritten UID the walk used */
     snprintf(hdr->info.transfer_syntax, sizeof hdr->info.transfer_syntax, "%s", "1.2.840.10008.1.2.1.99");
+  if (s == LUMEN_OK && (hdr->bare || hdr->syntax_guessed))
+    lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_read: '%s': %s%s%s", path,
+              hdr->bare ? "no Part 10 header (no 128-byte preamble and \"DICM\"): read from byte 0" : "",
+              hdr->bare && hdr->syntax_guessed ? "; " : "",
+              hdr->syntax_guessed ? "no TransferSyntaxUID (0002,0010): read as the first element's syntax" : "");
   if (s == LUMEN_OK && hdr->decoded_bytes > max_bytes / 2)  /* decoded samples + the float32 image */
     s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY,
                    "lumen_dicom_read: '%s': %lld x %lld x %lld pixels need more than the memory limit (%lld bytes)",

@@ -132,6 +132,8 @@ typedef struct lumen_dicom_header {
   int64_t decoded_bytes;     /* rows x columns x frames x bytes a sample (lumen_dicom_sample_bytes): what the
                                 decoder returns (1-bit data: unpacked, one byte a pixel) */
   int pixel_words;           /* native PixelData of VR OW in big endian: 1-bit data are packed in 16-bit words */
+  int bare;                  /* no preamble and "DICM": the data set (or a meta group) from byte 0 */
+  int syntax_guessed;        /* no TransferSyntaxUID: info.transfer_syntax guessed from the first element */
   /* enhanced multi-frame: one entry per item of PerFrameFunctionalGroupsSequence (as many as
      NumberOfFrames), shared values filled in where a frame has none (owned: lumen_dicom_header_free) */
   int enhanced;              /* PerFrameFunctionalGroupsSequence present */
@@ -156,8 +158,8 @@ lumen_status lumen_dicom_inflate(lumen_ctx *ctx, const char *path, int64_t max_b
 
 /* 1 when d (n bytes from the start of a file) begins like a DICOM data set without the Part 10
    header (no preamble, no "DICM"): a (0002,xxxx) or (0008,xxxx) element in either byte order.
-   lumen does not read such files (every one in pydicom's test data is no image); this only makes
-   the refusal say what the file is (dicom.c). */
+   The pre-check reads such a file from byte 0; lumen_dicom_collect takes one named explicitly,
+   never one found in a folder (dicom.c). */
 int lumen_dicom_bare_dataset(const uint8_t *d, size_t n);
 int lumen_dicom_is_bare_file(const char *path);
 

@@ -654,12 +654,18 @@ static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *da
   w.file_size = file_size;
   hdr->info.samples_per_pixel = 1;
   hdr->info.rescale_slope = 1;
-  if (size < 132 || memcmp(data + 128, "DICM", 4) != 0)
-    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                      "lumen_dicom_read: '%s' is not a DICOM file (no \"DICM\" at byte 128 of the Part 10 format%s)",
-                      path, lumen_dicom_bare_dataset(data, size) ? "; it starts like a DICOM data set without the Part 10 header (no 128-byte preamble and \"DICM\"), which lumen does not read" : "");
-  /* the file meta group: explicit VR little endian, group 0002 */
+  /* the file meta group (explicit VR little endian, group 0002) after the preamble; a bare data set
+     (no preamble, no "DICM", perhaps a meta group at byte 0: older exports, ACR-NEMA style) is
+     read from byte 0, its transfer syntax guessed below when no meta group names it */
   size_t p = 132;
+  if (size < 132 || memcmp(data + 128, "DICM", 4) != 0) {
+    if (!lumen_dicom_bare_dataset(data, size))
+      return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                        "lumen_dicom_read: '%s' is not a DICOM file (no \"DICM\" at byte 128 of the Part 10 format, "
+                        "nor a data set from byte 0)", path);
+    p = 0;
+    hdr->bare = 1;
+  }
   uint32_t last = 0;
   while (p + 8 <= size && rd16(&w, p, 0) == 0x0002) {
     element e;
@@ -672,6 +678,17 @@ static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *da
     last = tag;
     if (tag == 0x00020010u) text_value(&w, &e, hdr->info.transfer_syntax, sizeof hdr->info.transfer_syntax);
     p += e.length;
+  }
+  if (!hdr->info.transfer_syntax[0] && size - p >= 8) {
+    /* no TransferSyntaxUID (pydicom's meta_missing_tsyntax.dcm, bare data sets): the first element
+       tells the native syntax, as pydicom and dcm2niix guess it (load() logs the guess) */
+    const uint8_t *d = data + p;
+    int vr = d[4] >= 'A' && d[4] <= 'Z' && d[5] >= 'A' && d[5] <= 'Z';
+    const char *uid = (d[0] | d[1] << 8) != 0x0008 && (d[0] << 8 | d[1]) == 0x0008 && vr ? "1.2.840.10008.1.2.2"
+                      : vr                                                         ? "1.2.840.10008.1.2.1"
+                                                                                   : "1.2.840.10008.1.2";
+    snprintf(hdr->info.transfer_syntax, sizeof hdr->info.transfer_syntax, "%s", uid);
+    hdr->syntax_guessed = 1;
   }
   if (!hdr->info.transfer_syntax[0])
     return lumen_fail(ctx, LUMEN_ERR_FORMAT,

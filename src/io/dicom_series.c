@@ -41,7 +41,7 @@ static int holds_dicom(const char *dir, int depth) {
 int lumen_dicom_is_series_input(const char *path) {
   struct stat st;
   if (!path || stat(path, &st) != 0) return 0;
-  if (!S_ISDIR(st.st_mode)) return lumen_dicom_is_dicom_file(path);
+  if (!S_ISDIR(st.st_mode)) return lumen_dicom_is_dicom_file(path) || lumen_dicom_is_bare_file(path);  /* named */
   return holds_dicom(path, 4);
 }
 

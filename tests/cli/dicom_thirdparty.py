@@ -10,7 +10,9 @@ lumen convert's NIfTI against values known from the written pixels.
                             rtdose.dcm), DIR/dose_desc.dcm (offsets 0\\-5\\-10), DIR/dose_uneven.dcm
                             (0\\5\\11), DIR/badnum.dcm (NumberOfFrames "1A", like badVR.dcm),
                             DIR/dfl.dcm (nogeom's pixels, Deflated Explicit VR Little Endian, like
-                            image_dfl.dcm) and DIR/dfl_cut.dcm (its last 8 bytes cut)
+                            image_dfl.dcm) and DIR/dfl_cut.dcm (its last 8 bytes cut), DIR/bare.dcm
+                            (nogeom's pixels with a geometry as a bare implicit VR data set: no
+                            preamble, no meta group)
   check NII NAME            NII equals what lumen must write for NAME (one of the above)
   raw NII                   NII holds nogeom's pixels as stored (lumen filter's row order)
 """
@@ -71,6 +73,15 @@ def write(dirname):
     b = open(f'{dirname}/dfl.dcm', 'rb').read()
     assert NOGEOM.tobytes() not in b  # pydicom deflated it
     open(f'{dirname}/dfl_cut.dcm', 'wb').write(b[:-8])
+    d = base('1.2.840.10008.5.1.4.1.1.4', 3, 4, 16)  # a bare implicit VR data set (no preamble, no meta)
+    d.Modality, d.PixelData = 'MR', NOGEOM.tobytes()
+    d.ImagePositionPatient, d.ImageOrientationPatient = [-10, 20, 30], [1, 0, 0, 0, 1, 0]
+    d.PixelSpacing, d.SliceThickness = [0.5, 0.25], 2
+    del d.file_meta
+    d.preamble = None
+    d.is_little_endian, d.is_implicit_VR = True, True
+    d.save_as(f'{dirname}/bare.dcm', write_like_original=True)
+    assert open(f'{dirname}/bare.dcm', 'rb').read(2) == b'\x08\x00'
     d = base('1.2.840.10008.5.1.4.1.1.481.2', 3, 4, 16)
     d.Modality, d.PixelData = 'RTDOSE', NOGEOM.tobytes()
     d.NumberOfFrames = 99
@@ -101,7 +112,12 @@ def nii(path):
 
 def check(path, name):
     dims, v, pix, qcode, scode, sform = nii(path)
-    if name in ('nogeom', 'nogeom_mf'):
+    if name == 'bare':  # dcm2niix's layout and affine for its tags
+        want = NOGEOM[None, ::-1, :].astype(np.float64)
+        A = np.array([[-0.25, 0, 0, 10], [0, 0.5, 0, -21], [0, 0, 2, 30]], float)
+        ok = (dims[:3] == [4, 3, 1] and np.array_equal(v.reshape(want.shape), want)
+              and np.allclose(sform, A, atol=1e-4) and scode > 0)
+    elif name in ('nogeom', 'nogeom_mf'):
         src = NOGEOM[None] if name == 'nogeom' else NOGEOM_MF
         want = src[:, ::-1, :].astype(np.float64)  # dcm2niix's rows bottom-up; frames as slices
         zstep = 1.0 if name == 'nogeom' else 3.0

@@ -6,7 +6,8 @@
 # bottom-up, frames as slices, PixelSpacing as pixdim, NIfTI qform/sform code 0, a warning); an
 # RT Dose placed by GridFrameOffsetVector (rtdose.dcm; ascending and descending offsets: voxels
 # and affine known from the tags), uneven offsets refused; a NumberOfFrames of "1A" (badVR.dcm)
-# refused showing the text; a deflated file (image_dfl.dcm) read, cut short refused. Packed 1-bit data and per-frame items past NumberOfFrames (liver_1frame.dcm)
+# refused showing the text; a bare data set (no preamble, no meta group) named on the command line
+# read as dcm2niix reads it, not in a folder; a deflated file (image_dfl.dcm) read, cut short refused. Packed 1-bit data and per-frame items past NumberOfFrames (liver_1frame.dcm)
 # are tests/unit/test_io_dicom.c. Skips (77) when Debian's pydicom/numpy are missing or lumen was
 # built without DICOM.
 set -u
@@ -20,7 +21,7 @@ if ! "$bin" convert in/nogeom.dcm --out probe --uncompressed > /dev/null 2> prob
   if grep -q "built without DICOM support" probe.err; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
 fi
 
-for f in nogeom nogeom_mf dose dose_desc; do
+for f in nogeom nogeom_mf dose dose_desc bare; do
   "$bin" convert in/$f.dcm --out out_$f --uncompressed > $f.out 2> $f.err
   rc=$?
   check "$f: converted" "[ $rc -eq 0 ] && [ \$(ls out_$f/*.nii | wc -l) -eq 1 ]" || cat $f.err
@@ -31,6 +32,10 @@ for f in nogeom nogeom_mf; do
     "grep -q \"in/$f.dcm': no ImageOrientationPatient (0020,0037) nor ImagePositionPatient (0020,0032)\" $f.err" ||
     cat $f.err
 done
+check "a bare data set is a warning naming the file" "grep -q \"in/bare.dcm': no Part 10 header\" bare.err" || cat bare.err
+mkdir only_bare && cp in/bare.dcm only_bare/
+refused "a folder of bare data sets holds no DICOM file (folders take Part 10 files only)" 1 "a folder without a DICOM file" \
+  convert only_bare --out out_only_bare
 check "an RT Dose's grid is no warning" "! grep -q warning dose.err" || cat dose.err
 check "no geometry, one slice: the sidecar invents no SpacingBetweenSlices" \
   "! grep -q SpacingBetweenSlices out_nogeom/*.json && grep -q '\"SpacingBetweenSlices\":.*3' out_nogeom_mf/*.json"

@@ -10,13 +10,14 @@ lumen convert's NIfTI against values known from the written pixels.
                             rtdose.dcm), DIR/dose_desc.dcm (offsets 0\\-5\\-10), DIR/dose_uneven.dcm
                             (0\\5\\11), DIR/badnum.dcm (NumberOfFrames "1A", like badVR.dcm),
                             DIR/dfl.dcm (nogeom's pixels, Deflated Explicit VR Little Endian, like
-                            image_dfl.dcm) and DIR/dfl_cut.dcm (its last 8 bytes cut), DIR/bare.dcm
+                            image_dfl.dcm), DIR/dfl_cut.dcm (its last 8 bytes cut), DIR/dfl_bomb.dcm
+                            (64 MiB of zeros deflated to 64 KiB), DIR/bare.dcm
                             (nogeom's pixels with a geometry as a bare implicit VR data set: no
                             preamble, no meta group)
   check NII NAME            NII equals what lumen must write for NAME (one of the above)
   raw NII                   NII holds nogeom's pixels as stored (lumen filter's row order)
 """
-import struct, sys
+import struct, sys, zlib
 import numpy as np
 import pydicom
 from pydicom.dataset import Dataset, FileMetaDataset
@@ -73,6 +74,13 @@ def write(dirname):
     b = open(f'{dirname}/dfl.dcm', 'rb').read()
     assert NOGEOM.tobytes() not in b  # pydicom deflated it
     open(f'{dirname}/dfl_cut.dcm', 'wb').write(b[:-8])
+    meta_end = 132  # a deflate bomb: dfl.dcm's meta group, then 64 MiB of zeros deflated (64 KiB)
+    while b[meta_end:meta_end + 2] == b'\x02\x00':
+        long_vr = b[meta_end + 4:meta_end + 6] in (b'OB', b'OW', b'UN', b'SQ', b'UT', b'UC', b'UR')
+        n = int.from_bytes(b[meta_end + 8:meta_end + 12] if long_vr else b[meta_end + 6:meta_end + 8], 'little')
+        meta_end += (12 if long_vr else 8) + n
+    z = zlib.compressobj(9, zlib.DEFLATED, -15)
+    open(f'{dirname}/dfl_bomb.dcm', 'wb').write(b[:meta_end] + z.compress(bytes(64 << 20)) + z.flush())
     d = base('1.2.840.10008.5.1.4.1.1.4', 3, 4, 16)  # a bare implicit VR data set (no preamble, no meta)
     d.Modality, d.PixelData = 'MR', NOGEOM.tobytes()
     d.ImagePositionPatient, d.ImageOrientationPatient = [-10, 20, 30], [1, 0, 0, 0, 1, 0]

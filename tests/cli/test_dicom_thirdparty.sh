@@ -7,7 +7,8 @@
 # RT Dose placed by GridFrameOffsetVector (rtdose.dcm; ascending and descending offsets: voxels
 # and affine known from the tags), uneven offsets refused; a NumberOfFrames of "1A" (badVR.dcm)
 # refused showing the text; a bare data set (no preamble, no meta group) named on the command line
-# read as dcm2niix reads it, not in a folder; a deflated file (image_dfl.dcm) read, cut short refused. Packed 1-bit data and per-frame items past NumberOfFrames (liver_1frame.dcm)
+# read as dcm2niix reads it, not in a folder; a deflated file (image_dfl.dcm) read, cut short or
+# inflating past --memory-limit refused. Packed 1-bit data and per-frame items past NumberOfFrames (liver_1frame.dcm)
 # are tests/unit/test_io_dicom.c. Skips (77) when Debian's pydicom/numpy are missing or lumen was
 # built without DICOM.
 set -u
@@ -50,4 +51,6 @@ refused "NumberOfFrames '1A' refused, its text shown" 1 "badnum.dcm'.*NumberOfFr
 check "deflated: the pixels as written" "$tp raw dfl.nii" || cat dfl.err
 refused "deflated, cut short: refused" 1 "dfl_cut.dcm': TransferSyntaxUID 1.2.840.10008.1.2.1.99 (deflated), but the data set" \
   filter convolve in/dfl_cut.dcm dfl_cut.nii --kernel 1
+refused "a deflate bomb stops at the memory limit" 1 "dfl_bomb.dcm': the deflated data set inflates past the memory limit" \
+  filter convolve in/dfl_bomb.dcm dfl_bomb.nii --kernel 1 --memory-limit 16M
 exit $fail

@@ -72,9 +72,10 @@ lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lum
 
 #else
 
-/* The whole file, refused over max_bytes (lumen_io_slurp: a regular file only). */
+/* The whole file, refused over max_bytes (lumen_io_slurp: a regular file only). notes: log the
+   warnings about what was read leniently (once per file: the pixel read, not the header passes). */
 static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lumen_dicom_header *hdr,
-                         uint8_t **data, size_t *size) {
+                         uint8_t **data, size_t *size, int notes) {
   char *buf = NULL;
   memset(hdr, 0, sizeof *hdr);  /* freed with lumen_dicom_header_free on every path */
   struct stat st;
@@ -90,7 +91,13 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
   if (s == LUMEN_OK) s = lumen_dicom_precheck(ctx, path, *data, *size, hdr);
   if (s == LUMEN_OK && inflated)  /* what the file says, not the rewritten UID the walk used */
     snprintf(hdr->info.transfer_syntax, sizeof hdr->info.transfer_syntax, "%s", "1.2.840.10008.1.2.1.99");
-  if (s == LUMEN_OK && (hdr->bare || hdr->syntax_guessed))
+  if (s == LUMEN_OK && notes && hdr->extra_items)
+    lumen_log(ctx, LUMEN_LOG_WARNING,
+              "lumen_dicom_read: '%s': PerFrameFunctionalGroupsSequence (5200,9230) has %lld items for NumberOfFrames "
+              "(0028,0008) = %lld; the first %lld describe the frames, the others are ignored",
+              path, (long long)(hdr->n_frames + hdr->extra_items), (long long)hdr->info.frames,
+              (long long)hdr->n_frames);
+  if (s == LUMEN_OK && notes && (hdr->bare || hdr->syntax_guessed))
     lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_read: '%s': %s%s%s", path,
               hdr->bare ? "no Part 10 header (no 128-byte preamble and \"DICM\"): read from byte 0" : "",
               hdr->bare && hdr->syntax_guessed ? "; " : "",
@@ -142,7 +149,7 @@ lumen_status lumen_dicom_read_series_header(lumen_ctx *ctx, const char *path, in
   size_t size = 0;
   int64_t max = lumen_io_resolve_max_bytes(max_bytes);
   if (headers_from_prefix(path, max, hdr)) return LUMEN_OK;
-  lumen_status s = load(ctx, path, max, hdr, &data, &size);
+  lumen_status s = load(ctx, path, max, hdr, &data, &size, 0);
   free(data);
   return s;
 }
@@ -154,7 +161,7 @@ lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lum
   lumen_dicom_header hdr;
   uint8_t *data = NULL;
   size_t size = 0;
-  lumen_status s = load(ctx, path, lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0), &hdr, &data, &size);
+  lumen_status s = load(ctx, path, lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0), &hdr, &data, &size, 0);
   free(data);
   if (s == LUMEN_OK && info) *info = hdr.info;
   lumen_dicom_header_free(&hdr);
@@ -215,7 +222,7 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   lumen_dicom_header hdr;
   uint8_t *data = NULL;
   size_t size = 0;
-  lumen_status s = load(ctx, path, max_bytes, &hdr, &data, &size);
+  lumen_status s = load(ctx, path, max_bytes, &hdr, &data, &size, 1);
   if (s != LUMEN_OK) return s;
   lumen_dicom_info *in = &hdr.info;
   uint8_t *raw = malloc((size_t)hdr.decoded_bytes);

@@ -45,7 +45,7 @@ lumen_status lumen_dicom_frame_item(lumen_ctx *ctx, const char *path, lumen_dico
   /* NumberOfFrames (0028,0008) precedes (5200,9230) in the ascending top-level order */
   int64_t want = hdr->info.frames > 0 ? hdr->info.frames : 1;
   if (hdr->n_frames >= want) {  /* item k is frame k: items past the last frame describe no pixels (a file cut
-                                   to fewer frames, e.g. pydicom's liver_1frame.dcm); skipped, said once */
+                                   to fewer frames, e.g. pydicom's liver_1frame.dcm); skipped (dicom.c warns) */
     hdr->extra_items++;
     return LUMEN_OK;
   }
@@ -163,12 +163,6 @@ static void fill_from_shared(lumen_dicom_frame *f, const lumen_dicom_frame *s) {
 lumen_status lumen_dicom_frames_finish(lumen_ctx *ctx, const char *path, lumen_dicom_header *hdr) {
   if (!hdr->enhanced) return LUMEN_OK;
   hdr->top_rescale = hdr->info.has_rescale;
-  if (hdr->extra_items)
-    lumen_log(ctx, LUMEN_LOG_WARNING,
-              "lumen_dicom_read: '%s': PerFrameFunctionalGroupsSequence (5200,9230) has %lld items for NumberOfFrames "
-              "(0028,0008) = %lld; the first %lld describe the frames, the others are ignored",
-              path, (long long)(hdr->n_frames + hdr->extra_items), (long long)hdr->info.frames,
-              (long long)hdr->n_frames);
   if (hdr->n_frames != hdr->info.frames)
     return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                       "lumen_dicom_read: '%s': PerFrameFunctionalGroupsSequence (5200,9230) has %lld items, expected "

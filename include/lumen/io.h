@@ -117,7 +117,8 @@ typedef struct lumen_nifti_write_opts {
   int intent_code;          /* 0: LUMEN_NIFTI_INTENT_ESTIMATE when intent_name is set, else none */
   const char *intent_name;  /* parameter name, at most 15 characters (longer is an error) */
   const char *description;  /* descrip, at most 79 characters (longer is cut) */
-  int sform_code, qform_code; /* 0: 1 (scanner anatomical); copy info's codes to keep them */
+  int sform_code, qform_code; /* 0: 1 (scanner anatomical); -1: 0 (unknown: the affine is not a
+                               position in the patient); copy info's codes to keep them */
   int space_unit;           /* 0: LUMEN_NIFTI_UNITS_MM */
   int time_unit;            /* 0: LUMEN_NIFTI_UNITS_SEC */
   double toffset;
@@ -364,6 +365,9 @@ typedef struct lumen_dicom_series_info {
                                modality LUT in every file and frame): lumen convert stores int16/uint16 */
   int stored_signed;        /* PixelRepresentation 1 (with stored_integers) */
   int stored_bits;          /* the largest BitsStored */
+  int geometry_unknown;     /* 1: one file without ImageOrientationPatient / ImagePositionPatient; the
+                               affine is the spacing only, and lumen convert writes NIfTI qform/sform
+                               code 0 (unknown), as dcm2niix does (docs/DICOM.md "No geometry") */
 } lumen_dicom_series_info;
 
 /* Reads a series from paths[0..n_paths): folders (every regular file with the DICOM Part 10
@@ -386,12 +390,14 @@ typedef struct lumen_dicom_series_info {
    Errors (one message naming the file and the field): several series without series_uid
    (LUMEN_ERR_INVALID_ARGUMENT listing each SeriesInstanceUID, SeriesDescription and file count),
    a series_uid not present, a missing ImagePositionPatient / ImageOrientationPatient /
-   PixelSpacing, orientation, spacing or size that differ between files, unevenly spaced slices
+   PixelSpacing (one file without orientation or position is read with an unknown geometry
+   instead: info->geometry_unknown, a warning), orientation, spacing or size that differ between files, unevenly spaced slices
    (LUMEN_ERR_FORMAT "inconsistent geometry"), slice positions with unequal numbers of files
    ("missing frame"), several frames and no tag to order them ("no timing", naming each tag and
    what it held), an identifier or trigger time that differs between the slices of one frame, a
-   multi-frame file without functional groups, an enhanced file whose
-   PerFrameFunctionalGroupsSequence items do not match NumberOfFrames, and those of lumen_dicom_read.
+   multi-frame file without functional groups (but an RT Dose whose GridFrameOffsetVector places its
+   frames is read, one slice per frame), an enhanced file with fewer
+   PerFrameFunctionalGroupsSequence items than NumberOfFrames, and those of lumen_dicom_read.
    An enhanced file (PerFrameFunctionalGroupsSequence) is one member per frame, with the frame's
    position, orientation, spacing and timing from its functional groups (per-frame, else shared,
    else top level) and the enhanced analogues of the ordering/time tags above.

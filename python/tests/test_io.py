@@ -414,6 +414,29 @@ def test_dicom_errors(tmp_path):
         lumen.read_image(get_testdata_file("CT_small.dcm"), apply_scaling=False)
 
 
+def test_dicom_series_without_geometry_and_rt_dose_grid(tmp_path):
+    """One file without orientation/position: dcm2niix's voxel order, the spacing as affine,
+    meta["geometry_unknown"]; an RT Dose's frames are slices GridFrameOffsetVector apart
+    (docs/DICOM.md "No geometry", "Multi-frame")."""
+    pytest.importorskip("pydicom")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "cli"))
+    try:
+        import dicom_thirdparty as tp
+    finally:
+        sys.path.pop(0)
+    tp.write(str(tmp_path))
+    (tmp_path / "one").mkdir()
+    os.replace(tmp_path / "nogeom.dcm", tmp_path / "one" / "nogeom.dcm")
+    a, meta = lumen.read_image(tmp_path / "one")
+    assert meta["geometry_unknown"] is True
+    np.testing.assert_array_equal(a, tp.NOGEOM[None, ::-1, :].astype(np.float32))
+    np.testing.assert_allclose(np.asarray(meta["affine"]), np.diag([2.26, 2.26, 1, 1]), atol=1e-6)
+    a, meta = lumen.read_image([tmp_path / "dose.dcm"])
+    assert meta["geometry_unknown"] is False
+    np.testing.assert_array_equal(a, tp.DOSE[:, ::-1, :].astype(np.float32))
+    assert abs(np.asarray(meta["affine"])[2, 2] - 5) < 1e-9  # the grid's 5 mm, not 1
+
+
 def _hooks_built(build):
     try:
         with open(os.path.join(build, "CMakeCache.txt")) as f:

@@ -209,6 +209,7 @@ static int convert_one(lumen_ctx *ctx, const convert_args *a, const lumen_dicom_
   if (s == LUMEN_OK) s = lumen_dicom_series_sidecar(ctx, &info, &side);
   if (s == LUMEN_OK) {
     lumen_nifti_write_opts w = {.overwrite = a->overwrite, .description = "lumen convert"};
+    if (info.geometry_unknown) w.sform_code = w.qform_code = -1;  /* code 0: no position in the patient */
     s = lumen_nifti_write(ctx, nii, stored, &w);
   }
   if (s == LUMEN_OK) s = lumen_json_write(ctx, side, json, a->overwrite);

@@ -5,6 +5,7 @@
    image. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +20,25 @@ int lumen_dicom_is_dicom_file(const char *path) {
   ssize_t got = pread(fd, buf, sizeof buf, 0);
   close(fd);
   return got == (ssize_t)sizeof buf && memcmp(buf + 128, "DICM", 4) == 0;
+}
+
+int lumen_dicom_bare_dataset(const uint8_t *d, size_t n) {
+  if (n < 8) return 0;
+  unsigned gl = (unsigned)(d[0] | d[1] << 8), gb = (unsigned)(d[0] << 8 | d[1]);
+  unsigned el = (unsigned)(d[2] | d[3] << 8), eb = (unsigned)(d[2] << 8 | d[3]);
+  int vr = d[4] >= 'A' && d[4] <= 'Z' && d[5] >= 'A' && d[5] <= 'Z';
+  if ((gl == 0x0002 || gl == 0x0008) && el < 0x0100) return 1;  /* explicit or implicit little endian */
+  return gb == 0x0008 && eb < 0x0100 && vr;                      /* explicit big endian */
+}
+
+int lumen_dicom_is_bare_file(const char *path) {
+  if (!path || !lumen_io_is_regular_file(path)) return 0;
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return 0;
+  unsigned char buf[8];
+  ssize_t got = pread(fd, buf, sizeof buf, 0);
+  close(fd);
+  return got == (ssize_t)sizeof buf && lumen_dicom_bare_dataset(buf, sizeof buf);
 }
 
 #ifndef LUMEN_HAVE_DICOM
@@ -52,9 +72,10 @@ lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lum
 
 #else
 
-/* The whole file, refused over max_bytes (lumen_io_slurp: a regular file only). */
+/* The whole file, refused over max_bytes (lumen_io_slurp: a regular file only). notes: log the
+   warnings about what was read leniently (once per file: the pixel read, not the header passes). */
 static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lumen_dicom_header *hdr,
-                         uint8_t **data, size_t *size) {
+                         uint8_t **data, size_t *size, int notes) {
   char *buf = NULL;
   memset(hdr, 0, sizeof *hdr);  /* freed with lumen_dicom_header_free on every path */
   struct stat st;
@@ -64,7 +85,23 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
   lumen_status s = lumen_io_slurp(ctx, "lumen_dicom_read", path, max_bytes, &buf, size);
   if (s != LUMEN_OK) return s;
   *data = (uint8_t *)buf;
-  s = lumen_dicom_precheck(ctx, path, *data, *size, hdr);
+  int inflated = 0;
+  s = lumen_dicom_inflate(ctx, path, max_bytes, data, size, &inflated);
+  buf = (char *)*data;
+  if (s == LUMEN_OK) s = lumen_dicom_precheck(ctx, path, *data, *size, hdr);
+  if (s == LUMEN_OK && inflated)  /* what the file says, not the rewritten UID the walk used */
+    snprintf(hdr->info.transfer_syntax, sizeof hdr->info.transfer_syntax, "%s", "1.2.840.10008.1.2.1.99");
+  if (s == LUMEN_OK && notes && hdr->extra_items)
+    lumen_log(ctx, LUMEN_LOG_WARNING,
+              "lumen_dicom_read: '%s': PerFrameFunctionalGroupsSequence (5200,9230) has %lld items for NumberOfFrames "
+              "(0028,0008) = %lld; the first %lld describe the frames, the others are ignored",
+              path, (long long)(hdr->n_frames + hdr->extra_items), (long long)hdr->info.frames,
+              (long long)hdr->n_frames);
+  if (s == LUMEN_OK && notes && (hdr->bare || hdr->syntax_guessed))
+    lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_read: '%s': %s%s%s", path,
+              hdr->bare ? "no Part 10 header (no 128-byte preamble and \"DICM\"): read from byte 0" : "",
+              hdr->bare && hdr->syntax_guessed ? "; " : "",
+              hdr->syntax_guessed ? "no TransferSyntaxUID (0002,0010): read as the first element's syntax" : "");
   if (s == LUMEN_OK && hdr->decoded_bytes > max_bytes / 2)  /* decoded samples + the float32 image */
     s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY,
                    "lumen_dicom_read: '%s': %lld x %lld x %lld pixels need more than the memory limit (%lld bytes)",
@@ -112,7 +149,7 @@ lumen_status lumen_dicom_read_series_header(lumen_ctx *ctx, const char *path, in
   size_t size = 0;
   int64_t max = lumen_io_resolve_max_bytes(max_bytes);
   if (headers_from_prefix(path, max, hdr)) return LUMEN_OK;
-  lumen_status s = load(ctx, path, max, hdr, &data, &size);
+  lumen_status s = load(ctx, path, max, hdr, &data, &size, 0);
   free(data);
   return s;
 }
@@ -124,7 +161,7 @@ lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lum
   lumen_dicom_header hdr;
   uint8_t *data = NULL;
   size_t size = 0;
-  lumen_status s = load(ctx, path, lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0), &hdr, &data, &size);
+  lumen_status s = load(ctx, path, lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0), &hdr, &data, &size, 0);
   free(data);
   if (s == LUMEN_OK && info) *info = hdr.info;
   lumen_dicom_header_free(&hdr);
@@ -134,7 +171,13 @@ lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lum
 /* Native pixel data (checked to be within the file) as little-endian samples. */
 static void native_copy(const lumen_dicom_header *hdr, const uint8_t *data, uint8_t *raw) {
   const uint8_t *src = data + hdr->pixel_offset;
-  size_t n = (size_t)hdr->decoded_bytes, b = (size_t)hdr->info.bits_allocated / 8;
+  size_t n = (size_t)hdr->decoded_bytes, b = (size_t)lumen_dicom_sample_bytes(hdr->info.bits_allocated);
+  if (hdr->info.bits_allocated == 1) {  /* pixel i is bit i % 8 of byte i / 8 (PS3.5 8.1.1), frames not byte-aligned;
+                                           an OW value in big endian swaps the bytes of each 16-bit word */
+    size_t swap = hdr->pixel_words ? 1 : 0;
+    for (size_t i = 0; i < n; i++) raw[i] = (uint8_t)((src[(i >> 3) ^ swap] >> (i & 7)) & 1);
+    return;
+  }
   if (!hdr->big_endian || b == 1) {
     memcpy(raw, src, n);
     return;
@@ -159,7 +202,7 @@ static double sample(const uint8_t *raw, int64_t i, int bytes, int bits_stored, 
 
 static void to_float(const lumen_dicom_info *in, double slope, double inter, const uint8_t *raw, float *out,
                      int64_t count, int invert) {
-  int bytes = in->bits_allocated / 8, sgn = in->pixel_representation == 1;
+  int bytes = lumen_dicom_sample_bytes(in->bits_allocated), sgn = in->pixel_representation == 1;
   double lo = sgn ? -(double)(UINT64_C(1) << (in->bits_stored - 1)) : 0;
   double hi = sgn ? (double)(UINT64_C(1) << (in->bits_stored - 1)) - 1 : (double)(UINT64_C(1) << in->bits_stored) - 1;
   double flip = (lo + hi) * slope + 2 * inter;  /* modality(lo) + modality(hi) */
@@ -179,7 +222,7 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   lumen_dicom_header hdr;
   uint8_t *data = NULL;
   size_t size = 0;
-  lumen_status s = load(ctx, path, max_bytes, &hdr, &data, &size);
+  lumen_status s = load(ctx, path, max_bytes, &hdr, &data, &size, 1);
   if (s != LUMEN_OK) return s;
   lumen_dicom_info *in = &hdr.info;
   uint8_t *raw = malloc((size_t)hdr.decoded_bytes);
@@ -209,7 +252,7 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   }
   in->inverted = strcmp(in->photometric, "MONOCHROME1") == 0;
   /* frame by frame: an enhanced file's modality LUT may differ between frames (functional groups) */
-  int64_t per = in->rows * in->columns, step = per * (in->bits_allocated / 8);
+  int64_t per = in->rows * in->columns, step = per * lumen_dicom_sample_bytes(in->bits_allocated);
   for (int64_t k = 0; k < in->frames; k++) {
     double slope, inter;
     lumen_dicom_frame_rescale(&hdr, k, &slope, &inter);

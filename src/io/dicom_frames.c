@@ -44,11 +44,11 @@ lumen_status lumen_dicom_frame_item(lumen_ctx *ctx, const char *path, lumen_dico
   }
   /* NumberOfFrames (0028,0008) precedes (5200,9230) in the ascending top-level order */
   int64_t want = hdr->info.frames > 0 ? hdr->info.frames : 1;
-  if (hdr->n_frames >= want)
-    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                      "lumen_dicom_read: '%s': PerFrameFunctionalGroupsSequence (5200,9230) has more than %lld items, "
-                      "expected NumberOfFrames (0028,0008) = %lld (one item per frame)",
-                      path, (long long)want, (long long)want);
+  if (hdr->n_frames >= want) {  /* item k is frame k: items past the last frame describe no pixels (a file cut
+                                   to fewer frames, e.g. pydicom's liver_1frame.dcm); skipped (dicom.c warns) */
+    hdr->extra_items++;
+    return LUMEN_OK;
+  }
   if (hdr->n_frames == hdr->cap_frames) {  /* grows with the items present, not from NumberOfFrames */
     int64_t cap = hdr->cap_frames ? 2 * hdr->cap_frames : 16;
     if (cap > want) cap = want;

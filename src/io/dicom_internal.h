@@ -61,6 +61,12 @@ typedef struct lumen_dicom_series_tags {
   int has_echo_number;
   double echo_number;         /* EchoNumbers (0018,0086), the first */
   char manufacturer[65], model_name[65], protocol_name[65], image_type[97], acquisition_time_text[20];
+  /* RT Dose: GridFrameOffsetVector (3004,000C), the frames' offsets (mm) along the normal from
+     ImagePositionPatient: grid_frames values, the first and the (even) step; grid_uneven when the
+     steps differ (lumen stacks evenly spaced slices only) */
+  int64_t grid_frames;
+  int grid_uneven;
+  double grid_first, grid_step;
 } lumen_dicom_series_tags;
 
 /* The DICOM Part 10 files among paths (files as given; folders searched recursively, 16 levels,
@@ -123,16 +129,39 @@ typedef struct lumen_dicom_header {
   int encapsulated;          /* pixel data are compressed fragments */
   int64_t pixel_offset;      /* the pixel data element's value in the file */
   int64_t pixel_length;      /* its length (native), or the bytes of its fragments (encapsulated) */
-  int64_t decoded_bytes;     /* rows x columns x frames x bits_allocated / 8: what the decoder returns */
+  int64_t decoded_bytes;     /* rows x columns x frames x bytes a sample (lumen_dicom_sample_bytes): what the
+                                decoder returns (1-bit data: unpacked, one byte a pixel) */
+  int pixel_words;           /* native PixelData of VR OW in big endian: 1-bit data are packed in 16-bit words */
+  int bare;                  /* no preamble and "DICM": the data set (or a meta group) from byte 0 */
+  int syntax_guessed;        /* no TransferSyntaxUID: info.transfer_syntax guessed from the first element */
   /* enhanced multi-frame: one entry per item of PerFrameFunctionalGroupsSequence (as many as
      NumberOfFrames), shared values filled in where a frame has none (owned: lumen_dicom_header_free) */
   int enhanced;              /* PerFrameFunctionalGroupsSequence present */
   lumen_dicom_frame *frames;
   int64_t n_frames, cap_frames;
+  int64_t extra_items;       /* per-frame items past NumberOfFrames: ignored (a warning) */
   int has_shared;
   int top_rescale;           /* top-level RescaleSlope/Intercept present: they win over the groups */
   lumen_dicom_frame shared;  /* SharedFunctionalGroupsSequence's values */
 } lumen_dicom_header;
+
+/* The bytes of one decoded sample: BitsAllocated / 8, and 1 for packed 1-bit data (unpacked). */
+static inline int lumen_dicom_sample_bytes(int bits_allocated) {
+  return bits_allocated == 1 ? 1 : bits_allocated / 8;
+}
+
+/* A Deflated Explicit VR Little Endian file (1.2.840.10008.1.2.1.99) in *data: replaced by the same
+   file with its data set inflated and its TransferSyntaxUID rewritten to explicit VR little endian
+   (*inflated 1), within max_bytes; any other file is left as it is (dicom_deflate.c). */
+lumen_status lumen_dicom_inflate(lumen_ctx *ctx, const char *path, int64_t max_bytes, uint8_t **data, size_t *size,
+                                 int *inflated);
+
+/* 1 when d (n bytes from the start of a file) begins like a DICOM data set without the Part 10
+   header (no preamble, no "DICM"): a (0002,xxxx) or (0008,xxxx) element in either byte order.
+   The pre-check reads such a file from byte 0; lumen_dicom_collect takes one named explicitly,
+   never one found in a folder (dicom.c). */
+int lumen_dicom_bare_dataset(const uint8_t *d, size_t n);
+int lumen_dicom_is_bare_file(const char *path);
 
 /* Frees what lumen_dicom_precheck allocated in hdr (the frame table); hdr stays valid, empty. */
 void lumen_dicom_header_free(lumen_dicom_header *hdr);

@@ -207,8 +207,14 @@ static void text_value(const walker *w, const element *e, char *out, size_t size
 
 static lumen_status number_field(walker *w, const element *e, const char *name, int index, double *out) {
   if (!ds_value(w, e, index, out)) {
-    char detail[80];
-    snprintf(detail, sizeof detail, "%s value %d is not a finite number", name, index + 1);
+    char text[33], detail[160];  /* the element as written (pydicom's badVR.dcm: NumberOfFrames "1A") */
+    size_t m = e->length < sizeof text - 1 ? e->length : sizeof text - 1;
+    for (size_t i = 0; i < m; i++) {
+      uint8_t c = w->d[e->value + i];
+      text[i] = c >= 32 && c < 127 ? (char)c : '?';
+    }
+    text[m] = 0;
+    snprintf(detail, sizeof detail, "%s value %d of '%s' is not a finite number", name, index + 1, text);
     return bad(w, e->value, "bad image header", detail);
   }
   return LUMEN_OK;
@@ -432,6 +438,7 @@ static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, 
       }
       if (w->h->encapsulated) return bad(w, at, "native pixel data in an encapsulated transfer syntax", NULL);
       w->h->pixel_length = e.length;
+      w->h->pixel_words = w->big && e.vr[0] == 'O' && e.vr[1] == 'W';
       if (w->headers_only) {  /* the headers are read: what follows is the full read's to check */
         *pos = end;
         return LUMEN_OK;
@@ -517,9 +524,14 @@ static lumen_status check_description(walker *w) {
                       "lumen_dicom_read: '%s': PhotometricInterpretation is '%s' (%s), expected MONOCHROME1 or "
                       "MONOCHROME2: lumen takes greyscale images", path, in->photometric,
                       !strncmp(in->photometric, "PALETTE", 7) ? "a palette colour image" : "colour");
-  if (in->bits_allocated != 8 && in->bits_allocated != 16 && in->bits_allocated != 32)
-    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED, "lumen_dicom_read: '%s': BitsAllocated is %d, expected 8, 16 or 32",
-                      path, in->bits_allocated);
+  if (in->bits_allocated != 1 && in->bits_allocated != 8 && in->bits_allocated != 16 && in->bits_allocated != 32)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                      "lumen_dicom_read: '%s': BitsAllocated is %d, expected 1, 8, 16 or 32", path, in->bits_allocated);
+  /* 1 bit: packed bits (a binary segmentation, an overlay-like mask), native only; unpacked to a byte each */
+  if (in->bits_allocated == 1 && w->h->encapsulated)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                      "lumen_dicom_read: '%s': BitsAllocated 1 in transfer syntax %s, expected native pixel data", path,
+                      in->transfer_syntax);
   if (!w->have_stored) in->bits_stored = in->bits_allocated;
   if (in->bits_stored < 1 || in->bits_stored > in->bits_allocated)
     return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': BitsStored is %d, expected 1..%d (BitsAllocated)",
@@ -539,7 +551,7 @@ static lumen_status check_description(walker *w) {
   if (in->frames < 1) in->frames = 1;
   int64_t bytes = 0;
   if (lumen_mul_i64(in->rows, in->columns, &bytes) || lumen_mul_i64(bytes, in->frames, &bytes) ||
-      lumen_mul_i64(bytes, in->bits_allocated / 8, &bytes))
+      lumen_mul_i64(bytes, lumen_dicom_sample_bytes(in->bits_allocated), &bytes))
     return lumen_fail(ctx, LUMEN_ERR_OVERFLOW, "lumen_dicom_read: '%s': image size overflows", path);
   w->h->decoded_bytes = bytes;
   if (in->has_rescale && !(in->rescale_slope != 0))
@@ -568,10 +580,12 @@ static lumen_status check_pixels(walker *w) {
   int64_t bytes = w->h->decoded_bytes;
   if (!w->have_pixel)
     return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': no PixelData (7FE0,0010): not an image", path);
+  if (in->bits_allocated == 1) bytes = (bytes + 7) / 8;  /* packed: the unpacked size is one byte a pixel */
+  if (in->bits_allocated == 1 && w->h->pixel_words) bytes += bytes & 1;  /* whole 16-bit words */
   if (!w->h->encapsulated && w->h->pixel_length < bytes)
     return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                       "lumen_dicom_read: '%s': PixelData has %lld bytes, expected %lld (Rows %lld x Columns %lld x "
-                      "NumberOfFrames %lld x BitsAllocated %d / 8)",
+                      "NumberOfFrames %lld x BitsAllocated %d / 8, rounded up)",
                       path, (long long)w->h->pixel_length, (long long)bytes, (long long)in->rows,
                       (long long)in->columns, (long long)in->frames, in->bits_allocated);
   return LUMEN_OK;
@@ -640,12 +654,18 @@ static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *da
   w.file_size = file_size;
   hdr->info.samples_per_pixel = 1;
   hdr->info.rescale_slope = 1;
-  if (size < 132 || memcmp(data + 128, "DICM", 4) != 0)
-    return lumen_fail(ctx, LUMEN_ERR_FORMAT,
-                      "lumen_dicom_read: '%s' is not a DICOM file (no \"DICM\" at byte 128 of the Part 10 format)",
-                      path);
-  /* the file meta group: explicit VR little endian, group 0002 */
+  /* the file meta group (explicit VR little endian, group 0002) after the preamble; a bare data set
+     (no preamble, no "DICM", perhaps a meta group at byte 0: older exports, ACR-NEMA style) is
+     read from byte 0, its transfer syntax guessed below when no meta group names it */
   size_t p = 132;
+  if (size < 132 || memcmp(data + 128, "DICM", 4) != 0) {
+    if (!lumen_dicom_bare_dataset(data, size))
+      return lumen_fail(ctx, LUMEN_ERR_FORMAT,
+                        "lumen_dicom_read: '%s' is not a DICOM file (no \"DICM\" at byte 128 of the Part 10 format, "
+                        "nor a data set from byte 0)", path);
+    p = 0;
+    hdr->bare = 1;
+  }
   uint32_t last = 0;
   while (p + 8 <= size && rd16(&w, p, 0) == 0x0002) {
     element e;
@@ -659,6 +679,17 @@ static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *da
     if (tag == 0x00020010u) text_value(&w, &e, hdr->info.transfer_syntax, sizeof hdr->info.transfer_syntax);
     p += e.length;
   }
+  if (!hdr->info.transfer_syntax[0] && size - p >= 8) {
+    /* no TransferSyntaxUID (pydicom's meta_missing_tsyntax.dcm, bare data sets): the first element
+       tells the native syntax, as pydicom and dcm2niix guess it (load() logs the guess) */
+    const uint8_t *d = data + p;
+    int vr = d[4] >= 'A' && d[4] <= 'Z' && d[5] >= 'A' && d[5] <= 'Z';
+    const char *uid = (d[0] | d[1] << 8) != 0x0008 && (d[0] << 8 | d[1]) == 0x0008 && vr ? "1.2.840.10008.1.2.2"
+                      : vr                                                         ? "1.2.840.10008.1.2.1"
+                                                                                   : "1.2.840.10008.1.2";
+    snprintf(hdr->info.transfer_syntax, sizeof hdr->info.transfer_syntax, "%s", uid);
+    hdr->syntax_guessed = 1;
+  }
   if (!hdr->info.transfer_syntax[0])
     return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                       "lumen_dicom_read: '%s': no TransferSyntaxUID (0002,0010) in the file meta group", path);
@@ -666,7 +697,8 @@ static lumen_status precheck(lumen_ctx *ctx, const char *path, const uint8_t *da
   if (!kind)
     return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
                       "lumen_dicom_read: '%s': TransferSyntaxUID %s is not supported, expected native "
-                      "(1.2.840.10008.1.2, .1.2.1, .1.2.2), RLE, JPEG, JPEG-LS or JPEG 2000 (docs/DICOM.md)",
+                      "(1.2.840.10008.1.2, .1.2.1, .1.2.2), deflated (.1.2.1.99), RLE, JPEG, JPEG-LS or JPEG 2000 "
+                      "(docs/DICOM.md)",
                       path, hdr->info.transfer_syntax);
   hdr->encapsulated = kind == 2;
   hdr->big_endian = w.big;

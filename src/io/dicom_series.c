@@ -41,7 +41,7 @@ static int holds_dicom(const char *dir, int depth) {
 int lumen_dicom_is_series_input(const char *path) {
   struct stat st;
   if (!path || stat(path, &st) != 0) return 0;
-  if (!S_ISDIR(st.st_mode)) return lumen_dicom_is_dicom_file(path);
+  if (!S_ISDIR(st.st_mode)) return lumen_dicom_is_dicom_file(path) || lumen_dicom_is_bare_file(path);  /* named */
   return holds_dicom(path, 4);
 }
 
@@ -86,8 +86,41 @@ static lumen_status geometry_error(lumen_ctx *ctx, const char *path, const char 
                     detail);
 }
 
+/* One file without ImageOrientationPatient or ImagePositionPatient (a secondary capture, NM, an
+   old CR; pydicom's JPEG2000.dcm): where it lies in the patient is unknown. As dcm2niix does, it
+   is converted anyway: frames as slices SpacingBetweenSlices (else SliceThickness, else 1) apart,
+   rows bottom-up as always, spacing from PixelSpacing (else ImagerPixelSpacing, else 1); the
+   orientation is taken as the identity and the caller told (*unknown: the affine is the spacing
+   only, lumen convert writes NIfTI qform/sform code 0 as dcm2niix does). A warning says so. */
+static void unknown_geometry(lumen_ctx *ctx, member *m, int64_t n, int *unknown) {
+  const lumen_dicom_series_tags *t = &m[0].h.series;
+  *unknown = 0;
+  if (m[n - 1].file_index != 0 || m[0].enhanced || m[0].mosaic || (t->has_orientation && t->has_position)) return;
+  double step = t->has_between && t->spacing_between > 0 ? t->spacing_between
+                : t->has_thickness && t->slice_thickness > 0 ? t->slice_thickness : 1;
+  if (t->grid_frames > 1) step = t->grid_step;  /* an RT Dose without a position: its grid still spaces the frames */
+  const char *missing = !t->has_orientation && !t->has_position
+                            ? "ImageOrientationPatient (0020,0037) nor ImagePositionPatient (0020,0032)"
+                        : !t->has_orientation ? "ImageOrientationPatient (0020,0037)" : "ImagePositionPatient (0020,0032)";
+  for (int64_t i = 0; i < n; i++) {  /* (t is m[0]'s: set here too) */
+    lumen_dicom_series_tags *u = &m[i].h.series;
+    static const double identity[6] = {1, 0, 0, 0, 1, 0};
+    memcpy(u->orientation, identity, sizeof identity);
+    u->position[0] = u->position[1] = 0;
+    u->position[2] = (double)m[i].frame * step;
+    u->has_orientation = u->has_position = 1;
+  }
+  *unknown = 1;
+  lumen_log(ctx, LUMEN_LOG_WARNING,
+            "lumen_dicom_series_read: '%s': no %s: where the image lies in the patient is unknown; read with rows "
+            "bottom-up (dcm2niix's layout), %lld frame(s) as slices %g mm apart, spacing %g x %g mm (%s), and no "
+            "orientation (lumen convert writes NIfTI qform/sform code 0, as dcm2niix does)", m[0].file, missing,
+            (long long)n, step, m[0].h.info.spacing[0], m[0].h.info.spacing[1],
+            m[0].h.info.spacing_source ? m[0].h.info.spacing_source : "no PixelSpacing: 1 assumed");
+}
+
 /* Every file against the first: size, orientation, spacing present and equal. */
-static lumen_status check_geometry(lumen_ctx *ctx, member *m, int64_t n) {
+static lumen_status check_geometry(lumen_ctx *ctx, member *m, int64_t n, int unknown) {
   const member_header *f = &m[0].h;
   for (int64_t i = 0; i < n; i++) {
     const member_header *h = &m[i].h;
@@ -100,7 +133,7 @@ static lumen_status check_geometry(lumen_ctx *ctx, member *m, int64_t n) {
       return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                         "lumen_dicom_series_read: '%s': ImagePositionPatient (0020,0032) missing, expected in every "
                         "file of a series", m[i].path);
-    if (!h->info.spacing_source || strcmp(h->info.spacing_source, "PixelSpacing") != 0)
+    if (!unknown && (!h->info.spacing_source || strcmp(h->info.spacing_source, "PixelSpacing") != 0))
       return lumen_fail(ctx, LUMEN_ERR_FORMAT,
                         "lumen_dicom_series_read: '%s': PixelSpacing (0028,0030) missing, expected in every file of a "
                         "series", m[i].path);
@@ -223,22 +256,39 @@ static lumen_status mosaic_member(lumen_ctx *ctx, member *x) {
   return LUMEN_OK;
 }
 
+/* A multi-frame file without functional groups: its frames are slices when GridFrameOffsetVector
+   places them (RT Dose), or when the file is the whole input and has no orientation (the geometry
+   is unknown anyway: frames stacked as lumen_dicom_read stacks them); else refused. */
+static lumen_status plain_multiframe(lumen_ctx *ctx, const lumen_dicom_header *h, const char *path, int64_t nf) {
+  const lumen_dicom_series_tags *t = &h->series;
+  if (h->info.frames == 1 || h->enhanced) return LUMEN_OK;
+  if (t->grid_frames && (t->grid_frames != h->info.frames || t->grid_uneven || t->grid_step == 0))
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                      "lumen_dicom_series_read: '%s': GridFrameOffsetVector (3004,000C) has %lld values%s for "
+                      "NumberOfFrames %lld, expected one per frame, evenly spaced and distinct", path,
+                      (long long)t->grid_frames, t->grid_uneven ? " unevenly spaced" : "", (long long)h->info.frames);
+  if (t->grid_frames && t->has_position && t->has_orientation) return LUMEN_OK;
+  if (nf == 1 && !t->has_orientation) return LUMEN_OK;
+  return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                    "lumen_dicom_series_read: '%s': NumberOfFrames is %lld and there is no "
+                    "PerFrameFunctionalGroupsSequence (5200,9230) nor GridFrameOffsetVector (3004,000C): a multi-frame "
+                    "file without functional groups (e.g. a secondary capture) has no position or time per frame, "
+                    "expected single-frame images or an enhanced multi-frame file", path, (long long)h->info.frames);
+}
+
 /* Members from the files' headers: a single-frame file is one, an enhanced file one per frame
-   (its own position, orientation, timing: per-frame groups, else shared, else top level). A
-   multi-frame file without functional groups is refused: nothing says where its frames lie. */
+   (its own position, orientation, timing: per-frame groups, else shared, else top level), a
+   multi-frame file without functional groups one per frame where plain_multiframe allows it (an
+   RT Dose's frames at ImagePositionPatient + (offset_k - offset_0) x normal). */
 static lumen_status expand(lumen_ctx *ctx, const lumen_dicom_header *fh, char *const *fpath, int64_t nf,
                            int64_t max_bytes, member **out, int64_t *nout) {
   int64_t total = 0, bytes = 0;
   *out = NULL;
   *nout = 0;
   for (int64_t f = 0; f < nf; f++) {
-    if (fh[f].info.frames != 1 && !fh[f].enhanced)
-      return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
-                        "lumen_dicom_series_read: '%s': NumberOfFrames is %lld and there is no "
-                        "PerFrameFunctionalGroupsSequence (5200,9230): a multi-frame file without functional groups "
-                        "(e.g. a secondary capture) has no position or time per frame, expected single-frame images "
-                        "or an enhanced multi-frame file", fpath[f], (long long)fh[f].info.frames);
-    total += fh[f].enhanced ? fh[f].n_frames : 1;
+    lumen_status s = plain_multiframe(ctx, &fh[f], fpath[f], nf);
+    if (s != LUMEN_OK) return s;
+    total += fh[f].enhanced ? fh[f].n_frames : fh[f].info.frames;
   }
   if (lumen_mul_i64(total, (int64_t)sizeof(member), &bytes) || bytes > max_bytes)
     return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY,
@@ -248,7 +298,7 @@ static lumen_status expand(lumen_ctx *ctx, const lumen_dicom_header *fh, char *c
   if (!m) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
   int64_t n = 0;
   for (int64_t f = 0; f < nf; f++) {
-    int64_t frames = fh[f].enhanced ? fh[f].n_frames : 1;
+    int64_t frames = fh[f].enhanced ? fh[f].n_frames : fh[f].info.frames;
     for (int64_t k = 0; k < frames; k++, n++) {
       member *x = &m[n];
       x->path = x->file = fpath[f];
@@ -256,7 +306,7 @@ static lumen_status expand(lumen_ctx *ctx, const lumen_dicom_header *fh, char *c
       x->frame = k;
       x->file_frames = fh[f].info.frames;
       x->enhanced = fh[f].enhanced;
-      if (!x->enhanced) {
+      if (!x->enhanced && frames == 1) {
         x->h.info = fh[f].info;
         x->h.series = fh[f].series;
         lumen_status s = mosaic_member(ctx, x);
@@ -266,7 +316,18 @@ static lumen_status expand(lumen_ctx *ctx, const lumen_dicom_header *fh, char *c
         }
         continue;
       }
-      lumen_dicom_frame_view(&fh[f], k, &x->h.info, &x->h.series);
+      if (x->enhanced) {
+        lumen_dicom_frame_view(&fh[f], k, &x->h.info, &x->h.series);
+      } else {  /* a plain multi-frame file: frame k of a grid (RT Dose), or of a stack without geometry */
+        x->h.info = fh[f].info;
+        x->h.series = fh[f].series;
+        lumen_dicom_series_tags *t = &x->h.series;
+        if (t->grid_frames) {
+          const double *o = t->orientation;
+          double nrm[3] = {o[1] * o[5] - o[2] * o[4], o[2] * o[3] - o[0] * o[5], o[0] * o[4] - o[1] * o[3]};
+          for (int a = 0; a < 3; a++) t->position[a] += nrm[a] * (double)k * t->grid_step;
+        }
+      }
       size_t len = strlen(fpath[f]) + 32;
       x->label = malloc(len);
       if (!x->label) {
@@ -488,7 +549,9 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
   if (s == LUMEN_OK) s = expand(ctx, fh, fpath, nf, max_bytes, &m, &n);
   for (int64_t i = 0; i < nf; i++) lumen_dicom_header_free(&fh[i]);  /* the members hold what they need */
   free(fh);
-  if (s == LUMEN_OK) s = check_geometry(ctx, m, n);
+  int unknown = 0;
+  if (s == LUMEN_OK) unknown_geometry(ctx, m, n, &unknown);
+  if (s == LUMEN_OK) s = check_geometry(ctx, m, n, unknown);
   if (s == LUMEN_OK) s = lumen_dicom_series_arrange(ctx, m, n, &nz, &nt, &inf);
   if (s == LUMEN_OK) s = mosaic_volume(ctx, m, n, &nz);
   if (s == LUMEN_OK) {
@@ -503,6 +566,12 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
   if (s == LUMEN_OK) s = check_constants(ctx, m, n);
   if (s == LUMEN_OK && !probe) s = read_pixels(ctx, m, n, nz, nt, max_bytes, lumen_image_data(im));
   if (s == LUMEN_OK) series_affine(m, nz, nt, &inf);
+  if (s == LUMEN_OK && unknown) {  /* no orientation: the spacing only (NIfTI's method 1) */
+    memset(inf.affine, 0, sizeof inf.affine);
+    for (int a = 0; a < 3; a++) inf.affine[5 * a] = inf.spacing[a];
+    inf.affine[15] = 1;
+    inf.geometry_unknown = 1;
+  }
   if (s == LUMEN_OK) describe(&m[0], &inf);
   if (s == LUMEN_OK) stored_values(m, n, &inf);
   if (s == LUMEN_OK && !probe) {

@@ -74,8 +74,9 @@ lumen_status lumen_dicom_collect(lumen_ctx *ctx, const char *who, const char *co
     if (!paths[i] || stat(paths[i], &st) != 0)
       s = lumen_fail(ctx, LUMEN_ERR_IO, "%s: '%s': not found", who, paths[i] ? paths[i] : "");
     else if (S_ISDIR(st.st_mode)) s = walk(ctx, who, paths[i], 0, &files);
-    else if (!lumen_dicom_is_dicom_file(paths[i]))
-      s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s' is not a DICOM file (no \"DICM\" at byte 128)", who, paths[i]);
+    else if (!lumen_dicom_is_dicom_file(paths[i]) && !lumen_dicom_is_bare_file(paths[i]))  /* named: bare too */
+      s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s' is not a DICOM file (no \"DICM\" at byte 128, nor a data set "
+                     "from byte 0)", who, paths[i]);
     else if (!names_add(&files, paths[i])) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
   }
   if (s == LUMEN_OK && files.n == 0)

@@ -218,6 +218,33 @@ static void descriptive_tag(uint32_t tag, const uint8_t *value, uint32_t length,
   }
 }
 
+/* GridFrameOffsetVector (3004,000C): DS values v0\\v1\\...; relative offsets (v0 = 0) or z coordinates
+   (v0 = the position's z, axial only): either way frame k lies v_k - v0 along the normal from
+   ImagePositionPatient. Kept as count, first and step; uneven steps are flagged. */
+static lumen_status grid_offsets(lumen_ctx *ctx, const char *path, const uint8_t *value, uint32_t length,
+                                 lumen_dicom_series_tags *t) {
+  int64_t count = 0;
+  double first = 0, step = 0;
+  int uneven = 0;
+  for (size_t at = 0; at <= length;) {
+    size_t end = at;
+    while (end < length && value[end] != '\\') end++;
+    double x;
+    if (lumen_dicom_numbers(value + at, (uint32_t)(end - at), &x, 1) != 1)
+      return bad_value(ctx, path, "GridFrameOffsetVector", "3004,000C", "numbers (mm)");
+    if (count == 0) first = x;
+    else if (count == 1) step = x - first;
+    else if (fabs(x - (first + (double)count * step)) > 1e-3 * fabs(step) + 1e-4) uneven = 1;
+    count++;
+    at = end + 1;
+  }
+  t->grid_frames = count;
+  t->grid_first = first;
+  t->grid_step = step;
+  t->grid_uneven = uneven;
+  return LUMEN_OK;
+}
+
 lumen_status lumen_dicom_series_tag(lumen_ctx *ctx, const char *path, uint32_t tag, const uint8_t *value,
                                     uint32_t length, lumen_dicom_series_tags *t) {
   double x[6];
@@ -257,6 +284,7 @@ lumen_status lumen_dicom_series_tag(lumen_ctx *ctx, const char *path, uint32_t t
     t->repetition_time_ms = x[0];
     t->has_tr = 1;
     break;
+  case 0x3004000Cu: return grid_offsets(ctx, path, value, length, t);
   default:
     timing_tag(tag, value, length, t);
     descriptive_tag(tag, value, length, t);

@@ -58,7 +58,8 @@ lumen_status lumen_dicom_series_sidecar(lumen_ctx *ctx, const lumen_dicom_series
   if (s == LUMEN_OK) s = set_text(ctx, j, "SeriesInstanceUID", info->series_uid);
   if (s == LUMEN_OK) s = set_time(ctx, j, info->acquisition_time);
   if (s == LUMEN_OK) s = set_num(ctx, j, "SliceThickness", info->slice_thickness_mm);
-  if (s == LUMEN_OK) s = set_num(ctx, j, "SpacingBetweenSlices", info->spacing[2]);
+  if (s == LUMEN_OK && !(info->geometry_unknown && info->slices == 1))  /* no slice step is known there */
+    s = set_num(ctx, j, "SpacingBetweenSlices", info->spacing[2]);
   if (s == LUMEN_OK) s = set_num(ctx, j, "EchoTime", info->echo_time_s);
   if (s == LUMEN_OK) s = set_num(ctx, j, "InversionTime", info->inversion_time_s);
   /* RepetitionTime as dcm2niix writes it: the DICOM TR, or the volume time when GE's group delay

@@ -97,7 +97,35 @@ static void suffix_list(char *buf, size_t size, int writable_only) {
 void lumen_image_format_suffix_list(char *buf, size_t size, int writable_only) { suffix_list(buf, size, writable_only); }
 
 /* What the first bytes look like, for the message about a file of no known format. */
+static uint32_t be32_at(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Imaging formats lumen does not read, named so that the message says what to do (nibabel's test
+   files: MINC 1 and 2, an Analyze 7.5 .hdr, FreeSurfer's .mgz); NULL for anything else. */
+static const char *other_format(const lumen_sniff *s) {
+  const unsigned char *h = s->gzip ? s->plain : s->head;
+  size_t n = s->gzip ? s->plain_n : s->n;
+  if (!s->gzip && n >= 4 && memcmp(h, "CDF", 3) == 0 && (h[3] == 1 || h[3] == 2)) return "a MINC 1 (NetCDF) file";
+  if (!s->gzip && n >= 8 && memcmp(h, "\x89HDF\r\n\x1a\n", 8) == 0) return "a MINC 2 (HDF5) file";
+  /* sizeof_hdr 348 in either byte order and no NIfTI magic (the NIfTI sniff came first) */
+  if (n >= 348 && (be32_at(h) == 348 || (h[0] == 0x5c && h[1] == 1 && h[2] == 0 && h[3] == 0)))
+    return "an Analyze 7.5 header (of a .hdr/.img pair)";
+  if (n >= 28 && be32_at(h) == 1) { /* MGH: version 1, width, height, depth, frames, type (big endian) */
+    int plausible = 1;
+    for (int k = 1; k <= 4; k++) plausible &= be32_at(h + 4 * k) >= 1 && be32_at(h + 4 * k) <= (1u << 20);
+    uint32_t type = be32_at(h + 20);
+    if (plausible && (type == 0 || type == 1 || type == 3 || type == 4)) return "a FreeSurfer MGH file (.mgh, .mgz)";
+  }
+  return NULL;
+}
+
 static void describe_head(const lumen_sniff *s, char *buf, size_t size) {
+  const char *other = other_format(s);
+  if (other) {
+    snprintf(buf, size, "it is %s, which lumen does not read: convert it to NIfTI first", other);
+    return;
+  }
   if (s->gzip) {
     snprintf(buf, size, "a gzip stream without a NIfTI header in it");
     return;
@@ -156,7 +184,7 @@ lumen_status lumen_image_probe(lumen_ctx *ctx, const char *path, lumen_format_in
     info->by_content = 1;
     return LUMEN_OK;
   }
-  char what[160];
+  char what[256];
   if (!S_ISREG(st.st_mode)) {
     snprintf(what, sizeof what, "is %s, not a regular file", lumen_io_kind_name((unsigned)st.st_mode));
     return by_name_or_fail(ctx, path, &by_name, info, LUMEN_ERR_IO, what);
@@ -177,7 +205,7 @@ lumen_status lumen_image_probe(lumen_ctx *ctx, const char *path, lumen_format_in
     return LUMEN_OK;
   }
   if (s.n == 0) return by_name_or_fail(ctx, path, &by_name, info, LUMEN_ERR_FORMAT, "is empty (0 bytes)");
-  char head[96];
+  char head[160];
   describe_head(&s, head, sizeof head);
   snprintf(what, sizeof what, "is not a PNG, NIfTI or DICOM file (%s), nor named like one", head);
   return by_name_or_fail(ctx, path, &by_name, info, LUMEN_ERR_FORMAT, what);

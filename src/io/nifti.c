@@ -691,8 +691,8 @@ static lumen_status check_write_opts(lumen_ctx *ctx, const lumen_nifti_write_opt
   LUMEN_REQUIRE(ctx, !o->intent_name || strlen(o->intent_name) <= 15,
                 "%s: opts->intent_name '%s' has %zu characters, expected at most 15", fn,
                 o->intent_name ? o->intent_name : "", o->intent_name ? strlen(o->intent_name) : (size_t)0);
-  LUMEN_REQUIRE(ctx, o->sform_code >= 0 && o->sform_code <= 5 && o->qform_code >= 0 && o->qform_code <= 5,
-                "%s: opts sform_code %d / qform_code %d, expected 0..5", fn, o->sform_code, o->qform_code);
+  LUMEN_REQUIRE(ctx, o->sform_code >= -1 && o->sform_code <= 5 && o->qform_code >= -1 && o->qform_code <= 5,
+                "%s: opts sform_code %d / qform_code %d, expected -1..5", fn, o->sform_code, o->qform_code);
   return LUMEN_OK;
 }
 
@@ -733,8 +733,8 @@ static lumen_status header_fields_of(lumen_ctx *ctx, const char *path, const lum
   dtype_from_nifti(hf->ndtype, &stored, &hf->elem);
   lumen_status s = header_geometry(ctx, path, image, o->version == 2, hf);
   if (s != LUMEN_OK) return s;
-  hf->sform = o->sform_code ? o->sform_code : NIFTI_XFORM_SCANNER_ANAT;
-  hf->qform = o->qform_code ? o->qform_code : NIFTI_XFORM_SCANNER_ANAT;
+  hf->sform = o->sform_code < 0 ? NIFTI_XFORM_UNKNOWN : o->sform_code ? o->sform_code : NIFTI_XFORM_SCANNER_ANAT;
+  hf->qform = o->qform_code < 0 ? NIFTI_XFORM_UNKNOWN : o->qform_code ? o->qform_code : NIFTI_XFORM_SCANNER_ANAT;
   int space_unit = o->space_unit ? o->space_unit : LUMEN_NIFTI_UNITS_MM;
   int time_unit = o->time_unit ? o->time_unit : LUMEN_NIFTI_UNITS_SEC;
   LUMEN_REQUIRE(ctx, (space_unit & ~7) == 0 && (time_unit & ~56) == 0,

@@ -3,7 +3,7 @@
 # syntax, RLE, JPEG-LS lossless, JPEG 2000 lossless, signed and rescaled CT, multi-frame RT dose,
 # a MONOCHROME1 variant) decode through `lumen filter` to pydicom's pixels after its modality LUT;
 # the Gaussian equals scipy's; --units mm uses PixelSpacing; a folder of one image is an input;
-# a non-DICOM file, a truncated file, an unsupported transfer syntax, a lying Rows, a folder of two
+# a deflated file equals its uncompressed original; a non-DICOM file, a truncated file, an unsupported transfer syntax (MPEG-2), a lying Rows, a folder of two
 # images: one message, exit non-zero, nothing written.
 # Skips (77) only when lumen was built without DICOM (GDCM) or Debian's pydicom/scipy are missing.
 set -u
@@ -87,12 +87,20 @@ head -c 5000 MR_small.dcm > truncated.dcm
 refused truncated truncated.dcm "truncated"
 "$py" - <<'PYEOF'
 import pydicom
-from pydicom.uid import DeflatedExplicitVRLittleEndian
+from pydicom.encaps import encapsulate
+from pydicom.uid import DeflatedExplicitVRLittleEndian, MPEG2MPML
 ds = pydicom.dcmread('MR_small.dcm')
-ds.file_meta.TransferSyntaxUID = DeflatedExplicitVRLittleEndian  # a valid file, not readable here
+ds.file_meta.TransferSyntaxUID = DeflatedExplicitVRLittleEndian  # read: inflated in memory
 ds.save_as('deflated.dcm')
+ds = pydicom.dcmread('MR_small.dcm')
+ds.file_meta.TransferSyntaxUID = MPEG2MPML  # a valid file, not readable here
+ds.PixelData = encapsulate([ds.PixelData])
+ds.save_as('mpeg2.dcm', write_like_original=False)
 PYEOF
-refused unsupported-syntax deflated.dcm "TransferSyntaxUID 1.2.840.10008.1.2.1.99 is not supported"
+"$bin" filter convolve deflated.dcm deflated.nii --kernel 1 -q 2> deflated.err
+check "a deflated file (1.2.840.10008.1.2.1.99) reads as the same file uncompressed" "cmp -s deflated.nii MR_small.nii" ||
+  cat deflated.err
+refused unsupported-syntax mpeg2.dcm "TransferSyntaxUID 1.2.840.10008.1.2.4.100 is not supported"
 "$py" "$ref" lie MR_small.dcm lie_native.dcm && "$py" "$ref" lie MR_small_jp2klossless.dcm lie_j2k.dcm
 refused rows-lie-native lie_native.dcm "PixelData has 8192 bytes, expected 16384"
 refused rows-lie-j2k lie_j2k.dcm "expected Columns 64 x Rows 128"

@@ -189,7 +189,19 @@ $ds enhanced small.nii enh_missing.dcm --drop 25 > /dev/null
 refused enh_missing $? "enh_missing.dcm frame" "missing frame" "has 19 frames, other slices 20"
 $ds enhanced small.nii enh_plain.dcm --no-groups > /dev/null
 "$bin" dce --dce enh_plain.dcm --out out_enh_plain $common --aif parker 2> enh_plain.err
-refused enh_plain $? "enh_plain.dcm" "NumberOfFrames is 40" "no PerFrameFunctionalGroupsSequence (5200,9230)"
+# no orientation either: its 40 frames read as slices of unknown geometry, as dcm2niix reads it (a
+# warning says so, tests/cli/test_dicom_thirdparty.sh); not the 4-D series lumen dce needs
+refused enh_plain $? "enh_plain.dcm" "is 3-D (5x4x40x1): expected a 4-D series"
+# with an orientation and a position but neither functional groups nor GridFrameOffsetVector: refused
+"$py" - <<'PYEOF'
+import pydicom
+d = pydicom.dcmread('enh_plain.dcm')
+d.ImageOrientationPatient = [1, 0, 0, 0, 1, 0]
+d.ImagePositionPatient = [0, 0, 0]
+d.save_as('enh_plain_iop.dcm')
+PYEOF
+"$bin" dce --dce enh_plain_iop.dcm --out out_enh_plain_iop $common --aif parker 2> enh_plain_iop.err
+refused enh_plain_iop $? "enh_plain_iop.dcm" "NumberOfFrames is 40" "no PerFrameFunctionalGroupsSequence (5200,9230) nor GridFrameOffsetVector"
 # --series with a NIfTI series
 "$bin" dce --dce "$q6" --series 1.2.3 --dt 0.5 --out out_niiseries $common 2> niiseries.err
 refused niiseries $? "--series 1.2.3" "is not a DICOM folder or file"

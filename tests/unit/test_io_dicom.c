@@ -285,6 +285,15 @@ static void hostile_headers(void **state) {
   };
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     expect_refused(ctx, write_dicom(refused[i].file, &refused[i].s), refused[i].want, refused[i].words);
+  /* a bare data set without pixels (no preamble, no "DICM"; pydicom's ExplVR_LitEndNoMeta.dcm): read from
+     byte 0, refused as no image; bytes that are no data set: not DICOM */
+  buf bare = {.n = 0};
+  el(&bare, 0x0008, 0x0005, "CS", "ISO_IR 100", 10);
+  el(&bare, 0x0028, 0x0010, "US", "\x02\x00", 2);
+  expect_refused(ctx, save("bare.dcm", &bare), LUMEN_ERR_FORMAT, "no PixelData (7FE0,0010): not an image");
+  buf junk = {.n = 0};
+  put(&junk, "\x09\x00\x05\x00" "CS" "\x02\x00" "AB", 10);
+  expect_refused(ctx, save("junk.dcm", &junk), LUMEN_ERR_FORMAT, "nor a data set from byte 0");
   /* the memory limit: CT_small (39206 bytes, 32768 decoded) under 50000 bytes */
   char file[1024];
   snprintf(file, sizeof file, "%s", testdata("CT_small.dcm"));
@@ -292,6 +301,112 @@ static void hostile_headers(void **state) {
   lumen_image *im = NULL;
   assert_int_equal(lumen_dicom_read(ctx, file, &o, &im, NULL), LUMEN_ERR_OUT_OF_MEMORY);
   assert_null(im);
+}
+
+/* ---------------------------------------------------------------- bare data sets */
+
+/* A 2 x 3 image as a bare data set (no preamble, no meta group: older exports), explicit VR or
+   implicit VR little endian (the transfer syntax guessed from the first element, as pydicom and
+   dcm2niix guess it): the pixels as written; as a series of one named file. */
+static char *write_bare(const char *name, int implicit, const uint16_t *px) {
+  buf b = {.n = 0};
+  const struct { uint16_t g, e; const char *vr; const char *v; uint16_t len; } tags[] = {
+    {0x0008, 0x0060, "CS", "OT", 2}, {0x0028, 0x0002, "US", "\x01\x00", 2}, {0x0028, 0x0004, "CS", "MONOCHROME2 ", 12},
+    {0x0028, 0x0010, "US", "\x02\x00", 2}, {0x0028, 0x0011, "US", "\x03\x00", 2}, {0x0028, 0x0100, "US", "\x10\x00", 2},
+    {0x0028, 0x0101, "US", "\x10\x00", 2}, {0x0028, 0x0102, "US", "\x0f\x00", 2}, {0x0028, 0x0103, "US", "\x00\x00", 2}};
+  for (size_t i = 0; i < sizeof tags / sizeof *tags; i++) {
+    if (!implicit) {
+      el(&b, tags[i].g, tags[i].e, tags[i].vr, tags[i].v, tags[i].len);
+      continue;
+    }
+    unsigned char h[8] = {(unsigned char)tags[i].g, (unsigned char)(tags[i].g >> 8), (unsigned char)tags[i].e,
+                          (unsigned char)(tags[i].e >> 8), (unsigned char)tags[i].len, 0, 0, 0};
+    put(&b, h, 8);
+    put(&b, tags[i].v, tags[i].len);
+  }
+  const unsigned char pix_explicit[12] = {0xE0, 0x7F, 0x10, 0x00, 'O', 'W', 0, 0, 12, 0, 0, 0};
+  const unsigned char pix_implicit[8] = {0xE0, 0x7F, 0x10, 0x00, 12, 0, 0, 0};
+  if (implicit) put(&b, pix_implicit, 8);
+  else put(&b, pix_explicit, 12);
+  for (int i = 0; i < 6; i++) {
+    unsigned char x[2] = {(unsigned char)px[i], (unsigned char)(px[i] >> 8)};
+    put(&b, x, 2);
+  }
+  return save(name, &b);
+}
+
+static void bare_datasets(void **state) {
+  lumen_ctx *ctx = *state;
+  const uint16_t px[6] = {1, 300, 2, 40000, 5, 65535};
+  for (int implicit = 0; implicit < 2; implicit++) {
+    char *p = write_bare(implicit ? "bare_implicit.dcm" : "bare_explicit.dcm", implicit, px);
+    lumen_image *im = NULL;
+    lumen_dicom_info info;
+    assert_int_equal(lumen_dicom_read(ctx, p, NULL, &im, &info), LUMEN_OK);
+    assert_string_equal(info.transfer_syntax, implicit ? "1.2.840.10008.1.2" : "1.2.840.10008.1.2.1");
+    assert_int_equal(lumen_image_dim(im, 0), 3);
+    assert_int_equal(lumen_image_dim(im, 1), 2);
+    const float *v = lumen_image_const_data(im);
+    for (int i = 0; i < 6; i++) assert_true(v[i] == (float)px[i]);
+    lumen_image_free(im);
+  }
+}
+
+/* ---------------------------------------------------------------- packed 1-bit pixel data */
+
+/* 2 frames of 3 x 3 in BitsAllocated 1 (a binary segmentation's layout, pydicom's liver_1frame.dcm):
+   pixel i is bit i % 8 of byte i / 8 (PS3.5 8.1.1), the second frame starting inside the second
+   byte. big: explicit VR big endian with PixelData OW, whose 16-bit words hold their bytes swapped
+   (pydicom's liver_expb_1frame.dcm). */
+static char *write_bits(const char *name, int big) {
+  buf b = {.n = 0};
+  memset(b.d, 0, 128);
+  b.n = 128;
+  put(&b, "DICM", 4);
+  el(&b, 0x0002, 0x0010, "UI", big ? "1.2.840.10008.1.2.2\0" : "1.2.840.10008.1.2.1\0", 20);
+  const struct { uint16_t e; const char *vr; const char *text; uint16_t v; } tags[] = {
+    {0x0004, "CS", "MONOCHROME2 ", 0}, {0x0008, "IS", "2 ", 0}, {0x0010, "US", NULL, 3}, {0x0011, "US", NULL, 3},
+    {0x0100, "US", NULL, 1}, {0x0101, "US", NULL, 1}, {0x0102, "US", NULL, 0}, {0x0103, "US", NULL, 0}};
+  for (size_t i = 0; i < sizeof tags / sizeof *tags; i++) {
+    uint16_t len = tags[i].text ? (uint16_t)strlen(tags[i].text) : 2;
+    unsigned char h[8] = {0x28, 0x00, (unsigned char)tags[i].e, (unsigned char)(tags[i].e >> 8), (unsigned char)tags[i].vr[0],
+                          (unsigned char)tags[i].vr[1], (unsigned char)len, (unsigned char)(len >> 8)};
+    unsigned char v[2] = {(unsigned char)tags[i].v, (unsigned char)(tags[i].v >> 8)};
+    if (big) {  /* group, element and length big endian */
+      unsigned char t;
+      t = h[0], h[0] = h[1], h[1] = t;
+      t = h[2], h[2] = h[3], h[3] = t;
+      t = h[6], h[6] = h[7], h[7] = t;
+      t = v[0], v[0] = v[1], v[1] = t;
+    }
+    put(&b, h, 8);
+    put(&b, tags[i].text ? (const void *)tags[i].text : v, len);
+  }
+  const unsigned char bits[4] = {0xA5, 0x3C, 0x02, 0x00}, swapped[4] = {0x3C, 0xA5, 0x00, 0x02};
+  const unsigned char pix_le[12] = {0xE0, 0x7F, 0x10, 0x00, 'O', 'B', 0, 0, 4, 0, 0, 0};
+  const unsigned char pix_be[12] = {0x7F, 0xE0, 0x00, 0x10, 'O', 'W', 0, 0, 0, 0, 0, 4};
+  put(&b, big ? pix_be : pix_le, 12);
+  put(&b, big ? swapped : bits, 4);
+  return save(name, &b);
+}
+
+static void packed_bits(void **state) {
+  lumen_ctx *ctx = *state;
+  /* the bits of 0xA5, 0x3C, 0x02 from bit 0: 10100101 00111100 01 */
+  const float want[18] = {1, 0, 1, 0, 0, 1, 0, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1};
+  for (int big = 0; big < 2; big++) {
+    lumen_image *im = NULL;
+    lumen_dicom_info info;
+    char *p = write_bits(big ? "bits1_be.dcm" : "bits1.dcm", big);
+    assert_int_equal(lumen_dicom_read(ctx, p, NULL, &im, &info), LUMEN_OK);
+    assert_int_equal(lumen_image_dim(im, 0), 3);
+    assert_int_equal(lumen_image_dim(im, 2), 2);
+    assert_int_equal(info.bits_allocated, 1);
+    const float *v = lumen_image_const_data(im);
+    for (int i = 0; i < 18; i++)
+      if (v[i] != want[i]) fail_msg("%s pixel %d: %g, expected %g", p, i, v[i], want[i]);
+    lumen_image_free(im);
+  }
 }
 
 /* ---------------------------------------------------------------- an enhanced (multi-frame) file */
@@ -442,8 +557,20 @@ static void enhanced_frames(void **state) {
   /* hostile */
   expect_refused(ctx, write_enhanced("enh_fewer.dcm", ENH_FEWER_ITEMS), LUMEN_ERR_FORMAT,
                  "PerFrameFunctionalGroupsSequence (5200,9230) has 1 items, expected NumberOfFrames (0028,0008) = 2");
-  expect_refused(ctx, write_enhanced("enh_more.dcm", ENH_MORE_ITEMS), LUMEN_ERR_FORMAT,
-                 "PerFrameFunctionalGroupsSequence (5200,9230) has more than 2 items");
+  /* more items than frames (pydicom's liver_1frame.dcm: a file cut to fewer frames): item k is frame k, the
+     third describes no pixels and is ignored (a warning); the frames are those of the good file */
+  p = write_enhanced("enh_more.dcm", ENH_MORE_ITEMS);
+  assert_int_equal(lumen_dicom_read(ctx, p, NULL, &im, &info), LUMEN_OK);
+  v = lumen_image_const_data(im);
+  for (int i = 0; i < 8; i++) assert_true(v[i] == want[i]);
+  lumen_image_free(im);
+  const char *more[1] = {p};
+  assert_int_equal(lumen_dicom_series_read(ctx, more, 1, NULL, &im, &si), LUMEN_OK);
+  assert_true(si.slices == 1 && si.frames == 2);
+  v = lumen_image_const_data(im);
+  for (int i = 0; i < 8; i++) assert_true(v[i] == flipped[i]);
+  lumen_image_free(im);
+  lumen_dicom_series_info_clear(&si);
   expect_refused(ctx, write_enhanced("enh_tpi.dcm", ENH_BAD_TPI), LUMEN_ERR_FORMAT, "TemporalPositionIndex (0020,9128)");
   expect_refused(ctx, write_enhanced("enh_dt.dcm", ENH_BAD_DT), LUMEN_ERR_FORMAT, "FrameAcquisitionDateTime (0018,9074)");
   expect_refused(ctx, write_enhanced("enh_slope.dcm", ENH_ZERO_SLOPE), LUMEN_ERR_FORMAT,
@@ -456,7 +583,8 @@ static int cleanup(void **state) {
   (void)state;
   const char *names[] = {"signed.dcm", "mono1.dcm", "huge.dcm", "longer.dcm", "order.dcm", "bits.dcm", "rgb.dcm",
                          "zero.dcm", "enh.dcm", "enh_top.dcm", "enh_fewer.dcm", "enh_more.dcm", "enh_tpi.dcm",
-                         "enh_dt.dcm", "enh_slope.dcm", "enh_shared.dcm"};
+                         "enh_dt.dcm", "enh_slope.dcm", "enh_shared.dcm", "bits1.dcm", "bits1_be.dcm", "bare.dcm", "junk.dcm",
+                         "bare_explicit.dcm", "bare_implicit.dcm"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     char *p = lumen_test_join(g_dir, names[i]);
     unlink(p);
@@ -523,6 +651,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {LUMEN_TEST_WITH_CTX(metadata_like_pydicom), LUMEN_TEST_WITH_CTX(fork_equals_in_process),
                                      LUMEN_TEST_WITH_CTX(threaded_process_isolates),
                                      LUMEN_TEST_WITH_CTX(known_values), LUMEN_TEST_WITH_CTX(hostile_headers),
-                                     LUMEN_TEST_WITH_CTX(enhanced_frames)};
+                                     LUMEN_TEST_WITH_CTX(enhanced_frames), LUMEN_TEST_WITH_CTX(packed_bits),
+                                     LUMEN_TEST_WITH_CTX(bare_datasets)};
   return lumen_test_run_in_dir(g_dir, sizeof g_dir, "dicom", tests, LUMEN_TEST_COUNT(tests), NULL, cleanup);
 }

@@ -227,6 +227,29 @@ static void probe_hostile(void **state) {
   assert_int_equal(gzwrite(gz, "hello, not an image", 19), 19);
   gzclose(gz);
   expect_refused(ctx, "notes.gz", LUMEN_ERR_FORMAT, "a gzip stream without a NIfTI header");
+  /* formats lumen does not read are named (the signatures of nibabel's test files) */
+  unsigned char other[400];
+  memset(other, 0, sizeof other);
+  memcpy(other, "CDF\x01", 4);
+  write_bytes("minc1", other, sizeof other);
+  expect_refused(ctx, "minc1", LUMEN_ERR_FORMAT, "it is a MINC 1 (NetCDF) file, which lumen does not read");
+  memcpy(other, "\x89HDF\r\n\x1a\n", 8);
+  write_bytes("minc2", other, sizeof other);
+  expect_refused(ctx, "minc2", LUMEN_ERR_FORMAT, "it is a MINC 2 (HDF5) file");
+  memset(other, 0, sizeof other);
+  other[2] = 1, other[3] = 0x5c; /* sizeof_hdr 348 big endian, no NIfTI magic: Analyze 7.5 */
+  write_bytes("analyze", other, sizeof other);
+  expect_refused(ctx, "analyze", LUMEN_ERR_FORMAT, "it is an Analyze 7.5 header");
+  write_bytes("short_analyze", other, 300); /* too short for a header: only its bytes */
+  expect_refused(ctx, "short_analyze", LUMEN_ERR_FORMAT, "its first bytes are 00 00 01 5c");
+  memset(other, 0, sizeof other);
+  const unsigned char mgh[24] = {0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 3};
+  memcpy(other, mgh, sizeof mgh);
+  gz = gzopen(path_of("brain.mgz"), "wb");
+  assert_non_null(gz);
+  assert_int_equal(gzwrite(gz, other, sizeof other), (int)sizeof other);
+  gzclose(gz);
+  expect_refused(ctx, "brain.mgz", LUMEN_ERR_FORMAT, "it is a FreeSurfer MGH file");
   expect_refused(ctx, "notes.gz", LUMEN_ERR_FORMAT, "expected an image file (.png, .nii, .nii.gz, .dcm)");
   /* folders without DICOM */
   assert_int_equal(mkdir(path_of("plain"), 0755), 0);

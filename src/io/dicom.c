@@ -12,14 +12,19 @@
 #include <unistd.h>
 #include "io/dicom_internal.h"
 
-int lumen_dicom_is_dicom_file(const char *path) {
+/* The first n bytes of the regular file path in buf: 1 when all n were read. */
+static int read_head(const char *path, unsigned char *buf, size_t n) {
   if (!path || !lumen_io_is_regular_file(path)) return 0;
   int fd = open(path, O_RDONLY | O_NONBLOCK);
   if (fd < 0) return 0;
-  unsigned char buf[132];
-  ssize_t got = pread(fd, buf, sizeof buf, 0);
+  ssize_t got = pread(fd, buf, n, 0);
   close(fd);
-  return got == (ssize_t)sizeof buf && memcmp(buf + 128, "DICM", 4) == 0;
+  return got == (ssize_t)n;
+}
+
+int lumen_dicom_is_dicom_file(const char *path) {
+  unsigned char buf[132];
+  return read_head(path, buf, sizeof buf) && memcmp(buf + 128, "DICM", 4) == 0;
 }
 
 int lumen_dicom_bare_dataset(const uint8_t *d, size_t n) {
@@ -32,13 +37,8 @@ int lumen_dicom_bare_dataset(const uint8_t *d, size_t n) {
 }
 
 int lumen_dicom_is_bare_file(const char *path) {
-  if (!path || !lumen_io_is_regular_file(path)) return 0;
-  int fd = open(path, O_RDONLY | O_NONBLOCK);
-  if (fd < 0) return 0;
   unsigned char buf[8];
-  ssize_t got = pread(fd, buf, sizeof buf, 0);
-  close(fd);
-  return got == (ssize_t)sizeof buf && lumen_dicom_bare_dataset(buf, sizeof buf);
+  return read_head(path, buf, sizeof buf) && lumen_dicom_bare_dataset(buf, sizeof buf);
 }
 
 #ifndef LUMEN_HAVE_DICOM

@@ -44,7 +44,8 @@ extern "C" {
       LUMEN_MF_FIT_E | LUMEN_MF_STAGED | LUMEN_MF_ESCAPE_STARTS | LUMEN_MF_2CXM_FORM,                                             \
     LUMEN_P_2CXM_E, LUMEN_P_2CXM_VE, LUMEN_P_2CXM_VP, LUMEN_P_FP)                                            \
   X(LUMEN_MODEL_FXR, "fxr", fxr, LUMEN_D_KEP,                                                                \
-    LUMEN_MF_DCE | LUMEN_MF_USES_R10 | LUMEN_MF_LANES_F64 | LUMEN_MF_ACC_F64 | LUMEN_MF_USES_R1,             \
+    LUMEN_MF_DCE | LUMEN_MF_USES_R10 | LUMEN_MF_LANES_F64 | LUMEN_MF_ACC_F64 | LUMEN_MF_USES_R1 |           \
+      LUMEN_MF_FXR_FORM,                                                                                     \
     LUMEN_P_KTRANS, LUMEN_P_VE, LUMEN_P_TAU, LUMEN_P_NONE)                                                   \
   X(LUMEN_MODEL_AUC, "auc", auc, LUMEN_D_AUC,                                                                \
     LUMEN_MF_AIF | LUMEN_MF_X_TIMES | LUMEN_MF_AREAS,                                                        \
@@ -107,9 +108,12 @@ extern "C" {
 #define LUMEN_MF_PATLAK_LINEAR 0x40000 /* Patlak, y = p0 icp + p1 cp, linear in its parameters: the
                                           start is the least-squares fit (closed form unweighted) */
 #define LUMEN_MF_2CUM_FORM 0x80000     /* 2CUM: its linear start */
-#define LUMEN_MF_2CXM_FORM 0x400000    /* 2CXM's two exponentials, Ct = a G(K+) + b G(K-): the grid start
+#define LUMEN_MF_2CXM_FORM 0x400000    /* 2CXM: Flouri's linear start (on the double lanes' vectors);
+                                          its two exponentials, Ct = a G(K+) + b G(K-): the grid start
                                           of src/fit/cxm_grid.h applies (test builds only, measured
                                           in docs/BENCHMARKS.md; not the default) */
+#define LUMEN_MF_FXR_FORM 0x800000     /* FXR: Murase's start on the fast-exchange Ct = (R1 - R10)/r1
+                                          (on the double lanes' vectors), tau at its default */
 
 /* Fit-parameter descriptors: F(k, present, public name, unit, fit name, start, physical lo, hi,
    ROCKETSHIP lo, hi, draw lo, hi) for slot k, in the units of docs/MODELS.md. The fit name differs

@@ -97,6 +97,9 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
               "(0028,0008) = %lld; the first %lld describe the frames, the others are ignored",
               path, (long long)(hdr->n_frames + hdr->extra_items), (long long)hdr->info.frames,
               (long long)hdr->n_frames);
+  if (s == LUMEN_OK && notes && hdr->zero_spacing)
+    lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_read: '%s': PixelSpacing (0028,0030) is 0\\0 (unknown): read as absent (%s)",
+              path, hdr->info.spacing_source ? hdr->info.spacing_source : "spacing 1 x 1 mm");
   if (s == LUMEN_OK && notes && (hdr->bare || hdr->syntax_guessed))
     lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_read: '%s': %s%s%s", path,
               hdr->bare ? "no Part 10 header (no 128-byte preamble and \"DICM\"): read from byte 0" : "",

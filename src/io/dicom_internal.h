@@ -134,6 +134,7 @@ typedef struct lumen_dicom_header {
   int pixel_words;           /* native PixelData of VR OW in big endian: 1-bit data are packed in 16-bit words */
   int bare;                  /* no preamble and "DICM": the data set (or a meta group) from byte 0 */
   int syntax_guessed;        /* no TransferSyntaxUID: info.transfer_syntax guessed from the first element */
+  int zero_spacing;          /* PixelSpacing 0\0: read as absent (a warning) */
   /* enhanced multi-frame: one entry per item of PerFrameFunctionalGroupsSequence (as many as
      NumberOfFrames), shared values filled in where a frame has none (owned: lumen_dicom_header_free) */
   int enhanced;              /* PerFrameFunctionalGroupsSequence present */

@@ -21,6 +21,7 @@ typedef struct walker {
   lumen_dicom_header *h;
   int have_rows, have_cols, have_bits, have_stored, have_pixrep, have_photo, have_pixel, have_high;
   int have_spacing, have_imager, have_wc, have_ww;
+  int have_modality_lut;    /* a non-empty ModalityLUTSequence (0028,3000): refused (not applied) */
   double imager[2];
   int planar;
   /* functional groups (dicom_frames.c): the top-level sequence being walked (5200,9229 or
@@ -458,6 +459,7 @@ static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, 
     if (e.length == UNDEFINED || is_sq) {
       if (!is_sq && !(w->implicit && e.length == UNDEFINED))
         return bad(w, at, "undefined length on an element that is not a sequence", NULL);
+      if (depth == 0 && tag == 0x00283000u && e.length != 0) w->have_modality_lut = 1;
       s = walk_group_sequence(w, &e, tag, &p, end, depth);
       if (s != LUMEN_OK) return s;
       continue;
@@ -557,6 +559,17 @@ static lumen_status check_description(walker *w) {
   if (in->has_rescale && !(in->rescale_slope != 0))
     return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': RescaleSlope is 0, expected a non-zero number",
                       path);
+  /* A LUT modality transform (pydicom's mlut_18.dcm): the stored values are not the modality's; read
+     as RescaleSlope 1 they would be silently wrong, so the file is refused until the LUT is applied. */
+  if (w->have_modality_lut)
+    return lumen_fail(ctx, LUMEN_ERR_UNSUPPORTED,
+                      "lumen_dicom_read: '%s': ModalityLUTSequence (0028,3000) is not supported: lumen applies "
+                      "RescaleSlope/RescaleIntercept only, and the stored values are not the modality's", path);
+  /* PixelSpacing 0\0 (some CR exports, pydicom-data's RG1_*.dcm): "unknown", read as absent (a warning) */
+  if (w->have_spacing && in->spacing[0] == 0 && in->spacing[1] == 0) {
+    w->have_spacing = 0;
+    w->h->zero_spacing = 1;
+  }
   if (w->have_spacing) {
     in->spacing_source = "PixelSpacing";
   } else if (w->have_imager) {

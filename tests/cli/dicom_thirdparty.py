@@ -13,7 +13,9 @@ lumen convert's NIfTI against values known from the written pixels.
                             image_dfl.dcm), DIR/dfl_cut.dcm (its last 8 bytes cut), DIR/dfl_bomb.dcm
                             (64 MiB of zeros deflated to 64 KiB), DIR/bare.dcm
                             (nogeom's pixels with a geometry as a bare implicit VR data set: no
-                            preamble, no meta group)
+                            preamble, no meta group), DIR/zerospc.dcm (nogeom's pixels as a 15-bit
+                            MONOCHROME1 CR with PixelSpacing 0\\0, like RG1_UNCI.dcm), DIR/mlut.dcm
+                            (a 12-bit signed image with a ModalityLUTSequence, like mlut_18.dcm)
   check NII NAME            NII equals what lumen must write for NAME (one of the above)
   raw NII                   NII holds nogeom's pixels as stored (lumen filter's row order)
 """
@@ -90,6 +92,18 @@ def write(dirname):
     d.is_little_endian, d.is_implicit_VR = True, True
     d.save_as(f'{dirname}/bare.dcm', write_like_original=True)
     assert open(f'{dirname}/bare.dcm', 'rb').read(2) == b'\x08\x00'
+    d = base('1.2.840.10008.5.1.4.1.1.1', 3, 4, 16)  # CR, PixelSpacing 0\\0, MONOCHROME1 (RG1_UNCI.dcm)
+    d.Modality, d.PhotometricInterpretation, d.PixelSpacing = 'CR', 'MONOCHROME1', [0, 0]
+    d.BitsStored, d.HighBit, d.PixelData = 15, 14, NOGEOM.tobytes()
+    d.save_as(f'{dirname}/zerospc.dcm', write_like_original=False)
+    d = base('1.2.840.10008.5.1.4.1.1.7', 3, 4, 16)  # a LUT modality transform (mlut_18.dcm)
+    d.BitsStored, d.HighBit, d.PixelRepresentation = 12, 11, 1
+    lut = Dataset()
+    lut.LUTDescriptor, lut.ModalityLUTType = [4096, -2048, 16], 'US'
+    lut.LUTData = (np.arange(4096, dtype='<u2') * 16).tobytes()  # OW in an explicit VR file
+    d.ModalityLUTSequence = [lut]
+    d.PixelData = (NOGEOM.astype(np.int16) - 40).tobytes()
+    d.save_as(f'{dirname}/mlut.dcm', write_like_original=False)
     d = base('1.2.840.10008.5.1.4.1.1.481.2', 3, 4, 16)
     d.Modality, d.PixelData = 'RTDOSE', NOGEOM.tobytes()
     d.NumberOfFrames = 99
@@ -125,6 +139,10 @@ def check(path, name):
         A = np.array([[-0.25, 0, 0, 10], [0, 0.5, 0, -21], [0, 0, 2, 30]], float)
         ok = (dims[:3] == [4, 3, 1] and np.array_equal(v.reshape(want.shape), want)
               and np.allclose(sform, A, atol=1e-4) and scode > 0)
+    elif name == 'zerospc':  # MONOCHROME1 inverted over the 15-bit range, spacing 1 (0\\0 is unknown)
+        want = (32767 - NOGEOM)[None, ::-1, :].astype(np.float64)
+        ok = (dims[:3] == [4, 3, 1] and np.array_equal(v.reshape(want.shape), want)
+              and np.allclose(pix, [1, 1, 1]) and qcode == 0 and scode == 0)
     elif name in ('nogeom', 'nogeom_mf'):
         src = NOGEOM[None] if name == 'nogeom' else NOGEOM_MF
         want = src[:, ::-1, :].astype(np.float64)  # dcm2niix's rows bottom-up; frames as slices

@@ -22,7 +22,7 @@ if ! "$bin" convert in/nogeom.dcm --out probe --uncompressed > /dev/null 2> prob
   if grep -q "built without DICOM support" probe.err; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
 fi
 
-for f in nogeom nogeom_mf dose dose_desc bare; do
+for f in nogeom nogeom_mf dose dose_desc bare zerospc; do
   "$bin" convert in/$f.dcm --out out_$f --uncompressed > $f.out 2> $f.err
   rc=$?
   check "$f: converted" "[ $rc -eq 0 ] && [ \$(ls out_$f/*.nii | wc -l) -eq 1 ]" || cat $f.err
@@ -42,6 +42,11 @@ check "no geometry, one slice: the sidecar invents no SpacingBetweenSlices" \
   "! grep -q SpacingBetweenSlices out_nogeom/*.json && grep -q '\"SpacingBetweenSlices\":.*3' out_nogeom_mf/*.json"
 check "the RT Dose's sidecar: SpacingBetweenSlices 5 (the grid)" "grep -q '\"SpacingBetweenSlices\":.*5' out_dose/*.json"
 
+check "PixelSpacing 0\\0 is a warning naming the file and the tag" \
+  "grep -q \"in/zerospc.dcm': PixelSpacing (0028,0030) is 0.\\\\0 (unknown): read as absent\" zerospc.err" || cat zerospc.err
+# a LUT modality transform is not applied: refused, never the stored values as if they were the modality's
+refused "ModalityLUTSequence refused" 1 "mlut.dcm': ModalityLUTSequence (0028,3000) is not supported" \
+  convert in/mlut.dcm --out out_mlut
 refused "uneven GridFrameOffsetVector refused" 1 "dose_uneven.dcm': GridFrameOffsetVector (3004,000C) has 3 values unevenly spaced" \
   convert in/dose_uneven.dcm --out out_uneven
 refused "NumberOfFrames '1A' refused, its text shown" 1 "badnum.dcm'.*NumberOfFrames value 1 of '1A' is not a finite number" \

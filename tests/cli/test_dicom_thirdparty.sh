@@ -8,7 +8,8 @@
 # and affine known from the tags), uneven offsets refused; a NumberOfFrames of "1A" (badVR.dcm)
 # refused showing the text; a bare data set (no preamble, no meta group) named on the command line
 # read as dcm2niix reads it, not in a folder; a deflated file (image_dfl.dcm) read, cut short or
-# inflating past --memory-limit refused. Packed 1-bit data and per-frame items past NumberOfFrames (liver_1frame.dcm)
+# inflating past --memory-limit refused; pydicom-data's RG1_*.dcm (PixelSpacing 0\0, MONOCHROME1)
+# read with spacing 1 and a warning, mlut_18.dcm (a ModalityLUTSequence) refused. Packed 1-bit data and per-frame items past NumberOfFrames (liver_1frame.dcm)
 # are tests/unit/test_io_dicom.c. Skips (77) when Debian's pydicom/numpy are missing or lumen was
 # built without DICOM.
 set -u

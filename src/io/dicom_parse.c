@@ -465,9 +465,9 @@ static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, 
         return bad(w, at, "undefined length on an element that is not a sequence", NULL);
       int mlut = depth == 0 && tag == 0x00283000u;
       if (mlut && e.length != 0) w->have_modality_lut = 1;
-      w->in_mlut = mlut;
+      if (depth == 0) w->in_mlut = mlut;  /* its item's own values only (depth 1), not nested sequences' */
       s = walk_group_sequence(w, &e, tag, &p, end, depth);
-      w->in_mlut = 0;
+      if (depth == 0) w->in_mlut = 0;
       if (s != LUMEN_OK) return s;
       continue;
     }

@@ -97,6 +97,9 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
               "(0028,0008) = %lld; the first %lld describe the frames, the others are ignored",
               path, (long long)(hdr->n_frames + hdr->extra_items), (long long)hdr->info.frames,
               (long long)hdr->n_frames);
+  if (s == LUMEN_OK && notes && hdr->zero_spacing)
+    lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_read: '%s': PixelSpacing (0028,0030) is 0\\0 (unknown): read as absent (%s)",
+              path, hdr->info.spacing_source ? hdr->info.spacing_source : "spacing 1 x 1 mm");
   if (s == LUMEN_OK && notes && (hdr->bare || hdr->syntax_guessed))
     lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_read: '%s': %s%s%s", path,
               hdr->bare ? "no Part 10 header (no 128-byte preamble and \"DICM\"): read from byte 0" : "",
@@ -200,16 +203,43 @@ static double sample(const uint8_t *raw, int64_t i, int bytes, int bits_stored, 
   return (double)v;
 }
 
-static void to_float(const lumen_dicom_info *in, double slope, double inter, const uint8_t *raw, float *out,
-                     int64_t count, int invert) {
+/* The modality LUT's entry for stored value v (hdr->mlut_entries > 0). */
+static double lut_value(const lumen_dicom_header *hdr, const uint16_t *lut, double v) {
+  double k = v - (double)hdr->mlut_first;
+  if (!(k > 0)) return lut[0];
+  if (k >= (double)(hdr->mlut_entries - 1)) return lut[hdr->mlut_entries - 1];
+  return lut[(int64_t)k];
+}
+
+/* Stored samples to float32 through the modality LUT: lut (ModalityLUTSequence's table) when given,
+   else slope and intercept; MONOCHROME1 inverted over the LUT's values of the stored range. */
+static void to_float(const lumen_dicom_header *hdr, const uint16_t *lut, double slope, double inter,
+                     const uint8_t *raw, float *out, int64_t count, int invert) {
+  const lumen_dicom_info *in = &hdr->info;
   int bytes = lumen_dicom_sample_bytes(in->bits_allocated), sgn = in->pixel_representation == 1;
   double lo = sgn ? -(double)(UINT64_C(1) << (in->bits_stored - 1)) : 0;
   double hi = sgn ? (double)(UINT64_C(1) << (in->bits_stored - 1)) - 1 : (double)(UINT64_C(1) << in->bits_stored) - 1;
-  double flip = (lo + hi) * slope + 2 * inter;  /* modality(lo) + modality(hi) */
+  double flip = lut ? lut_value(hdr, lut, lo) + lut_value(hdr, lut, hi)
+                    : (lo + hi) * slope + 2 * inter;  /* modality(lo) + modality(hi) */
   for (int64_t i = 0; i < count; i++) {
-    double v = sample(raw, i, bytes, in->bits_stored, sgn) * slope + inter;
+    double x = sample(raw, i, bytes, in->bits_stored, sgn);
+    double v = lut ? lut_value(hdr, lut, x) : x * slope + inter;
     out[i] = (float)(invert ? flip - v : v);
   }
+}
+
+/* ModalityLUTSequence's LUTData (checked by the pre-check to lie in the file) as host uint16; NULL
+   and LUMEN_OK when the file has none. */
+static lumen_status modality_lut(lumen_ctx *ctx, const lumen_dicom_header *hdr, const uint8_t *data, uint16_t **lut) {
+  *lut = NULL;
+  if (hdr->mlut_entries <= 0) return LUMEN_OK;
+  uint16_t *t = malloc(sizeof *t * (size_t)hdr->mlut_entries);
+  if (!t) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_read: out of host memory (modality LUT)");
+  const uint8_t *p = data + hdr->mlut_offset;
+  for (int64_t i = 0; i < hdr->mlut_entries; i++)
+    t[i] = hdr->mlut_big ? (uint16_t)(p[2 * i] << 8 | p[2 * i + 1]) : (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+  *lut = t;
+  return LUMEN_OK;
 }
 
 lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
@@ -231,12 +261,15 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
     lumen_dicom_header_free(&hdr);
     return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_read: out of host memory decoding '%s'", path);
   }
-  if (hdr.encapsulated)
+  uint16_t *lut = NULL;
+  s = modality_lut(ctx, &hdr, data, &lut);
+  if (s == LUMEN_OK && hdr.encapsulated)
     s = lumen_dicom_decode_isolated(ctx, path, data, size, &hdr, isolation, raw, &in->isolated);
-  else
+  else if (s == LUMEN_OK)
     native_copy(&hdr, data, raw);
   free(data);
   if (s != LUMEN_OK) {
+    free(lut);
     free(raw);
     lumen_dicom_header_free(&hdr);
     return s;
@@ -246,6 +279,7 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   lumen_image *im = NULL;
   s = lumen_image_create(ctx, ndim, dims, LUMEN_DTYPE_FLOAT32, lumen_device_cpu(), 0, &im);
   if (s != LUMEN_OK) {
+    free(lut);
     free(raw);
     lumen_dicom_header_free(&hdr);
     return s;
@@ -256,8 +290,9 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   for (int64_t k = 0; k < in->frames; k++) {
     double slope, inter;
     lumen_dicom_frame_rescale(&hdr, k, &slope, &inter);
-    to_float(in, slope, inter, raw + k * step, (float *)lumen_image_data(im) + k * per, per, in->inverted);
+    to_float(&hdr, lut, slope, inter, raw + k * step, (float *)lumen_image_data(im) + k * per, per, in->inverted);
   }
+  free(lut);
   free(raw);
   lumen_dicom_header_free(&hdr);
   double spacing[3] = {in->spacing[0], in->spacing[1], 1};

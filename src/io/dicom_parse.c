@@ -21,6 +21,10 @@ typedef struct walker {
   lumen_dicom_header *h;
   int have_rows, have_cols, have_bits, have_stored, have_pixrep, have_photo, have_pixel, have_high;
   int have_spacing, have_imager, have_wc, have_ww;
+  /* ModalityLUTSequence (0028,3000): walking its items (in_mlut), how many, its one item's values */
+  int have_modality_lut, in_mlut, mlut_items, have_lut_desc, have_lut_data;
+  uint16_t lut_desc[3];
+  size_t lut_data, lut_data_length;
   double imager[2];
   int planar;
   /* functional groups (dicom_frames.c): the top-level sequence being walked (5200,9229 or
@@ -124,6 +128,7 @@ static lumen_status walk_sequence(walker *w, const element *sq, size_t *pos, siz
       return LUMEN_OK;
     }
     if (it.group != 0xFFFE || it.elem != 0xE000) return bad(w, at, "expected an item (FFFE,E000) in a sequence", NULL);
+    if (depth == 0 && w->in_mlut) w->mlut_items++;
     if (depth == 0 && w->top_seq) {  /* an item of a functional groups sequence: one frame (or the shared values) */
       s = lumen_dicom_frame_item(w->ctx, w->path, w->h, w->top_seq, items++, &w->frame);
       if (s != LUMEN_OK) return s;
@@ -458,13 +463,26 @@ static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, 
     if (e.length == UNDEFINED || is_sq) {
       if (!is_sq && !(w->implicit && e.length == UNDEFINED))
         return bad(w, at, "undefined length on an element that is not a sequence", NULL);
+      int mlut = depth == 0 && tag == 0x00283000u;
+      if (mlut && e.length != 0) w->have_modality_lut = 1;
+      if (depth == 0) w->in_mlut = mlut;  /* its item's own values only (depth 1), not nested sequences' */
       s = walk_group_sequence(w, &e, tag, &p, end, depth);
+      if (depth == 0) w->in_mlut = 0;
       if (s != LUMEN_OK) return s;
       continue;
     }
     if (depth == 0) {
       s = take_value(w, &e);
       if (s != LUMEN_OK) return s;
+    } else if (depth == 1 && w->in_mlut && tag == 0x00283002u) {  /* LUTDescriptor: 3 x US/SS */
+      if (e.length != 6) return bad(w, at, "bad image header", "LUTDescriptor (0028,3002) is not 3 16-bit values");
+      for (int k = 0; k < 3; k++) w->lut_desc[k] = rd16(w, e.value + 2 * (size_t)k, w->big);
+      w->have_lut_desc = 1;
+    } else if (depth == 1 && w->in_mlut && tag == 0x00283006u) {  /* LUTData: 16-bit words, checked below */
+      w->lut_data = e.value;
+      w->lut_data_length = e.length;
+      w->have_lut_data = 1;
+      w->h->mlut_big = w->big;
     } else if (depth == 2 && w->group_seq && w->frame) {  /* a value of a functional group */
       s = lumen_dicom_frame_tag(w->ctx, w->path, w->group_seq, tag, w->d + e.value, e.length, w->big, w->frame);
       if (s != LUMEN_OK) return s;
@@ -557,6 +575,30 @@ static lumen_status check_description(walker *w) {
   if (in->has_rescale && !(in->rescale_slope != 0))
     return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': RescaleSlope is 0, expected a non-zero number",
                       path);
+  /* A LUT modality transform (pydicom's mlut_18.dcm): one item, LUTDescriptor = entries (0: 65536)
+     \ first stored value mapped (signed when the pixels are) \ bits, LUTData 16-bit entries. It
+     wins over RescaleSlope/Intercept, as in pydicom's apply_modality_lut. */
+  if (w->have_modality_lut) {
+    const char *why = w->mlut_items != 1               ? "has not one item"
+                      : !w->have_lut_desc || !w->have_lut_data ? "has no LUTDescriptor (0028,3002) or LUTData (0028,3006)"
+                      : w->lut_desc[2] < 8 || w->lut_desc[2] > 16 ? "LUTDescriptor's bits are not 8..16"
+                                                                  : NULL;
+    int64_t entries = w->lut_desc[0] ? w->lut_desc[0] : 65536;
+    if (!why && w->lut_data_length < 2 * (uint64_t)entries) why = "LUTData has fewer 16-bit values than LUTDescriptor's entries";
+    if (why)
+      return lumen_fail(ctx, LUMEN_ERR_FORMAT, "lumen_dicom_read: '%s': ModalityLUTSequence (0028,3000) %s", path, why);
+    w->h->mlut_entries = entries;
+    w->h->mlut_first = in->pixel_representation ? (int64_t)(int16_t)w->lut_desc[1] : (int64_t)w->lut_desc[1];
+    w->h->mlut_offset = (int64_t)w->lut_data;
+    in->has_rescale = 0;  /* the table is the modality transform: a rescale beside it is neither applied nor reported */
+    in->rescale_slope = 1;
+    in->rescale_intercept = 0;
+  }
+  /* PixelSpacing 0\0 (some CR exports, pydicom-data's RG1_*.dcm): "unknown", read as absent (a warning) */
+  if (w->have_spacing && in->spacing[0] == 0 && in->spacing[1] == 0) {
+    w->have_spacing = 0;
+    w->h->zero_spacing = 1;
+  }
   if (w->have_spacing) {
     in->spacing_source = "PixelSpacing";
   } else if (w->have_imager) {

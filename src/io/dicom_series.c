@@ -306,6 +306,7 @@ static lumen_status expand(lumen_ctx *ctx, const lumen_dicom_header *fh, char *c
       x->frame = k;
       x->file_frames = fh[f].info.frames;
       x->enhanced = fh[f].enhanced;
+      x->h.modality_table = fh[f].mlut_entries > 0;
       if (!x->enhanced && frames == 1) {
         x->h.info = fh[f].info;
         x->h.series = fh[f].series;
@@ -491,7 +492,8 @@ static void stored_values(const member *m, int64_t n, lumen_dicom_series_info *i
   int ints = 1, any_signed = 0, unsigned16 = 0, bits = 0;
   for (int64_t i = 0; i < n && ints; i++) {
     const lumen_dicom_info *in = &m[i].h.info;
-    ints = in->rescale_slope == 1 && in->rescale_intercept == 0 && in->bits_stored <= 16 && !m[i].h.series.philips_scaled;
+    ints = in->rescale_slope == 1 && in->rescale_intercept == 0 && in->bits_stored <= 16 && !m[i].h.series.philips_scaled &&
+           !m[i].h.modality_table;  /* a ModalityLUTSequence's values are the table's: looked at */
     any_signed |= in->pixel_representation == 1;
     unsigned16 |= in->pixel_representation == 0 && in->bits_stored == 16;
     bits = in->bits_stored > bits ? in->bits_stored : bits;

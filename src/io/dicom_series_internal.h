@@ -10,6 +10,7 @@
 typedef struct member_header {
   lumen_dicom_info info;
   lumen_dicom_series_tags series;
+  int modality_table;  /* a ModalityLUTSequence maps the stored values (not a rescale) */
 } member_header;
 
 /* One member of the series: its file, its header, and its sort keys. */

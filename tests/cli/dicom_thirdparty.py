@@ -13,8 +13,14 @@ lumen convert's NIfTI against values known from the written pixels.
                             image_dfl.dcm), DIR/dfl_cut.dcm (its last 8 bytes cut), DIR/dfl_bomb.dcm
                             (64 MiB of zeros deflated to 64 KiB), DIR/bare.dcm
                             (nogeom's pixels with a geometry as a bare implicit VR data set: no
-                            preamble, no meta group)
-  check NII NAME            NII equals what lumen must write for NAME (one of the above)
+                            preamble, no meta group), DIR/zerospc.dcm (nogeom's pixels as a 15-bit
+                            MONOCHROME1 CR with PixelSpacing 0\\0, like RG1_UNCI.dcm), DIR/mlut.dcm
+                            (a 12-bit signed image with a ModalityLUTSequence of 64 entries from
+                            -20, like mlut_18.dcm, and a RescaleSlope the LUT overrides),
+                            DIR/mlut_short.dcm (its LUTDescriptor says 65 entries), DIR/mlut_be.dcm
+                            (mlut.dcm in explicit VR big endian)
+  check NII NAME            NII equals what lumen must write for NAME (one of the above; mlut and
+                            mlut_be read in/NAME.dcm for pydicom's apply_modality_lut)
   raw NII                   NII holds nogeom's pixels as stored (lumen filter's row order)
 """
 import struct, sys, zlib
@@ -27,6 +33,8 @@ NOGEOM = np.arange(12, dtype=np.uint16).reshape(3, 4) * 7 + 1          # rows x 
 NOGEOM_MF = np.stack([NOGEOM, NOGEOM + 100])                            # frames x rows x columns
 DOSE = (np.arange(12, dtype=np.uint32).reshape(3, 2, 2) + 1) * 1000003  # frames x rows x columns
 POS = [189.43125, 199.43125, -761.87]
+MLUT = (1000 + 37 * np.arange(64) + np.arange(64) ** 2 * 5).astype('<u2')  # entries for -20..43
+MLUT_STORED = NOGEOM.astype('<i2') - 30  # -29..48: below and past the table (clamped)
 
 
 def base(sop_class, rows, cols, bits, frames=None):
@@ -90,6 +98,23 @@ def write(dirname):
     d.is_little_endian, d.is_implicit_VR = True, True
     d.save_as(f'{dirname}/bare.dcm', write_like_original=True)
     assert open(f'{dirname}/bare.dcm', 'rb').read(2) == b'\x08\x00'
+    d = base('1.2.840.10008.5.1.4.1.1.1', 3, 4, 16)  # CR, PixelSpacing 0\\0, MONOCHROME1 (RG1_UNCI.dcm)
+    d.Modality, d.PhotometricInterpretation, d.PixelSpacing = 'CR', 'MONOCHROME1', [0, 0]
+    d.BitsStored, d.HighBit, d.PixelData = 15, 14, NOGEOM.tobytes()
+    d.save_as(f'{dirname}/zerospc.dcm', write_like_original=False)
+    for name, entries, e in (('mlut', 64, '<'), ('mlut_short', 65, '<'), ('mlut_be', 64, '>')):
+        d = base('1.2.840.10008.5.1.4.1.1.7', 3, 4, 16)  # a LUT modality transform (mlut_18.dcm)
+        d.BitsStored, d.HighBit, d.PixelRepresentation = 12, 11, 1
+        d.RescaleSlope, d.RescaleIntercept = 3, 7  # the LUT wins (PS3.3 C.11.1: not both; pydicom's order)
+        lut = Dataset()
+        lut.LUTDescriptor, lut.ModalityLUTType = [entries, -20, 16], 'US'
+        lut.LUTData = MLUT.astype(e + 'u2').tobytes()  # OW; mlut_short: one entry short
+        d.ModalityLUTSequence = [lut]
+        d.PixelData = MLUT_STORED.astype(e + 'i2').tobytes()
+        if e == '>':  # explicit VR big endian (emri_small_big_endian.dcm's syntax): OW values as written
+            d.file_meta.TransferSyntaxUID = '1.2.840.10008.1.2.2'
+            d.is_little_endian = False
+        d.save_as(f'{dirname}/{name}.dcm', write_like_original=False)
     d = base('1.2.840.10008.5.1.4.1.1.481.2', 3, 4, 16)
     d.Modality, d.PixelData = 'RTDOSE', NOGEOM.tobytes()
     d.NumberOfFrames = 99
@@ -125,6 +150,17 @@ def check(path, name):
         A = np.array([[-0.25, 0, 0, 10], [0, 0.5, 0, -21], [0, 0, 2, 30]], float)
         ok = (dims[:3] == [4, 3, 1] and np.array_equal(v.reshape(want.shape), want)
               and np.allclose(sform, A, atol=1e-4) and scode > 0)
+    elif name in ('mlut', 'mlut_be'):  # pydicom's apply_modality_lut of the stored values, rows bottom-up
+        from pydicom.pixel_data_handlers.util import apply_modality_lut
+        d = pydicom.dcmread(f'in/{name}.dcm')
+        want = apply_modality_lut(d.pixel_array, d).astype(np.float64)[None, ::-1, :]
+        clamp = MLUT[np.clip(MLUT_STORED.astype(int) + 20, 0, 63)]  # the same by hand
+        ok = (dims[:3] == [4, 3, 1] and np.array_equal(v.reshape(want.shape), want)
+              and np.array_equal(want[0, ::-1], clamp) and qcode == 0 and scode == 0)
+    elif name == 'zerospc':  # MONOCHROME1 inverted over the 15-bit range, spacing 1 (0\\0 is unknown)
+        want = (32767 - NOGEOM)[None, ::-1, :].astype(np.float64)
+        ok = (dims[:3] == [4, 3, 1] and np.array_equal(v.reshape(want.shape), want)
+              and np.allclose(pix, [1, 1, 1]) and qcode == 0 and scode == 0)
     elif name in ('nogeom', 'nogeom_mf'):
         src = NOGEOM[None] if name == 'nogeom' else NOGEOM_MF
         want = src[:, ::-1, :].astype(np.float64)  # dcm2niix's rows bottom-up; frames as slices

@@ -8,8 +8,10 @@
 # and affine known from the tags), uneven offsets refused; a NumberOfFrames of "1A" (badVR.dcm)
 # refused showing the text; a bare data set (no preamble, no meta group) named on the command line
 # read as dcm2niix reads it, not in a folder; a deflated file (image_dfl.dcm) read, cut short or
-# inflating past --memory-limit refused. Packed 1-bit data and per-frame items past NumberOfFrames (liver_1frame.dcm)
-# are tests/unit/test_io_dicom.c. Skips (77) when Debian's pydicom/numpy are missing or lumen was
+# inflating past --memory-limit refused; pydicom-data's RG1_*.dcm (PixelSpacing 0\0, MONOCHROME1)
+# read with spacing 1 and a warning; mlut_18.dcm's ModalityLUTSequence applied (equal to pydicom's
+# apply_modality_lut; little and big endian), a short LUTData refused. Packed 1-bit data and per-frame items past
+# NumberOfFrames (liver_1frame.dcm) are tests/unit/test_io_dicom.c. Skips (77) when Debian's pydicom/numpy are missing or lumen was
 # built without DICOM.
 set -u
 py=/usr/bin/python3
@@ -22,7 +24,7 @@ if ! "$bin" convert in/nogeom.dcm --out probe --uncompressed > /dev/null 2> prob
   if grep -q "built without DICOM support" probe.err; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
 fi
 
-for f in nogeom nogeom_mf dose dose_desc bare; do
+for f in nogeom nogeom_mf dose dose_desc bare zerospc mlut mlut_be; do
   "$bin" convert in/$f.dcm --out out_$f --uncompressed > $f.out 2> $f.err
   rc=$?
   check "$f: converted" "[ $rc -eq 0 ] && [ \$(ls out_$f/*.nii | wc -l) -eq 1 ]" || cat $f.err
@@ -42,6 +44,11 @@ check "no geometry, one slice: the sidecar invents no SpacingBetweenSlices" \
   "! grep -q SpacingBetweenSlices out_nogeom/*.json && grep -q '\"SpacingBetweenSlices\":.*3' out_nogeom_mf/*.json"
 check "the RT Dose's sidecar: SpacingBetweenSlices 5 (the grid)" "grep -q '\"SpacingBetweenSlices\":.*5' out_dose/*.json"
 
+check "PixelSpacing 0\\0 is a warning naming the file and the tag" \
+  "grep -q \"in/zerospc.dcm': PixelSpacing (0028,0030) is 0.\\\\0 (unknown): read as absent\" zerospc.err" || cat zerospc.err
+refused "a ModalityLUTSequence with fewer LUTData values than entries refused" 1 \
+  "mlut_short.dcm': ModalityLUTSequence (0028,3000) LUTData has fewer 16-bit values than LUTDescriptor's entries" \
+  convert in/mlut_short.dcm --out out_mlut_short
 refused "uneven GridFrameOffsetVector refused" 1 "dose_uneven.dcm': GridFrameOffsetVector (3004,000C) has 3 values unevenly spaced" \
   convert in/dose_uneven.dcm --out out_uneven
 refused "NumberOfFrames '1A' refused, its text shown" 1 "badnum.dcm'.*NumberOfFrames value 1 of '1A' is not a finite number" \

@@ -35,7 +35,8 @@ PACKAGES=(
 #   libgdcm-dev: DICOM input (issue 18, docs/DICOM.md; lumen builds without it and says so);
 #   python3-pydicom: the DICOM tests' independent reference (tests/cli/test_dicom.sh)
 #   libmicrohttpd-dev: lumen view's HTTP server (docs/VIEW.md; lumen builds without it and says so)
-#   libgdcm-tools: gdcmconv for scripts/bench_mammo_read.sh's compressed files (and the files
+#   libgdcm-tools: gdcmconv, the third-party writer of tests/cli/test_dicom_transcoded.sh's files and
+#   of scripts/bench_mammo_read.sh's compressed ones (and the files
 #   GDCM's CMake config names, which CMake otherwise warns about)
 OPTIONAL=(chromium libgdcm-dev libgdcm-tools python3-pydicom libmicrohttpd-dev)
 

@@ -100,6 +100,11 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
   if (s == LUMEN_OK && notes && hdr->zero_spacing)
     lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_read: '%s': PixelSpacing (0028,0030) is 0\\0 (unknown): read as absent (%s)",
               path, hdr->info.spacing_source ? hdr->info.spacing_source : "spacing 1 x 1 mm");
+  if (s == LUMEN_OK && notes && hdr->rle_fragments > 1)
+    lumen_log(ctx, LUMEN_LOG_WARNING,
+              "lumen_dicom_read: '%s': its RLE frame is split over %lld fragments (DICOM PS3.5 A.4.2 wants one; "
+              "dcmcrle --fragment-size and gdcmconv --split write such files): read as one frame",
+              path, (long long)hdr->rle_fragments);
   if (s == LUMEN_OK && notes && (hdr->bare || hdr->syntax_guessed))
     lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_read: '%s': %s%s%s", path,
               hdr->bare ? "no Part 10 header (no 128-byte preamble and \"DICM\"): read from byte 0" : "",

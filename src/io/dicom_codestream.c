@@ -53,6 +53,18 @@ static lumen_status j2k(lumen_ctx *ctx, const char *path, const lumen_dicom_info
   return compare(ctx, path, frame, in, codec, (int64_t)xsiz - xo, (int64_t)ysiz - yo, csiz, (s[38] & 0x7F) + 1, 0);
 }
 
+/* The sample precisions ITU-T T.81 (B.2.2, Table B.2) allows a DCT frame: baseline (SOF0) 8 bits,
+   the other DCT processes (extended, progressive; Huffman or arithmetic, also hierarchical) 8 or 12;
+   NULL when the precision is allowed or the frame is lossless (SOF3/7/11/15: 2 to 16 bits, compare()
+   then holds it to BitsStored). A 16-bit lossy frame decodes to garbage in every codec (GDCM's
+   libjpeg gives -32768 or 32767 in almost every pixel): refused, not converted. */
+static const char *dct_precision(uint32_t marker, int precision) {
+  uint32_t process = marker & 0x03; /* SOFn, n = 0..15 without 4, 8, 12: n mod 4 = 3 is lossless */
+  if (process == 3) return NULL;
+  if (marker == 0xC0) return precision == 8 ? NULL : "8 bits";
+  return precision == 8 || precision == 12 ? NULL : "8 or 12 bits";
+}
+
 /* JPEG and JPEG-LS: the segments after SOI up to the first SOF (the frame header). */
 static lumen_status jpeg(lumen_ctx *ctx, const char *path, const lumen_dicom_info *in, const uint8_t *p, size_t n,
                          int64_t frame, int ls) {
@@ -77,6 +89,14 @@ static lumen_status jpeg(lumen_ctx *ctx, const char *path, const lumen_dicom_inf
     if (sof) {
       if (len < 8) return refuse(ctx, path, frame, codec, "truncated frame header");
       const uint8_t *f = p + pos + 4;
+      const char *why = ls ? NULL : dct_precision(marker, f[0]);
+      if (why) {
+        char detail[200];
+        snprintf(detail, sizeof detail, "precision %d bits in a %s frame (SOF%u), where ITU-T T.81 allows %s: no "
+                 "decoder returns this frame's values (gdcmconv --jpeg --lossy writes such frames from 16-bit images)",
+                 f[0], marker == 0xC0 ? "baseline" : "lossy DCT", marker - 0xC0, why);
+        return refuse(ctx, path, frame, codec, detail);
+      }
       return compare(ctx, path, frame, in, codec, be16(f + 3), be16(f + 1), f[5], f[0], 1);
     }
     if (marker == 0xDA || marker == 0xD9) break;  /* a scan or the end before any frame header */

@@ -238,11 +238,37 @@ static lumen_status next_fragment_item(walker *w, size_t *p, size_t end, const c
   return LUMEN_OK;
 }
 
+/* The 64-byte RLE header at p (PS3.5 G.5): as many segments as bytes a sample, offsets from 64 in
+   increasing order inside the frame's bytes (total: its fragment, or, for a single frame that a
+   writer split over several fragments, all of them), unused offsets 0. first: the bytes of the
+   header's own fragment (at least 64). */
+static lumen_status rle_header(walker *w, size_t p, uint32_t first, int64_t total) {
+  if (first < 64) return bad(w, p, "malformed RLE pixel data", "fragment shorter than its 64-byte header");
+  uint32_t nseg = rd32(w, p, 0);
+  uint32_t want = (uint32_t)(w->h->info.bits_allocated / 8);
+  if (nseg != want) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "%u segments, expected %u for BitsAllocated %d", nseg, want, w->h->info.bits_allocated);
+    return bad(w, p, "malformed RLE pixel data", detail);
+  }
+  uint32_t prev = 64;
+  for (uint32_t k = 0; k < nseg; k++) {
+    uint32_t off = rd32(w, p + 4 + 4 * k, 0);
+    if (off < prev || (int64_t)off >= total || (k == 0 && off != 64))
+      return bad(w, p, "malformed RLE pixel data", "segment offsets out of order or outside the frame's fragments");
+    prev = off + 1;
+  }
+  for (uint32_t k = nseg; k < 15; k++)
+    if (rd32(w, p + 4 + 4 * k, 0) != 0) return bad(w, p, "malformed RLE pixel data", "offset of an unused segment");
+  return LUMEN_OK;
+}
+
 /* Encapsulated pixel data: the basic offset table item, then fragments, then the delimiter. */
 static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, size_t end) {
   size_t p = px->value;
   int64_t items = 0, bytes = 0;
   int rle = strcmp(w->h->info.transfer_syntax, "1.2.840.10008.1.2.5") == 0;
+  size_t rle_first = 0;
   for (;;) {
     element it;
     size_t at;
@@ -252,26 +278,12 @@ static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, si
     if (done) break;
     if (items > 0) {  /* a fragment */
       if (it.length == 0) return bad(w, at, "malformed encapsulated pixel data", "an empty fragment");
-      if (rle) {  /* one fragment per frame: a 64-byte header of segment count and offsets */
+      if (rle && w->h->info.frames > 1) {  /* one fragment per frame, each with its header */
+        s = rle_header(w, p, it.length, it.length);
+        if (s != LUMEN_OK) return s;
+      } else if (rle && items == 1) {
         if (it.length < 64) return bad(w, at, "malformed RLE pixel data", "fragment shorter than its 64-byte header");
-        uint32_t nseg = rd32(w, p, 0);
-        uint32_t want = (uint32_t)(w->h->info.bits_allocated / 8);
-        if (nseg != want) {
-          char detail[96];
-          snprintf(detail, sizeof detail, "%u segments, expected %u for BitsAllocated %d", nseg, want,
-                   w->h->info.bits_allocated);
-          return bad(w, p, "malformed RLE pixel data", detail);
-        }
-        uint32_t prev = 64;
-        for (uint32_t k = 0; k < nseg; k++) {
-          uint32_t off = rd32(w, p + 4 + 4 * k, 0);
-          if (off < prev || off >= it.length || (k == 0 && off != 64))
-            return bad(w, p, "malformed RLE pixel data", "segment offsets out of order or outside the fragment");
-          prev = off + 1;
-        }
-        for (uint32_t k = nseg; k < 15; k++)
-          if (rd32(w, p + 4 + 4 * k, 0) != 0)
-            return bad(w, p, "malformed RLE pixel data", "offset of an unused segment");
+        rle_first = p;  /* a single frame's header: checked against all its fragments below */
       }
       /* the frame header of each frame: one fragment per frame, or every fragment of one frame */
       int64_t frame = items - 1;
@@ -293,7 +305,11 @@ static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, si
   }
   int64_t fragments = items - 1;
   if (fragments < 1) return bad(w, px->value, "malformed encapsulated pixel data", "no fragment");
-  if (rle && fragments != w->h->info.frames) {
+  if (rle && w->h->info.frames <= 1) {  /* a single frame, possibly split over fragments */
+    lumen_status s = rle_header(w, rle_first, 64, bytes); /* the first fragment's 64 bytes: checked above */
+    if (s != LUMEN_OK) return s;
+    w->h->rle_fragments = fragments;
+  } else if (rle && fragments != w->h->info.frames) {
     char detail[96];
     snprintf(detail, sizeof detail, "%lld fragments, expected one per frame (%lld)", (long long)fragments,
              (long long)w->h->info.frames);

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# A real scanner series in the transfer syntaxes a PACS or an anonymiser hands back, written by a
+# third-party tool (GDCM's gdcmconv), not by lumen or its tests: the GE 3T DWI of
+# ../shared/data/dicom_ge/In/01_Ax_DWI_TENSOR_R2 (14 classic files, int16) transcoded file by file
+# to implicit VR, deflate, RLE, JPEG lossless (process 14), JPEG-LS lossless and JPEG 2000
+# lossless, and each compressed one again with its frame split over several fragments
+# (gdcmconv --split). Every conversion is byte for byte the conversion of the uncompressed files
+# (NIfTI and sidecar), which itself equals dcm2niix's Ref (tests/cli/dcm2niix_compare.py). RLE
+# allows one fragment per frame (DICOM PS3.5 A.4.2); a split single frame is read as one with a
+# warning, as DCMTK and pydicom read it. JPEG-LS near-lossless with an allowed error of 2: every
+# voxel within 2 of the original. gdcmconv --jpeg --lossy writes 16-bit lossy (SOF1) frames, which
+# ITU-T T.81 does not allow and which GDCM decodes to -32768/32767: refused, naming the precision.
+# Skips (77) without gdcmconv (Debian libgdcm-tools), the reference data, numpy or DICOM support.
+set -u
+py=/usr/bin/python3
+ge=${LUMEN_REFDATA:-${LUMEN_REFDATA_DEFAULT:-}}/dicom_ge
+[ -d "$ge/In/01_Ax_DWI_TENSOR_R2" ] || { echo "reference data dicom_ge/ not found (LUMEN_REFDATA): skipped"; exit 77; }
+command -v gdcmconv > /dev/null || { echo "gdcmconv missing (Debian libgdcm-tools, scripts/setup.sh): skipped"; exit 77; }
+"$py" -c 'import numpy' 2>/dev/null || { echo "Debian python3-numpy missing (scripts/setup.sh): skipped"; exit 77; }
+. "$(dirname "$0")/lib.sh"
+src=$ge/In/01_Ax_DWI_TENSOR_R2
+name=1_Ax_DWI_TENSOR_R2
+
+# transcode NAME GDCMCONV-OPTIONS... [FROM]: every file of FROM (default: the original series) into in_NAME
+transcode() {
+  local to=$1 from=$src
+  shift
+  case ${!#} in in_*) from=${!#}; set -- "${@:1:$#-1}" ;; esac
+  mkdir "in_$to" || return 1
+  for f in "$from"/*; do
+    gdcmconv --quiet "$@" "$f" "in_$to/$(basename "$f")" > /dev/null 2>&1 || { echo "  gdcmconv $* $f failed"; return 1; }
+  done
+}
+convert_ok() {  # convert_ok NAME: lumen convert in_NAME --out out_NAME, uncompressed
+  "$bin" convert "in_$1" --out "out_$1" --uncompressed > "$1.out" 2> "$1.err"
+}
+
+check "gdcmconv --raw: the uncompressed files written" "transcode raw --raw"
+convert_ok raw
+rc=$?
+if [ $rc -ne 0 ] && grep -q "built without DICOM support" raw.err; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
+check "uncompressed: converted" "[ $rc -eq 0 ] && [ -f out_raw/$name.nii ]" || cat raw.err
+check "uncompressed: equals dcm2niix's Ref (voxels, volume order, affine)" \
+  "$py $LUMEN_CLI_TESTS/dcm2niix_compare.py same out_raw/$name.nii $ge/Ref/Ax_DWI_TENSOR_R2_1.nii > cmp_raw.txt" ||
+  cat cmp_raw.txt
+
+lossless=(implicit:--implicit deflated:--deflated rle:--rle jpeg:--jpeg jpegls:--jpegls j2k:--j2k)
+for spec in "${lossless[@]}"; do
+  t=${spec%%:*} opt=${spec#*:}
+  transcode "$t" "$opt" || { check "gdcmconv $opt" false; continue; }
+  convert_ok "$t"
+  check "$t ($opt): converted" "[ $? -eq 0 ]" || cat "$t.err"
+  check "$t: NIfTI and sidecar byte for byte those of the uncompressed files" \
+    "cmp out_raw/$name.nii out_$t/$name.nii && cmp out_raw/$name.json out_$t/$name.json"
+done
+for t in rle jpeg jpegls j2k; do  # every frame in fragments of at most 3000 bytes
+  transcode "${t}_split" --split 3000 "in_$t" || { check "gdcmconv --split 3000 in_$t" false; continue; }
+  check "${t}_split: the frames are split (more than 3 fragments in the first file)" \
+    "$py -c \"import pydicom,sys; d=pydicom.dcmread('in_${t}_split/i22.MRDC.1'); sys.exit(0 if d.PixelData.count(b'\\xfe\\xff\\x00\\xe0') > 4 else 1)\""
+  convert_ok "${t}_split"
+  check "${t}_split: converted" "[ $? -eq 0 ]" || cat "${t}_split.err"
+  check "${t}_split: NIfTI and sidecar those of the uncompressed files" \
+    "cmp out_raw/$name.nii out_${t}_split/$name.nii && cmp out_raw/$name.json out_${t}_split/$name.json"
+done
+check "rle_split: a warning per file naming the fragments and PS3.5 A.4.2" \
+  "[ \$(grep -c \"its RLE frame is split over [0-9]* fragments (DICOM PS3.5 A.4.2 wants one\" rle_split.err) -eq 14 ]" ||
+  cat rle_split.err
+check "the lossless ones: no warning" "! grep -q warning implicit.err deflated.err rle.err jpeg.err jpegls.err j2k.err"
+
+# JPEG-LS near-lossless, allowed error 2: within 2 of the original, and not all equal (it is lossy)
+transcode jpegls_e2 --jpegls --lossy -e 2
+convert_ok jpegls_e2
+check "JPEG-LS near-lossless (error 2): converted" "[ $? -eq 0 ]" || cat jpegls_e2.err
+check "JPEG-LS near-lossless: every voxel within 2 of the original, some differ" \
+  "$py -c \"
+import sys; sys.path.insert(0, '$LUMEN_CLI_TESTS'); import dcm2niix_compare as c, numpy as np
+a = c.nii('out_raw/$name.nii')[0]; b = c.nii('out_jpegls_e2/$name.nii')[0]
+d = np.abs(a - b); print('  max |difference|', d.max(), 'voxels differing', int((d > 0).sum()))
+sys.exit(0 if a.shape == b.shape and d.max() <= 2 and d.max() > 0 else 1)\""
+
+# 16-bit lossy JPEG (SOF1, precision 16): refused before any decoder runs
+transcode jpeg16 --jpeg --lossy
+"$bin" convert in_jpeg16 --out out_jpeg16 > jpeg16.out 2> jpeg16.err
+check "16-bit lossy JPEG: nothing converted (exit 1), nothing written" "[ $? -eq 1 ] && [ ! -e out_jpeg16/$name.nii.gz ]"
+check "16-bit lossy JPEG: the message names the file, the precision and what T.81 allows" \
+  "grep -q \"in_jpeg16/i22.MRDC.1': frame 1: JPEG stream: precision 16 bits in a lossy DCT frame (SOF1), where ITU-T T.81 allows 8 or 12 bits\" jpeg16.err" ||
+  cat jpeg16.err
+exit $fail

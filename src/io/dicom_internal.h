@@ -135,6 +135,8 @@ typedef struct lumen_dicom_header {
   int bare;                  /* no preamble and "DICM": the data set (or a meta group) from byte 0 */
   int syntax_guessed;        /* no TransferSyntaxUID: info.transfer_syntax guessed from the first element */
   int zero_spacing;          /* PixelSpacing 0\0: read as absent (a warning) */
+  int lossy;                 /* LossyImageCompression (0028,2110) "01", or a transfer syntax that is lossy
+                                only (JPEG baseline, extended): the values are not the scanner's (a warning) */
   int64_t rle_fragments;     /* RLE, one frame: its fragments; over 1, a writer split the frame (PS3.5 A.4.2
                                 wants one): read as one, as DCMTK and pydicom do (a warning) */
   /* ModalityLUTSequence's table (0 entries: none): LUTData's 16-bit values at mlut_offset in the file

@@ -394,6 +394,12 @@ static lumen_status take_value(walker *w, const element *e) {
   case 0x00281051u: s = optional_number(w, e, "WindowWidth", &in->window_width, &w->have_ww); break;
   case 0x00281052u: s = optional_number(w, e, "RescaleIntercept", &in->rescale_intercept, &in->has_rescale); break;
   case 0x00281053u: s = optional_number(w, e, "RescaleSlope", &in->rescale_slope, &in->has_rescale); break;
+  case 0x00282110u: {  /* LossyImageCompression: "01" once any lossy step touched the pixels */
+    char lossy[8];
+    text_value(w, e, lossy, sizeof lossy);
+    w->h->lossy |= strcmp(lossy, "01") == 0;
+    break;
+  }
   default: s = lumen_dicom_series_tag(w->ctx, w->path, tag, w->d + e->value, e->length, &w->h->series); break;
   }
   return s;

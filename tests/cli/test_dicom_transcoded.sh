@@ -8,7 +8,7 @@
 # (NIfTI and sidecar), which itself equals dcm2niix's Ref (tests/cli/dcm2niix_compare.py). RLE
 # allows one fragment per frame (DICOM PS3.5 A.4.2); a split single frame is read as one with a
 # warning, as DCMTK and pydicom read it. JPEG-LS near-lossless with an allowed error of 2: every
-# voxel within 2 of the original. gdcmconv --jpeg --lossy writes 16-bit lossy (SOF1) frames, which
+# voxel within 2 of the original, and a warning that the values are not the scanner's. gdcmconv --jpeg --lossy writes 16-bit lossy (SOF1) frames, which
 # ITU-T T.81 does not allow and which GDCM decodes to -32768/32767: refused, naming the precision.
 # Skips (77) without gdcmconv (Debian libgdcm-tools), the reference data, numpy or DICOM support.
 set -u
@@ -71,6 +71,9 @@ check "the lossless ones: no warning" "! grep -q warning implicit.err deflated.e
 transcode jpegls_e2 --jpegls --lossy -e 2
 convert_ok jpegls_e2
 check "JPEG-LS near-lossless (error 2): converted" "[ $? -eq 0 ]" || cat jpegls_e2.err
+check "JPEG-LS near-lossless: a warning per file that the values are not the scanner's (LossyImageCompression 01)" \
+  "[ \$(grep -c \"i[0-9]*.MRDC.[0-9]*': lossy compressed (LossyImageCompression (0028,2110) is 01): its values differ from the scanner's\" jpegls_e2.err) -eq 14 ]" ||
+  cat jpegls_e2.err
 check "JPEG-LS near-lossless: every voxel within 2 of the original, some differ" \
   "$py -c \"
 import sys; sys.path.insert(0, '$LUMEN_CLI_TESTS'); import dcm2niix_compare as c, numpy as np

@@ -38,7 +38,8 @@ PACKAGES=(
 #   libgdcm-tools: gdcmconv, the third-party writer of tests/cli/test_dicom_transcoded.sh's files and
 #   of scripts/bench_mammo_read.sh's compressed ones (and the files
 #   GDCM's CMake config names, which CMake otherwise warns about)
-OPTIONAL=(chromium libgdcm-dev libgdcm-tools python3-pydicom libmicrohttpd-dev)
+#   pixelmed-apps: PixelMed's Legacy Converted Enhanced writer (Java, headless) for tests/cli/test_dicom_pixelmed.sh
+OPTIONAL=(chromium libgdcm-dev libgdcm-tools python3-pydicom libmicrohttpd-dev pixelmed-apps)
 
 if [ "${1:-}" = "--demo" ]; then
   PACKAGES=("${DEMO_PACKAGES[@]}")
@@ -91,7 +92,13 @@ fi
 if [ ${#opt_missing[@]} -gt 0 ]; then
   if "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${opt_missing[@]}" >/dev/null; then
     echo "setup: installed ${opt_missing[*]}"
-  else
-    echo "setup: could not install the optional ${opt_missing[*]}: their tests skip (exit 77)" >&2
+  else  # one by one, so that one unavailable package does not take the others with it
+    for p in "${opt_missing[@]}"; do
+      if "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "$p" >/dev/null; then
+        echo "setup: installed $p"
+      else
+        echo "setup: could not install the optional $p: its tests skip (exit 77)" >&2
+      fi
+    done
   fi
 fi

@@ -17,6 +17,13 @@
 #define CARDIAC_SYNC 0x00189118u        /* CardiacSynchronizationSequence */
 #define MR_TIMING 0x00189112u           /* MRTimingAndRelatedParametersSequence */
 #define PIXEL_VALUE_TRANSFORM 0x00289145u /* PixelValueTransformationSequence */
+#define MR_ECHO 0x00189114u             /* MREchoSequence */
+/* Legacy Converted Enhanced images (PS3.3 C.7.6.16.2.25, written by PACS and converters such as
+   PixelMed's MultiFrameImageFactory from classic series): the classic tags a converter could not
+   put into a functional group, per frame (TriggerTime, InstanceNumber, ...) and shared
+   (RepetitionTime, FlipAngle, ...) */
+#define UNASSIGNED_SHARED 0x00209170u    /* UnassignedSharedConvertedAttributesSequence */
+#define UNASSIGNED_PER_FRAME 0x00209171u /* UnassignedPerFrameConvertedAttributesSequence */
 
 void lumen_dicom_header_free(lumen_dicom_header *hdr) {
   if (!hdr) return;
@@ -27,7 +34,35 @@ void lumen_dicom_header_free(lumen_dicom_header *hdr) {
 
 int lumen_dicom_is_frame_group(uint32_t seq) {
   return seq == PLANE_POSITION || seq == PLANE_ORIENTATION || seq == PIXEL_MEASURES || seq == FRAME_CONTENT ||
-         seq == CARDIAC_SYNC || seq == MR_TIMING || seq == PIXEL_VALUE_TRANSFORM;
+         seq == CARDIAC_SYNC || seq == MR_TIMING || seq == PIXEL_VALUE_TRANSFORM || seq == UNASSIGNED_SHARED ||
+         seq == UNASSIGNED_PER_FRAME || seq == MR_ECHO;
+}
+
+/* The classic tags read from a Legacy Converted Enhanced image's unassigned attributes, with the
+   rules of a classic file (lumen_dicom_series_tag): the frame-order sources (dicom_series_order.c)
+   and the acquisition values a fit needs. */
+static int legacy_converted_tag(uint32_t tag) {
+  switch (tag) {
+  case 0x00181060u: /* TriggerTime */
+  case 0x00200100u: /* TemporalPositionIdentifier */
+  case 0x00200013u: /* InstanceNumber */
+  case 0x00541300u: /* FrameReferenceTime */
+  case 0x00080022u: /* AcquisitionDate */
+  case 0x00080032u: /* AcquisitionTime */
+  case 0x0008002Au: /* AcquisitionDateTime */
+  case 0x00080033u: /* ContentTime */
+  case 0x00180080u: /* RepetitionTime */
+  case 0x00181314u: /* FlipAngle */
+  case 0x00180050u: /* SliceThickness */
+  case 0x00180088u: /* SpacingBetweenSlices */
+  case 0x00180081u: /* EchoTime, and the other descriptive values of the sidecar */
+  case 0x00180082u: /* InversionTime */
+  case 0x00180086u: /* EchoNumbers */
+  case 0x00180087u: /* MagneticFieldStrength */
+    return 1;
+  default:
+    return 0;
+  }
 }
 
 lumen_status lumen_dicom_frame_item(lumen_ctx *ctx, const char *path, lumen_dicom_header *hdr, uint32_t top,
@@ -109,6 +144,11 @@ static lumen_status frame_only_tag(lumen_ctx *ctx, const char *path, uint32_t gr
       return bad_frame_value(ctx, path, "CardiacSynchronizationSequence (0018,9118)",
                              "NominalCardiacTriggerDelayTime (0020,9153)", "a finite number (FD, ms)");
     t->trigger_time_ms = x[0], t->has_trigger = 1;
+  } else if (group == MR_ECHO && tag == 0x00189082u) {
+    if (!binary_value(value, length, 8, big, 1, x) || x[0] < 0)
+      return bad_frame_value(ctx, path, "MREchoSequence (0018,9114)", "EffectiveEchoTime (0018,9082)",
+                             "a finite number >= 0 (FD, ms)");
+    t->echo_time_ms = x[0], t->has_echo_time = 1;
   } else if (group == PIXEL_MEASURES && tag == 0x00280030u) {
     if (lumen_dicom_numbers(value, length, x, 2) != 2 || !(x[0] > 0 && x[1] > 0))
       return bad_frame_value(ctx, path, "PixelMeasuresSequence (0028,9110)", "PixelSpacing (0028,0030)",
@@ -132,14 +172,38 @@ lumen_status lumen_dicom_frame_tag(lumen_ctx *ctx, const char *path, uint32_t gr
   int shared_tag = (group == PLANE_POSITION && tag == 0x00200032u) || (group == PLANE_ORIENTATION && tag == 0x00200037u) ||
                    (group == PIXEL_MEASURES && (tag == 0x00180050u || tag == 0x00180088u)) ||
                    (group == MR_TIMING && (tag == 0x00180080u || tag == 0x00181314u));
+  if ((group == UNASSIGNED_SHARED || group == UNASSIGNED_PER_FRAME) && legacy_converted_tag(tag)) {
+    f->legacy_timing |= tag == 0x00181060u || tag == 0x00200100u || tag == 0x00080032u || tag == 0x00080033u;
+    shared_tag = 1;
+  }
   if (shared_tag) return lumen_dicom_series_tag(ctx, path, tag, value, length, &f->t);  /* the same tags and rules */
   return frame_only_tag(ctx, path, group, tag, value, length, big, f);
+}
+
+/* The descriptive values of a converted series' sidecar a frame lacks, from u (the shared groups
+   or the top level): an enhanced file keeps Manufacturer, SeriesNumber, ... at the top level and
+   EchoTime in its groups. */
+static void fill_descriptive(lumen_dicom_series_tags *t, const lumen_dicom_series_tags *u) {
+  if (!t->has_series_number && u->has_series_number) t->series_number = u->series_number, t->has_series_number = 1;
+  if (!t->has_echo_time && u->has_echo_time) t->echo_time_ms = u->echo_time_ms, t->has_echo_time = 1;
+  if (!t->has_inversion_time && u->has_inversion_time)
+    t->inversion_time_ms = u->inversion_time_ms, t->has_inversion_time = 1;
+  if (!t->has_field_strength && u->has_field_strength)
+    t->field_strength_t = u->field_strength_t, t->has_field_strength = 1;
+  if (!t->has_echo_number && u->has_echo_number) t->echo_number = u->echo_number, t->has_echo_number = 1;
+  if (!t->manufacturer[0]) memcpy(t->manufacturer, u->manufacturer, sizeof t->manufacturer);
+  if (!t->model_name[0]) memcpy(t->model_name, u->model_name, sizeof t->model_name);
+  if (!t->protocol_name[0]) memcpy(t->protocol_name, u->protocol_name, sizeof t->protocol_name);
+  if (!t->image_type[0]) memcpy(t->image_type, u->image_type, sizeof t->image_type);
+  if (!t->acquisition_time_text[0])
+    memcpy(t->acquisition_time_text, u->acquisition_time_text, sizeof t->acquisition_time_text);
 }
 
 /* Fields a frame lacks, from the shared groups. */
 static void fill_from_shared(lumen_dicom_frame *f, const lumen_dicom_frame *s) {
   lumen_dicom_series_tags *t = &f->t;
   const lumen_dicom_series_tags *u = &s->t;
+  fill_descriptive(t, u);
   if (!t->has_position && u->has_position) memcpy(t->position, u->position, sizeof t->position), t->has_position = 1;
   if (!t->has_orientation && u->has_orientation)
     memcpy(t->orientation, u->orientation, sizeof t->orientation), t->has_orientation = 1;
@@ -168,7 +232,9 @@ lumen_status lumen_dicom_frames_finish(lumen_ctx *ctx, const char *path, lumen_d
                       "lumen_dicom_read: '%s': PerFrameFunctionalGroupsSequence (5200,9230) has %lld items, expected "
                       "NumberOfFrames (0028,0008) = %lld (one item per frame)",
                       path, (long long)hdr->n_frames, (long long)hdr->info.frames);
+  hdr->legacy_timing = hdr->has_shared && hdr->shared.legacy_timing;
   for (int64_t k = 0; k < hdr->n_frames; k++) {
+    hdr->legacy_timing |= hdr->frames[k].legacy_timing;
     if (hdr->has_shared) fill_from_shared(&hdr->frames[k], &hdr->shared);
     if (!hdr->frames[k].has_slope) hdr->frames[k].slope = 1;
   }

@@ -111,6 +111,8 @@ typedef struct lumen_dicom_frame {
   int has_spacing, has_slope, has_intercept;
   double spacing[2];         /* PixelMeasuresSequence > PixelSpacing: {column (x), row (y)} spacing, mm */
   double slope, intercept;   /* PixelValueTransformationSequence > RescaleSlope, RescaleIntercept */
+  int legacy_timing;         /* a frame-order tag came from a Legacy Converted image's unassigned
+                                attributes under its classic name (TriggerTime, ...) */
 } lumen_dicom_frame;
 
 /* Up to want backslash-separated numbers of a DS/IS value; the count read, -1 when one is not a
@@ -150,6 +152,8 @@ typedef struct lumen_dicom_header {
   int64_t n_frames, cap_frames;
   int64_t extra_items;       /* per-frame items past NumberOfFrames: ignored (a warning) */
   int has_shared;
+  int legacy_timing;         /* a frame or the shared item has legacy_timing: the frame order names the
+                                classic tags (dicom_series_order.c) */
   int top_rescale;           /* top-level RescaleSlope/Intercept present: they win over the groups */
   lumen_dicom_frame shared;  /* SharedFunctionalGroupsSequence's values */
 } lumen_dicom_header;

@@ -305,7 +305,7 @@ static lumen_status expand(lumen_ctx *ctx, const lumen_dicom_header *fh, char *c
       x->file_index = f;
       x->frame = k;
       x->file_frames = fh[f].info.frames;
-      x->enhanced = fh[f].enhanced;
+      x->enhanced = fh[f].enhanced ? 1 + fh[f].legacy_timing : 0;
       x->h.modality_table = fh[f].mlut_entries > 0;
       if (!x->enhanced && frames == 1) {
         x->h.info = fh[f].info;

@@ -19,7 +19,8 @@ typedef struct member {
   const char *file;
   char *label;        /* owned */
   int64_t file_index, frame, file_frames; /* which file, which frame in it (0-based), its frame count */
-  int enhanced;
+  int enhanced;       /* 1: a frame of an enhanced file; 2: of a Legacy Converted one whose frame order
+                         tags carry their classic names (lumen_dicom_header.legacy_timing) */
   int mosaic;         /* Siemens mosaic: tiles (slices) in the file; info.rows/columns are a tile's */
   int64_t mosaic_rows, mosaic_columns; /* the stored image's size */
   member_header h;

@@ -46,6 +46,17 @@ static const source_desc enhanced_sources[SRC_COUNT] = {
   {"the frame's place in its file", "frame number", 0, LINE_RANK, 0},
 };
 
+/* a Legacy Converted Enhanced file's (PS3.3 C.7.6.16.2.25): the classic tags, kept in its
+   Unassigned Per-Frame / Shared Converted Attributes, read from there as the enhanced analogues */
+static const source_desc legacy_sources[SRC_COUNT] = {
+  {"TriggerTime", "0018,1060", LUMEN_DICOM_TAG_TRIGGER, LINE_EXACT, 1e-3},
+  {"TemporalPositionIdentifier", "0020,0100", LUMEN_DICOM_TAG_TEMPORAL, LINE_EXACT, 0},
+  {"AcquisitionTime", "0008,0032", LUMEN_DICOM_TAG_ACQ_TIME, LINE_TIMES, 1},
+  {"ContentTime", "0008,0033", LUMEN_DICOM_TAG_CONTENT_TIME, LINE_TIMES, 1},
+  {NULL, NULL, 0, LINE_TIMES, 0},
+  {"the frame's place in its file", "frame number", 0, LINE_RANK, 0},
+};
+
 /* How AcquisitionTime is read for the whole series: AcquisitionDateTime when every file has it,
    else AcquisitionDate + AcquisitionTime, else AcquisitionTime alone, continued past midnight. */
 enum { ACQ_TIME_ONLY, ACQ_DATE_TIME, ACQ_DATETIME };
@@ -357,7 +368,7 @@ lumen_status lumen_dicom_series_arrange(lumen_ctx *ctx, member *m, int64_t n, in
   order_ctx o;
   memset(&o, 0, sizeof o);
   o.m = m, o.n = n, o.nz = *nz, o.per = *nt;
-  o.src = m[0].enhanced ? enhanced_sources : classic_sources;
+  o.src = m[0].enhanced == 2 ? legacy_sources : m[0].enhanced ? enhanced_sources : classic_sources;
   acquisition_mode(&o);
   o.key = malloc(sizeof(double) * (size_t)n);
   o.idx = malloc(sizeof(int64_t) * (size_t)n);

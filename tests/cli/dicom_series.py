@@ -14,7 +14,7 @@ and the checks of lumen's outputs against references computed here, independentl
   retag FILE KEY=VALUE...             changes tags of one file (ImageOrientationPatient=a\\b\\..., ...)
   philips DIR                         a Philips-style series with MRScaleSlope; DIR.npy its precise values
   values NII NPY                      NII's voxels equal NPY's array (t, z, y, x)
-  enhanced SRC OUT.dcm [--uid U] [--slice Z] [--items N] [--drop K] [--no-groups]
+  enhanced SRC OUT.dcm [--uid U] [--slice Z] [--items N] [--drop K] [--no-groups] [--legacy]
                                       ONE Enhanced MR Image Storage file (all slices x frames) of SRC:
                                       a qiba NIfTI (per-frame PlanePosition, TemporalPositionIndex,
                                       FrameAcquisitionDateTime; shared orientation, pixel measures, MR
@@ -23,7 +23,9 @@ and the checks of lumen's outputs against references computed here, independentl
                                       frames, slices in reverse order); frames written out of order.
                                       --slice Z: only slice Z; --items N: N more (or fewer) per-frame items than NumberOfFrames;
                                       --drop K: frame K left out (a missing frame); --no-groups: a plain
-                                      multi-frame MR file without functional groups
+                                      multi-frame MR file without functional groups; --legacy: a Legacy
+                                      Converted Enhanced MR file (TriggerTime, TR, FA, TE in the
+                                      Unassigned Converted Attributes sequences, as PixelMed writes it)
   pixels DCM NII                      NII (lumen's read of DCM) equals pydicom's pixel_array x each
                                       frame's RescaleSlope + RescaleIntercept from its functional groups
   affine DIR MAP.nii.gz               the map's sform equals the affine dcm2niix gives for the series'
@@ -262,6 +264,7 @@ def cmd_values(args):
 
 
 ENHANCED_MR = '1.2.840.10008.5.1.4.1.1.4.1'
+LEGACY_MR = '1.2.840.10008.5.1.4.1.1.4.4'  # Legacy Converted Enhanced MR Image Storage
 
 
 def item(**kw):
@@ -280,12 +283,16 @@ def frame_rescale(ds, k):
     return 1.0, 0.0
 
 
-def write_enhanced(path, frames, uid, desc, iop, spacing, thickness, shared_rescale, n_items=0, groups=True):
+def write_enhanced(path, frames, uid, desc, iop, spacing, thickness, shared_rescale, n_items=0, groups=True,
+                   legacy=False):
     """frames: dicts with px (DICOM rows top-down, values after the modality LUT), ipp and any of
     tpi, acq (DT string), trigger_ms, rescale (slope, intercept). Stored = (value - intercept) / slope,
-    exact in uint16 (checked)."""
+    exact in uint16 (checked). legacy: a Legacy Converted Enhanced MR image (PS3.3 C.7.6.16.2.25,
+    as PixelMed's MultiFrameImageFactory writes one from a classic series): TriggerTime and
+    InstanceNumber per frame, RepetitionTime, FlipAngle and EchoTime shared, in the Unassigned
+    Per-Frame / Shared Converted Attributes sequences under their classic names."""
     meta = FileMetaDataset()
-    meta.MediaStorageSOPClassUID = ENHANCED_MR if groups else MR_STORAGE
+    meta.MediaStorageSOPClassUID = (LEGACY_MR if legacy else ENHANCED_MR) if groups else MR_STORAGE
     meta.MediaStorageSOPInstanceUID = generate_uid()
     meta.TransferSyntaxUID = ExplicitVRLittleEndian
     ds = Dataset()
@@ -317,7 +324,12 @@ def write_enhanced(path, frames, uid, desc, iop, spacing, thickness, shared_resc
         shared.PlaneOrientationSequence = [item(ImageOrientationPatient=[f'{x:.6f}' for x in iop])]
         shared.PixelMeasuresSequence = [item(PixelSpacing=[f'{spacing[0]:g}', f'{spacing[1]:g}'],
                                              SliceThickness=f'{thickness:g}')]
-        shared.MRTimingAndRelatedParametersSequence = [item(RepetitionTime='5', FlipAngle='30')]
+        if legacy:
+            ds.Manufacturer, ds.MagneticFieldStrength = 'LegacyConverter', '3'
+            shared.UnassignedSharedConvertedAttributesSequence = [item(RepetitionTime='5', FlipAngle='30',
+                                                                       EchoTime='2.5')]
+        else:
+            shared.MRTimingAndRelatedParametersSequence = [item(RepetitionTime='5', FlipAngle='30')]
         if shared_rescale != (1, 0):
             shared.PixelValueTransformationSequence = [item(RescaleSlope=f'{shared_rescale[0]:g}',
                                                             RescaleIntercept=f'{shared_rescale[1]:g}',
@@ -333,7 +345,10 @@ def write_enhanced(path, frames, uid, desc, iop, spacing, thickness, shared_resc
             if 'acq' in f:
                 fc.FrameAcquisitionDateTime = f['acq']
             it.FrameContentSequence = [fc]
-            if 'trigger_ms' in f:
+            if 'trigger_ms' in f and legacy:
+                it.UnassignedPerFrameConvertedAttributesSequence = [
+                    item(TriggerTime=f'{f["trigger_ms"]:g}', InstanceNumber=str(len(per) + 1))]
+            elif 'trigger_ms' in f:
                 it.CardiacSynchronizationSequence = [item(NominalCardiacTriggerDelayTime=f['trigger_ms'])]
             if 'rescale' in f:
                 it.PixelValueTransformationSequence = [item(RescaleSlope=f'{f["rescale"][0]:g}',
@@ -387,7 +402,7 @@ def cmd_enhanced(args):
     if os.path.dirname(out):
         os.makedirs(os.path.dirname(out), exist_ok=True)
     write_enhanced(out, frames, uid, 'enhanced', list(row_dir) + list(col_dir), spacing, np.linalg.norm(lps[:3, 2]),
-                   (0.5, -100.0), n_items, '--no-groups' not in args)
+                   (0.5, -100.0), n_items, '--no-groups' not in args, '--legacy' in args)
     print(uid)
 
 

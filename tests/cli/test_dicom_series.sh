@@ -16,7 +16,9 @@
 # the oblique 2-slice data as one enhanced file (slices reversed, frames interleaved, trigger
 # delays, a rescale that differs between frames) and as two files of one series (one per slice)
 # give the classic series' maps; lumen_dicom_read (`lumen filter`) of it applies each frame's
-# rescale (pydicom's pixel_array x slope + intercept); per-frame items != NumberOfFrames, a
+# rescale (pydicom's pixel_array x slope + intercept); the oblique data as a Legacy Converted Enhanced
+# file (TriggerTime, TR, FA, TE under their classic names in the Unassigned Converted Attributes
+# sequences) gives the classic maps and a sidecar with the top-level and shared values; per-frame items != NumberOfFrames, a
 # missing frame and a multi-frame file without functional groups are refused.
 # Skips (77) only when Debian's pydicom/numpy are missing, lumen was built without DICOM (GDCM),
 # or the reference data (LUMEN_REFDATA qiba/) are not there.
@@ -108,6 +110,19 @@ $ds enhanced small.nii senh2/z1.dcm --slice 1 --uid 1.2.826.0.1.3680043.2.1125.8
 "$bin" dce --dce senh2 --out sm2 $common --aif parker 2> sm2.err || cat sm2.err
 check "two enhanced files of one series (a slice each): the same Ktrans" \
   "$ds same smd/lumen_model-tofts_param-Ktrans.nii.gz sm2/lumen_model-tofts_param-Ktrans.nii.gz"
+# the same as a Legacy Converted Enhanced MR file (what PACS and PixelMed's converter make of a classic
+# series): TriggerTime per frame, RepetitionTime/FlipAngle/EchoTime shared, all in the Unassigned
+# Converted Attributes sequences, Manufacturer and MagneticFieldStrength at the top level
+$ds enhanced small.nii slegacy.dcm --legacy > /dev/null || echo "FAIL: writing slegacy.dcm"
+"$bin" dce --dce slegacy.dcm --out sml $common --aif parker 2> sml.err || cat sml.err
+check "Legacy Converted Enhanced: Ktrans equals the classic series' (values and affine), times from TriggerTime" \
+  "$ds same smd/lumen_model-tofts_param-Ktrans.nii.gz sml/lumen_model-tofts_param-Ktrans.nii.gz &&
+   grep -q \"times from the headers' TriggerTime\" sml/lumen_runlog.txt &&
+   grep -q \"FA 30 deg (DICOM headers 'slegacy.dcm' FlipAngle), TR 0.005 s\" sml/lumen_runlog.txt" || cat sml/lumen_runlog.txt
+"$bin" convert slegacy.dcm --out slegacy_cv -q 2> slegacy_cv.err || cat slegacy_cv.err
+check "Legacy Converted Enhanced: the sidecar has EchoTime (shared), Manufacturer, MagneticFieldStrength, SeriesNumber (top level)" \
+  "$py -c \"import json,glob,sys; j=json.load(open(glob.glob('slegacy_cv/*.json')[0])); sys.exit(0 if j['EchoTime'] == 0.0025 and j['Manufacturer'] == 'LegacyConverter' and j['MagneticFieldStrength'] == 3 and j['SeriesNumber'] == 21 and j['FrameOrder'] == 'TriggerTime' else 1)\"" ||
+  cat slegacy_cv/*.json
 "$bin" filter convolve senh.dcm senh_read.nii --kernel 1 -q 2> senh_read.err || cat senh_read.err
 check "lumen_dicom_read of the enhanced file applies each frame's rescale (pydicom pixel_array x slope + intercept)" \
   "$ds pixels senh.dcm senh_read.nii"

@@ -19,6 +19,9 @@
 #include <gdcmTrace.h>
 #include <gdcmTransferSyntax.h>
 
+#include <vector>
+
+#include "io/dicom_frame_start.h"
 #include "io/dicom_internal.h"
 
 namespace {
@@ -29,18 +32,35 @@ int fail(char *msg, size_t msg_size, const char *text) {
 }
 
 // The encapsulated pixel data as GDCM's sequence of fragments: the items after the basic offset
-// table, up to the sequence delimiter (the pre-check has walked them; bounds checked again).
-bool fragments(const uint8_t *data, size_t size, size_t pos, gdcm::SequenceOfFragments &sq) {
-  bool first = true;
+// table, up to the sequence delimiter (the pre-check has walked them; bounds checked again). A
+// multi-frame image whose frames span several fragments is handed over as one fragment per frame
+// (dicom_frame_start.h), the layout GDCM's codecs decode frame by frame.
+bool fragments(const uint8_t *data, size_t size, size_t pos, const lumen_dicom_info &in, gdcm::SequenceOfFragments &sq) {
+  bool first = true, group = in.frames > 1;
+  std::vector<char> frame;
+  auto flush = [&]() {
+    if (frame.empty()) return;
+    gdcm::Fragment frag;
+    frag.SetByteValue(frame.data(), (uint32_t)frame.size());
+    sq.AddFragment(frag);
+    frame.clear();
+  };
   while (pos + 8 <= size) {
     uint32_t tag = (uint32_t)data[pos + 1] << 24 | (uint32_t)data[pos] << 16 | (uint32_t)data[pos + 3] << 8 |
                    data[pos + 2];
     uint32_t len = (uint32_t)data[pos + 4] | (uint32_t)data[pos + 5] << 8 | (uint32_t)data[pos + 6] << 16 |
                    (uint32_t)data[pos + 7] << 24;
     pos += 8;
-    if (tag == 0xFFFEE0DDu) return !first;
+    if (tag == 0xFFFEE0DDu) {
+      flush();
+      return !first;
+    }
     if (tag != 0xFFFEE000u || len > size - pos) return false;
-    if (!first) {
+    int starts = group ? lumen_dicom_starts_frame(in.transfer_syntax, data + pos, len) : -1;
+    if (!first && starts >= 0) {  // a frame's fragments, concatenated
+      if (starts) flush();
+      frame.insert(frame.end(), data + pos, data + pos + len);
+    } else if (!first) {
       gdcm::Fragment frag;
       frag.SetByteValue(reinterpret_cast<const char *>(data + pos), len);
       sq.AddFragment(frag);
@@ -80,7 +100,7 @@ extern "C" __attribute__((visibility("default"))) int lumen_gdcm_module_decode(c
     gdcm::Trace::SetError(false);
     const lumen_dicom_info &in = hdr->info;
     gdcm::SmartPointer<gdcm::SequenceOfFragments> sq = new gdcm::SequenceOfFragments;
-    if (!fragments(data, size, (size_t)hdr->pixel_offset, *sq)) return fail(msg, msg_size, "malformed fragments");
+    if (!fragments(data, size, (size_t)hdr->pixel_offset, in, *sq)) return fail(msg, msg_size, "malformed fragments");
     gdcm::DataElement px(gdcm::Tag(0x7fe0, 0x0010));
     px.SetValue(*sq);
     px.SetVLToUndefined();  // (before any VR: GDCM asserts that only SQ/UN are undefined-length)

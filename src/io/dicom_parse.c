@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "io/dicom_frame_start.h"
 #include "io/dicom_internal.h"
 
 #define MAX_DEPTH 16        /* nested sequences */
@@ -241,21 +242,27 @@ static lumen_status next_fragment_item(walker *w, size_t *p, size_t end, const c
 /* The 64-byte RLE header at p (PS3.5 G.5): as many segments as bytes a sample, offsets from 64 in
    increasing order inside the frame's bytes (total: its fragment, or, for a single frame that a
    writer split over several fragments, all of them), unused offsets 0. first: the bytes of the
-   header's own fragment (at least 64). */
-static lumen_status rle_header(walker *w, size_t p, uint32_t first, int64_t total) {
-  if (first < 64) return bad(w, p, "malformed RLE pixel data", "fragment shorter than its 64-byte header");
+   header's own fragment (at least 64); hint: appended to a refusal's detail. */
+static lumen_status rle_header(walker *w, size_t p, uint32_t first, int64_t total, const char *hint) {
+  char detail[320];
+  if (first < 64) {
+    snprintf(detail, sizeof detail, "fragment shorter than its 64-byte header%s", hint);
+    return bad(w, p, "malformed RLE pixel data", detail);
+  }
   uint32_t nseg = rd32(w, p, 0);
   uint32_t want = (uint32_t)(w->h->info.bits_allocated / 8);
   if (nseg != want) {
-    char detail[96];
-    snprintf(detail, sizeof detail, "%u segments, expected %u for BitsAllocated %d", nseg, want, w->h->info.bits_allocated);
+    snprintf(detail, sizeof detail, "%u segments, expected %u for BitsAllocated %d%s", nseg, want,
+             w->h->info.bits_allocated, hint);
     return bad(w, p, "malformed RLE pixel data", detail);
   }
   uint32_t prev = 64;
   for (uint32_t k = 0; k < nseg; k++) {
     uint32_t off = rd32(w, p + 4 + 4 * k, 0);
-    if (off < prev || (int64_t)off >= total || (k == 0 && off != 64))
-      return bad(w, p, "malformed RLE pixel data", "segment offsets out of order or outside the frame's fragments");
+    if (off < prev || (int64_t)off >= total || (k == 0 && off != 64)) {
+      snprintf(detail, sizeof detail, "segment offsets out of order or outside the frame's fragments%s", hint);
+      return bad(w, p, "malformed RLE pixel data", detail);
+    }
     prev = off + 1;
   }
   for (uint32_t k = nseg; k < 15; k++)
@@ -269,6 +276,7 @@ static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, si
   int64_t items = 0, bytes = 0;
   int rle = strcmp(w->h->info.transfer_syntax, "1.2.840.10008.1.2.5") == 0;
   size_t rle_first = 0;
+  int64_t started = 0; /* fragments that start a frame (multi-frame JPEG family) */
   for (;;) {
     element it;
     size_t at;
@@ -279,20 +287,31 @@ static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, si
     if (items > 0) {  /* a fragment */
       if (it.length == 0) return bad(w, at, "malformed encapsulated pixel data", "an empty fragment");
       if (rle && w->h->info.frames > 1) {  /* one fragment per frame, each with its header */
-        s = rle_header(w, p, it.length, it.length);
+        /* DCMTK's dcmcrle --fragment-size splits every frame: its first fragment's offsets run past it */
+        s = rle_header(w, p, it.length, it.length,
+                       " (or the frames are split over several fragments each, which PS3.5 A.4.2 forbids: lumen "
+                       "reads split RLE frames of single-frame images only)");
         if (s != LUMEN_OK) return s;
       } else if (rle && items == 1) {
         if (it.length < 64) return bad(w, at, "malformed RLE pixel data", "fragment shorter than its 64-byte header");
         rle_first = p;  /* a single frame's header: checked against all its fragments below */
       }
-      /* the frame header of each frame: one fragment per frame, or every fragment of one frame */
+      /* the frame header of each frame: one fragment per frame, or a frame's fragments after the one
+         with its start marker (dicom_frame_start.h), or every fragment of one frame */
       int64_t frame = items - 1;
+      int starts = !rle && w->h->info.frames > 1 ? lumen_dicom_starts_frame(w->h->info.transfer_syntax, w->d + p, it.length) : -1;
+      if (starts >= 0) {
+        frame = starts ? started++ : started - 1;
+        if (started == 0)
+          return bad(w, at, "malformed encapsulated pixel data", "the first fragment starts no frame (no start marker)");
+      }
       if (w->h->info.frames > 1 && frame >= w->h->info.frames) {
-        char detail[96];
-        snprintf(detail, sizeof detail, "more fragments than frames (%lld)", (long long)w->h->info.frames);
+        char detail[120];
+        snprintf(detail, sizeof detail, "more %s than frames (%lld)",
+                 starts >= 0 ? "frame start markers" : "fragments", (long long)w->h->info.frames);
         return bad(w, at, "malformed encapsulated pixel data", detail);
       }
-      if (!rle && (w->h->info.frames > 1 || frame == 0)) {
+      if (!rle && starts != 0 && (w->h->info.frames > 1 || frame == 0)) {
         s = lumen_dicom_check_codestream(w->ctx, w->path, w->h, w->d + p, it.length, frame);
         if (s != LUMEN_OK) return s;
       }
@@ -306,7 +325,7 @@ static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, si
   int64_t fragments = items - 1;
   if (fragments < 1) return bad(w, px->value, "malformed encapsulated pixel data", "no fragment");
   if (rle && w->h->info.frames <= 1) {  /* a single frame, possibly split over fragments */
-    lumen_status s = rle_header(w, rle_first, 64, bytes); /* the first fragment's 64 bytes: checked above */
+    lumen_status s = rle_header(w, rle_first, 64, bytes, ""); /* the first fragment's 64 bytes: checked above */
     if (s != LUMEN_OK) return s;
     w->h->rle_fragments = fragments;
   } else if (rle && fragments != w->h->info.frames) {
@@ -315,10 +334,10 @@ static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, si
              (long long)w->h->info.frames);
     return bad(w, px->value, "malformed RLE pixel data", detail);
   }
-  if (fragments < w->h->info.frames) {
-    char detail[96];
-    snprintf(detail, sizeof detail, "%lld fragments for %lld frames (a missing frame)", (long long)fragments,
-             (long long)w->h->info.frames);
+  if ((started > 0 ? started : fragments) < w->h->info.frames) {
+    char detail[120];
+    snprintf(detail, sizeof detail, "%lld %s for %lld frames (a missing frame)", (long long)(started > 0 ? started : fragments),
+             started > 0 ? "frame start markers" : "fragments", (long long)w->h->info.frames);
     return bad(w, px->value, "malformed encapsulated pixel data", detail);
   }
   w->h->pixel_length = bytes;

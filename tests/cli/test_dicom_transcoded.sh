@@ -10,7 +10,11 @@
 # warning, as DCMTK and pydicom read it. JPEG-LS near-lossless with an allowed error of 2: every
 # voxel within 2 of the original, and a warning that the values are not the scanner's. gdcmconv --jpeg --lossy writes 16-bit lossy (SOF1) frames, which
 # ITU-T T.81 does not allow and which GDCM decodes to -32768/32767: refused, naming the precision.
-# Skips (77) without gdcmconv (Debian libgdcm-tools), the reference data, numpy or DICOM support.
+# A multi-frame enhanced file (written by dicom_series.py) compressed by gdcmconv and re-encapsulated by
+# pydicom with every frame in 3 fragments (with and without a basic offset table): read as the
+# uncompressed file; the same RLE file is refused (PS3.5 A.4.2), saying why.
+# Skips (77) without gdcmconv (Debian libgdcm-tools), the reference data, numpy or DICOM support;
+# fails without Debian's pydicom (setup.sh installs it with gdcmconv).
 set -u
 py=/usr/bin/python3
 ge=${LUMEN_REFDATA:-${LUMEN_REFDATA_DEFAULT:-}}/dicom_ge
@@ -80,6 +84,41 @@ import sys; sys.path.insert(0, '$LUMEN_CLI_TESTS'); import dcm2niix_compare as c
 a = c.nii('out_raw/$name.nii')[0]; b = c.nii('out_jpegls_e2/$name.nii')[0]
 d = np.abs(a - b); print('  max |difference|', d.max(), 'voxels differing', int((d > 0).sum()))
 sys.exit(0 if a.shape == b.shape and d.max() <= 2 and d.max() > 0 else 1)\""
+
+# ---------------------------------------------------------------- multi-frame, frames over several fragments
+# an enhanced MR file (dicom_series.py: 2 slices x 20 frames) compressed by gdcmconv (one fragment per
+# frame), then re-encapsulated by pydicom's encapsulate with each frame in 3 fragments, with and without
+# a basic offset table (PS3.5 A.4 allows it; DCMTK's dcmcjpls/dcmcjpeg +fs and PACS that cap the
+# fragment size write it): read as the uncompressed file. RLE forbids it (A.4.2): refused, saying so.
+"$py" -c 'import pydicom' 2>/dev/null || { echo "FAIL: Debian python3-pydicom missing (scripts/setup.sh)"; exit 1; }
+ds="$py $LUMEN_CLI_TESTS/dicom_series.py"
+$ds small small --oblique > /dev/null && $ds enhanced small.nii mf.dcm > /dev/null || echo "FAIL: writing mf.dcm"
+"$bin" convert mf.dcm --out out_mf --uncompressed -q 2> mf.err || cat mf.err
+split3() {  # split3 IN OUT BOT: every frame of IN in 3 fragments (BOT 1: with a basic offset table)
+  "$py" -c "
+import sys, pydicom
+from pydicom.encaps import encapsulate, generate_pixel_data_frame
+d = pydicom.dcmread(sys.argv[1])
+frames = list(generate_pixel_data_frame(d.PixelData, int(d.NumberOfFrames)))
+d.PixelData = encapsulate(frames, fragments_per_frame=3, has_bot=sys.argv[3] == '1')
+d.save_as(sys.argv[2])" "$@"
+}
+for t in jpegls jpeg; do  # (gdcmconv --j2k crashes on these 4 x 5 frames; split J2K frames: above)
+  gdcmconv --quiet --$t mf.dcm mf_$t.dcm > /dev/null 2>&1 || { check "gdcmconv --$t mf.dcm" false; continue; }
+  for bot in 1 0; do
+    n=mf_${t}_split$bot
+    split3 mf_$t.dcm $n.dcm $bot || { check "pydicom: $n.dcm written" false; continue; }
+    "$bin" convert $n.dcm --out out_$n --uncompressed > $n.out 2> $n.err
+    check "$t, 40 frames in 120 fragments ($([ $bot = 1 ] && echo with || echo without) offset table): converted" "[ $? -eq 0 ]" ||
+      cat $n.err
+    check "$n: NIfTI that of the uncompressed file" "cmp out_mf/*.nii out_$n/*.nii"
+  done
+done
+gdcmconv --quiet --rle mf.dcm mf_rle.dcm > /dev/null 2>&1 && split3 mf_rle.dcm mf_rle_split.dcm 1
+"$bin" convert mf_rle_split.dcm --out out_mf_rle_split > mf_rle_split.out 2> mf_rle_split.err
+check "multi-frame RLE with frames over several fragments: refused (exit 1), naming PS3.5 A.4.2" \
+  "[ $? -eq 1 ] && grep -q \"mf_rle_split.dcm': malformed RLE pixel data .*PS3.5 A.4.2 forbids: lumen reads split RLE frames of single-frame images only\" mf_rle_split.err" ||
+  cat mf_rle_split.err
 
 # 16-bit lossy JPEG (SOF1, precision 16): refused before any decoder runs
 transcode jpeg16 --jpeg --lossy

@@ -110,6 +110,14 @@ static lumen_status read_element(walker *w, size_t *pos, size_t end, int implici
 static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, int in_item_undefined);
 static lumen_status check_description(walker *w);
 
+/* The sequences whose values lumen reads: implicit VR names no VR, and a sequence of defined length
+   (DCMTK's dcmconv +ti writes them so) is known by its tag alone, as the data dictionary of pydicom
+   and DCMTK knows it; the other defined-length elements are skipped whole. */
+static int read_sequence_tag(uint32_t tag) {
+  return tag == LUMEN_DICOM_SHARED_GROUPS || tag == LUMEN_DICOM_PER_FRAME_GROUPS || tag == 0x00283000u ||
+         lumen_dicom_is_frame_group(tag);
+}
+
 /* A sequence's value: items until the end (defined length) or the sequence delimiter. */
 static lumen_status walk_sequence(walker *w, const element *sq, size_t *pos, size_t end, int depth) {
   if (depth >= MAX_DEPTH) return bad(w, sq->value, "sequences nested too deep", NULL);
@@ -469,7 +477,8 @@ static lumen_status walk_dataset(walker *w, size_t *pos, size_t end, int depth, 
     first = 0;
     last = tag;
     if (depth == 0 && e.group == 0x0002) return bad(w, at, "a file meta element inside the data set", NULL);
-    int is_sq = (e.vr[0] == 'S' && e.vr[1] == 'Q') || (e.vr[0] == 'U' && e.vr[1] == 'N' && e.length == UNDEFINED);
+    int is_sq = (e.vr[0] == 'S' && e.vr[1] == 'Q') || (e.vr[0] == 'U' && e.vr[1] == 'N' && e.length == UNDEFINED) ||
+                (w->implicit && e.length != UNDEFINED && read_sequence_tag(tag));
     if (depth == 0 && tag == 0x7FE00010u) {
       if (w->have_pixel) return bad(w, at, "a second PixelData element", NULL);
       w->have_pixel = 1;

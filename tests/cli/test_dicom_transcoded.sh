@@ -12,7 +12,8 @@
 # ITU-T T.81 does not allow and which GDCM decodes to -32768/32767: refused, naming the precision.
 # A multi-frame enhanced file (written by dicom_series.py) compressed by gdcmconv and re-encapsulated by
 # pydicom with every frame in 3 fragments (with and without a basic offset table): read as the
-# uncompressed file; the same RLE file is refused (PS3.5 A.4.2), saying why.
+# uncompressed file; the same RLE file is refused (PS3.5 A.4.2), saying why; the enhanced file in
+# implicit VR (gdcmconv --implicit, pydicom), whose sequences have defined lengths: the same NIfTI.
 # Skips (77) without gdcmconv (Debian libgdcm-tools), the reference data, numpy or DICOM support;
 # fails without Debian's pydicom (setup.sh installs it with gdcmconv).
 set -u
@@ -113,6 +114,20 @@ for t in jpegls jpeg; do  # (gdcmconv --j2k crashes on these 4 x 5 frames; split
       cat $n.err
     check "$n: NIfTI that of the uncompressed file" "cmp out_mf/*.nii out_$n/*.nii"
   done
+done
+# implicit VR names no VR: the functional group sequences, of defined length as gdcmconv --implicit
+# and pydicom write them, are known by their tags (as by pydicom's and DCMTK's dictionaries)
+gdcmconv --quiet --implicit mf.dcm mf_implicit.dcm > /dev/null 2>&1 || check "gdcmconv --implicit mf.dcm" false
+"$py" -c "
+import sys, pydicom
+d = pydicom.dcmread('mf.dcm')
+d.file_meta.TransferSyntaxUID = pydicom.uid.ImplicitVRLittleEndian
+d.is_implicit_VR, d.is_little_endian = True, True
+d.save_as('mf_implicit_pd.dcm')"
+for n in mf_implicit mf_implicit_pd; do
+  "$bin" convert $n.dcm --out out_$n --uncompressed -q 2> $n.err
+  check "$n: the enhanced file in implicit VR (sequences of defined length): NIfTI that of the explicit file" \
+    "cmp out_mf/*.nii out_$n/*.nii" || cat $n.err
 done
 gdcmconv --quiet --rle mf.dcm mf_rle.dcm > /dev/null 2>&1 && split3 mf_rle.dcm mf_rle_split.dcm 1
 "$bin" convert mf_rle_split.dcm --out out_mf_rle_split > mf_rle_split.out 2> mf_rle_split.err

@@ -111,6 +111,8 @@ def dicom_seeds():
         put('dicom', 'MR_small_fork.dcm', b'\0' + f.read())
     put('dicom', 'enhanced_mr.dcm', b'\1' + enhanced_mr())
     put('dicom', 'mosaic_mr.dcm', b'\1' + mosaic_mr())
+    put('dicom', 'legacy_mr_implicit.dcm', b'\1' + legacy_mr_implicit())
+    put('dicom', 'jpegls_split_frames.dcm', b'\1' + jpegls_split_frames(get_testdata_file))
 
 
 def mr_dataset(sop_class, sop_instance):
@@ -194,6 +196,55 @@ def enhanced_mr():
         item(RescaleSlope=0.5, RescaleIntercept=1, RescaleType='US')]
     ds.PixelData = bytes(range(24))
     return dicom_bytes(ds)
+
+
+def legacy_mr_implicit():
+    """A Legacy Converted Enhanced MR file in implicit VR, its sequences of defined length (as
+    gdcmconv --implicit writes them): TriggerTime per frame and RepetitionTime, FlipAngle, EchoTime
+    shared in the Unassigned Converted Attributes sequences (dicom_frames.c)."""
+    from pydicom.dataset import Dataset
+    from pydicom.uid import ImplicitVRLittleEndian
+    import io
+
+    def item(**kw):
+        d = Dataset()
+        for k, v in kw.items():
+            setattr(d, k, v)
+        return d
+    ds = mr_dataset('1.2.840.10008.5.1.4.1.1.4.4', '1.2.3.4.9')
+    ds.file_meta.TransferSyntaxUID = ImplicitVRLittleEndian
+    ds.Modality, ds.SeriesInstanceUID, ds.Manufacturer = 'MR', '1.2.3.4.10', 'X'
+    ds.NumberOfFrames, ds.Rows, ds.Columns = 2, 2, 3
+    ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, 'MONOCHROME2'
+    ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 16, 15, 0
+    ds.SharedFunctionalGroupsSequence = [item(
+        PlaneOrientationSequence=[item(ImageOrientationPatient=[1, 0, 0, 0, 1, 0])],
+        PixelMeasuresSequence=[item(PixelSpacing=[0.5, 0.75], SliceThickness=2)],
+        UnassignedSharedConvertedAttributesSequence=[item(RepetitionTime='5', FlipAngle='30', EchoTime='2')])]
+    ds.PerFrameFunctionalGroupsSequence = [
+        item(PlanePositionSequence=[item(ImagePositionPatient=[0, 0, 0])],
+             UnassignedPerFrameConvertedAttributesSequence=[item(TriggerTime=str(500 * k), InstanceNumber=str(k + 1))])
+        for k in range(2)]
+    ds.PixelData = bytes(range(24))
+    ds.is_little_endian, ds.is_implicit_VR = True, True
+    out = io.BytesIO()
+    ds.save_as(out, write_like_original=False)
+    return out.getvalue()
+
+
+def jpegls_split_frames(get_testdata_file):
+    """pydicom's JPEG-LS MR_small as a 2-frame image whose frames span 3 fragments each, without a
+    basic offset table (dicom_frame_start.h)."""
+    import io
+    import pydicom
+    from pydicom.encaps import encapsulate, generate_pixel_data_frame
+    ds = pydicom.dcmread(get_testdata_file('MR_small_jpeg_ls_lossless.dcm'))
+    frame = next(generate_pixel_data_frame(ds.PixelData, 1))
+    ds.NumberOfFrames = 2
+    ds.PixelData = encapsulate([frame, frame], fragments_per_frame=3, has_bot=False)
+    out = io.BytesIO()
+    ds.save_as(out, write_like_original=True)
+    return out.getvalue()
 
 
 if __name__ == '__main__':

@@ -39,7 +39,8 @@ PACKAGES=(
 #   of scripts/bench_mammo_read.sh's compressed ones (and the files
 #   GDCM's CMake config names, which CMake otherwise warns about)
 #   pixelmed-apps: PixelMed's Legacy Converted Enhanced writer (Java, headless) for tests/cli/test_dicom_pixelmed.sh
-OPTIONAL=(chromium libgdcm-dev libgdcm-tools python3-pydicom libmicrohttpd-dev pixelmed-apps)
+#   python3-nibabel: the independent NIfTI pair writer of tests/cli/test_nifti_pairs.sh
+OPTIONAL=(chromium libgdcm-dev libgdcm-tools python3-pydicom libmicrohttpd-dev pixelmed-apps python3-nibabel)
 
 if [ "${1:-}" = "--demo" ]; then
   PACKAGES=("${DEMO_PACKAGES[@]}")

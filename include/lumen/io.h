@@ -197,7 +197,8 @@ typedef struct lumen_acquisition {
   const char *frame_times_key;/* "FrameTimesStart", "AcquisitionTime" or NULL */
 } lumen_acquisition;
 
-/* The sidecar name of a NIfTI file: NAME.nii.gz / NAME.nii -> NAME.json (else PATH.json). */
+/* The sidecar name of a NIfTI file: NAME.nii.gz / NAME.nii, and NAME.hdr / NAME.img(.gz) of a pair ->
+   NAME.json (else PATH.json). */
 LUMEN_API lumen_status lumen_sidecar_path(lumen_ctx *ctx, const char *nifti_path, char *buf, size_t size);
 /* Reads a sidecar file into acq (overwritten: clear a used one first); json_out (may be NULL)
    receives the whole object for other keys.

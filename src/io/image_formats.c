@@ -3,6 +3,7 @@
    "image formats"). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "io/image_formats_internal.h"
@@ -203,6 +204,17 @@ lumen_status lumen_image_probe(lumen_ctx *ctx, const char *path, lumen_format_in
       lumen_log(ctx, LUMEN_LOG_WARNING, "'%s' is named like a %s file but holds %s data: read as %s", path,
                 by_name.name, info->name, info->name);
     return LUMEN_OK;
+  }
+  if (lumen_nifti_pair_member(path) == 2) { /* raw voxels: the .img of a NIfTI pair when its .hdr is one */
+    char *hdr = lumen_nifti_pair_sibling(path);
+    lumen_sniff hs;
+    int pair = hdr && lumen_sniff_read(hdr, &hs) && lumen_sniff_nifti(&hs);
+    free(hdr);
+    if (pair) {
+      *info = loaders[LUMEN_IMAGE_FORMAT_NIFTI - 1].row;
+      info->by_content = 1;
+      return LUMEN_OK;
+    }
   }
   if (s.n == 0) return by_name_or_fail(ctx, path, &by_name, info, LUMEN_ERR_FORMAT, "is empty (0 bytes)");
   char head[160];

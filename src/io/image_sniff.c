@@ -65,7 +65,7 @@ static int header_size_is(const unsigned char *b, unsigned want) {
 }
 
 /* A NIfTI-1 header (348 bytes, magic "n+1" or "ni1" at 344) or NIfTI-2 (540 bytes, magic "n+2" or
-   "ni2" at 4): the .hdr of a pair counts too, so that the NIfTI reader explains why it refuses it. */
+   "ni2" at 4): the .hdr of a .hdr/.img pair counts too (the NIfTI reader reads the pair). */
 int lumen_sniff_nifti(const lumen_sniff *s) {
   const unsigned char *b = s->gzip ? s->plain : s->head;
   size_t n = s->gzip ? s->plain_n : s->n;

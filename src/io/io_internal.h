@@ -56,6 +56,11 @@ lumen_status lumen_io_fopen_regular(lumen_ctx *ctx, const char *fn, const char *
 /* 1 when PATH (after symlinks) is a regular file; for pre-checks before a third-party reader. */
 int lumen_io_is_regular_file(const char *path);
 
+/* NIfTI .hdr/.img pairs (src/io/nifti_pair.c): 1 when PATH ends with .hdr(.gz), 2 with .img(.gz),
+   0 otherwise; the other file of its pair when it is a regular file (allocated), else NULL. */
+int lumen_nifti_pair_member(const char *path);
+char *lumen_nifti_pair_sibling(const char *path);
+
 /* lumen_io_remove_stale_temporaries: public (include/lumen/io.h). */
 
 /* Reads a whole (small) file into a NUL-terminated buffer; refuses files over max_bytes. */

@@ -328,6 +328,8 @@ lumen_status lumen_sidecar_path(lumen_ctx *ctx, const char *nifti_path, char *bu
     n -= 7;
   else if (lumen_ends_with(nifti_path, ".nii"))
     n -= 4;
+  else if (lumen_nifti_pair_member(nifti_path))  /* X.hdr, X.img(.gz) of a pair: X.json, as for X.nii */
+    n -= lumen_ends_with_nocase(nifti_path, ".gz") ? 7 : 4;
   int w = snprintf(buf, size, "%.*s.json", (int)n, nifti_path);
   if (w < 0 || (size_t)w >= size) {
     if (size) buf[0] = '\0';

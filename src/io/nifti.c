@@ -86,6 +86,7 @@ typedef struct parsed_header {
   double srow[12];
   int xyzt_units, intent_code;
   char intent_name[17], descrip[81];
+  int pair;           /* the header of a .hdr/.img pair (magic "ni1" / "ni2"): the voxels are in the .img */
 } parsed_header;
 
 static uint32_t bswap32(uint32_t v) {
@@ -117,6 +118,7 @@ typedef struct reader {
   lumen_dtype stored;
   int elem;
   int64_t data_bytes;
+  char *own_path;  /* a pair's other file, named in the messages once read (owned) */
 } reader;
 
 #define RFAIL(r, st, ...) lumen_fail((r)->ctx, (st), __VA_ARGS__)
@@ -202,13 +204,6 @@ static lumen_status read_exact(reader *r, void *buf, size_t n, const char *what,
     copy_text((p)->descrip, (h).descrip, 80);                                                          \
   } while (0)
 
-/* A .hdr/.img pair's header (magic "ni1" / "ni2"): only single files are read. */
-static lumen_status reject_pair(reader *r, const char *magic, int version) {
-  const char pair[4] = {'n', 'i', (char)('0' + version), '\0'};
-  if (memcmp(magic, pair, 4) != 0) return LUMEN_OK;
-  return RFAIL(r, LUMEN_ERR_UNSUPPORTED, "%s: '%s' is a NIfTI-%d header of a .hdr/.img pair (magic \"ni%d\"); "
-               "only single files (.nii, .nii.gz, magic \"n+%d\") are read", r->fn, r->path, version, version, version);
-}
 
 static lumen_status parse_n1(reader *r, const unsigned char *raw) {
   nifti_1_header h;
@@ -220,26 +215,27 @@ static lumen_status parse_n1(reader *r, const unsigned char *raw) {
   r->h.version = 1;
   r->h.vox_offset = (int64_t)h.vox_offset;
   COPY_SHARED_FIELDS(&r->h, h);
-  lumen_status s = reject_pair(r, h.magic, 1);
-  if (s == LUMEN_OK && memcmp(h.magic, "n+1", 4) != 0)
-    s = RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field magic is not \"n+1\" (not a NIfTI-1 file; "
-              "ANALYZE 7.5 is not read)", r->fn, r->path);
-  return s;
+  r->h.pair = memcmp(h.magic, "ni1", 4) == 0;
+  if (!r->h.pair && memcmp(h.magic, "n+1", 4) != 0)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field magic is not \"n+1\" nor \"ni1\" (not a NIfTI-1 file; "
+                 "ANALYZE 7.5 is not read)", r->fn, r->path);
+  return LUMEN_OK;
 }
 
 static lumen_status parse_n2(reader *r, const unsigned char *raw) {
   static const char magic_single[8] = {'n', '+', '2', '\0', '\r', '\n', '\032', '\n'};
+  static const char magic_pair[8] = {'n', 'i', '2', '\0', '\r', '\n', '\032', '\n'};
   nifti_2_header h;
   memcpy(&h, raw, sizeof h);
   if (r->h.swapped) swap_nifti_header(&h, 2);
   r->h.version = 2;
   r->h.vox_offset = h.vox_offset;
   COPY_SHARED_FIELDS(&r->h, h);
-  lumen_status s = reject_pair(r, h.magic, 2);
-  if (s == LUMEN_OK && memcmp(h.magic, magic_single, 8) != 0)
-    s = RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field magic is not \"n+2\\0\\r\\n\\032\\n\" (not a NIfTI-2 file)",
-              r->fn, r->path);
-  return s;
+  r->h.pair = memcmp(h.magic, magic_pair, 8) == 0;
+  if (!r->h.pair && memcmp(h.magic, magic_single, 8) != 0)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s': header field magic is not \"n+2\\0\\r\\n\\032\\n\" nor "
+                 "\"ni2...\" (not a NIfTI-2 file)", r->fn, r->path);
+  return LUMEN_OK;
 }
 
 /* Checks every field that decides how much is allocated and read. */
@@ -293,7 +289,7 @@ static lumen_status validate(reader *r) {
                  "%lld bytes, over the memory limit of %lld bytes (max_bytes / --memory-limit)", r->fn, r->path,
                  (long long)r->dims[0], (long long)r->dims[1], (long long)r->dims[2], (long long)r->dims[3],
                  (long long)count, lumen_dtype_name(r->stored), (long long)need, (long long)r->max_bytes);
-  int64_t hdr_min = p->version == 1 ? 348 : 540;
+  int64_t hdr_min = p->pair ? 0 : p->version == 1 ? 348 : 540; /* a pair's .img holds the voxels alone */
   if (p->vox_offset < hdr_min) {
     int64_t fixed = p->version == 1 ? 352 : 544;
     lumen_log(r->ctx, LUMEN_LOG_WARNING, "%s: '%s': header field vox_offset is %lld, below the header size; using %lld",
@@ -395,6 +391,49 @@ static void fill_info(reader *r, lumen_nifti_info *info) {
   memcpy(info->affine, a, sizeof a);
 }
 
+/* Opens PATH for reading (plain or gzip): r->fd, r->gz, r->compressed, r->file_size. Never blocks: a
+   FIFO or device as input is refused before anything is read. */
+static lumen_status open_data(reader *r, const char *path) {
+  int fd = -1;
+  lumen_status os = lumen_io_open_regular(r->ctx, r->fn, path, &fd, &r->file_size);
+  if (os != LUMEN_OK) return os;
+  unsigned char magic[2] = {0, 0};
+  ssize_t k = pread(fd, magic, 2, 0);
+  r->compressed = k == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  r->fd = fd;
+  r->gz = gzdopen(fd, "rb");
+  if (!r->gz) {
+    close(fd);
+    return lumen_fail(r->ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: cannot start reading '%s'", r->fn, path);
+  }
+  gzbuffer(r->gz, 256 * 1024);
+  return LUMEN_OK;
+}
+
+/* After a pair's header (read from the .hdr): the voxels from the .img, which the user named
+   (member 2: PATH) or which lies beside the .hdr. A single-file header under a pair's name is
+   refused when the user named the .img (its voxels would be the .hdr's). */
+static lumen_status switch_to_pair_data(reader *r, const char *path, int member) {
+  if (!r->h.pair)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s' names the data file of a .hdr/.img pair, but '%s' is a single-file "
+                 "NIfTI header (magic \"n+%d\"), not a pair's (\"ni%d\")", r->fn, path, r->path, r->h.version,
+                 r->h.version);
+  if (member == 0)
+    return RFAIL(r, LUMEN_ERR_FORMAT, "%s: '%s' holds the header of a NIfTI .hdr/.img pair (magic \"ni%d\") but is not "
+                 "named .hdr: the voxels of a pair are in its .img (name the two X.hdr and X.img)", r->fn, path,
+                 r->h.version);
+  char *data = member == 2 ? NULL : lumen_nifti_pair_sibling(path);
+  if (member != 2 && !data)
+    return RFAIL(r, LUMEN_ERR_IO, "%s: '%s' is the header of a NIfTI .hdr/.img pair (magic \"ni%d\"), but its data "
+                 "file (the same name with .img or .img.gz) is not there", r->fn, path, r->h.version);
+  gzclose(r->gz);
+  r->gz = NULL;
+  free(r->own_path);
+  r->own_path = data;
+  r->path = member == 2 ? path : data;
+  return open_data(r, r->path);
+}
+
 static lumen_status open_reader(lumen_ctx *ctx, const char *fn, const char *path, const lumen_nifti_read_opts *opts,
                                 reader *r) {
   memset(r, 0, sizeof *r);
@@ -404,20 +443,17 @@ static lumen_status open_reader(lumen_ctx *ctx, const char *fn, const char *path
   r->max_bytes = lumen_io_resolve_max_bytes(opts ? opts->max_bytes : 0);
   LUMEN_REQUIRE(ctx, !opts || opts->keep_type == 0 || opts->keep_type == 1, "%s: opts->keep_type is %d, expected 0 or 1",
                 fn, opts ? opts->keep_type : 0);
-  /* never blocks: a FIFO or device as input is refused before anything is read */
-  int fd = -1;
-  lumen_status os = lumen_io_open_regular(ctx, fn, path, &fd, &r->file_size);
-  if (os != LUMEN_OK) return os;
-  unsigned char magic[2] = {0, 0};
-  ssize_t k = pread(fd, magic, 2, 0);
-  r->compressed = k == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-  r->fd = fd;
-  r->gz = gzdopen(fd, "rb");
-  if (!r->gz) {
-    close(fd);
-    return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "%s: cannot start reading '%s'", fn, path);
+  /* a pair named by its .img: the header from its .hdr */
+  int member = lumen_nifti_pair_member(path);
+  if (member == 2) {
+    r->own_path = lumen_nifti_pair_sibling(path);
+    if (!r->own_path)
+      return lumen_fail(ctx, LUMEN_ERR_IO, "%s: '%s' is the data file of a NIfTI .hdr/.img pair, but its header "
+                        "(the same name with .hdr or .hdr.gz) is not there", fn, path);
+    r->path = r->own_path;
   }
-  gzbuffer(r->gz, 256 * 1024);
+  lumen_status os = open_data(r, r->path);
+  if (os != LUMEN_OK) return os;
   unsigned char raw[540];
   memset(raw, 0, sizeof raw);
   int64_t got = 0;
@@ -442,6 +478,7 @@ static lumen_status open_reader(lumen_ctx *ctx, const char *fn, const char *path
     s = lumen_fail(ctx, LUMEN_ERR_FORMAT, "%s: '%s': header field sizeof_hdr is %d, expected 348 (NIfTI-1) or 540 "
                    "(NIfTI-2): not a NIfTI file", fn, path, (int)sz);
   }
+  if (s == LUMEN_OK && (r->h.pair || member == 2)) s = switch_to_pair_data(r, path, member);
   if (s == LUMEN_OK) s = validate(r);
   return s;
 }
@@ -449,6 +486,8 @@ static lumen_status open_reader(lumen_ctx *ctx, const char *fn, const char *path
 static void close_reader(reader *r) {
   if (r->gz) gzclose(r->gz);
   r->gz = NULL;
+  free(r->own_path);
+  r->own_path = NULL;
 }
 
 lumen_status lumen_nifti_read_header(lumen_ctx *ctx, const char *path, const lumen_nifti_read_opts *opts,

@@ -369,7 +369,7 @@ static void hostile_headers(void **state) {
   check_hostile(ctx, "fived.nii", LUMEN_ERR_UNSUPPORTED, "dim[5] is 3");
   h = good_n1(); memcpy(h.magic, "ni1", 4);
   write_n1(path_of("pair.nii"), &h, 64, 0);
-  check_hostile(ctx, "pair.nii", LUMEN_ERR_UNSUPPORTED, "ni1");
+  check_hostile(ctx, "pair.nii", LUMEN_ERR_FORMAT, "pair (magic \"ni1\") but is not named .hdr");
   h = good_n1(); h.sizeof_hdr = 1000;
   write_n1(path_of("sizeof.nii"), &h, 64, 0);
   check_hostile(ctx, "sizeof.nii", LUMEN_ERR_FORMAT, "sizeof_hdr is 1000");

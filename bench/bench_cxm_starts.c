@@ -2,7 +2,8 @@
    frames, 80 points, Ktrans U[0.01,0.5], Fp U[0.6,1.5], ve U[0.05,0.6], vp U[0.01,0.1], noise SD
    0.005 mM, float32 data; a generator of its own) fitted on a tier: mean iterations per fit, their
    histogram, the share of all iterations in the fits of 20 or more, the fits on a bound, and
-   the chi2 against the standard tier's. Deterministic counts (no timing).
+   the chi2 against the standard tier's, and the iterations by the curves' plasma transit time
+   vp/(Fp+PS) (below the 5 s frame, the fits crawl). Deterministic counts (no timing).
      bench_cxm_starts [--curves N] [--tier NAME] [--dump FILE]
    LUMEN_TEST_CXM_GRID_START=1 (a build with test hooks) starts from src/fit/cxm_grid.h's grid.
    --dump writes the binary input of bench/cxm_vp_probe.py: int32 n, int32 curves, n times
@@ -75,7 +76,8 @@ int main(int argc, char **argv) {
   lumen_grid_f64 g;
   lumen_grid_setup_f64(&g, NPT, x, cp, dt, icp);
   float *y = malloc(sizeof *y * (size_t)nc * NPT);
-  if (!y) return 1;
+  double *tp_s = malloc(sizeof *tp_s * (size_t)nc); /* each curve's plasma mean transit time vp/(Fp+PS), s */
+  if (!y || !tp_s) return 1;
   uint64_t s = 12345;
   for (int64_t c = 0; c < nc; ++c) {
     double p[4], kt = 0.01 + 0.49 * uni(&s);
@@ -83,6 +85,7 @@ int main(int argc, char **argv) {
     p[0] = kt / p[3];
     p[1] = 0.05 + 0.55 * uni(&s);
     p[2] = 0.01 + 0.09 * uni(&s);
+    tp_s[c] = 60.0 * p[2] / (p[3] + p[3] * p[0] / (1.0 - p[0]));
     lumen_eval_2cxm_f64(&g, NULL, p, yc, NULL, NULL);
     for (int i = 0; i < NPT; ++i) y[c * NPT + i] = (float)(yc[i] + 0.005 * normal(&s));
   }
@@ -116,6 +119,20 @@ int main(int argc, char **argv) {
          (long long)on_bound);
   printf("chi2 against the standard tier (relative 1e-6): higher on %lld, lower on %lld\n", (long long)worse,
          (long long)better);
+  /* iterations by the plasma transit time against the 5 s frames: below a frame, Fp is barely
+     determined and the fits crawl along the valley (docs/BENCHMARKS.md) */
+  const double tp_edges[] = {0, 1, 2, 5, 1e9};
+  printf("\n| plasma transit time vp/(Fp+PS) | curves | iter/fit %s | iter/fit standard |\n|---|---:|---:|---:|\n", tier);
+  for (int b = 0; b < 4; ++b) {
+    int64_t k = 0, it = 0, its = 0;
+    for (int64_t c = 0; c < nc; ++c)
+      if (tp_s[c] >= tp_edges[b] && tp_s[c] < tp_edges[b + 1]) k++, it += f.it[c], its += fs.it[c];
+    if (b < 3) printf("| %g-%g s | %lld | %.2f | %.2f |\n", tp_edges[b], tp_edges[b + 1], (long long)k,
+                      k ? (double)it / (double)k : 0.0, k ? (double)its / (double)k : 0.0);
+    else printf("| >= %g s | %lld | %.2f | %.2f |\n", tp_edges[b], (long long)k, k ? (double)it / (double)k : 0.0,
+                k ? (double)its / (double)k : 0.0);
+  }
+  free(tp_s);
   if (dump) {
     FILE *fd = fopen(dump, "wb");
     int32_t hdr[2] = {NPT, (int32_t)nc};

@@ -14,6 +14,7 @@
 # pydicom with every frame in 3 fragments (with and without a basic offset table): read as the
 # uncompressed file; the same RLE file is refused (PS3.5 A.4.2), saying why; the enhanced file in
 # implicit VR (gdcmconv --implicit, pydicom), whose sequences have defined lengths: the same NIfTI.
+# The series de-identified by gdcmanon (PS3.15 basic profile): the same NIfTI.
 # Skips (77) without gdcmconv (Debian libgdcm-tools), the reference data, numpy or DICOM support;
 # fails without Debian's pydicom (setup.sh installs it with gdcmconv).
 set -u
@@ -85,6 +86,20 @@ import sys; sys.path.insert(0, '$LUMEN_CLI_TESTS'); import dcm2niix_compare as c
 a = c.nii('out_raw/$name.nii')[0]; b = c.nii('out_jpegls_e2/$name.nii')[0]
 d = np.abs(a - b); print('  max |difference|', d.max(), 'voxels differing', int((d > 0).sum()))
 sys.exit(0 if a.shape == b.shape and d.max() <= 2 and d.max() > 0 else 1)\""
+
+# ---------------------------------------------------------------- de-identified by GDCM's gdcmanon
+# (PS3.15 Basic Application Level Confidentiality Profile: new UIDs, names and dates removed or
+# replaced, the private tags kept): the same voxels and affine as the original series
+if command -v gdcmanon > /dev/null && command -v openssl > /dev/null; then
+  openssl req -x509 -newkey rsa:2048 -keyout anon_key.pem -out anon_cert.pem -days 1 -nodes -subj /CN=lumen-test \
+    > /dev/null 2>&1 && gdcmanon -e -r -c anon_cert.pem -i "$src" -o in_anon > anon.log 2>&1 ||
+    { check "gdcmanon: the series de-identified" false; cat anon.log; }
+  "$bin" convert in_anon --out out_anon --uncompressed > anon.out 2> anon.err
+  check "de-identified (gdcmanon -e): converted, NIfTI voxels and header those of the original" \
+    "[ $? -eq 0 ] && cmp out_raw/$name.nii out_anon/*.nii" || cat anon.err
+else
+  echo "note: gdcmanon or openssl missing: the de-identified series was not checked"
+fi
 
 # ---------------------------------------------------------------- multi-frame, frames over several fragments
 # an enhanced MR file (dicom_series.py: 2 slices x 20 frames) compressed by gdcmconv (one fragment per

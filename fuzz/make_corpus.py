@@ -129,6 +129,15 @@ def mr_dataset(sop_class, sop_instance):
     return ds
 
 
+def item(**kw):
+    """A pydicom Dataset (a sequence item) with these elements."""
+    from pydicom.dataset import Dataset
+    d = Dataset()
+    for k, v in kw.items():
+        setattr(d, k, v)
+    return d
+
+
 def dicom_bytes(ds):
     """The bytes of ds as a file, explicit VR little endian."""
     import io
@@ -169,13 +178,6 @@ def enhanced_mr():
     """A small Enhanced MR Image Storage file written with pydicom: 2 frames of 3 x 2, shared and
     per-frame functional groups (position, orientation, pixel measures, frame content with
     TemporalPositionIndex and FrameAcquisitionDateTime, trigger delay, MR timing, rescale)."""
-    from pydicom.dataset import Dataset
-
-    def item(**kw):
-        d = Dataset()
-        for k, v in kw.items():
-            setattr(d, k, v)
-        return d
     ds = mr_dataset('1.2.840.10008.5.1.4.1.1.4.1', '1.2.3.4.5')
     ds.Modality, ds.SeriesInstanceUID = 'MR', '1.2.3.4.6'
     ds.NumberOfFrames, ds.Rows, ds.Columns = 2, 2, 3
@@ -202,15 +204,8 @@ def legacy_mr_implicit():
     """A Legacy Converted Enhanced MR file in implicit VR, its sequences of defined length (as
     gdcmconv --implicit writes them): TriggerTime per frame and RepetitionTime, FlipAngle, EchoTime
     shared in the Unassigned Converted Attributes sequences (dicom_frames.c)."""
-    from pydicom.dataset import Dataset
     from pydicom.uid import ImplicitVRLittleEndian
     import io
-
-    def item(**kw):
-        d = Dataset()
-        for k, v in kw.items():
-            setattr(d, k, v)
-        return d
     ds = mr_dataset('1.2.840.10008.5.1.4.1.1.4.4', '1.2.3.4.9')
     ds.file_meta.TransferSyntaxUID = ImplicitVRLittleEndian
     ds.Modality, ds.SeriesInstanceUID, ds.Manufacturer = 'MR', '1.2.3.4.10', 'X'

@@ -369,6 +369,8 @@ typedef struct lumen_dicom_series_info {
   int geometry_unknown;     /* 1: one file without ImageOrientationPatient / ImagePositionPatient; the
                                affine is the spacing only, and lumen convert writes NIfTI qform/sform
                                code 0 (unknown), as dcm2niix does (docs/DICOM.md "No geometry") */
+  int64_t lossy_files;      /* files lossy compressed (LossyImageCompression (0028,2110) "01", or a lossy
+                               JPEG transfer syntax): their values are not the scanner's (a warning) */
 } lumen_dicom_series_info;
 
 /* Reads a series from paths[0..n_paths): folders (every regular file with the DICOM Part 10

@@ -99,7 +99,7 @@ class _DicomSeriesInfo(ctypes.Structure):
                 ("acquisition_time", ctypes.c_char * 20), ("columns", c_int64), ("rows", c_int64),
                 ("timing_disagree", c_int), ("philips_float_scaling", c_int),
                 ("stored_integers", c_int), ("stored_signed", c_int), ("stored_bits", c_int),
-                ("geometry_unknown", c_int)]
+                ("geometry_unknown", c_int), ("lossy_files", c_int64)]
 
 
 class _FormatInfo(ctypes.Structure):
@@ -402,7 +402,8 @@ def _read_dicom_series(paths, ctx, apply_scaling, max_bytes, series):
                 "flip_angle_deg": info.flip_angle_deg, "repetition_time_s": info.repetition_time_s,
                 "echo_time_s": info.echo_time_s, "mosaic": info.mosaic or None,
                 "modality": pystr(info.modality), "manufacturer": pystr(info.manufacturer),
-                "geometry_unknown": bool(info.geometry_unknown), "sidecar": _sidecar(ctx, info)}
+                "geometry_unknown": bool(info.geometry_unknown), "lossy_files": int(info.lossy_files),
+                "sidecar": _sidecar(ctx, info)}
         for k in ("flip_angle_deg", "repetition_time_s", "echo_time_s"):
             if meta[k] != meta[k]:
                 meta[k] = None
@@ -502,7 +503,8 @@ def read_image(path, *, format=None, apply_scaling=None, max_bytes=0, series=Non
     from the first frame, or None), "frame_order", "frame_time_source", "timing_note",
     "flip_angle_deg", "repetition_time_s", "echo_time_s", "mosaic", "modality", "manufacturer",
     "geometry_unknown" (True: one file without ImageOrientationPatient/ImagePositionPatient, the
-    affine is the spacing only; docs/DICOM.md "No geometry"), and "sidecar": the BIDS JSON dict
+    affine is the spacing only; docs/DICOM.md "No geometry"), "lossy_files" (files lossy compressed:
+    their values are not the scanner's), and "sidecar": the BIDS JSON dict
     that lumen convert writes beside the NIfTI.
     max_bytes: the largest image to allocate (0: the library's default, min(16 GiB, memory)).
     Errors: lumen.LumenError with the C library's message naming the file and the field.

@@ -73,7 +73,8 @@ lumen_status lumen_dicom_read_header(lumen_ctx *ctx, const char *path, const lum
 #else
 
 /* The whole file, refused over max_bytes (lumen_io_slurp: a regular file only). notes: log the
-   warnings about what was read leniently (once per file: the pixel read, not the header passes). */
+   warnings about what was read leniently (once per file: the pixel read, not the header passes);
+   2: a series member's read, whose lossy compression the series reports once for all its files. */
 static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lumen_dicom_header *hdr,
                          uint8_t **data, size_t *size, int notes) {
   char *buf = NULL;
@@ -103,7 +104,7 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
   if (s == LUMEN_OK && (strcmp(hdr->info.transfer_syntax, "1.2.840.10008.1.2.4.50") == 0 ||
                         strcmp(hdr->info.transfer_syntax, "1.2.840.10008.1.2.4.51") == 0))
     hdr->lossy = 1;
-  if (s == LUMEN_OK && notes && hdr->lossy)
+  if (s == LUMEN_OK && notes == 1 && hdr->lossy)
     lumen_log(ctx, LUMEN_LOG_WARNING,
               "lumen_dicom_read: '%s': lossy compressed (%s): its values differ from the scanner's by the "
               "compression error (and some tools rescale them to fit 12 bits), which maps fitted from them inherit",
@@ -258,8 +259,21 @@ static lumen_status modality_lut(lumen_ctx *ctx, const lumen_dicom_header *hdr, 
   return LUMEN_OK;
 }
 
+static lumen_status read_noted(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
+                               lumen_dicom_isolation isolation, int notes, lumen_image **out, lumen_dicom_info *info);
+
 lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
                                        lumen_dicom_isolation isolation, lumen_image **out, lumen_dicom_info *info) {
+  return read_noted(ctx, path, opts, isolation, 1, out, info);
+}
+
+lumen_status lumen_dicom_read_series_member(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
+                                            lumen_image **out) {
+  return read_noted(ctx, path, opts, LUMEN_DICOM_ISOLATE_AUTO, 2, out, NULL);
+}
+
+static lumen_status read_noted(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
+                               lumen_dicom_isolation isolation, int notes, lumen_image **out, lumen_dicom_info *info) {
   LUMEN_REQUIRE_NOT_NULL(ctx, out);
   *out = NULL;
   if (info) memset(info, 0, sizeof *info);
@@ -268,7 +282,7 @@ lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const l
   lumen_dicom_header hdr;
   uint8_t *data = NULL;
   size_t size = 0;
-  lumen_status s = load(ctx, path, max_bytes, &hdr, &data, &size, 1);
+  lumen_status s = load(ctx, path, max_bytes, &hdr, &data, &size, notes);
   if (s != LUMEN_OK) return s;
   lumen_dicom_info *in = &hdr.info;
   uint8_t *raw = malloc((size_t)hdr.decoded_bytes);

@@ -304,6 +304,11 @@ lumen_status lumen_dicom_read_series_header(lumen_ctx *ctx, const char *path, in
 lumen_status lumen_dicom_read_isolated(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
                                        lumen_dicom_isolation isolation, lumen_image **out, lumen_dicom_info *info);
 
+/* lumen_dicom_read of one file of a series: the same, except that lossy compression is not
+   warned per file (lumen_dicom_series_read reports it once, with the count of such files). */
+lumen_status lumen_dicom_read_series_member(lumen_ctx *ctx, const char *path, const lumen_dicom_read_opts *opts,
+                                            lumen_image **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -387,7 +387,7 @@ static lumen_status read_pixels(lumen_ctx *ctx, const member *m, int64_t n, int6
       lumen_image_free(im);
       im = NULL;
       file = x->file_index;
-      s = lumen_dicom_read(ctx, x->file, &o, &im, NULL);
+      s = lumen_dicom_read_series_member(ctx, x->file, &o, &im);
       int64_t sx = x->mosaic ? x->mosaic_columns : nx, sy = x->mosaic ? x->mosaic_rows : ny;
       if (s == LUMEN_OK && (lumen_image_dim(im, 0) != sx || lumen_image_dim(im, 1) != sy ||
                             lumen_image_count(im) != sx * sy * x->file_frames))
@@ -418,15 +418,17 @@ static int series_matches(const lumen_dicom_series_tags *t, const char *want) {
 /* Every file's header (those of series want, or all); *fh owned (lumen_dicom_header_free each),
    fpath[i] the file of fh[i]. Several series without want are refused. */
 static lumen_status read_headers(lumen_ctx *ctx, const char *where, const file_list *l, const char *want,
-                                 int64_t max_bytes, lumen_dicom_header **fh, char **fpath, int64_t *nf) {
+                                 int64_t max_bytes, lumen_dicom_header **fh, char **fpath, int64_t *nf,
+                                 int64_t *lossy) {
   int64_t n = 0;
+  *lossy = 0;
   *fh = calloc((size_t)l->n, sizeof **fh);
   if (!*fh) return lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
   lumen_status s = LUMEN_OK;
   for (int64_t i = 0; s == LUMEN_OK && i < l->n; i++) {
     lumen_dicom_header *h = &(*fh)[n];
     s = lumen_dicom_read_series_header(ctx, l->names[i], max_bytes, h);
-    if (s == LUMEN_OK && (!want || series_matches(&h->series, want))) fpath[n++] = l->names[i];
+    if (s == LUMEN_OK && (!want || series_matches(&h->series, want))) *lossy += h->lossy, fpath[n++] = l->names[i];
     else lumen_dicom_header_free(h);
   }
   *nf = n;
@@ -547,7 +549,12 @@ lumen_status lumen_dicom_series_read(lumen_ctx *ctx, const char *const *paths, i
     fpath = calloc((size_t)l.n, sizeof *fpath);
     if (!fpath) s = lumen_fail(ctx, LUMEN_ERR_OUT_OF_MEMORY, "lumen_dicom_series_read: out of memory");
   }
-  if (s == LUMEN_OK) s = read_headers(ctx, paths[0], &l, want, max_bytes, &fh, fpath, &nf);
+  if (s == LUMEN_OK) s = read_headers(ctx, paths[0], &l, want, max_bytes, &fh, fpath, &nf, &inf.lossy_files);
+  if (s == LUMEN_OK && inf.lossy_files > 0 && !probe)
+    lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_series_read: '%s': %lld of the %lld files of its series are lossy compressed "
+              "(LossyImageCompression (0028,2110) 01, or a lossy JPEG transfer syntax): their values differ from the "
+              "scanner's by the compression error, which maps fitted from them inherit", paths[0],
+              (long long)inf.lossy_files, (long long)nf);
   if (s == LUMEN_OK) s = expand(ctx, fh, fpath, nf, max_bytes, &m, &n);
   for (int64_t i = 0; i < nf; i++) lumen_dicom_header_free(&fh[i]);  /* the members hold what they need */
   free(fh);

@@ -98,6 +98,10 @@ lumen_status pipe_read_dicom_series(pipe_run *run, const char *role, const char 
             (long long)si.frames, si.timing_note[0] ? ", " : "", si.timing_note);
   if (si.timing_disagree)  /* the sources disagree: the run log and the report say which one was used */
     pipe_warn(run, "%s '%s': the DICOM timing tags disagree: %s", role, path, si.timing_note);
+  if (si.lossy_files > 0)  /* the run log and the report keep what the console said once */
+    pipe_warn(run, "%s '%s': %lld of %lld DICOM files are lossy compressed: their values differ from the scanner's "
+              "by the compression error, which these maps inherit", role, path, (long long)si.lossy_files,
+              (long long)si.files);
   lumen_dicom_series_info_clear(&si);
   uint64_t h = 0;
   st = series_checksum(run->ctx, path, &h);

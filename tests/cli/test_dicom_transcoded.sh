@@ -77,9 +77,13 @@ check "the lossless ones: no warning" "! grep -q warning implicit.err deflated.e
 transcode jpegls_e2 --jpegls --lossy -e 2
 convert_ok jpegls_e2
 check "JPEG-LS near-lossless (error 2): converted" "[ $? -eq 0 ]" || cat jpegls_e2.err
-check "JPEG-LS near-lossless: a warning per file that the values are not the scanner's (LossyImageCompression 01)" \
-  "[ \$(grep -c \"i[0-9]*.MRDC.[0-9]*': lossy compressed (LossyImageCompression (0028,2110) is 01): its values differ from the scanner's\" jpegls_e2.err) -eq 14 ]" ||
-  cat jpegls_e2.err
+check "JPEG-LS near-lossless: one warning for the series that its 14 files' values are not the scanner's" \
+  "grep -q \"'in_jpegls_e2/i[0-9]*.MRDC.[0-9]*': 14 of the 14 files of its series are lossy compressed (LossyImageCompression (0028,2110) 01\" jpegls_e2.err &&
+   [ \$(grep -c 'lossy compressed' jpegls_e2.err) -eq 1 ]" || cat jpegls_e2.err
+"$bin" filter convolve in_jpegls_e2/i22.MRDC.1 one_lossy.nii --kernel 1 -q 2> one_lossy.err
+check "JPEG-LS near-lossless, one file read alone: the warning names the file and LossyImageCompression" \
+  "grep -q \"i22.MRDC.1': lossy compressed (LossyImageCompression (0028,2110) is 01): its values differ from the scanner's\" one_lossy.err" ||
+  cat one_lossy.err
 check "JPEG-LS near-lossless: every voxel within 2 of the original, some differ" \
   "$py -c \"
 import sys; sys.path.insert(0, '$LUMEN_CLI_TESTS'); import dcm2niix_compare as c, numpy as np
@@ -149,6 +153,14 @@ gdcmconv --quiet --rle mf.dcm mf_rle.dcm > /dev/null 2>&1 && split3 mf_rle.dcm m
 check "multi-frame RLE with frames over several fragments: refused (exit 1), naming PS3.5 A.4.2" \
   "[ $? -eq 1 ] && grep -q \"mf_rle_split.dcm': malformed RLE pixel data .*PS3.5 A.4.2 forbids: lumen reads split RLE frames of single-frame images only\" mf_rle_split.err" ||
   cat mf_rle_split.err
+
+# a lossy DCE series in `lumen dce`: the run log (and report) keep the warning
+mkdir small_lossy && for f in small/*; do gdcmconv --quiet --jpegls --lossy -e 1 "$f" "small_lossy/$(basename "$f")" > /dev/null 2>&1; done
+"$bin" dce --dce small_lossy --out d_lossy --t1 1.0 --relaxivity 4.5 -q --no-report --aif parker 2> d_lossy.err
+check "lumen dce on a lossy series: maps written, the run log names 40 of 40 lossy files" \
+  "[ -s d_lossy/lumen_model-tofts_param-Ktrans.nii.gz ] &&
+   grep -q \"DCE series 'small_lossy': 40 of 40 DICOM files are lossy compressed\" d_lossy/lumen_runlog.txt" ||
+  cat d_lossy.err
 
 # 16-bit lossy JPEG (SOF1, precision 16): refused before any decoder runs
 transcode jpeg16 --jpeg --lossy

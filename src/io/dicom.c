@@ -101,17 +101,15 @@ static lumen_status load(lumen_ctx *ctx, const char *path, int64_t max_bytes, lu
   if (s == LUMEN_OK && notes && hdr->zero_spacing)
     lumen_log(ctx, LUMEN_LOG_WARNING, "lumen_dicom_read: '%s': PixelSpacing (0028,0030) is 0\\0 (unknown): read as absent (%s)",
               path, hdr->info.spacing_source ? hdr->info.spacing_source : "spacing 1 x 1 mm");
-  if (s == LUMEN_OK && (strcmp(hdr->info.transfer_syntax, "1.2.840.10008.1.2.4.50") == 0 ||
-                        strcmp(hdr->info.transfer_syntax, "1.2.840.10008.1.2.4.51") == 0))
-    hdr->lossy = 1;
+  /* JPEG baseline and extended are lossy whatever LossyImageCompression says */
+  const int lossy_syntax = strcmp(hdr->info.transfer_syntax, "1.2.840.10008.1.2.4.50") == 0 ||
+                           strcmp(hdr->info.transfer_syntax, "1.2.840.10008.1.2.4.51") == 0;
+  if (s == LUMEN_OK) hdr->lossy |= lossy_syntax;
   if (s == LUMEN_OK && notes == 1 && hdr->lossy)
     lumen_log(ctx, LUMEN_LOG_WARNING,
               "lumen_dicom_read: '%s': lossy compressed (%s): its values differ from the scanner's by the "
               "compression error (and some tools rescale them to fit 12 bits), which maps fitted from them inherit",
-              path, strcmp(hdr->info.transfer_syntax, "1.2.840.10008.1.2.4.50") == 0 ||
-                            strcmp(hdr->info.transfer_syntax, "1.2.840.10008.1.2.4.51") == 0
-                        ? "a lossy JPEG transfer syntax"
-                        : "LossyImageCompression (0028,2110) is 01");
+              path, lossy_syntax ? "a lossy JPEG transfer syntax" : "LossyImageCompression (0028,2110) is 01");
   if (s == LUMEN_OK && notes && hdr->rle_fragments > 1)
     lumen_log(ctx, LUMEN_LOG_WARNING,
               "lumen_dicom_read: '%s': its RLE frame is split over %lld fragments (DICOM PS3.5 A.4.2 wants one; "

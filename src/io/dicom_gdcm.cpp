@@ -37,13 +37,20 @@ int fail(char *msg, size_t msg_size, const char *text) {
 // (dicom_frame_start.h), the layout GDCM's codecs decode frame by frame.
 bool fragments(const uint8_t *data, size_t size, size_t pos, const lumen_dicom_info &in, gdcm::SequenceOfFragments &sq) {
   bool first = true, group = in.frames > 1;
-  std::vector<char> frame;
-  auto flush = [&]() {
-    if (frame.empty()) return;
+  auto add = [&](const char *bytes, size_t n) {
     gdcm::Fragment frag;
-    frag.SetByteValue(frame.data(), (uint32_t)frame.size());
+    frag.SetByteValue(bytes, (uint32_t)n);
     sq.AddFragment(frag);
-    frame.clear();
+  };
+  // the current frame: its one fragment in place, or its fragments copied together (only when split)
+  const uint8_t *one = nullptr;
+  uint32_t one_len = 0;
+  std::vector<char> joined;
+  auto flush = [&]() {
+    if (!joined.empty()) add(joined.data(), joined.size());
+    else if (one) add(reinterpret_cast<const char *>(one), one_len);
+    joined.clear();
+    one = nullptr;
   };
   while (pos + 8 <= size) {
     uint32_t tag = (uint32_t)data[pos + 1] << 24 | (uint32_t)data[pos] << 16 | (uint32_t)data[pos + 3] << 8 |
@@ -57,13 +64,14 @@ bool fragments(const uint8_t *data, size_t size, size_t pos, const lumen_dicom_i
     }
     if (tag != 0xFFFEE000u || len > size - pos) return false;
     int starts = group ? lumen_dicom_starts_frame(in.transfer_syntax, data + pos, len) : -1;
-    if (!first && starts >= 0) {  // a frame's fragments, concatenated
-      if (starts) flush();
-      frame.insert(frame.end(), data + pos, data + pos + len);
+    if (!first && starts > 0) {  // a frame's first fragment
+      flush();
+      one = data + pos, one_len = len;
+    } else if (!first && starts == 0 && one) {  // it continues: the frame's fragments concatenated
+      if (joined.empty()) joined.assign(one, one + one_len);
+      joined.insert(joined.end(), data + pos, data + pos + len);
     } else if (!first) {
-      gdcm::Fragment frag;
-      frag.SetByteValue(reinterpret_cast<const char *>(data + pos), len);
-      sq.AddFragment(frag);
+      add(reinterpret_cast<const char *>(data + pos), len);
     }
     first = false;
     pos += len;

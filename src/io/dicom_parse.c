@@ -342,9 +342,10 @@ static lumen_status walk_fragments(walker *w, const element *px, size_t *pos, si
              (long long)w->h->info.frames);
     return bad(w, px->value, "malformed RLE pixel data", detail);
   }
-  if ((started > 0 ? started : fragments) < w->h->info.frames) {
+  const int64_t found = started > 0 ? started : fragments; /* frames the fragments hold */
+  if (found < w->h->info.frames) {
     char detail[120];
-    snprintf(detail, sizeof detail, "%lld %s for %lld frames (a missing frame)", (long long)(started > 0 ? started : fragments),
+    snprintf(detail, sizeof detail, "%lld %s for %lld frames (a missing frame)", (long long)found,
              started > 0 ? "frame start markers" : "fragments", (long long)w->h->info.frames);
     return bad(w, px->value, "malformed encapsulated pixel data", detail);
   }

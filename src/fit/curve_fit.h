@@ -10,6 +10,18 @@
 #include "models/models_f64.h"
 
 
+/* The standard tier's linear start (0; 1: none, p holds the model's default start). 2CXM
+   starts from Flouri's least squares alone: the accelerated tiers refine it by variable
+   projection (models/model_2cxm_vp.inc), which the standard tier, their independent check, does
+   not share. */
+static inline int lumen_standard_linear_start(lumen_model model, const lumen_grid_f64 *grid, const double *consts,
+                                              const double *y, double *p) {
+  if (!(lumen_model_flags(model) & LUMEN_MF_2CXM_FORM)) return lumen_linear_start_f64(model, grid, consts, y, p);
+  if (lumen_2cxm_start__f64(grid, y, p) == 0) return 0;
+  lumen_default_start__f64(LUMEN_MODEL_2CXM, p);
+  return 1;
+}
+
 typedef struct lumen_curve_options {
   double tolerance;              /* relative chi-square change, default 1e-6 */
   int max_iterations;            /* default 200 */

@@ -81,16 +81,7 @@ void lumen_cxm_grid_destroy(lumen_cxm_grid *cg) {
 }
 
 void lumen_cxm_from_exponentials(double kp, double km, double a, double b, double *p) {
-  const double fp = a + b, d = kp - km;
-  const double rb = (a * kp + b * km) / fp;   /* Fp / vp: (1 - A) K+ + A K- */
-  const double re = kp * km / rb;             /* PS / ve: K+ K- = re rb */
-  /* s = PS / vp = K+ + K- - rb - re = (K+ - rb)(rb - K-)/rb, K+ - rb = b D/Fp, rb - K- = a D/Fp */
-  const double s = a * b * d * d / (fp * fp * rb);
-  const double vp = fp / rb, ps = s * vp;
-  p[0] = ps / (fp + ps);
-  p[1] = ps / re;
-  p[2] = vp;
-  p[3] = fp;
+  lumen_2cxm_from_exponentials__f64(kp, km, a, b, p);
 }
 
 /* The 2x2 least squares of y on (G+, G-) from the inner products (c+ = <G+, y>, ...): amplitudes

@@ -4,7 +4,8 @@
    fits best, refined by a parabola in log K each way, mapped back to (E, ve, vp, Fp).
    Not the default start: it cuts 2CXM's iterations by a third but, scalar per curve, costs more
    than it saves (docs/BENCHMARKS.md); test builds run it with LUMEN_TEST_CXM_GRID_START=1
-   (src/fit/plan.c). A building block for variable projection, the next step there. */
+   (src/fit/plan.c). The default start refines Flouri's by variable projection instead
+   (src/models/model_2cxm_vp.inc), which needs no grid. */
 #ifndef LUMEN_FIT_CXM_GRID_H
 #define LUMEN_FIT_CXM_GRID_H
 

@@ -49,9 +49,17 @@ static int cxm_grid_hook(const lumen_fit_plan *pl, const lumen_grid_f64 *g, cons
 #undef DF
 #undef DRV_STANDARD
 
+/* the standard tier's own linear start (fit/curve_fit.h) */
+static int std_start_hook(const lumen_fit_plan *pl, const lumen_grid_f64 *g, const double *consts, const double *y,
+                          double *ls) {
+  return lumen_standard_linear_start(pl->model, g, consts, y, ls);
+}
+
 #define DF(x) x##_std64
 #define DRV_STANDARD 1
+#define DRV_START_HOOK(pl, ws, ls) std_start_hook(pl, (ws)->g, (ws)->consts, (ws)->y, ls)
 #include "solver/driver_impl.inc"
+#undef DRV_START_HOOK
 #undef DT
 #undef DM
 #undef DF

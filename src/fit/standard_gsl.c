@@ -693,7 +693,7 @@ lumen_status lumen_standard_fit_curve(lumen_ctx *ctx, lumen_model model, const l
   if (opt->start) {
     for (int k = 0; k < np; ++k) pb.p[k] = opt->start[k];
   } else {
-    if (lumen_linear_start_f64(model, grid, consts, y, pb.p) != 0) memcpy(pb.p, dstart, sizeof dstart);
+    if (lumen_standard_linear_start(model, grid, consts, y, pb.p) != 0) memcpy(pb.p, dstart, sizeof dstart);
     for (int k = 0; k < np; ++k) {
       if (!isfinite(pb.p[k])) pb.p[k] = dstart[k];
       pb.p[k] = pb.p[k] < lo[k] ? lo[k] : pb.p[k] > hi[k] ? hi[k] : pb.p[k];

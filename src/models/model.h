@@ -60,8 +60,10 @@
    int lumen_linear_start_fXX(lumen_model m, const lumen_grid_fXX *g, const T *consts,
                               const T *y, T *p_out);
      Closed-form estimate of the fit parameters from the data y. Returns 0 on success,
-     non-zero when the small normal-equation system is singular or the back-transform is not
-     physical; p_out is then filled with the default start values. Exact for noise-free data
+     LUMEN_START_SOLVED when the start is already the unweighted least-squares solution (2CXM
+     when its refinement by variable projection converged), else non-zero when the small
+     normal-equation system is singular or the back-transform is not physical; p_out is then
+     filled with the default start values. Exact for noise-free data
      (Tofts/ETM via Murase 2004 up to the trapezoid integration of Ct, Patlak exactly with
      bounds, 2CUM/2CXM via Flouri 2016, VFA DESPOT1 and two-angle exactly; IR/SR give rough
      starts only). The results of vfa-linear and vfa-2pt ARE these starts.
@@ -73,6 +75,13 @@
 #include <string.h>
 #include "models/hd.h"
 #include "lumen/models.h"
+
+/* lumen_linear_start's return: a start that is the unweighted least-squares solution, converged
+   by LM's rule at the default tolerance (chi2 changed by less than LUMEN_START_SOLVED_TOL chi2 in
+   a step with lambda <= 1); the accelerated tiers take it as the fit when it is strictly inside
+   the box and the fit is unweighted (solver/driver_impl.inc, DF(linear_exact)). */
+#define LUMEN_START_SOLVED 2
+#define LUMEN_START_SOLVED_TOL 1e-6
 
 /* Convolution rule (g->conv). */
 #define LUMEN_CONV_EXACT     0  /* exact for piecewise-linear Cp (default) */

@@ -1,7 +1,8 @@
 /* 2CXM's start refined by variable projection (src/models/model_2cxm_vp.inc, issue 43), checked
    with code it does not share: the model's own evaluation and Jacobian (lumen_eval_2cxm_f64) and
    the standard tier (GSL).
-   - noise-free curves: the refined start is the truth (Flouri's start alone is 1-3 % off);
+   - noise-free curves: the refined start is the truth (Flouri's start alone is 0.04-940 % off),
+     on even and uneven frames; with ROCKETSHIP's trapezoid rule at least no worse a curve;
    - noisy curves: a start called LUMEN_START_SOLVED is a minimum by LM's own rule (the
      Gauss-Newton decrease predicted from the model's Jacobian there is below 1e-5 chi2) and its
      chi2 is the standard tier's fit's (not above it by more than 1e-6 relative);
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fit/fit_internal.h"
+#include "lumen/aif.h"
 
 #define N 80
 
@@ -51,6 +53,7 @@ static void noisy_curve(const lumen_grid_f64 *g, double *y) {
   for (int i = 0; i < N; ++i) y[i] += NOISE_SD * gauss();
 }
 
+
 static double chi2_of(const lumen_grid_f64 *g, const double *p, const double *y, double *jac) {
   double m[N], c = 0;
   lumen_eval_2cxm_f64(g, NULL, p, m, jac, NULL);
@@ -58,23 +61,48 @@ static double chi2_of(const lumen_grid_f64 *g, const double *p, const double *y,
   return c;
 }
 
+/* the grids of test_noise_free_truth: 5 s frames with the exact convolution; uneven frames (2 s
+   during the bolus, then 10 s); 5 s frames with ROCKETSHIP's trapezoid rule */
+static void setup_variant(fixture *f, int v) {
+  setup_grid(f);
+  if (v == 1) {
+    for (int i = 0; i < N; ++i) f->t[i] = i < 40 ? i * 2.0 / 60.0 : (78.0 + (i - 39) * 10.0) / 60.0;
+    lumen_aif_options ao;
+    lumen_aif_options_init(&ao);
+    ao.hct = 0.42;
+    ao.delay = 0.5;
+    ao.plasma = 1;
+    assert_int_equal(lumen_aif_population(NULL, &ao, N, f->t, f->cp), LUMEN_OK);
+    assert_int_equal(lumen_grid_setup_f64(&f->g, N, f->t, f->cp, f->dt, f->icp), 0);
+    assert_int_equal(f->g.uniform, 0);
+  }
+  if (v == 2) f->g.conv = LUMEN_CONV_TRAPEZOID;
+}
+
 static void test_noise_free_truth(void **s) {
   (void)s;
   fixture f;
-  setup_grid(&f);
   double y[N];
+  for (int v = 0; v < 3; ++v)
   for (size_t c = 0; c < NCASES; ++c) {
+    setup_variant(&f, v);
     double p[4], pf[4];
     lumen_eval_2cxm_f64(&f.g, NULL, cases[c], y, NULL, NULL);
     assert_int_equal(lumen_2cxm_start__f64(&f.g, y, pf), 0);
     const int r = lumen_linear_start_f64(LUMEN_MODEL_2CXM, &f.g, NULL, y, p);
     assert_true(r == 0 || r == LUMEN_START_SOLVED);
-    double worst_flouri = 0;
+    double worst_flouri = 0, worst = 0;
     for (int k = 0; k < 4; ++k) {
       worst_flouri = fmax(worst_flouri, fabs(pf[k] - cases[c][k]) / cases[c][k]);
-      lumen_test_assert_close(p[k], cases[c][k], 0, 1e-5, "2cxm refined start, noise-free");
+      worst = fmax(worst, fabs(p[k] - cases[c][k]) / cases[c][k]);
     }
-    print_message("  case %zu: Flouri's start %.2g off, refined within 1e-5\n", c, worst_flouri);
+    print_message("  grid %d, case %zu: Flouri's start %.2g off, the refined %.2g\n", v, c, worst_flouri, worst);
+    /* never a worse curve than Flouri's (the model's own chi2); the truth itself with the exact
+       convolution, which Flouri's integrals approximate well; with the trapezoid rule they do
+       not (Flouri's start up to 4700x off) and 8 passes may not reach it: LM does then
+       (test_fit_analytic) */
+    assert_true(chi2_of(&f.g, p, y, NULL) <= chi2_of(&f.g, pf, y, NULL));
+    if (v < 2) assert_true(worst < 1e-5);
   }
 }
 

@@ -44,6 +44,8 @@
 
 #define MAX_LIST 16
 #define FRAME_S 5.0
+/* --uneven: the first half of the samples 2 s apart (the bolus), the rest 8 s (5 s on average) */
+static int g_uneven;
 #define HCT 0.42
 #define AIF_DELAY_MIN 1.0
 #define NOISE_MM 0.005
@@ -81,6 +83,7 @@ static void usage(FILE *f) {
           "  --quick               a few-second run (small sizes)\n"
           "  --no-ci               do not ask for confidence intervals and R^2 (lumen dce asks for both)\n"
           "  --no-probe            leave out the scalar probe row (bench/probe_tofts.c) beside Tofts rows\n"
+          "  --uneven              uneven frames: the first half 2 s apart, the rest 8 s (5 s on average)\n"
           "  --simd off|avx2|avx512  cap the vector instructions of the fit lanes (lumen_ctx_set_cpu_simd)\n"
           "  --models LIST         models of the per-model table (default: all fitted models)\n"
           "  --tiers LIST          tiers to time (default: cpu,cpu_single,standard)\n"
@@ -154,6 +157,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
       o->ci = 0;
     } else if (!strcmp(a, "--no-probe")) {
       o->probe = 0;
+    } else if (!strcmp(a, "--uneven")) {
+      g_uneven = 1;
     } else if (v && !strcmp(a, "--simd")) {
       if (!strcmp(v, "off")) o->simd = LUMEN_CPU_SIMD_OFF;
       else if (!strcmp(v, "avx2")) o->simd = LUMEN_CPU_SIMD_AVX2;
@@ -334,7 +339,8 @@ static int dataset_make(dataset *d, lumen_model m, int n, int64_t curves, uint64
   }
   lumen_grid_f64 g;
   if (dce) {
-    for (int i = 0; i < n; ++i) d->x[i] = i * FRAME_S / 60.0;
+    for (int i = 0; i < n; ++i)
+      d->x[i] = !g_uneven ? i * FRAME_S / 60.0 : (i <= n / 2 ? 2.0 * i : 2.0 * (n / 2) + 8.0 * (i - n / 2)) / 60.0;
     lumen_aif_options ao;
     lumen_aif_options_init(&ao);
     ao.kind = LUMEN_AIF_PARKER;
@@ -729,6 +735,7 @@ int main(int argc, char **argv) {
     fclose(la);
   }
   if (load1 >= 0) printf("# load average at start: %.2f (other work on the machine slows every tier)\n", load1);
+  if (g_uneven) printf("# uneven frames (--uneven): the first half of the samples 2 s apart, the rest 8 s\n");
   printf("# Parker AIF (Hct %.2f, delay %.0f min), %.0f s frames, Ktrans U[0.01,0.5]/min, ve U[0.05,0.6], noise SD %.3f mM,"
          " tol 1e-6, float32 data, %s;\n# standard tier timed on at most %lld curves per row; every row stops after about %.3g s;\n"
          "# every row the fastest of %d measurements taken in turns\n",

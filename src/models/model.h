@@ -83,6 +83,9 @@
 #define LUMEN_START_SOLVED 2
 #define LUMEN_START_SOLVED_TOL 1e-6
 
+/* Runs of equal steps a grid keeps (lumen_grid.n_runs). */
+#define LUMEN_GRID_RUNS 4
+
 /* Convolution rule (g->conv). */
 #define LUMEN_CONV_EXACT     0  /* exact for piecewise-linear Cp (default) */
 #define LUMEN_CONV_TRAPEZOID 1  /* trapezoid rule on Cp(tau) exp(-k (t - tau)): ROCKETSHIP/Gpufit */

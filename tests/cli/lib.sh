@@ -16,6 +16,11 @@ tmp=$(mktemp -d)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; return 1; fi; }
+# skip_without_dicom ERRFILE: after a lumen command failed, exit 77 (skip) when its stderr says this
+# lumen was built without DICOM support (no GDCM); otherwise return
+skip_without_dicom() {
+  if grep -q "built without DICOM support" "$1"; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
+}
 # need_test_hooks: the fault-injection hooks (LUMEN_TEST_* variables) are compiled into test builds
 # only; against another build the test fails, saying so, instead of passing without them.
 need_test_hooks() {

@@ -16,7 +16,7 @@ ref="$LUMEN_CLI_TESTS/dicom_reference.py"
 
 "$py" "$ref" files . || { echo "FAIL: copying pydicom's test files"; exit 1; }
 if ! "$bin" filter convolve MR_small.dcm probe.nii --kernel 1 -q 2> probe_err.txt; then
-  if grep -q "built without DICOM support" probe_err.txt; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
+  skip_without_dicom probe_err.txt
   cat probe_err.txt; echo "FAIL: reading MR_small.dcm"; exit 1
 fi
 

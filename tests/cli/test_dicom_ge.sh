@@ -21,7 +21,7 @@ cmp_ref="$py $LUMEN_CLI_TESTS/dcm2niix_compare.py same"
 
 "$bin" convert "$ge/In" --out cv > convert.out 2> convert.err
 rc=$?
-if [ $rc -ne 0 ] && grep -q "built without DICOM support" convert.err; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
+[ $rc -ne 0 ] && skip_without_dicom convert.err
 check "lumen convert dicom_ge/In: exit 0, 8 of 8 series" "[ $rc -eq 0 ] && grep -q '^8 of 8 series converted' convert.out" ||
   cat convert.out convert.err
 # lumen's name -> dcm2niix's Ref name (Ref: DESCRIPTION_SERIESNUMBER)

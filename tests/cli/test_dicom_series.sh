@@ -30,7 +30,7 @@ common="--t1 1.0 --relaxivity 4.5 -q --no-report"
 
 $ds small small --oblique || { echo "FAIL: writing the small series"; exit 1; }
 if ! "$bin" dce --dce small --out probe $common --aif parker 2> probe_err.txt; then
-  if grep -q "built without DICOM support" probe_err.txt; then echo "lumen built without DICOM (GDCM): skipped"; exit 77; fi
+  skip_without_dicom probe_err.txt
 fi
 
 # ---------------------------------------------------------------- QIBA v6 Tofts, one file per frame

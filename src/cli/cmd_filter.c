@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/filter_cli.h"
+#include "lumen_build_config.h"
+#if LUMEN_HAVE_IO /* reads and writes images: not in a build without NIfTI/JSON I/O */
 
 /* ------------------------------------------------------------------ lumen filter */
 
@@ -232,3 +234,15 @@ out:
   lumen_imgcli_free(&c);
   return rc;
 }
+#else
+int lumen_cmd_filter_check(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  return lumen_cli_no_io("filter");
+}
+int lumen_cmd_filter(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  return lumen_cli_no_io("filter");
+}
+#endif /* LUMEN_HAVE_IO */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/filter_cli.h"
+#include "lumen_build_config.h"
+#if LUMEN_HAVE_IO /* reads and writes images: not in a build without NIfTI/JSON I/O */
 
 #define CMD "segment"
 
@@ -187,3 +189,15 @@ out:
   lumen_imgcli_free(&c);
   return rc;
 }
+#else
+int lumen_cmd_segment_check(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  return lumen_cli_no_io("segment");
+}
+int lumen_cmd_segment(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  return lumen_cli_no_io("segment");
+}
+#endif /* LUMEN_HAVE_IO */

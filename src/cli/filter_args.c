@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/filter_cli.h"
+#include "lumen_build_config.h"
+#if LUMEN_HAVE_IO /* the image commands' options and runners: not in a build without NIfTI/JSON I/O */
 
 int lumen_opcli_begin(const char *cmd, const lumen_op_info *op, fvals *f) {
   f->op = op;
@@ -210,3 +212,4 @@ int lumen_filtercli_check_values(const fvals *f) {
   }
   return 1;
 }
+#endif /* LUMEN_HAVE_IO */

@@ -16,6 +16,8 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include "lumen_build_config.h"
+#if LUMEN_HAVE_IO /* reads and writes images: not in a build without NIfTI/JSON I/O */
 
 /* ------------------------------------------------------------------ headers before any work */
 
@@ -241,3 +243,4 @@ int lumen_imgbatch_run(lumen_imgcli *c, lumen_imgbatch_fn fn, void *user, const 
   else if (o.stats.failed_item < 0) lumen_cli_error(c->cmd, "%s", lumen_ctx_last_error(c->ctx));
   return LUMEN_EXIT_FAILURE;
 }
+#endif /* LUMEN_HAVE_IO */

@@ -2,6 +2,8 @@
    exec (src/filter/op_args.c), and whether the result is written as a mask; filter_cli.h. */
 #include <string.h>
 #include "cli/filter_cli.h"
+#include "lumen_build_config.h"
+#if LUMEN_HAVE_IO /* the image commands' options and runners: not in a build without NIfTI/JSON I/O */
 
 int lumen_opcli_is_mask(const fvals *f, const lumen_image *out) {
   if (!out || lumen_image_dtype(out) != LUMEN_DTYPE_UINT8) return 0;
@@ -17,3 +19,4 @@ lumen_status lumen_filtercli_run(lumen_ctx *ctx, const fvals *f, lumen_filter_ex
   *is_mask = s == LUMEN_OK && lumen_opcli_is_mask(f, *out);
   return s;
 }
+#endif /* LUMEN_HAVE_IO */

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/image_cli.h"
+#include "lumen_build_config.h"
+#if LUMEN_HAVE_IO /* reads and writes images: not in a build without NIfTI/JSON I/O */
 
 /* Library errors are printed by the command with the file name; the log adds warnings only. */
 static void imgcli_log(void *user, lumen_log_level level, const char *message) {
@@ -414,3 +416,4 @@ int lumen_imgcli_start(lumen_imgcli *c, int need_out) {
   if (rc != LUMEN_EXIT_OK) return rc;
   return lumen_imgcli_context(c) ? LUMEN_EXIT_OK : LUMEN_EXIT_FAILURE;
 }
+#endif /* LUMEN_HAVE_IO */

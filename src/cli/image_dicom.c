@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/image_cli.h"
+#include "lumen_build_config.h"
+#if LUMEN_HAVE_IO /* reads and writes images: not in a build without NIfTI/JSON I/O */
 
 int lumen_imgcli_is_dicom(const char *path) {
   lumen_format_info f;
@@ -136,3 +138,4 @@ void lumen_imgcli_dicom_free(lumen_imgcli *c) {
   c->pre = NULL;
   c->pre_error = NULL;
 }
+#endif /* LUMEN_HAVE_IO */

@@ -46,6 +46,9 @@
 #define FRAME_S 5.0
 /* --uneven: the first half of the samples 2 s apart (the bolus), the rest 8 s (5 s on average) */
 static int g_uneven;
+/* --jitter MS: each frame time moved by up to +-MS/2 milliseconds (as DICOM trigger or acquisition
+   times carry), from a fixed sequence */
+static double g_jitter_ms;
 #define HCT 0.42
 #define AIF_DELAY_MIN 1.0
 #define NOISE_MM 0.005
@@ -84,6 +87,7 @@ static void usage(FILE *f) {
           "  --no-ci               do not ask for confidence intervals and R^2 (lumen dce asks for both)\n"
           "  --no-probe            leave out the scalar probe row (bench/probe_tofts.c) beside Tofts rows\n"
           "  --uneven              uneven frames: the first half 2 s apart, the rest 8 s (5 s on average)\n"
+          "  --jitter MS           frame times moved by up to +-MS/2 ms each (DICOM times with jitter)\n"
           "  --simd off|avx2|avx512  cap the vector instructions of the fit lanes (lumen_ctx_set_cpu_simd)\n"
           "  --models LIST         models of the per-model table (default: all fitted models)\n"
           "  --tiers LIST          tiers to time (default: cpu,cpu_single,standard)\n"
@@ -159,6 +163,11 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
       o->probe = 0;
     } else if (!strcmp(a, "--uneven")) {
       g_uneven = 1;
+    } else if (v && !strcmp(a, "--jitter")) {
+      char *end;
+      g_jitter_ms = strtod(v, &end);
+      if (*end || !(g_jitter_ms >= 0) || g_jitter_ms > 1000) return -1;
+      ++i;
     } else if (v && !strcmp(a, "--simd")) {
       if (!strcmp(v, "off")) o->simd = LUMEN_CPU_SIMD_OFF;
       else if (!strcmp(v, "avx2")) o->simd = LUMEN_CPU_SIMD_AVX2;
@@ -341,6 +350,10 @@ static int dataset_make(dataset *d, lumen_model m, int n, int64_t curves, uint64
   if (dce) {
     for (int i = 0; i < n; ++i)
       d->x[i] = !g_uneven ? i * FRAME_S / 60.0 : (i <= n / 2 ? 2.0 * i : 2.0 * (n / 2) + 8.0 * (i - n / 2)) / 60.0;
+    for (int i = 1; i < n && g_jitter_ms > 0; ++i) {
+      rng r = {mix64(0x6A177E5ull + (uint64_t)i)};
+      d->x[i] += (rng_u(&r) - 0.5) * g_jitter_ms * 1e-3 / 60.0;
+    }
     lumen_aif_options ao;
     lumen_aif_options_init(&ao);
     ao.kind = LUMEN_AIF_PARKER;
@@ -736,6 +749,7 @@ int main(int argc, char **argv) {
   }
   if (load1 >= 0) printf("# load average at start: %.2f (other work on the machine slows every tier)\n", load1);
   if (g_uneven) printf("# uneven frames (--uneven): the first half of the samples 2 s apart, the rest 8 s\n");
+  if (g_jitter_ms > 0) printf("# frame times with jitter (--jitter): each moved by up to +-%g ms\n", g_jitter_ms / 2);
   printf("# Parker AIF (Hct %.2f, delay %.0f min), %.0f s frames, Ktrans U[0.01,0.5]/min, ve U[0.05,0.6], noise SD %.3f mM,"
          " tol 1e-6, float32 data, %s;\n# standard tier timed on at most %lld curves per row; every row stops after about %.3g s;\n"
          "# every row the fastest of %d measurements taken in turns\n",

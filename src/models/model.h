@@ -85,6 +85,14 @@
 
 /* Runs of equal steps a grid keeps (lumen_grid.n_runs). */
 #define LUMEN_GRID_RUNS 4
+/* Steps with jitter (lumen_grid.jit): every step within LUMEN_GRID_JIT_RTOL of their mean. A
+   convolution then interpolates its weights in the step from LUMEN_CONV_JIT_NODES equally spaced
+   steps across the grid's range, where |k| times the range's half-width is at most
+   LUMEN_CONV_JIT_KH (the interpolation's error is then below ~1e-14 of the weights: the 7th
+   derivative of e^(-k dt) over 7! on a 7-node grid); other rates form them per sample. */
+#define LUMEN_GRID_JIT_RTOL 0.05
+#define LUMEN_CONV_JIT_NODES 7
+#define LUMEN_CONV_JIT_KH 0.05
 
 /* Convolution rule (g->conv). */
 #define LUMEN_CONV_EXACT     0  /* exact for piecewise-linear Cp (default) */

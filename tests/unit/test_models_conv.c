@@ -4,6 +4,7 @@
    own expm1 against libm's. */
 #include "test_support.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "models/models_f32.h"
@@ -202,6 +203,38 @@ static void test_uniform_path(void **state) {
   assert_int_not_equal(lumen_grid_setup_f64(&g, n, t, cp, dt, icp), 0);
 }
 
+/* Float times tj (m samples, minutes; tf their float copy filled here) as lumen_grid_f32 sets
+   them up (checked: not uniform, runs, jit) against the per-sample weights of the exact double
+   times: the largest difference of G at rate k, relative to its peak. */
+static double float_grid_vs_exact(const double *tj, int m, int runs, int jit, double k) {
+  static float tf[NMAX], cpf[NMAX], dtf[NMAX], icpf[NMAX];
+  static double cp[NMAX], dj[NMAX], ij[NMAX], Ge[NMAX], Pe[NMAX];
+  for (int i = 0; i < m; ++i) {
+    tf[i] = (float)tj[i];
+    cpf[i] = (float)smooth_cp(tj[i]);
+    cp[i] = (double)cpf[i];
+  }
+  lumen_grid_f32 gf;
+  assert_int_equal(lumen_grid_setup_f32(&gf, m, tf, cpf, dtf, icpf), 0);
+  assert_int_equal(gf.uniform, 0);
+  assert_int_equal(gf.n_runs, runs);
+  assert_int_equal(gf.jit, jit);
+  lumen_conv_f32 c;
+  lumen_conv_start_f32(&c, &gf, (float)k);
+  lumen_grid_f64 ge;
+  assert_int_equal(lumen_grid_setup_f64(&ge, m, tj, cp, dj, ij), 0);
+  ge.n_runs = 0;
+  ge.jit = 0; /* the per-sample weights */
+  run_conv(&ge, k, Ge, Pe);
+  double peak = 0, worst = 0;
+  for (int i = 1; i < m; ++i) peak = fmax(peak, fabs(Ge[i]));
+  for (int i = 1; i < m; ++i) {
+    lumen_conv_step_f32(&c, &gf, i);
+    worst = fmax(worst, fabs(c.G - Ge[i]) / peak);
+  }
+  return worst;
+}
+
 /* Runs of equal steps (lumen_grid.n_runs): a two-rate grid (2 s during the bolus, then 8 s) is
    two runs whose convolution equals the per-sample weights' (n_runs = 0) to rounding, for every
    rate and both rules; a grid nudged at one sample is four runs; steps cycling through four
@@ -244,34 +277,79 @@ static void test_step_runs(void **state) {
   lumen_grid_setup_f64(&g, 200, t, cp, dt, icp);
   assert_int_equal(g.n_runs, 0);
   {
-    static float tf[NMAX], cpf[NMAX], dtf[NMAX], icpf[NMAX];
-    static double tj[NMAX], dj[NMAX], ij[NMAX], Gj[NMAX], Ge[NMAX], Pe[NMAX];
+    static double tj[NMAX];
     const int m = 90;
-    for (int i = 0; i < m; ++i) {
+    for (int i = 0; i < m; ++i)
       tj[i] = (i <= 40 ? 5.0 * i : 200.0 + 5.0025 * (i - 40)) / 60.0 + (i % 5 == 2 ? 2e-4 / 60.0 : 0);
-      tf[i] = (float)tj[i];
-      cpf[i] = (float)smooth_cp(tj[i]);
-      cp[i] = (double)cpf[i];
-    }
-    lumen_grid_f32 gf;
-    assert_int_equal(lumen_grid_setup_f32(&gf, m, tf, cpf, dtf, icpf), 0);
-    assert_int_equal(gf.uniform, 0);
-    assert_int_equal(gf.n_runs, 1);
-    lumen_conv_f32 c;
-    lumen_conv_start_f32(&c, &gf, 1.5f);
-    lumen_grid_f64 ge;
-    assert_int_equal(lumen_grid_setup_f64(&ge, m, tj, cp, dj, ij), 0);
-    ge.n_runs = 0;
-    run_conv(&ge, 1.5, Ge, Pe);
-    double peak = 0, worst = 0;
-    for (int i = 1; i < m; ++i) {
-      lumen_conv_step_f32(&c, &gf, i);
-      Gj[i] = c.G;
-      peak = fmax(peak, fabs(Ge[i]));
-    }
-    for (int i = 1; i < m; ++i) worst = fmax(worst, fabs(Gj[i] - Ge[i]) / peak);
+    double worst = float_grid_vs_exact(tj, m, 1, 0, 1.5);
     print_message("jittered float times as one run: G within %.2g of the exact times' peak\n", worst);
     assert_true(worst < 1e-3);
+  }
+}
+
+/* Times with jitter (DICOM trigger or acquisition times: 5 s frames +- 5 ms): no runs, but the
+   weights interpolated in the step (lumen_grid.jit) give the per-sample weights' convolution
+   within 1e-12 for every rate the interpolation takes and both rules; faster rates (|k| jit_h >
+   LUMEN_CONV_JIT_KH) take the per-sample weights, the same bits. Float times with 1 % jitter
+   (beyond float's uniform tolerance) as well, within float rounding of the exact times'. */
+static void test_step_jitter(void **state) {
+  (void)state;
+  static double t[NMAX], cp[NMAX], dt[NMAX], icp[NMAX], G1[NMAX], G2[NMAX], P1[NMAX], P2[NMAX];
+  const int n = 100;
+  uint64_t r = 12345;
+  for (int i = 0; i < n; ++i) {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    double jit = ((double)(r >> 11) / 9007199254740992.0 - 0.5) * 0.01; /* +- 5 ms */
+    t[i] = (5.0 * i + (i ? jit : 0)) / 60.0;
+    cp[i] = smooth_cp(t[i]);
+  }
+  lumen_grid_f64 g;
+  assert_int_equal(lumen_grid_setup_f64(&g, n, t, cp, dt, icp), 0);
+  assert_int_equal(g.uniform, 0);
+  assert_int_equal(g.n_runs, 0);
+  assert_int_equal(g.jit, 1);
+  assert_true(g.jit_h > 0 && g.jit_h <= 0.01 / 60.0);
+  lumen_test_assert_close(g.jit_c, 5.0 / 60.0, 0, 2e-3, "jitter centre");
+  const double ks[] = {0.0, 0.05, 1.0, 6.0, 35.0, 280.0, 3000.0};
+  double worst_d = 0;
+  for (int conv = 0; conv < 2; ++conv)
+    for (size_t j = 0; j < sizeof ks / sizeof ks[0]; ++j) {
+      g.conv = conv;
+      lumen_conv_f64 c;
+      lumen_conv_start_f64(&c, &g, ks[j]);
+      assert_int_equal(c.jit, ks[j] * g.jit_h <= LUMEN_CONV_JIT_KH);
+      run_conv(&g, ks[j], G1, P1);
+      lumen_grid_f64 h = g;
+      h.jit = 0;
+      run_conv(&h, ks[j], G2, P2);
+      double peak = 0, peakp = 0;
+      for (int i = 0; i < n; ++i) peak = fmax(peak, fabs(G2[i])), peakp = fmax(peakp, fabs(P2[i]));
+      for (int i = 0; i < n; ++i) {
+        if (!c.jit) {
+          assert_true(G1[i] == G2[i] && P1[i] == P2[i]); /* the per-sample weights themselves */
+          continue;
+        }
+        lumen_test_assert_close(G1[i], G2[i], 1e-12 * peak, 0, "interpolated vs per-sample G");
+        worst_d = fmax(worst_d, fabs(G1[i] - G2[i]) / peak);
+        /* G' against its own peak, or against G times a step where it is that small (the
+           trapezoid at fast rates: G' ~ 1e-12, its rounding is the per-sample weights') */
+        lumen_test_assert_close(P1[i], P2[i], 1e-12 * (peakp + peak * 5.0 / 60.0), 0, "interpolated vs per-sample G'");
+      }
+    }
+  print_message("jittered double times: G within %.2g of the per-sample weights' (of its peak)\n", worst_d);
+  /* the per-sample weights of a rate the interpolation leaves out are the closed forms' */
+  assert_true(LUMEN_CONV_JIT_KH * (1.0 / LUMEN_GRID_JIT_RTOL - 1.0) >= LUMEN_SERIES_X);
+  /* more than LUMEN_GRID_JIT_RTOL of jitter: per sample */
+  t[40] += 0.3 / 60.0;
+  lumen_grid_setup_f64(&g, n, t, cp, dt, icp);
+  assert_int_equal(g.jit, 0);
+  {
+    static double tj[NMAX];
+    const int m = 90;
+    for (int i = 0; i < m; ++i) tj[i] = (2.0 * i + (i % 3 == 1 ? 0.02 : i % 3 == 2 ? -0.015 : 0)) / 60.0; /* 2 s +- 1 % */
+    double worst = float_grid_vs_exact(tj, m, 0, 1, 1.5);
+    print_message("jittered float times: G within %.2g of the exact times' peak\n", worst);
+    assert_true(worst < 2e-6);
   }
 }
 
@@ -437,6 +515,7 @@ LUMEN_TEST_MAIN(cmocka_unit_test(test_expm1),
                 cmocka_unit_test(test_trapezoid_vs_direct),
                 cmocka_unit_test(test_uniform_path),
                 cmocka_unit_test(test_step_runs),
+                cmocka_unit_test(test_step_jitter),
                 cmocka_unit_test(test_series_switch),
                 cmocka_unit_test(test_exact_beats_trapezoid),
                 cmocka_unit_test(test_aif_shift),

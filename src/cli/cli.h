@@ -60,6 +60,13 @@ int lumen_cli_finish_stdout(const char *command);
 
 /* A command of a build without NIfTI/JSON I/O: prints that it needs them, returns LUMEN_EXIT_FAILURE. */
 int lumen_cli_no_io(const char *command);
+/* The entry point fn of command name in a build without I/O: it refuses in one line. */
+#define LUMEN_CLI_NO_IO_COMMAND(fn, name)                                                   \
+  int fn(int argc, char **argv) {                                                           \
+    (void)argc;                                                                             \
+    (void)argv;                                                                             \
+    return lumen_cli_no_io(name);                                                           \
+  }
 /* 1 when an argument is --help or -h. */
 int lumen_cli_asks_help(int argc, char **argv);
 /* The shared vocabulary of lumen dce, t1 and fit (cli_vocabulary.c): one row per option. */

@@ -780,8 +780,5 @@ done:
   return rc;
 }
 #else
-int lumen_cmd_batch(int argc, char **argv) {
-  (void)argc; (void)argv;
-  return lumen_cli_no_io("batch");
-}
+LUMEN_CLI_NO_IO_COMMAND(lumen_cmd_batch, "batch")
 #endif

@@ -301,9 +301,5 @@ int lumen_cmd_convert(int argc, char **argv) {
   return rc != LUMEN_EXIT_OK ? rc : out;
 }
 #else
-int lumen_cmd_convert(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  return lumen_cli_no_io("convert");
-}
+LUMEN_CLI_NO_IO_COMMAND(lumen_cmd_convert, "convert")
 #endif

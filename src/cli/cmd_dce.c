@@ -123,12 +123,6 @@ int lumen_cmd_dce_demo(int argc, char **argv) {
   return rc;
 }
 #else
-int lumen_cmd_dce(int argc, char **argv) {
-  (void)argc; (void)argv;
-  return lumen_cli_no_io("dce");
-}
-int lumen_cmd_dce_demo(int argc, char **argv) {
-  (void)argc; (void)argv;
-  return lumen_cli_no_io("demo");
-}
+LUMEN_CLI_NO_IO_COMMAND(lumen_cmd_dce, "dce")
+LUMEN_CLI_NO_IO_COMMAND(lumen_cmd_dce_demo, "demo")
 #endif

@@ -235,14 +235,6 @@ out:
   return rc;
 }
 #else
-int lumen_cmd_filter_check(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  return lumen_cli_no_io("filter");
-}
-int lumen_cmd_filter(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  return lumen_cli_no_io("filter");
-}
+LUMEN_CLI_NO_IO_COMMAND(lumen_cmd_filter_check, "filter")
+LUMEN_CLI_NO_IO_COMMAND(lumen_cmd_filter, "filter")
 #endif /* LUMEN_HAVE_IO */

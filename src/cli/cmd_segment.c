@@ -190,14 +190,6 @@ out:
   return rc;
 }
 #else
-int lumen_cmd_segment_check(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  return lumen_cli_no_io("segment");
-}
-int lumen_cmd_segment(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  return lumen_cli_no_io("segment");
-}
+LUMEN_CLI_NO_IO_COMMAND(lumen_cmd_segment_check, "segment")
+LUMEN_CLI_NO_IO_COMMAND(lumen_cmd_segment, "segment")
 #endif /* LUMEN_HAVE_IO */

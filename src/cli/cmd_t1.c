@@ -42,8 +42,5 @@ int lumen_cmd_t1(int argc, char **argv) {
   return lumen_cli_pipe_main(&t1, argc, argv);
 }
 #else
-int lumen_cmd_t1(int argc, char **argv) {
-  (void)argc; (void)argv;
-  return lumen_cli_no_io("t1");
-}
+LUMEN_CLI_NO_IO_COMMAND(lumen_cmd_t1, "t1")
 #endif
